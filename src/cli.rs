@@ -1,0 +1,211 @@
+//! The command tree, global options, and the way errors become exit codes.
+
+use crate::client::{ClientFactory, Timeouts};
+use crate::error::{EXIT_OK, exit_code, one_line};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap_complete::ArgValueCompleter;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The default kubefed system namespace, as KubeFed's.
+pub const DEFAULT_KUBEFED_NAMESPACE: &str = "kube-federation-system";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kubefedctl",
+    about = "kubefedctl controls a Kubernetes Cluster Federation",
+    long_about = "kubefedctl controls a Kubernetes Cluster Federation (KubeFed v0.10's API).\n\n\
+                  Also installed as the kubectl plugin `kubectl fed`.",
+    disable_version_flag = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOptions,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts, spelled as kubectl and KubeFed spell them.
+#[derive(Args, Debug, Clone)]
+pub struct GlobalOptions {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, merged, else ~/.kube/config)
+    #[arg(long, global = true, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Context of the host cluster in the kubeconfig (default: the current context)
+    #[arg(long, global = true, value_name = "CONTEXT",
+          add = ArgValueCompleter::new(crate::completion::complete_context))]
+    pub host_cluster_context: Option<String>,
+
+    /// Namespace of the federation's own objects in the host cluster
+    #[arg(long, global = true, value_name = "NAMESPACE", default_value = DEFAULT_KUBEFED_NAMESPACE)]
+    pub kubefed_namespace: String,
+
+    /// Time to wait for any one API request, e.g. 30s, 2m (0 = no limit)
+    #[arg(long, global = true, value_name = "DURATION", default_value = "30s",
+          value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Diagnostics on stderr: 0 warnings, 2 progress, 4 debug, 6 every request
+    #[arg(
+        short = 'v',
+        long = "verbosity",
+        global = true,
+        value_name = "LEVEL",
+        default_value_t = 0
+    )]
+    pub verbosity: u8,
+}
+
+impl GlobalOptions {
+    /// Loads the kubeconfig and returns a factory for clients of its contexts.
+    pub fn client_factory(&self) -> anyhow::Result<ClientFactory> {
+        let kubeconfig = crate::kubeconfig::load(self.kubeconfig.as_deref())?;
+        let read = if self.request_timeout.is_zero() {
+            Duration::from_secs(24 * 3600)
+        } else {
+            self.request_timeout
+        };
+        Ok(ClientFactory::new(
+            kubeconfig,
+            Timeouts {
+                connect: read.min(Duration::from_secs(10)),
+                read,
+            },
+        ))
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the client version
+    Version(crate::cmd::version::VersionOptions),
+    /// Print a shell completion script (bash, zsh, fish, powershell)
+    Completion(crate::cmd::completion::CompletionOptions),
+}
+
+/// Parses durations the way kubectl's `--request-timeout` does: a number of
+/// seconds, or a number with `ms`, `s`, `m` or `h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?} (examples: 30s, 500ms, 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit in {text:?} (use ms, s, m or h)"
+            ));
+        }
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Entry point of every binary: `kubefedctl`, or `kubectl fed` as a plugin.
+pub fn main(bin_name: &str) -> ExitCode {
+    crate::completion::complete_from_env();
+    let cmd = Cli::command().bin_name(bin_name);
+    let matches = match cmd.try_get_matches() {
+        Ok(m) => m,
+        Err(e) => e.exit(),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    init_diagnostics(cli.global.verbosity);
+    match run(cli) {
+        Ok(()) => ExitCode::from(EXIT_OK),
+        Err(err) => {
+            eprintln!("error: {}", one_line(&err));
+            ExitCode::from(exit_code(&err))
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Version(o) => crate::cmd::version::run(&o),
+        Command::Completion(o) => crate::cmd::completion::run(&o),
+    }
+}
+
+/// A tokio runtime for commands that talk to clusters.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+fn init_diagnostics(verbosity: u8) {
+    use tracing::Level;
+    let level = match verbosity {
+        0 | 1 => Level::WARN,
+        2 | 3 => Level::INFO,
+        4 | 5 => Level::DEBUG,
+        _ => Level::TRACE,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(verbosity >= 4)
+        .with_ansi(false)
+        .without_time()
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_parse_like_kubectl() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("3d").is_err());
+    }
+
+    #[test]
+    fn global_flags_parse_after_the_subcommand() {
+        let cli = Cli::try_parse_from([
+            "kubefedctl",
+            "version",
+            "--kubeconfig",
+            "/k",
+            "--host-cluster-context",
+            "h",
+            "--kubefed-namespace",
+            "fed",
+            "-v",
+            "4",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.kubeconfig, Some(PathBuf::from("/k")));
+        assert_eq!(cli.global.host_cluster_context.as_deref(), Some("h"));
+        assert_eq!(cli.global.kubefed_namespace, "fed");
+        assert_eq!(cli.global.verbosity, 4);
+        let d = Cli::try_parse_from(["kubefedctl", "version"]).unwrap();
+        assert_eq!(d.global.kubefed_namespace, DEFAULT_KUBEFED_NAMESPACE);
+    }
+}

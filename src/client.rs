@@ -1,0 +1,185 @@
+//! Kubernetes clients for named contexts of the loaded kubeconfig.
+//!
+//! kube does the heavy lifting (token, client certificates, CA data or file,
+//! `insecure-skip-tls-verify`, `proxy-url`, exec plugins); this module picks
+//! the context, adds explicit timeouts, and turns failures into one line.
+
+use crate::kubeconfig::LoadedKubeconfig;
+use anyhow::{Context, Result, anyhow};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::time::Duration;
+
+/// Timeouts for every request a client makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub read: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a client is connected to, for messages and for join.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub context: String,
+    pub server: String,
+    /// The CA bundle the kubeconfig gives for the cluster (PEM), if any.
+    pub ca_pem: Option<Vec<u8>>,
+    pub insecure_skip_tls_verify: bool,
+    pub proxy_url: Option<String>,
+}
+
+/// Builds clients for the contexts of one kubeconfig.
+#[derive(Clone, Debug)]
+pub struct ClientFactory {
+    kubeconfig: LoadedKubeconfig,
+    timeouts: Timeouts,
+}
+
+impl ClientFactory {
+    pub fn new(kubeconfig: LoadedKubeconfig, timeouts: Timeouts) -> ClientFactory {
+        ClientFactory {
+            kubeconfig,
+            timeouts,
+        }
+    }
+
+    pub fn kubeconfig(&self) -> &LoadedKubeconfig {
+        &self.kubeconfig
+    }
+
+    /// The kube `Config` for `context` (validated to exist), timeouts set.
+    pub async fn config(&self, context: &str) -> Result<kube::Config> {
+        let context = self.kubeconfig.resolve_context(Some(context))?;
+        let options = KubeConfigOptions {
+            context: Some(context.clone()),
+            ..Default::default()
+        };
+        let mut config = kube::Config::from_custom_kubeconfig(self.raw().clone(), &options)
+            .await
+            .map_err(|e| anyhow!("context {context:?}: {}", crate::error::source_chain(&e)))?;
+        config.connect_timeout = Some(self.timeouts.connect);
+        config.read_timeout = Some(self.timeouts.read);
+        config.write_timeout = Some(self.timeouts.read);
+        // kube retries 429/503/504 up to 15 times with backoff capped at
+        // 1000 s: minutes of silence behind one request. Commands retry
+        // themselves, boundedly, where a retry is safe and useful.
+        config.default_retry = false;
+        Ok(config)
+    }
+
+    /// A client for `context`.
+    pub async fn client(&self, context: &str) -> Result<kube::Client> {
+        let config = self.config(context).await?;
+        kube::Client::try_from(config)
+            .with_context(|| format!("building a client for context {context:?}"))
+    }
+
+    /// Where `context` points, as written in the kubeconfig.
+    pub async fn endpoint(&self, context: &str) -> Result<Endpoint> {
+        let config = self.config(context).await?;
+        let ca_pem = config.root_cert.as_ref().map(|certs| {
+            certs
+                .iter()
+                .map(|der| pem_encode("CERTIFICATE", der))
+                .collect::<String>()
+                .into_bytes()
+        });
+        Ok(Endpoint {
+            context: context.to_string(),
+            server: config
+                .cluster_url
+                .to_string()
+                .trim_end_matches('/')
+                .to_string(),
+            ca_pem,
+            insecure_skip_tls_verify: config.accept_invalid_certs,
+            proxy_url: config.proxy_url.as_ref().map(|u| u.to_string()),
+        })
+    }
+
+    fn raw(&self) -> &Kubeconfig {
+        &self.kubeconfig.config
+    }
+}
+
+/// PEM text for one DER block.
+fn pem_encode(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    use std::fmt::Write;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        let _ = writeln!(
+            out,
+            "{}",
+            std::str::from_utf8(chunk).expect("base64 is ASCII")
+        );
+    }
+    let _ = writeln!(out, "-----END {label}-----");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_wraps_at_64_columns() {
+        let pem = pem_encode("CERTIFICATE", &[7u8; 100]);
+        let lines: Vec<&str> = pem.lines().collect();
+        assert_eq!(lines[0], "-----BEGIN CERTIFICATE-----");
+        assert_eq!(lines[1].len(), 64);
+        assert_eq!(*lines.last().unwrap(), "-----END CERTIFICATE-----");
+    }
+
+    fn factory(yaml: &str) -> ClientFactory {
+        ClientFactory::new(
+            LoadedKubeconfig {
+                config: Kubeconfig::from_yaml(yaml).unwrap(),
+                source: "test".into(),
+            },
+            Timeouts::default(),
+        )
+    }
+
+    #[tokio::test]
+    async fn endpoint_reads_server_ca_and_tls_settings() {
+        let f = factory(
+            r#"
+current-context: a
+clusters:
+- name: a
+  cluster: {server: "https://10.1.2.3:6443/", insecure-skip-tls-verify: true, proxy-url: "http://proxy:3128"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: a
+  context: {cluster: a, user: u}
+"#,
+        );
+        let ep = f.endpoint("a").await.unwrap();
+        assert_eq!(ep.server, "https://10.1.2.3:6443");
+        assert!(ep.insecure_skip_tls_verify);
+        assert_eq!(ep.proxy_url.as_deref(), Some("http://proxy:3128/"));
+        assert!(ep.ca_pem.is_none());
+        let cfg = f.config("a").await.unwrap();
+        assert_eq!(cfg.read_timeout, Some(Duration::from_secs(30)));
+        assert!(!cfg.default_retry, "no hidden unbounded retries");
+        let err = f
+            .client("zzz")
+            .await
+            .err()
+            .expect("unknown context")
+            .to_string();
+        assert!(err.contains(r#"context "zzz" not found"#), "{err}");
+    }
+}

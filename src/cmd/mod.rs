@@ -1,0 +1,4 @@
+//! One module per command: options (clap) → validate → run.
+
+pub mod completion;
+pub mod version;

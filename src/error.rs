@@ -1,0 +1,73 @@
+//! Exit codes, and an error that carries its own.
+
+use std::fmt;
+
+/// Success.
+pub const EXIT_OK: u8 = 0;
+/// Any error (bad input, unreachable cluster, refused request...).
+pub const EXIT_ERROR: u8 = 1;
+/// A usage error (unknown flag, missing argument): clap's own code.
+pub const EXIT_USAGE: u8 = 2;
+
+/// An error that asks for a specific exit code. Commands return it inside
+/// `anyhow::Error`; [`crate::cli`] finds it with `downcast_ref`.
+#[derive(Debug)]
+pub struct ExitWith {
+    pub code: u8,
+    pub message: String,
+}
+
+impl fmt::Display for ExitWith {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExitWith {}
+
+/// The exit code for an error: its own when it carries one, else 1.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    err.chain()
+        .find_map(|e| e.downcast_ref::<ExitWith>())
+        .map_or(EXIT_ERROR, |e| e.code)
+}
+
+/// The one line printed for an error: the context chain joined with ": ".
+pub fn one_line(err: &anyhow::Error) -> String {
+    format!("{err:#}").replace('\n', " ")
+}
+
+/// An error and its sources on one line, without repeating a source that
+/// its wrapper already quotes.
+pub fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        src = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn finds_the_exit_code_through_context() {
+        let e: anyhow::Error = ExitWith {
+            code: 3,
+            message: "partial".into(),
+        }
+        .into();
+        let e = Err::<(), _>(e).context("reconcile").unwrap_err();
+        assert_eq!(exit_code(&e), 3);
+        assert_eq!(exit_code(&anyhow::anyhow!("plain")), EXIT_ERROR);
+        assert_eq!(one_line(&e), "reconcile: partial");
+    }
+}

@@ -1,0 +1,177 @@
+//! Loading the kubeconfig the way kubectl does, and naming its contexts.
+//!
+//! `--kubeconfig PATH` wins; else `KUBECONFIG` (a `:`-separated list, merged
+//! with kubectl's rules: the first file to set a value wins); else
+//! `~/.kube/config`. The loading itself is kube's own.
+
+use anyhow::{Result, anyhow, bail};
+use kube::config::Kubeconfig;
+use std::path::{Path, PathBuf};
+
+/// A loaded kubeconfig and a description of where it came from, for errors.
+#[derive(Clone, Debug)]
+pub struct LoadedKubeconfig {
+    pub config: Kubeconfig,
+    pub source: String,
+}
+
+/// Loads the kubeconfig: `explicit` path, else `KUBECONFIG`, else `~/.kube/config`.
+pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
+    if let Some(path) = explicit {
+        let config = Kubeconfig::read_from(path)
+            .map_err(|e| anyhow!("cannot read kubeconfig {}: {}", path.display(), cause(&e)))?;
+        return Ok(LoadedKubeconfig {
+            config,
+            source: path.display().to_string(),
+        });
+    }
+    match Kubeconfig::from_env() {
+        Ok(Some(config)) => {
+            return Ok(LoadedKubeconfig {
+                config,
+                source: "$KUBECONFIG".into(),
+            });
+        }
+        Ok(None) => {}
+        Err(e) => bail!("cannot read kubeconfig from $KUBECONFIG: {}", cause(&e)),
+    }
+    let default = default_path().ok_or_else(|| {
+        anyhow!("no kubeconfig: set --kubeconfig or KUBECONFIG (no home directory)")
+    })?;
+    if !default.exists() {
+        bail!(
+            "no kubeconfig: {} does not exist; set --kubeconfig or KUBECONFIG",
+            default.display()
+        );
+    }
+    let config = Kubeconfig::read_from(&default).map_err(|e| {
+        anyhow!(
+            "cannot read kubeconfig {}: {}",
+            default.display(),
+            cause(&e)
+        )
+    })?;
+    Ok(LoadedKubeconfig {
+        config,
+        source: default.display().to_string(),
+    })
+}
+
+/// `~/.kube/config`.
+pub fn default_path() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config"))
+}
+
+/// kube's errors wrap the interesting part; show the whole chain on one line.
+fn cause(e: &dyn std::error::Error) -> String {
+    crate::error::source_chain(e)
+}
+
+impl LoadedKubeconfig {
+    /// Context names in file order.
+    pub fn context_names(&self) -> Vec<String> {
+        self.config
+            .contexts
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// The context to use: `requested`, else the current context. Errors
+    /// name the context and list the ones that exist.
+    pub fn resolve_context(&self, requested: Option<&str>) -> Result<String> {
+        let name = match requested.filter(|s| !s.is_empty()) {
+            Some(n) => n.to_string(),
+            None => match self
+                .config
+                .current_context
+                .as_deref()
+                .filter(|s| !s.is_empty())
+            {
+                Some(c) => c.to_string(),
+                None => bail!(
+                    "no current context in kubeconfig {}: pass --host-cluster-context (available: {})",
+                    self.source,
+                    self.available()
+                ),
+            },
+        };
+        if !self.config.contexts.iter().any(|c| c.name == name) {
+            bail!(
+                "context {name:?} not found in kubeconfig (available: {})",
+                self.available()
+            );
+        }
+        Ok(name)
+    }
+
+    fn available(&self) -> String {
+        let names = self.context_names();
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_CONTEXTS: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: host
+clusters:
+- name: c1
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u1
+  user: {token: abc}
+contexts:
+- name: host
+  context: {cluster: c1, user: u1}
+- name: member1
+  context: {cluster: c1, user: u1}
+"#;
+
+    fn loaded(text: &str) -> LoadedKubeconfig {
+        LoadedKubeconfig {
+            config: Kubeconfig::from_yaml(text).unwrap(),
+            source: "test".into(),
+        }
+    }
+
+    #[test]
+    fn resolves_explicit_and_current_contexts() {
+        let kc = loaded(TWO_CONTEXTS);
+        assert_eq!(kc.resolve_context(None).unwrap(), "host");
+        assert_eq!(kc.resolve_context(Some("")).unwrap(), "host");
+        assert_eq!(kc.resolve_context(Some("member1")).unwrap(), "member1");
+        let err = kc.resolve_context(Some("prod")).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            r#"context "prod" not found in kubeconfig (available: host, member1)"#
+        );
+    }
+
+    #[test]
+    fn no_current_context_is_a_clear_error() {
+        let kc = loaded(&TWO_CONTEXTS.replace("current-context: host", ""));
+        let err = kc.resolve_context(None).unwrap_err().to_string();
+        assert!(err.contains("no current context"), "{err}");
+        assert!(err.contains("host, member1"), "{err}");
+    }
+
+    #[test]
+    fn unreadable_file_names_the_path() {
+        let err = load(Some(Path::new("/nonexistent/kc.yaml")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("cannot read kubeconfig /nonexistent/kc.yaml"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! kubefedctl: Kubernetes Cluster Federation (KubeFed v0.10's API) from the
+//! command line.
+//!
+//! Layers, top to bottom (each only uses the ones below it):
+//! - [`cli`]: the clap tree, global flags, errors → exit codes;
+//! - [`cmd`]: one module per command, options → validate → run;
+//! - the shell: [`kubeconfig`], [`client`] (talking to clusters),
+//!   [`output`] (printing), [`completion`] (shell integration).
+
+pub mod cli;
+pub mod client;
+pub mod cmd;
+pub mod completion;
+pub mod error;
+pub mod kubeconfig;
+pub mod output;
+pub mod version;

@@ -1,0 +1,474 @@
+//! `TestEnv`: one etcd, and per cluster one kube-apiserver and one
+//! kube-controller-manager, all on loopback, sharing one CA.
+
+use crate::http::{self, Response};
+use crate::kubeconfig::KubeconfigBuilder;
+use crate::pki::{Ca, CertPair, SigningKey, random_token};
+use crate::process::{Process, free_port};
+use crate::proxy::{Proxy, ProxyConfig};
+use anyhow::{Context, Result, anyhow, bail};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The Kubernetes version the environment is built for.
+pub const KUBERNETES_VERSION: &str = "v1.20.2";
+/// The clusters of the environment shared by one test binary.
+pub const SHARED_CLUSTERS: [&str; 3] = ["host", "member1", "member2"];
+
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the built `kube-apiserver` and `kube-controller-manager` live:
+/// `$KUBEFEDCTL_TESTENV_BIN`, else the cache that `hack/testenv.sh` fills.
+pub fn binaries_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KUBEFEDCTL_TESTENV_BIN") {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("KUBEFEDCTL_TESTENV_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            PathBuf::from(home).join(".cache/kubefedctl/testenv")
+        });
+    cache.join(KUBERNETES_VERSION).join("bin")
+}
+
+fn etcd_binary() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("KUBEFEDCTL_ETCD") {
+        return Ok(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("etcd"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            anyhow!("etcd not found on PATH: run hack/testenv.sh (installs etcd-server)")
+        })
+}
+
+/// One member or host cluster of the environment.
+pub struct Cluster {
+    pub name: String,
+    pub port: u16,
+    /// Bearer token of a `system:masters` user.
+    pub admin_token: String,
+    apiserver: Process,
+    controller_manager: Option<Process>,
+}
+
+impl Cluster {
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
+    }
+
+    pub fn apiserver_pid(&self) -> u32 {
+        self.apiserver.pid()
+    }
+}
+
+/// A running control plane of several clusters. Dropping it stops every
+/// process and removes its directory.
+pub struct TestEnv {
+    dir: PathBuf,
+    ca: Ca,
+    clusters: Vec<Cluster>,
+    _etcd: Process,
+}
+
+impl TestEnv {
+    /// Starts the named clusters (names must be unique DNS labels).
+    pub fn start(names: &[&str]) -> Result<TestEnv> {
+        let bin = binaries_dir();
+        for b in ["kube-apiserver", "kube-controller-manager"] {
+            if !bin.join(b).is_file() {
+                bail!(
+                    "{} is missing: run hack/testenv.sh first (it builds Kubernetes {KUBERNETES_VERSION} once and caches it)",
+                    bin.join(b).display()
+                );
+            }
+        }
+        sweep_stale_dirs();
+        let dir = new_env_dir()?;
+        let ca = Ca::new("kubefedctl-testenv-ca")?;
+        let sa = SigningKey::generate()?;
+        write(&dir.join("ca.crt"), ca.cert_pem())?;
+        write(&dir.join("sa.key"), &sa.private_pem)?;
+        write(&dir.join("sa.pub"), &sa.public_pem)?;
+
+        let etcd_port = free_port()?;
+        let etcd = start_etcd(&dir, etcd_port)?;
+
+        let mut pending = Vec::new();
+        for name in names {
+            let port = free_port()?;
+            let admin_token = random_token(16)?;
+            let cm_token = random_token(16)?;
+            let cdir = dir.join(name);
+            std::fs::create_dir_all(&cdir)?;
+            let serving =
+                ca.issue_serving_cert("kube-apiserver", &["kubernetes", "kubernetes.default"])?;
+            write(&cdir.join("serving.crt"), &serving.cert_pem)?;
+            write(&cdir.join("serving.key"), &serving.key_pem)?;
+            write(
+                &cdir.join("tokens.csv"),
+                &format!(
+                    "{admin_token},admin,admin,\"system:masters\"\n{cm_token},system:kube-controller-manager,kcm,\"system:masters\"\n"
+                ),
+            )?;
+            let args = apiserver_args(&dir, &cdir, name, port, etcd_port);
+            let apiserver = Process::spawn(
+                &format!("kube-apiserver ({name})"),
+                &bin.join("kube-apiserver"),
+                &args,
+                &cdir.join("kube-apiserver.log"),
+            )?;
+            pending.push((
+                Cluster {
+                    name: name.to_string(),
+                    port,
+                    admin_token,
+                    apiserver,
+                    controller_manager: None,
+                },
+                cm_token,
+            ));
+        }
+
+        let mut env = TestEnv {
+            dir,
+            ca,
+            clusters: Vec::new(),
+            _etcd: etcd,
+        };
+        for (mut cluster, cm_token) in pending {
+            env.wait_ready(&mut cluster)?;
+            let cdir = env.dir.join(&cluster.name);
+            let kc = KubeconfigBuilder::single(
+                &cluster.name,
+                &cluster.url(),
+                env.ca.cert_pem(),
+                &cm_token,
+            );
+            write(&cdir.join("controller-manager.kubeconfig"), &kc)?;
+            cluster.controller_manager = Some(Process::spawn(
+                &format!("kube-controller-manager ({})", cluster.name),
+                &bin.join("kube-controller-manager"),
+                &controller_manager_args(&env.dir, &cdir),
+                &cdir.join("kube-controller-manager.log"),
+            )?);
+            env.clusters.push(cluster);
+        }
+        for i in 0..env.clusters.len() {
+            env.wait_controllers(i)?;
+        }
+        Ok(env)
+    }
+
+    /// The environment shared by every test of one test binary: clusters
+    /// `host`, `member1` and `member2`. Started on first use; its processes
+    /// die with the test process. Tests isolate themselves by namespace and
+    /// by object names.
+    pub fn shared() -> &'static TestEnv {
+        static SHARED: OnceLock<TestEnv> = OnceLock::new();
+        SHARED.get_or_init(|| {
+            let env = TestEnv::start(&SHARED_CLUSTERS)
+                .unwrap_or_else(|e| panic!("starting the test environment: {e:#}"));
+            register_exit_cleanup(env.dir.clone());
+            env
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn ca_pem(&self) -> &str {
+        self.ca.cert_pem()
+    }
+
+    pub fn clusters(&self) -> &[Cluster] {
+        &self.clusters
+    }
+
+    pub fn cluster(&self, name: &str) -> &Cluster {
+        self.clusters
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no cluster {name:?} in the test environment"))
+    }
+
+    /// A serving certificate for loopback from the environment's CA, trusted
+    /// by every kubeconfig the environment writes.
+    pub fn issue_serving_cert(&self) -> Result<CertPair> {
+        self.ca.issue_serving_cert("testenv-proxy", &[])
+    }
+
+    /// Starts a fault-injecting, counting proxy in front of `cluster`.
+    pub fn proxy(&self, cluster: &str) -> Result<Proxy> {
+        let pair = self.issue_serving_cert()?;
+        Proxy::start(ProxyConfig {
+            upstream: self.cluster(cluster).url(),
+            upstream_ca_pem: self.ca_pem().to_string(),
+            serving_cert_pem: pair.cert_pem,
+            serving_key_pem: pair.key_pem,
+            listen_port: 0,
+        })
+    }
+
+    /// A kubeconfig with one context per cluster (context = cluster = user
+    /// name), admin credentials, current context `host` (or the first).
+    pub fn kubeconfig(&self) -> KubeconfigBuilder {
+        KubeconfigBuilder::new(self)
+    }
+
+    /// One request as the cluster's admin, e.g. `("POST", "/api/v1/namespaces", Some(json))`.
+    pub fn request(
+        &self,
+        cluster: &str,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> Result<Response> {
+        let c = self.cluster(cluster);
+        http::request(
+            method,
+            &format!("{}{path}", c.url()),
+            self.ca_pem(),
+            Some(&c.admin_token),
+            body,
+            Duration::from_secs(30),
+        )
+    }
+
+    fn wait_ready(&self, cluster: &mut Cluster) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            cluster.apiserver.check_running()?;
+            let r = http::request(
+                "GET",
+                &format!("{}/readyz", cluster.url()),
+                self.ca_pem(),
+                Some(&cluster.admin_token),
+                None,
+                PROBE_TIMEOUT,
+            );
+            if matches!(r, Ok(ref r) if r.status == 200) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "kube-apiserver for {} not ready after {READY_TIMEOUT:?}; last lines:\n{}",
+                    cluster.name,
+                    cluster.apiserver.log_tail(30)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The controllers are working once the `default` service account exists.
+    fn wait_controllers(&mut self, i: usize) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let name = self.clusters[i].name.clone();
+        loop {
+            if let Some(cm) = self.clusters[i].controller_manager.as_mut() {
+                cm.check_running()?;
+            }
+            let r = self.request(
+                &name,
+                "GET",
+                "/api/v1/namespaces/default/serviceaccounts/default",
+                None,
+            );
+            if matches!(r, Ok(ref r) if r.status == 200) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "kube-controller-manager for {name} made no default service account in {READY_TIMEOUT:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // Controllers first, then apiservers, then etcd (field order).
+        for c in &mut self.clusters {
+            if let Some(cm) = c.controller_manager.as_mut() {
+                cm.stop(Duration::from_secs(2));
+            }
+            c.apiserver.stop(Duration::from_secs(5));
+        }
+        self.clusters.clear();
+        if std::env::var_os("KUBEFEDCTL_TESTENV_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn arg(k: &str, v: impl std::fmt::Display) -> String {
+    format!("--{k}={v}")
+}
+
+fn apiserver_args(dir: &Path, cdir: &Path, name: &str, port: u16, etcd_port: u16) -> Vec<String> {
+    vec![
+        arg("etcd-servers", format!("http://127.0.0.1:{etcd_port}")),
+        arg("etcd-prefix", format!("/clusters/{name}")),
+        arg("bind-address", "127.0.0.1"),
+        arg("advertise-address", "127.0.0.1"),
+        arg("secure-port", port),
+        arg("insecure-port", 0),
+        arg("tls-cert-file", cdir.join("serving.crt").display()),
+        arg("tls-private-key-file", cdir.join("serving.key").display()),
+        arg("client-ca-file", dir.join("ca.crt").display()),
+        arg("token-auth-file", cdir.join("tokens.csv").display()),
+        arg("authorization-mode", "RBAC"),
+        arg(
+            "service-account-issuer",
+            "https://kubernetes.default.svc.cluster.local",
+        ),
+        arg("service-account-key-file", dir.join("sa.pub").display()),
+        arg(
+            "service-account-signing-key-file",
+            dir.join("sa.key").display(),
+        ),
+        arg("service-cluster-ip-range", "10.96.0.0/16"),
+        arg("endpoint-reconciler-type", "none"),
+        arg("allow-privileged", "true"),
+        arg("profiling", "false"),
+        arg("cert-dir", cdir.display()),
+        arg("max-requests-inflight", 800),
+        arg("max-mutating-requests-inflight", 400),
+        arg("v", 0),
+    ]
+}
+
+fn controller_manager_args(dir: &Path, cdir: &Path) -> Vec<String> {
+    vec![
+        arg(
+            "kubeconfig",
+            cdir.join("controller-manager.kubeconfig").display(),
+        ),
+        arg(
+            "controllers",
+            "namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation",
+        ),
+        arg(
+            "service-account-private-key-file",
+            dir.join("sa.key").display(),
+        ),
+        arg("root-ca-file", dir.join("ca.crt").display()),
+        arg("leader-elect", "false"),
+        arg("use-service-account-credentials", "false"),
+        arg("port", 0),
+        arg("secure-port", 0),
+        arg("kube-api-qps", 100),
+        arg("kube-api-burst", 200),
+        arg("v", 0),
+    ]
+}
+
+fn start_etcd(dir: &Path, port: u16) -> Result<Process> {
+    let peer = free_port()?;
+    let data = dir.join("etcd");
+    let args = vec![
+        arg("name", "testenv"),
+        arg("data-dir", data.display()),
+        arg("listen-client-urls", format!("http://127.0.0.1:{port}")),
+        arg("advertise-client-urls", format!("http://127.0.0.1:{port}")),
+        arg("listen-peer-urls", format!("http://127.0.0.1:{peer}")),
+        arg(
+            "initial-advertise-peer-urls",
+            format!("http://127.0.0.1:{peer}"),
+        ),
+        arg(
+            "initial-cluster",
+            format!("testenv=http://127.0.0.1:{peer}"),
+        ),
+        arg("quota-backend-bytes", 4u64 << 30),
+        arg("logger", "zap"),
+        arg("log-level", "warn"),
+    ];
+    let mut etcd = Process::spawn("etcd", &etcd_binary()?, &args, &dir.join("etcd.log"))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        etcd.check_running()?;
+        if Instant::now() > deadline {
+            bail!("etcd did not listen on {port}:\n{}", etcd.log_tail(20));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(etcd)
+}
+
+/// Environment directories live in memory (`/dev/shm`) when possible, so
+/// etcd's fsyncs cost nothing.
+fn env_root() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+fn new_env_dir() -> Result<PathBuf> {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = env_root().join(format!("kubefedctl-testenv-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Removes directories left by test processes that were killed.
+fn sweep_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(env_root()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("kubefedctl-testenv-") else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The shared environment is a static and never dropped: its children die
+/// with the process (PDEATHSIG); its directory is removed here at exit.
+fn register_exit_cleanup(dir: PathBuf) {
+    static DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    extern "C" fn cleanup() {
+        if std::env::var_os("KUBEFEDCTL_TESTENV_KEEP").is_some() {
+            return;
+        }
+        if let Ok(dirs) = DIRS.lock() {
+            for d in dirs.iter() {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+    let mut dirs = DIRS.lock().expect("cleanup lock");
+    if dirs.is_empty() {
+        // SAFETY: registering a plain extern "C" fn with atexit(3).
+        unsafe {
+            libc::atexit(cleanup);
+        }
+    }
+    dirs.push(dir);
+}

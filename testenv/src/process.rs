@@ -1,0 +1,132 @@
+//! Child processes that cannot outlive the test process.
+//!
+//! Every child is forked from one long-lived spawner thread and asks the
+//! kernel for SIGKILL when its parent dies (`PR_SET_PDEATHSIG`). The signal
+//! follows the *thread* that forked, so forking from short-lived test threads
+//! would kill the control plane as soon as the first test returns.
+
+use anyhow::{Context, Result, bail};
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{Sender, channel};
+
+type SpawnRequest = (Command, Sender<std::io::Result<Child>>);
+
+fn spawner() -> &'static std::sync::Mutex<Sender<SpawnRequest>> {
+    static SPAWNER: OnceLock<std::sync::Mutex<Sender<SpawnRequest>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("testenv-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+                // The channel never closes (the sender is static): this thread
+                // lives, and so do its children, until the process exits.
+            })
+            .expect("spawning the testenv spawner thread");
+        std::sync::Mutex::new(tx)
+    })
+}
+
+/// A supervised child: killed and reaped on drop, its output in a log file.
+pub struct Process {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Process {
+    /// Starts `program args...`, stdout and stderr appended to `log`.
+    pub fn spawn(name: &str, program: &Path, args: &[String], log: &Path) -> Result<Process> {
+        let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let (tx, rx) = channel();
+        spawner()
+            .lock()
+            .expect("spawner lock")
+            .send((cmd, tx))
+            .expect("spawner thread alive");
+        let child = rx
+            .recv()
+            .expect("spawner answers")
+            .with_context(|| format!("starting {name} ({})", program.display()))?;
+        Ok(Process {
+            name: name.to_string(),
+            child,
+            log: log.to_path_buf(),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Fails with the end of the log when the process has exited.
+    pub fn check_running(&mut self) -> Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!(
+                "{} exited ({status}); last lines of {}:\n{}",
+                self.name,
+                self.log.display(),
+                self.log_tail(30)
+            );
+        }
+        Ok(())
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// SIGTERM, then SIGKILL if the process is still there after `grace`.
+    pub fn stop(&mut self, grace: std::time::Duration) {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop(std::time::Duration::from_secs(2));
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound once, then released).
+pub fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}

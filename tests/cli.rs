@@ -1,0 +1,186 @@
+//! The command-line frame through the built binaries: version, completion
+//! scripts (and that `completions/` is current), the kubectl plugin and its
+//! completion helper, usage errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const KUBEFEDCTL: &str = env!("CARGO_BIN_EXE_kubefedctl");
+const KUBECTL_FED: &str = env!("CARGO_BIN_EXE_kubectl-fed");
+const KUBECTL_COMPLETE_FED: &str = env!("CARGO_BIN_EXE_kubectl_complete-fed");
+
+fn run(bin: &str, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .env_remove("COMPLETE")
+        .env_remove("KUBECONFIG");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running the binary")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn version_prints_a_line_and_documents() {
+    let o = run(KUBEFEDCTL, &["version"], &[]);
+    assert!(o.status.success());
+    let line = stdout(&o);
+    let expected = format!(
+        "kubefedctl version: v{} (commit ",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(line.starts_with(&expected), "{line}");
+
+    let o = run(KUBEFEDCTL, &["version", "-o", "json"], &[]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = &doc["clientVersion"];
+    assert_eq!(v["gitVersion"], format!("v{}", env!("CARGO_PKG_VERSION")));
+    assert!(v["gitCommit"].as_str().is_some_and(|c| !c.is_empty()));
+    assert!(v["platform"].as_str().unwrap().contains("linux"));
+
+    let o = run(KUBEFEDCTL, &["version", "-o", "yaml"], &[]);
+    let yaml: serde_json::Value = serde_saphyr::from_str(&stdout(&o)).unwrap();
+    assert_eq!(yaml, doc);
+
+    let o = run(KUBEFEDCTL, &["version", "-o", "xml"], &[]);
+    assert_eq!(o.status.code(), Some(2), "usage errors exit 2");
+    assert!(stderr(&o).contains("invalid value 'xml'"), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_lists_only_working_commands() {
+    let o = run(KUBEFEDCTL, &["frobnicate"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unrecognized subcommand 'frobnicate'"));
+    let o = run(KUBEFEDCTL, &["--help"], &[]);
+    assert!(o.status.success());
+    let help = stdout(&o);
+    for flag in [
+        "--kubeconfig",
+        "--host-cluster-context",
+        "--kubefed-namespace",
+        "--verbosity",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from help");
+    }
+    assert!(help.contains("kube-federation-system"));
+}
+
+#[test]
+fn completions_directory_is_current() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+    for (shell, file) in [
+        ("bash", "kubefedctl.bash"),
+        ("zsh", "_kubefedctl"),
+        ("fish", "kubefedctl.fish"),
+        ("powershell", "_kubefedctl.ps1"),
+    ] {
+        let o = run(KUBEFEDCTL, &["completion", shell], &[]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let generated = stdout(&o);
+        assert!(generated.contains("kubefedctl"));
+        let path = dir.join(file);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{} is out of date: run hack/update-completions.sh",
+            path.display()
+        );
+    }
+}
+
+fn kubeconfig_with_contexts(names: &[&str]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kubefedctl-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::from(
+        "apiVersion: v1\nkind: Config\ncurrent-context: alpha\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n",
+    );
+    for n in names {
+        text.push_str(&format!(
+            "- name: {n}\n  context: {{cluster: c, user: u}}\n"
+        ));
+    }
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn context_flags_complete_from_the_kubeconfig() {
+    let kc = kubeconfig_with_contexts(&["alpha", "beta", "bravo"]);
+    let kc = kc.to_str().unwrap();
+
+    // kubectl fed --host-cluster-context b<TAB>, kubeconfig from KUBECONFIG.
+    let o = run(
+        KUBECTL_COMPLETE_FED,
+        &["--host-cluster-context", "b"],
+        &[("KUBECONFIG", kc)],
+    );
+    let out = stdout(&o);
+    let values: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(values, ["beta", "bravo", ":4"], "{out}");
+
+    // The same through the shell protocol, kubeconfig from --kubeconfig.
+    let o = run(
+        KUBEFEDCTL,
+        &[
+            "--",
+            "kubefedctl",
+            "--kubeconfig",
+            kc,
+            "--host-cluster-context",
+            "",
+        ],
+        &[("COMPLETE", "fish")],
+    );
+    let out = stdout(&o);
+    let values: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(values, ["alpha", "beta", "bravo"], "{out}");
+    assert!(out.lines().next().unwrap().contains("current context"));
+}
+
+#[test]
+fn kubectl_plugin_binary_works_and_names_itself() {
+    let o = run(KUBECTL_FED, &["version"], &[]);
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("kubefedctl version: v"));
+    let o = run(KUBECTL_FED, &["--help"], &[]);
+    assert!(stdout(&o).contains("Usage: kubectl fed"), "{}", stdout(&o));
+    let o = run(KUBECTL_COMPLETE_FED, &[""], &[]);
+    let out = stdout(&o);
+    assert!(out.lines().any(|l| l.starts_with("version\t")), "{out}");
+    assert!(out.ends_with(":4\n"));
+}
+
+/// `kubectl fed version` through the real kubectl, when one is installed.
+#[test]
+fn kubectl_finds_the_plugin_on_path() {
+    let Some(kubectl) = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        eprintln!("no kubectl on this machine: skipped");
+        return;
+    };
+    let bin_dir = Path::new(KUBECTL_FED).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = run(kubectl, &["fed", "version"], &[("PATH", &path)]);
+    assert!(o.status.success(), "kubectl fed version: {}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("kubefedctl version: v"),
+        "{}",
+        stdout(&o)
+    );
+}
