@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: a host and two members on loopback, and
-# kubefedctl against them. Provisions the test environment when missing.
+# kubefedctl against them (init, join, unjoin). Provisions the test
+# environment when missing. It becomes the offline `reconcile --from
+# testdata/` render once reconcile lands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/testenv.sh >/dev/null
@@ -15,7 +17,13 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 export KUBECONFIG="$work/kubeconfig"
+k=target/debug/kubefedctl
 set -x
-target/debug/kubefedctl version
-target/debug/kubefedctl completion bash | head -3
-kubectl --context member1 get namespaces
+$k version
+$k init
+$k join member1
+$k join member2
+kubectl get kubefedclusters -n kube-federation-system
+$k join member1 --error-on-existing=false
+$k unjoin member2 --yes
+set +x

@@ -80,6 +80,12 @@ impl GlobalOptions {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Prepare a host cluster for federation: namespace, KubeFed's CRDs, KubeFedConfig
+    Init(crate::cmd::init::InitOptions),
+    /// Register a member cluster with the host cluster
+    Join(crate::cmd::join::JoinOptions),
+    /// Remove a member cluster from the federation
+    Unjoin(crate::cmd::unjoin::UnjoinOptions),
     /// Print the client version
     Version(crate::cmd::version::VersionOptions),
     /// Print a shell completion script (bash, zsh, fish, powershell)
@@ -136,6 +142,9 @@ pub fn main(bin_name: &str) -> ExitCode {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Init(o) => crate::cmd::init::run(&cli.global, &o),
+        Command::Join(o) => crate::cmd::join::run(&cli.global, &o),
+        Command::Unjoin(o) => crate::cmd::unjoin::run(&cli.global, &o),
         Command::Version(o) => crate::cmd::version::run(&o),
         Command::Completion(o) => crate::cmd::completion::run(&o),
     }

@@ -7,11 +7,15 @@
 //! - the shell: [`kubeconfig`], [`client`] (talking to clusters),
 //!   [`output`] (printing), [`completion`] (shell integration).
 
+pub mod api;
+pub mod apply;
 pub mod cli;
 pub mod client;
 pub mod cmd;
 pub mod completion;
+pub mod core;
 pub mod error;
+pub mod host;
 pub mod kubeconfig;
 pub mod output;
 pub mod version;

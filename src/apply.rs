@@ -1,0 +1,244 @@
+//! Writing objects idempotently, and taking back what a failed run created.
+//!
+//! `ensure` reads before it writes: a missing object is created, one that
+//! already says what we want is left alone (no write at all), one that
+//! differs is updated or refused, as the caller asks. Every object a run
+//! creates is recorded in a [`Journal`], so that a failure part-way can
+//! delete exactly those, newest first, in whichever cluster they live.
+
+use crate::core::compare::{is_subset, overlay};
+use anyhow::{Context, Result, anyhow, bail};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::{Client, Resource};
+use serde_json::Value;
+use std::fmt;
+
+/// The API resource of a typed object (k8s-openapi or our own CRDs).
+pub fn resource_of<K: Resource<DynamicType = ()>>() -> ApiResource {
+    ApiResource::erase::<K>(&())
+}
+
+/// One object in one cluster.
+#[derive(Clone)]
+pub struct ObjectRef {
+    /// The cluster's name, for messages (`host`, `member1`).
+    pub cluster: String,
+    pub client: Client,
+    pub resource: ApiResource,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectRef {
+    pub fn new(
+        cluster: &str,
+        client: &Client,
+        resource: ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> ObjectRef {
+        ObjectRef {
+            cluster: cluster.to_string(),
+            client: client.clone(),
+            resource,
+            namespace: namespace.map(str::to_string),
+            name: name.to_string(),
+        }
+    }
+
+    fn api(&self) -> Api<DynamicObject> {
+        match &self.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &self.resource),
+            None => Api::all_with(self.client.clone(), &self.resource),
+        }
+    }
+
+    /// The object if it exists.
+    pub async fn get(&self) -> Result<Option<Value>> {
+        match self.api().get_opt(&self.name).await {
+            Ok(o) => Ok(o.map(|o| serde_json::to_value(o).expect("objects serialize"))),
+            Err(e) => Err(api_error(e)).with_context(|| format!("reading {self}")),
+        }
+    }
+
+    /// Deletes the object; `false` when it was already gone.
+    pub async fn delete(&self) -> Result<bool> {
+        let params = DeleteParams::background();
+        match self.api().delete(&self.name, &params).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(e) => Err(api_error(e)).with_context(|| format!("deleting {self}")),
+        }
+    }
+}
+
+/// `kind[.group]/name`, as kubectl prints objects, plus the cluster.
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} in {}", self.short(), self.cluster)
+    }
+}
+
+impl ObjectRef {
+    /// `kind[.group]/name` without the cluster.
+    pub fn short(&self) -> String {
+        let kind = self.resource.kind.to_lowercase();
+        if self.resource.group.is_empty() {
+            format!("{kind}/{}", self.name)
+        } else {
+            format!("{kind}.{}/{}", self.resource.group, self.name)
+        }
+    }
+}
+
+/// What `ensure` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Outcome::Created => "created",
+            Outcome::Updated => "updated",
+            Outcome::Unchanged => "unchanged",
+        })
+    }
+}
+
+/// What to do with an existing object that differs from the desired one.
+#[derive(Clone, Debug)]
+pub enum OnExisting {
+    /// Bring it in line (fields of `desired` replace the live ones).
+    Update,
+    /// Fail with this message (it exists, and the caller forbids that).
+    Fail(String),
+    /// Leave it as it is.
+    Keep,
+}
+
+/// Objects created by this run, for rollback.
+#[derive(Default)]
+pub struct Journal {
+    created: Vec<ObjectRef>,
+}
+
+impl Journal {
+    pub fn record(&mut self, r: ObjectRef) {
+        self.created.push(r);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.created.is_empty()
+    }
+
+    /// Deletes what was created, newest first. Returns one line per object:
+    /// what was removed, or what could not be.
+    pub async fn rollback(&mut self) -> Vec<String> {
+        let mut lines = Vec::new();
+        while let Some(r) = self.created.pop() {
+            match r.delete().await {
+                Ok(_) => lines.push(format!("deleted {r}")),
+                Err(e) => lines.push(format!(
+                    "could not delete {r}: {}",
+                    crate::error::one_line(&e)
+                )),
+            }
+        }
+        lines
+    }
+}
+
+/// Makes `target` hold `desired` (a full object as JSON, with apiVersion,
+/// kind and metadata.name). Returns what happened and the object as stored.
+pub async fn ensure(
+    target: &ObjectRef,
+    desired: &Value,
+    on_existing: &OnExisting,
+    journal: &mut Journal,
+) -> Result<(Outcome, Value)> {
+    if let Some(live) = target.get().await? {
+        return reconcile_existing(target, desired, live, on_existing).await;
+    }
+    let obj: DynamicObject =
+        serde_json::from_value(desired.clone()).with_context(|| format!("building {target}"))?;
+    match target.api().create(&PostParams::default(), &obj).await {
+        Ok(created) => {
+            journal.record(target.clone());
+            Ok((Outcome::Created, serde_json::to_value(created)?))
+        }
+        // Someone else created it between our read and our write.
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            let live = target
+                .get()
+                .await?
+                .ok_or_else(|| anyhow!("{target} exists and does not"))?;
+            reconcile_existing(target, desired, live, on_existing).await
+        }
+        Err(e) => Err(api_error(e)).with_context(|| format!("creating {target}")),
+    }
+}
+
+async fn reconcile_existing(
+    target: &ObjectRef,
+    desired: &Value,
+    live: Value,
+    on_existing: &OnExisting,
+) -> Result<(Outcome, Value)> {
+    if is_subset(desired, &live) {
+        return Ok((Outcome::Unchanged, live));
+    }
+    match on_existing {
+        OnExisting::Keep => Ok((Outcome::Unchanged, live)),
+        OnExisting::Fail(msg) => bail!("{msg}"),
+        OnExisting::Update => {
+            let body: DynamicObject = serde_json::from_value(overlay(&live, desired))?;
+            let updated = target
+                .api()
+                .replace(&target.name, &PostParams::default(), &body)
+                .await
+                .map_err(api_error)
+                .with_context(|| format!("updating {target}"))?;
+            Ok((Outcome::Updated, serde_json::to_value(updated)?))
+        }
+    }
+}
+
+/// kube's API errors as one clear line: the server's message and code.
+pub fn api_error(e: kube::Error) -> anyhow::Error {
+    match e {
+        kube::Error::Api(s) => anyhow!("{} ({} {})", s.message, s.code, s.reason),
+        other => anyhow!(crate::error::source_chain(&other)),
+    }
+}
+
+/// What `ensure` would do, reading only.
+pub async fn preview(
+    target: &ObjectRef,
+    desired: &Value,
+    on_existing: &OnExisting,
+) -> Result<Outcome> {
+    Ok(match target.get().await? {
+        None => Outcome::Created,
+        Some(live) if is_subset(desired, &live) => Outcome::Unchanged,
+        Some(_) => match on_existing {
+            OnExisting::Keep => Outcome::Unchanged,
+            OnExisting::Fail(msg) => bail!("{msg}"),
+            OnExisting::Update => Outcome::Updated,
+        },
+    })
+}
+
+/// A kubectl-style line: `serviceaccount/x created (member1)`, or
+/// `... would be created` in a dry run.
+pub fn outcome_line(target: &ObjectRef, outcome: Outcome, dry_run: bool) -> String {
+    let verb = match (outcome, dry_run) {
+        (Outcome::Unchanged, _) => "unchanged".to_string(),
+        (o, true) => format!("would be {o}"),
+        (o, false) => o.to_string(),
+    };
+    format!("{} {verb} ({})", target.short(), target.cluster)
+}

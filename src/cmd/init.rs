@@ -1,0 +1,238 @@
+//! `kubefedctl init`: prepare a host for controller-less federation.
+//!
+//! Writes the kubefed namespace, KubeFed v0.10's core CRDs (generated from
+//! our API types) and the default `kubefed` KubeFedConfig. Reads before it
+//! writes: on an initialised host it makes no write request at all.
+
+use crate::api::core::{KubeFedConfig, KubeFedConfigSpec};
+use crate::api::{KUBEFED_CONFIG_NAME, core_crds};
+use crate::apply::{
+    Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
+};
+use crate::cli::GlobalOptions;
+use crate::core::membership::Scope;
+use crate::host::Host;
+use crate::output::{self, DocumentFormat};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  kubefedctl init                         # cluster-wide federation in kube-federation-system
+  kubefedctl init --scope Namespaced --kubefed-namespace team-a
+  kubefedctl init -o yaml > kubefed.yaml  # review or apply with kubectl; nothing is written")]
+pub struct InitOptions {
+    /// Scope of the federation: Cluster (all namespaces) or Namespaced (the kubefed namespace only) [default: Cluster]
+    #[arg(long, value_enum)]
+    pub scope: Option<Scope>,
+
+    /// Print the objects (yaml or json) instead of writing them; needs no cluster
+    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    pub output: Option<DocumentFormat>,
+
+    /// Show what would change, writing nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Everything init writes, in order.
+pub fn objects(namespace: &str, scope: Scope) -> Vec<Value> {
+    let mut out =
+        vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})];
+    out.extend(
+        core_crds()
+            .into_iter()
+            .map(|c| serde_json::to_value(c).expect("CRDs serialize")),
+    );
+    out.push(kubefed_config(namespace, scope));
+    out
+}
+
+fn kubefed_config(namespace: &str, scope: Scope) -> Value {
+    let mut cfg = KubeFedConfig::new(
+        KUBEFED_CONFIG_NAME,
+        KubeFedConfigSpec::defaults(scope.as_str()),
+    );
+    cfg.metadata.namespace = Some(namespace.to_string());
+    serde_json::to_value(cfg).expect("KubeFedConfig serializes")
+}
+
+pub fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
+    let scope = o.scope.unwrap_or(Scope::Cluster);
+    if let Some(format) = o.output {
+        return print_objects(&objects(&global.kubefed_namespace, scope), format);
+    }
+    crate::cli::runtime()?.block_on(run_live(global, o, scope))
+}
+
+/// Several objects: a multi-document YAML stream, or a JSON `List`, both of
+/// which `kubectl apply -f` takes.
+pub fn print_objects(objects: &[Value], format: DocumentFormat) -> Result<()> {
+    match format {
+        DocumentFormat::Json => output::print(
+            &json!({"apiVersion": "v1", "kind": "List", "items": objects}),
+            format,
+        ),
+        DocumentFormat::Yaml => {
+            let mut text = String::new();
+            for obj in objects {
+                text.push_str("---\n");
+                text.push_str(&output::render(obj, format)?);
+            }
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Result<()> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    let ns = host.namespace.clone();
+    let namespace = host.object(resource_of::<Namespace>(), false, &ns);
+    let crds: Vec<(ObjectRef, Value)> = core_crds()
+        .into_iter()
+        .map(|c| {
+            let name = c.metadata.name.clone().expect("CRDs are named");
+            let obj = host.object(resource_of::<CustomResourceDefinition>(), false, &name);
+            (obj, serde_json::to_value(c).expect("CRDs serialize"))
+        })
+        .collect();
+    let config = host.object(resource_of::<KubeFedConfig>(), true, KUBEFED_CONFIG_NAME);
+    let config_body = kubefed_config(&ns, scope);
+    let ns_body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+
+    // The scope of an existing federation is immutable: refuse to "change" it.
+    if let (Some(asked), Ok(Some(live))) = (o.scope, config.get().await) {
+        let live_scope = live["spec"]["scope"].as_str().unwrap_or("");
+        if live_scope != asked.as_str() {
+            bail!(
+                "KubeFedConfig {ns}/{KUBEFED_CONFIG_NAME} has scope {live_scope}; a federation's scope cannot change (delete the KubeFedConfig first)"
+            );
+        }
+    }
+
+    if o.dry_run {
+        let mut steps = vec![(&namespace, &ns_body, OnExisting::Keep)];
+        steps.extend(crds.iter().map(|(r, b)| (r, b, OnExisting::Update)));
+        for (target, body, policy) in steps {
+            let outcome = preview(target, body, &policy).await?;
+            println!("{}", outcome_line(target, outcome, true));
+        }
+        // Without the CRD, the config cannot even be read: it would be created.
+        let outcome = preview(&config, &config_body, &OnExisting::Keep)
+            .await
+            .unwrap_or(Outcome::Created);
+        println!("{}", outcome_line(&config, outcome, true));
+        return Ok(());
+    }
+
+    let mut journal = Journal::default();
+    let result = async {
+        let (outcome, _) = ensure(&namespace, &ns_body, &OnExisting::Keep, &mut journal).await?;
+        println!("{}", outcome_line(&namespace, outcome, false));
+        let mut changed_crds = Vec::new();
+        for (target, body) in &crds {
+            let (outcome, _) = ensure(target, body, &OnExisting::Update, &mut journal).await?;
+            println!("{}", outcome_line(target, outcome, false));
+            if outcome != Outcome::Unchanged {
+                changed_crds.push(target.clone());
+            }
+        }
+        wait_established(&changed_crds).await?;
+        let (outcome, _) = ensure(&config, &config_body, &OnExisting::Keep, &mut journal).await?;
+        println!("{}", outcome_line(&config, outcome, false));
+        anyhow::Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        let undone = journal.rollback().await;
+        for line in &undone {
+            eprintln!("rolled back: {line}");
+        }
+        return Err(e);
+    }
+    let live_scope = host.scope().await?;
+    println!(
+        "Host {:?} is ready for federation (namespace {ns}, scope {}).",
+        host.context,
+        live_scope.as_str()
+    );
+    Ok(())
+}
+
+/// New CRDs are served only once `Established`; objects of their kinds
+/// cannot be written before that.
+async fn wait_established(crds: &[ObjectRef]) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for crd in crds {
+        loop {
+            let live = crd.get().await?.unwrap_or_default();
+            let established = live["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            });
+            if established {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(anyhow::anyhow!("{crd} was not established within 30s"))
+                    .context("waiting for the API server to serve KubeFed's CRDs");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_match_kubefed_v0_10() {
+        let objs = objects("fed", Scope::Namespaced);
+        let names: Vec<&str> = objs
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "fed",
+                "kubefedclusters.core.kubefed.io",
+                "federatedtypeconfigs.core.kubefed.io",
+                "kubefedconfigs.core.kubefed.io",
+                "propagatedversions.core.kubefed.io",
+                "clusterpropagatedversions.core.kubefed.io",
+                "replicaschedulingpreferences.scheduling.kubefed.io",
+                "kubefed"
+            ]
+        );
+        let kfc = &objs[1]["spec"];
+        assert_eq!(kfc["scope"], "Namespaced");
+        assert_eq!(kfc["names"]["shortNames"], json!(["kfc"]));
+        assert_eq!(kfc["versions"][0]["name"], "v1beta1");
+        assert_eq!(kfc["versions"][0]["subresources"]["status"], json!({}));
+        let cols: Vec<&str> = kfc["versions"][0]["additionalPrinterColumns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(cols, ["age", "ready", "kubernetes-version"]);
+        assert_eq!(objs[5]["spec"]["scope"], "Cluster");
+        assert_eq!(objs[4]["spec"]["versions"][0]["name"], "v1alpha1");
+        assert_eq!(objs[6]["spec"]["names"]["shortNames"], json!(["rsp"]));
+        assert!(objs[6]["spec"]["versions"][0].get("subresources").is_none());
+        let cfg = &objs[7];
+        assert_eq!(cfg["metadata"]["namespace"], "fed");
+        assert_eq!(cfg["spec"]["scope"], "Namespaced");
+        assert_eq!(cfg["spec"]["syncController"]["adoptResources"], "Enabled");
+        assert_eq!(cfg["spec"]["featureGates"].as_array().unwrap().len(), 3);
+    }
+}

@@ -1,0 +1,505 @@
+//! `kubefedctl join CLUSTER_NAME`: register a member cluster with the host.
+//!
+//! As KubeFed v0.10's join: in the member, a service account with a token
+//! secret and RBAC (cluster-wide or namespace-only, after the host's
+//! KubeFedConfig scope); in the host, a Secret with the member's token and
+//! CA and a `KubeFedCluster`. Fixed on purpose: names derived from contexts
+//! are made valid, a re-join reuses the host Secret (upstream leaks a new one
+//! each time), an identical re-join writes nothing, and a failure part-way
+//! takes back everything this run created, in both clusters.
+
+use crate::api::core::KubeFedCluster;
+use crate::apply::{
+    Journal, ObjectRef, OnExisting, Outcome, api_error, ensure, outcome_line, preview, resource_of,
+};
+use crate::cli::{GlobalOptions, parse_duration};
+use crate::client::ClientFactory;
+use crate::completion::complete_context;
+use crate::core::membership::{self, JoinNames, MemberEndpoint, Scope};
+use crate::core::names::{sanitize_label, subdomain_error};
+use crate::host::Host;
+use crate::output::DocumentFormat;
+use anyhow::{Context, Result, anyhow, bail};
+use base64::Engine;
+use clap::{ArgAction, Args};
+use clap_complete::ArgValueCompleter;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  kubefedctl join member1                                  # context member1, host = current context
+  kubefedctl join prod --cluster-context arn:aws:eks:eu-west-1:123456789012:cluster/prod
+  kubefedctl join member1 --error-on-existing=false        # update an existing join in place
+  kubefedctl join member1 -o yaml                          # print what would be written
+
+A member endpoint on 127.0.0.1/localhost works for kubefedctl reconcile run on this
+machine, but a controller running in the host cluster could not reach it.")]
+pub struct JoinOptions {
+    /// Name of the member cluster (the KubeFedCluster's name)
+    #[arg(value_name = "CLUSTER_NAME", add = ArgValueCompleter::new(complete_context))]
+    pub cluster_name: String,
+
+    #[command(flatten)]
+    pub member: MemberOptions,
+
+    /// Name of the host Secret holding the member's credentials [default: the joined one, else CLUSTER_NAME-<random>]
+    #[arg(long, value_name = "NAME")]
+    pub secret_name: Option<String>,
+
+    /// Fail when the cluster is already joined; with =false, update the join in place
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub error_on_existing: bool,
+
+    /// How long to wait for the member's token controller to issue the token
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub token_timeout: Duration,
+
+    /// Show what would change, writing nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the objects (yaml or json) instead of writing them
+    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    pub output: Option<DocumentFormat>,
+}
+
+/// Where the member is, shared by join and unjoin.
+#[derive(Args, Debug, Clone)]
+pub struct MemberOptions {
+    /// Context of the member cluster in the kubeconfig [default: CLUSTER_NAME]
+    #[arg(long, value_name = "CONTEXT", add = ArgValueCompleter::new(complete_context))]
+    pub cluster_context: Option<String>,
+
+    /// A kubeconfig file holding the member's context, when it is not in --kubeconfig
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub cluster_kubeconfig: Option<PathBuf>,
+
+    /// Name of the host inside the member's object names [default: the host context, made a valid name]
+    #[arg(long, value_name = "NAME")]
+    pub host_cluster_name: Option<String>,
+}
+
+/// The cluster name, checked: it names the KubeFedCluster.
+pub fn validate_cluster_name(name: &str) -> Result<()> {
+    if let Some(e) = subdomain_error(name) {
+        bail!("invalid cluster name {name:?}: {e}");
+    }
+    Ok(())
+}
+
+/// The host's name as used in member object names: `--host-cluster-name`
+/// (must be valid), else the host context, made a DNS-1123 label when it is
+/// not one (an EKS ARN, `user@cluster`), with a note on stderr.
+pub fn host_cluster_name(explicit: Option<&str>, host_context: &str) -> Result<String> {
+    if let Some(name) = explicit {
+        if let Some(e) = subdomain_error(name) {
+            bail!("invalid --host-cluster-name {name:?}: {e}");
+        }
+        return Ok(name.to_string());
+    }
+    if subdomain_error(host_context).is_none() {
+        return Ok(host_context.to_string());
+    }
+    let Some(clean) = sanitize_label(host_context) else {
+        bail!(
+            "host context {host_context:?} gives no valid Kubernetes name: set --host-cluster-name"
+        );
+    };
+    eprintln!(
+        "note: host context {host_context:?} is not a valid Kubernetes name; using {clean:?} in the member's object names (set --host-cluster-name to choose)"
+    );
+    Ok(clean)
+}
+
+impl MemberOptions {
+    pub fn context<'a>(&'a self, cluster_name: &'a str) -> &'a str {
+        self.cluster_context.as_deref().unwrap_or(cluster_name)
+    }
+
+    /// Clients for the member come from `--cluster-kubeconfig` when given.
+    pub fn factory(
+        &self,
+        host_factory: &ClientFactory,
+        global: &GlobalOptions,
+    ) -> Result<ClientFactory> {
+        match &self.cluster_kubeconfig {
+            None => Ok(host_factory.clone()),
+            Some(path) => {
+                let g = GlobalOptions {
+                    kubeconfig: Some(path.clone()),
+                    ..global.clone()
+                };
+                g.client_factory()
+            }
+        }
+    }
+}
+
+pub fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
+    validate_cluster_name(&o.cluster_name)?;
+    if let Some(s) = &o.secret_name
+        && let Some(e) = subdomain_error(s)
+    {
+        bail!("invalid --secret-name {s:?}: {e}");
+    }
+    crate::cli::runtime()?.block_on(join(global, o))
+}
+
+/// Everything a join needs to know before writing anything.
+struct Plan {
+    host: Host,
+    member_label: String,
+    member_client: kube::Client,
+    names: JoinNames,
+    scope: Scope,
+    endpoint: MemberEndpoint,
+    existing_cluster: Option<Value>,
+    /// The host Secret to (re)use, when one is known.
+    secret_name: Option<String>,
+}
+
+async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
+    let plan = prepare(global, o).await?;
+    let ns = plan.host.namespace.clone();
+    let member_objects = member_objects(&plan);
+
+    if let Some(format) = o.output {
+        let mut all: Vec<Value> = member_objects.iter().map(|(_, v)| v.clone()).collect();
+        let secret = plan.secret_name.clone();
+        all.push(membership::host_secret(
+            secret.as_deref(),
+            &o.cluster_name,
+            &ns,
+            &json!({}),
+        ));
+        let secret_ref = secret.unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
+        all.push(membership::kubefed_cluster(
+            &o.cluster_name,
+            &ns,
+            &secret_ref,
+            &plan.endpoint,
+        ));
+        return crate::cmd::init::print_objects(&all, format);
+    }
+    if o.dry_run {
+        for (target, body) in &member_objects {
+            let policy = if target.resource.kind == "Namespace" {
+                OnExisting::Keep
+            } else {
+                OnExisting::Update
+            };
+            println!(
+                "{}",
+                outcome_line(target, preview(target, body, &policy).await?, true)
+            );
+        }
+        let kfc = plan
+            .host
+            .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
+        let what = if plan.existing_cluster.is_some() {
+            "would be updated if its token or CA changed"
+        } else {
+            "would be created"
+        };
+        let secret = plan
+            .secret_name
+            .clone()
+            .unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
+        println!("secret/{secret} {what} (host)");
+        println!("{} {what} (host)", kfc.short());
+        return Ok(());
+    }
+
+    let mut journal = Journal::default();
+    match write(&plan, o, &member_objects, &mut journal).await {
+        Ok(()) => {
+            println!(
+                "Cluster {:?} joined host {:?} ({} federation; service account {ns}/{}).",
+                o.cluster_name,
+                plan.host.context,
+                match plan.scope {
+                    Scope::Cluster => "cluster-scoped",
+                    Scope::Namespaced => "namespace-scoped",
+                },
+                plan.names.service_account
+            );
+            Ok(())
+        }
+        Err(e) => {
+            let undone = journal.rollback().await;
+            for line in &undone {
+                eprintln!("rolled back: {line}");
+            }
+            let note = if undone.is_empty() {
+                "nothing had been created".to_string()
+            } else {
+                format!("removed the {} object(s) this run created", undone.len())
+            };
+            Err(e.context(format!("join {:?} failed ({note})", o.cluster_name)))
+        }
+    }
+}
+
+async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
+    let names = JoinNames::new(&o.cluster_name, &host_name, &host.namespace);
+    if let Some(e) = subdomain_error(&names.service_account) {
+        bail!(
+            "service account name {:?} would be invalid: {e}",
+            names.service_account
+        );
+    }
+    host.require_initialised().await?;
+    let scope = host.scope().await?;
+
+    let member_factory = o.member.factory(&factory, global)?;
+    let member_context = o.member.context(&o.cluster_name);
+    let ep = member_factory.endpoint(member_context).await?;
+    let member_client = member_factory.client(member_context).await?;
+    if membership::is_loopback_endpoint(&ep.server) {
+        eprintln!(
+            "warning: member endpoint {} is only reachable from this machine; a controller running in the host cluster could not reach it",
+            ep.server
+        );
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let endpoint = MemberEndpoint {
+        api_endpoint: ep.server.clone(),
+        ca_bundle: ep.ca_pem.as_ref().map(|pem| b64.encode(pem)),
+        insecure_skip_tls_verify: ep.insecure_skip_tls_verify,
+        proxy_url: ep.proxy_url.clone(),
+    };
+
+    let member_label = o.cluster_name.clone();
+    let sa = ObjectRef::new(
+        &member_label,
+        &member_client,
+        resource_of::<ServiceAccount>(),
+        Some(&host.namespace),
+        &names.service_account,
+    );
+    let kfc = host.object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
+    let existing_cluster = kfc.get().await?;
+    if o.error_on_existing {
+        if sa.get().await?.is_some() {
+            bail!(
+                "service account {} already exists in joining cluster {:?} (use --error-on-existing=false to update the join)",
+                names.service_account,
+                o.cluster_name
+            );
+        }
+        if existing_cluster.is_some() {
+            bail!(
+                "federated cluster {:?} already exists in host cluster (use --error-on-existing=false to update the join)",
+                o.cluster_name
+            );
+        }
+    }
+    // Reuse the Secret an existing join points at, unless told otherwise.
+    let mut secret_name = o.secret_name.clone();
+    if secret_name.is_none()
+        && let Some(name) = existing_cluster
+            .as_ref()
+            .and_then(|c| c["spec"]["secretRef"]["name"].as_str())
+        && host
+            .object(resource_of::<Secret>(), true, name)
+            .get()
+            .await?
+            .is_some()
+    {
+        secret_name = Some(name.to_string());
+    }
+    Ok(Plan {
+        host,
+        member_label,
+        member_client,
+        names,
+        scope,
+        endpoint,
+        existing_cluster,
+        secret_name,
+    })
+}
+
+/// The member's objects with where they go, in creation order.
+fn member_objects(plan: &Plan) -> Vec<(ObjectRef, Value)> {
+    let ns = plan.host.namespace.as_str();
+    let at = |resource, namespaced: bool, name: &str| {
+        ObjectRef::new(
+            &plan.member_label,
+            &plan.member_client,
+            resource,
+            namespaced.then_some(ns),
+            name,
+        )
+    };
+    let sa = &plan.names.service_account;
+    let mut out = vec![
+        (
+            at(resource_of::<Namespace>(), false, ns),
+            membership::namespace(ns),
+        ),
+        (
+            at(resource_of::<ServiceAccount>(), true, sa),
+            membership::service_account(&plan.names, ns),
+        ),
+        (
+            at(resource_of::<Secret>(), true, sa),
+            membership::token_secret(&plan.names, ns),
+        ),
+    ];
+    for obj in membership::rbac(&plan.names, ns, plan.scope) {
+        let name = obj["metadata"]["name"].as_str().expect("named").to_string();
+        let target = match obj["kind"].as_str() {
+            Some("ClusterRole") => at(resource_of::<ClusterRole>(), false, &name),
+            Some("ClusterRoleBinding") => at(resource_of::<ClusterRoleBinding>(), false, &name),
+            Some("Role") => at(resource_of::<Role>(), true, &name),
+            _ => at(resource_of::<RoleBinding>(), true, &name),
+        };
+        out.push((target, obj));
+    }
+    out
+}
+
+async fn write(
+    plan: &Plan,
+    o: &JoinOptions,
+    member_objects: &[(ObjectRef, Value)],
+    journal: &mut Journal,
+) -> Result<()> {
+    for (target, body) in member_objects {
+        let outcome = match target.resource.kind.as_str() {
+            "Namespace" => ensure(target, body, &OnExisting::Keep, journal).await?.0,
+            "RoleBinding" | "ClusterRoleBinding" => ensure_binding(target, body, journal).await?,
+            _ => ensure(target, body, &OnExisting::Update, journal).await?.0,
+        };
+        println!("{}", outcome_line(target, outcome, false));
+    }
+    let token_secret = &member_objects[2].0;
+    let data = wait_for_token(token_secret, o.token_timeout).await?;
+
+    // The host Secret: the member's token, and its CA when known.
+    let ns = plan.host.namespace.as_str();
+    let mut host_data = json!({"token": data["token"]});
+    let ca_b64 = plan
+        .endpoint
+        .ca_bundle
+        .clone()
+        .or_else(|| data["ca.crt"].as_str().map(str::to_string));
+    if let Some(ca) = &ca_b64 {
+        host_data["ca.crt"] = json!(ca);
+    }
+    let secret_name = match &plan.secret_name {
+        Some(name) => {
+            let target = plan.host.object(resource_of::<Secret>(), true, name);
+            let body = membership::host_secret(Some(name), &o.cluster_name, ns, &host_data);
+            let (outcome, _) = ensure(&target, &body, &OnExisting::Update, journal).await?;
+            println!("{}", outcome_line(&target, outcome, false));
+            name.clone()
+        }
+        None => {
+            let body = membership::host_secret(None, &o.cluster_name, ns, &host_data);
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(plan.host.client.clone(), ns, &resource_of::<Secret>());
+            let created = api
+                .create(&PostParams::default(), &serde_json::from_value(body)?)
+                .await
+                .map_err(api_error)
+                .context("creating the credentials secret in host")?;
+            let name = created
+                .metadata
+                .name
+                .clone()
+                .ok_or_else(|| anyhow!("created secret has no name"))?;
+            let target = plan.host.object(resource_of::<Secret>(), true, &name);
+            journal.record(target.clone());
+            println!("{}", outcome_line(&target, Outcome::Created, false));
+            name
+        }
+    };
+
+    let mut endpoint = plan.endpoint.clone();
+    endpoint.ca_bundle = ca_b64;
+    let kfc_body = membership::kubefed_cluster(&o.cluster_name, ns, &secret_name, &endpoint);
+    let kfc = plan
+        .host
+        .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
+    let (outcome, _) = ensure(&kfc, &kfc_body, &OnExisting::Update, journal).await?;
+    println!("{}", outcome_line(&kfc, outcome, false));
+    Ok(())
+}
+
+/// Bindings cannot change their roleRef: a binding that points elsewhere
+/// is deleted and made again.
+async fn ensure_binding(
+    target: &ObjectRef,
+    body: &Value,
+    journal: &mut Journal,
+) -> Result<Outcome> {
+    if let Some(live) = target.get().await?
+        && live["roleRef"] != body["roleRef"]
+    {
+        target.delete().await?;
+        ensure(target, body, &OnExisting::Update, journal).await?;
+        return Ok(Outcome::Updated);
+    }
+    Ok(ensure(target, body, &OnExisting::Update, journal).await?.0)
+}
+
+/// Waits (bounded, visibly) until the token controller has filled the
+/// service account's token secret; returns its `data`.
+async fn wait_for_token(secret: &ObjectRef, timeout: Duration) -> Result<Value> {
+    let deadline = Instant::now() + timeout;
+    let mut told = false;
+    loop {
+        if let Some(s) = secret.get().await?
+            && s["data"]["token"].as_str().is_some_and(|t| !t.is_empty())
+        {
+            return Ok(s["data"].clone());
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "the token controller of {:?} did not fill {} within {timeout:?} (is kube-controller-manager running there?)",
+                secret.cluster,
+                secret.short()
+            );
+        }
+        if !told {
+            eprintln!(
+                "waiting up to {timeout:?} for the token controller to fill {}",
+                secret
+            );
+            told = true;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_names_are_validated() {
+        assert!(validate_cluster_name("member1").is_ok());
+        let e = validate_cluster_name("Member_1").unwrap_err().to_string();
+        assert!(e.starts_with("invalid cluster name \"Member_1\""), "{e}");
+    }
+
+    #[test]
+    fn host_names_come_from_flag_or_context() {
+        assert_eq!(host_cluster_name(Some("hub"), "whatever@x").unwrap(), "hub");
+        assert!(host_cluster_name(Some("a/b"), "h").is_err());
+        assert_eq!(host_cluster_name(None, "host").unwrap(), "host");
+        assert_eq!(host_cluster_name(None, "admin@hub").unwrap(), "admin-hub");
+        assert!(host_cluster_name(None, "@@").is_err());
+    }
+}

@@ -1,0 +1,293 @@
+//! `kubefedctl unjoin CLUSTER_NAME`: take a member out of the federation.
+//!
+//! Removes, in the member, the service account, its token secret and the
+//! RBAC objects join made (both scopes' names, whatever the scope), and the
+//! kubefed namespace when join created it and nothing else lives there now;
+//! in the host, the KubeFedCluster and its credentials Secret. Workloads
+//! already propagated to the member stay where they are.
+
+use crate::api::core::KubeFedCluster;
+use crate::apply::{ObjectRef, api_error, resource_of};
+use crate::cli::GlobalOptions;
+use crate::cmd::join::{MemberOptions, host_cluster_name, validate_cluster_name};
+use crate::completion::complete_context;
+use crate::core::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
+use crate::error::one_line;
+use crate::host::Host;
+use anyhow::{Result, bail};
+use clap::Args;
+use clap_complete::ArgValueCompleter;
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::discovery::{Discovery, Scope as ResourceScope, verbs};
+use std::io::IsTerminal;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Workloads already propagated to the member are not deleted.
+The member's kubefed namespace is deleted only when join created it and it is now
+empty (nothing but the default service account, its token, kube-root-ca.crt and events).
+
+Examples:
+  kubefedctl unjoin member1
+  kubefedctl unjoin member1 --force --yes    # member unreachable: remove the host records anyway"
+)]
+pub struct UnjoinOptions {
+    /// Name of the member cluster (the KubeFedCluster's name)
+    #[arg(value_name = "CLUSTER_NAME", add = ArgValueCompleter::new(complete_context))]
+    pub cluster_name: String,
+
+    #[command(flatten)]
+    pub member: MemberOptions,
+
+    /// Remove the host records even when the member cannot be cleaned up
+    #[arg(long)]
+    pub force: bool,
+
+    /// Do not ask for confirmation
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+
+    /// Show what would be removed, removing nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn run(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
+    validate_cluster_name(&o.cluster_name)?;
+    crate::cli::runtime()?.block_on(unjoin(global, o))
+}
+
+async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    host.require_initialised().await?;
+    let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
+    let ns = host.namespace.clone();
+    let names = JoinNames::new(&o.cluster_name, &host_name, &ns);
+    let kfc = host.object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
+    let cluster = kfc.get().await?;
+    let secret = cluster
+        .as_ref()
+        .and_then(|c| c["spec"]["secretRef"]["name"].as_str())
+        .map(|s| host.object(resource_of::<Secret>(), true, s));
+
+    if !o.yes && !o.dry_run && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        let ok = dialoguer::Confirm::new()
+            .with_prompt(format!(
+                "Unjoin cluster {:?} from host {:?}? Workloads already propagated to it stay.",
+                o.cluster_name, host.context
+            ))
+            .default(false)
+            .interact()?;
+        if !ok {
+            bail!("unjoin cancelled");
+        }
+    }
+
+    // The member first: once the host records are gone, nothing points at it.
+    let member = member_objects(global, o, &factory, &names, &ns).await;
+    let mut removed = 0usize;
+    match member {
+        Ok((objects, namespace)) => {
+            let mut failures = Vec::new();
+            for obj in &objects {
+                if o.dry_run {
+                    if obj.get().await.ok().flatten().is_some() {
+                        println!("{} would be deleted ({})", obj.short(), obj.cluster);
+                    }
+                    continue;
+                }
+                match obj.delete().await {
+                    Ok(true) => {
+                        removed += 1;
+                        println!("{} deleted ({})", obj.short(), obj.cluster);
+                    }
+                    Ok(false) => {}
+                    Err(e) => failures.push(format!("{}: {}", obj.short(), one_line(&e))),
+                }
+            }
+            if failures.is_empty() && !o.dry_run {
+                removed += remove_namespace_if_join_made_it(&namespace, &host).await?;
+            }
+            if !failures.is_empty() {
+                if !o.force {
+                    bail!(
+                        "cannot clean up cluster {:?}: {}; nothing was removed from the host (use --force to remove the host records anyway)",
+                        o.cluster_name,
+                        failures.join("; ")
+                    );
+                }
+                eprintln!(
+                    "warning: left behind in {:?}: {}",
+                    o.cluster_name,
+                    failures.join("; ")
+                );
+            }
+        }
+        Err(e) if o.force => {
+            eprintln!(
+                "warning: cluster {:?} not cleaned up ({}); left behind there: service account {ns}/{}, its token secret, and RBAC objects {} / {}",
+                o.cluster_name,
+                one_line(&e),
+                names.service_account,
+                names.role,
+                names.health_check
+            );
+        }
+        Err(e) => {
+            return Err(e.context(format!(
+                "cannot reach cluster {:?} to clean it up; nothing was removed (use --force to remove the host records anyway)",
+                o.cluster_name
+            )));
+        }
+    }
+
+    for obj in secret.iter().chain(cluster.is_some().then_some(&kfc)) {
+        if o.dry_run {
+            println!("{} would be deleted (host)", obj.short());
+        } else if obj.delete().await? {
+            removed += 1;
+            println!("{} deleted (host)", obj.short());
+        }
+    }
+    if o.dry_run {
+        return Ok(());
+    }
+    if removed == 0 {
+        println!(
+            "Cluster {:?} is not joined to host {:?}: nothing to remove.",
+            o.cluster_name, host.context
+        );
+    } else {
+        println!(
+            "Cluster {:?} unjoined from host {:?}.",
+            o.cluster_name, host.context
+        );
+    }
+    Ok(())
+}
+
+/// The member's join objects, bindings before roles, and its kubefed
+/// namespace. Fails when the member cannot be reached.
+async fn member_objects(
+    global: &GlobalOptions,
+    o: &UnjoinOptions,
+    host_factory: &crate::client::ClientFactory,
+    names: &JoinNames,
+    ns: &str,
+) -> Result<(Vec<ObjectRef>, ObjectRef)> {
+    let factory = o.member.factory(host_factory, global)?;
+    let client = factory.client(o.member.context(&o.cluster_name)).await?;
+    let label = o.cluster_name.as_str();
+    let at = |resource, namespaced: bool, name: &str| {
+        ObjectRef::new(label, &client, resource, namespaced.then_some(ns), name)
+    };
+    // Reachable? One cheap read, so an outage is reported as such.
+    client.apiserver_version().await.map_err(api_error)?;
+    let objects = vec![
+        at(resource_of::<ClusterRoleBinding>(), false, &names.role),
+        at(resource_of::<ClusterRole>(), false, &names.role),
+        at(
+            resource_of::<ClusterRoleBinding>(),
+            false,
+            &names.health_check,
+        ),
+        at(resource_of::<ClusterRole>(), false, &names.health_check),
+        at(resource_of::<RoleBinding>(), true, &names.role),
+        at(resource_of::<Role>(), true, &names.role),
+        at(resource_of::<Secret>(), true, &names.service_account),
+        at(
+            resource_of::<ServiceAccount>(),
+            true,
+            &names.service_account,
+        ),
+    ];
+    Ok((objects, at(resource_of::<Namespace>(), false, ns)))
+}
+
+/// Deletes the member's kubefed namespace when join created it, it is not
+/// the host's own namespace (the host joined itself), and it is empty.
+async fn remove_namespace_if_join_made_it(namespace: &ObjectRef, host: &Host) -> Result<usize> {
+    let Some(live) = namespace.get().await? else {
+        return Ok(0);
+    };
+    if live["metadata"]["annotations"][CREATED_BY_JOIN_ANNOTATION] != "true"
+        || !live["metadata"]["deletionTimestamp"].is_null()
+    {
+        return Ok(0);
+    }
+    let host_ns = host
+        .object(resource_of::<Namespace>(), false, &host.namespace)
+        .get()
+        .await?;
+    if host_ns.is_some_and(|h| h["metadata"]["uid"] == live["metadata"]["uid"]) {
+        return Ok(0);
+    }
+    if let Some(what) = first_remaining_object(namespace).await? {
+        println!(
+            "{} kept ({}): not empty ({what})",
+            namespace.short(),
+            namespace.cluster
+        );
+        return Ok(0);
+    }
+    Ok(if namespace.delete().await? {
+        println!("{} deleted ({})", namespace.short(), namespace.cluster);
+        1
+    } else {
+        0
+    })
+}
+
+/// The first object in the namespace that is not part of an empty
+/// namespace's furniture, found through discovery.
+async fn first_remaining_object(namespace: &ObjectRef) -> Result<Option<String>> {
+    let discovery = Discovery::new(namespace.client.clone())
+        .run()
+        .await
+        .map_err(api_error)?;
+    for group in discovery.groups() {
+        for (ar, caps) in group.recommended_resources() {
+            if caps.scope != ResourceScope::Namespaced
+                || !caps.supports_operation(verbs::LIST)
+                || ar.plural == "events"
+            {
+                continue;
+            }
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(namespace.client.clone(), &namespace.name, &ar);
+            let list = api
+                .list(&ListParams::default().limit(50))
+                .await
+                .map_err(api_error)?;
+            for item in list.items {
+                if !is_furniture(&ar.kind, &item) {
+                    let name = item.metadata.name.unwrap_or_default();
+                    return Ok(Some(format!("{}/{name}", ar.kind.to_lowercase())));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// What every namespace holds without anyone putting it there.
+fn is_furniture(kind: &str, item: &DynamicObject) -> bool {
+    let name = item.metadata.name.as_deref().unwrap_or("");
+    match kind {
+        "ServiceAccount" => name == "default",
+        "ConfigMap" => name == "kube-root-ca.crt",
+        "Secret" => {
+            item.data["type"] == "kubernetes.io/service-account-token"
+                && item
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("kubernetes.io/service-account.name"))
+                    .is_some_and(|sa| sa == "default")
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,5 @@
+//! The pure core: rules with no I/O, no `async`, no clock.
+
+pub mod compare;
+pub mod membership;
+pub mod names;

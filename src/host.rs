@@ -1,0 +1,73 @@
+//! The host cluster: its client and name, whether `kubefedctl init` has run
+//! there, and the federation's scope.
+
+use crate::apply::{ObjectRef, api_error, resource_of};
+use crate::cli::GlobalOptions;
+use crate::client::ClientFactory;
+use crate::core::membership::Scope;
+use anyhow::{Result, bail};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+
+/// The CRD whose presence means the host is initialised.
+pub const MARKER_CRD: &str = "kubefedclusters.core.kubefed.io";
+
+pub struct Host {
+    /// The host's context in the kubeconfig.
+    pub context: String,
+    pub client: Client,
+    pub namespace: String,
+}
+
+impl Host {
+    pub async fn connect(global: &GlobalOptions, factory: &ClientFactory) -> Result<Host> {
+        let context = factory
+            .kubeconfig()
+            .resolve_context(global.host_cluster_context.as_deref())?;
+        let client = factory.client(&context).await?;
+        Ok(Host {
+            context,
+            client,
+            namespace: global.kubefed_namespace.clone(),
+        })
+    }
+
+    pub fn object(
+        &self,
+        resource: kube::api::ApiResource,
+        namespaced: bool,
+        name: &str,
+    ) -> ObjectRef {
+        let ns = namespaced.then_some(self.namespace.as_str());
+        ObjectRef::new("host", &self.client, resource, ns, name)
+    }
+
+    /// Fails with "host not initialised" when KubeFed's CRDs are missing.
+    pub async fn require_initialised(&self) -> Result<()> {
+        let crd = self.object(resource_of::<CustomResourceDefinition>(), false, MARKER_CRD);
+        match crd.get().await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => bail!(
+                "host not initialised: run kubefedctl init (context {:?} has no KubeFed CRDs)",
+                self.context
+            ),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The scope from the `kubefed` KubeFedConfig; cluster-wide when there is none.
+    pub async fn scope(&self) -> Result<Scope> {
+        let api: kube::Api<crate::api::core::KubeFedConfig> =
+            kube::Api::namespaced(self.client.clone(), &self.namespace);
+        match api.get_opt(crate::api::KUBEFED_CONFIG_NAME).await.map_err(api_error)? {
+            None => Ok(Scope::Cluster),
+            Some(cfg) => Scope::parse(&cfg.spec.scope).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "KubeFedConfig {}/kubefed has an invalid scope {:?} (expected Cluster or Namespaced)",
+                    self.namespace,
+                    cfg.spec.scope
+                )
+            }),
+        }
+    }
+}

@@ -1,0 +1,869 @@
+//! init, join and unjoin through the built binary against real API servers
+//! (host, member1, member2), with counting proxies where requests count.
+//! Each test has its own kubefed namespace and cluster names.
+
+mod common;
+
+use common::{b64, get, gone, kubefedctl, write_kubeconfig};
+use serde_json::Value;
+use std::time::Duration;
+use testenv::{Faults, Mode, TestEnv, http};
+
+fn init(env: &TestEnv, test: &str, ns: &str, extra: &[&str]) -> std::path::PathBuf {
+    let kc = write_kubeconfig(env, test, env.kubeconfig().current_context("host"));
+    let mut args = vec!["init", "--kubefed-namespace", ns];
+    args.extend_from_slice(extra);
+    kubefedctl(&kc, &args).ok();
+    kc
+}
+
+#[test]
+fn init_creates_the_api_then_writes_nothing_and_output_needs_no_cluster() {
+    let env = TestEnv::shared();
+    let proxy = env.proxy("host").unwrap();
+    let kc = write_kubeconfig(
+        env,
+        "init",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &proxy.url()),
+    );
+    let run = kubefedctl(&kc, &["init", "--kubefed-namespace", "fed-init"]).ok();
+    assert!(
+        run.stdout
+            .contains("kubefedconfig.core.kubefed.io/kubefed created (host)"),
+        "{}",
+        run.stdout
+    );
+    for crd in [
+        "kubefedclusters.core.kubefed.io",
+        "federatedtypeconfigs.core.kubefed.io",
+        "kubefedconfigs.core.kubefed.io",
+        "propagatedversions.core.kubefed.io",
+        "clusterpropagatedversions.core.kubefed.io",
+        "replicaschedulingpreferences.scheduling.kubefed.io",
+    ] {
+        let c = get(
+            env,
+            "host",
+            &format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"),
+        )
+        .unwrap_or_else(|| panic!("{crd} missing"));
+        assert!(
+            c["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["type"] == "Established")
+        );
+    }
+    let cfg = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/fed-init/kubefedconfigs/kubefed",
+    )
+    .unwrap();
+    assert_eq!(cfg["spec"]["scope"], "Cluster");
+    assert_eq!(cfg["spec"]["syncController"]["adoptResources"], "Enabled");
+
+    proxy.reset_records();
+    let again = kubefedctl(&kc, &["init", "--kubefed-namespace", "fed-init"]).ok();
+    assert_eq!(
+        proxy.writes(),
+        0,
+        "an initialised host gets no write: {:?}",
+        proxy.records()
+    );
+    assert!(!again.stdout.contains(" created"), "{}", again.stdout);
+    assert_eq!(again.stdout.matches(" unchanged (host)").count(), 8);
+
+    let refused = kubefedctl(
+        &kc,
+        &[
+            "init",
+            "--kubefed-namespace",
+            "fed-init",
+            "--scope",
+            "Namespaced",
+        ],
+    )
+    .fails();
+    assert!(
+        refused.stderr.contains("has scope Cluster"),
+        "{}",
+        refused.stderr
+    );
+
+    proxy.reset_records();
+    let yaml = kubefedctl(&kc, &["init", "-o", "yaml", "--kubefed-namespace", "x"]).ok();
+    assert!(proxy.records().is_empty(), "-o yaml talks to no cluster");
+    let docs: Vec<Value> = yaml
+        .stdout
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.len(), 8);
+    assert_eq!(kinds[0], "Namespace");
+    assert_eq!(kinds[7], "KubeFedConfig");
+}
+
+/// The token, endpoint and CA a join stored in the host, used on their own.
+fn joined_credentials(env: &TestEnv, ns: &str, cluster: &str) -> (String, String, String) {
+    let kfc = get(
+        env,
+        "host",
+        &format!("/apis/core.kubefed.io/v1beta1/namespaces/{ns}/kubefedclusters/{cluster}"),
+    )
+    .expect("KubeFedCluster");
+    let secret_name = kfc["spec"]["secretRef"]["name"].as_str().unwrap();
+    let secret = get(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{ns}/secrets/{secret_name}"),
+    )
+    .unwrap();
+    let token = b64(secret["data"]["token"].as_str().unwrap());
+    let ca = b64(kfc["spec"]["caBundle"].as_str().unwrap());
+    assert_eq!(b64(secret["data"]["ca.crt"].as_str().unwrap()), ca);
+    (
+        kfc["spec"]["apiEndpoint"].as_str().unwrap().to_string(),
+        ca,
+        token,
+    )
+}
+
+fn as_member(
+    endpoint: &str,
+    ca: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> u16 {
+    http::request(
+        method,
+        &format!("{endpoint}{path}"),
+        ca,
+        Some(token),
+        body,
+        Duration::from_secs(10),
+    )
+    .unwrap()
+    .status
+}
+
+const CONFIGMAP: &str =
+    r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"probe"},"data":{"a":"b"}}"#;
+
+#[test]
+fn cluster_scoped_join_writes_every_object_and_its_token_works() {
+    let env = TestEnv::shared();
+    let kc = init(env, "join-a", "fed-a", &[]);
+    let run = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m1a",
+            "--cluster-context",
+            "member1",
+            "--kubefed-namespace",
+            "fed-a",
+        ],
+    )
+    .ok();
+    assert!(
+        run.stdout
+            .contains("Cluster \"m1a\" joined host \"host\" (cluster-scoped"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("only reachable from this machine"),
+        "loopback warning: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout.contains("eyJ") && !run.stderr.contains("eyJ"),
+        "no token in output"
+    );
+
+    let ns = get(env, "member1", "/api/v1/namespaces/fed-a").unwrap();
+    assert_eq!(
+        ns["metadata"]["annotations"]["kubefedctl.kubefed.io/created-by-join"],
+        "true"
+    );
+    let sa = get(
+        env,
+        "member1",
+        "/api/v1/namespaces/fed-a/serviceaccounts/m1a-host",
+    )
+    .unwrap();
+    assert_eq!(sa["automountServiceAccountToken"], false);
+    assert_eq!(
+        sa["metadata"]["annotations"]["kubernetes.io/enforce-mountable-secrets"],
+        "true"
+    );
+    let token_secret = get(env, "member1", "/api/v1/namespaces/fed-a/secrets/m1a-host").unwrap();
+    assert_eq!(token_secret["type"], "kubernetes.io/service-account-token");
+    let role = "kubefed-controller-manager:m1a-host";
+    let cr = get(
+        env,
+        "member1",
+        &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}"),
+    )
+    .unwrap();
+    assert_eq!(cr["rules"][0]["verbs"][0], "*");
+    assert_eq!(cr["rules"][1]["nonResourceURLs"][0], "*");
+    let crb = get(
+        env,
+        "member1",
+        &format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}"),
+    )
+    .unwrap();
+    assert_eq!(crb["subjects"][0]["name"], "m1a-host");
+    assert_eq!(crb["subjects"][0]["namespace"], "fed-a");
+    assert_eq!(crb["roleRef"]["name"], role);
+
+    let kfc = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/fed-a/kubefedclusters/m1a",
+    )
+    .unwrap();
+    assert_eq!(kfc["spec"]["apiEndpoint"], env.cluster("member1").url());
+    assert!(kfc["spec"].get("disabledTLSValidations").is_none());
+    assert!(
+        kfc["spec"]["secretRef"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("m1a-")
+    );
+
+    let (endpoint, ca, token) = joined_credentials(env, "fed-a", "m1a");
+    assert_eq!(ca.trim(), env.ca_pem().trim());
+    assert_eq!(
+        as_member(&endpoint, &ca, &token, "GET", "/api/v1/namespaces", None),
+        200
+    );
+    assert_eq!(
+        as_member(
+            &endpoint,
+            &ca,
+            &token,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            Some(CONFIGMAP)
+        ),
+        201
+    );
+    assert_eq!(
+        as_member(
+            &endpoint,
+            &ca,
+            "not-a-token",
+            "GET",
+            "/api/v1/namespaces",
+            None
+        ),
+        401
+    );
+}
+
+#[test]
+fn namespace_scoped_join_limits_the_token_to_the_kubefed_namespace() {
+    let env = TestEnv::shared();
+    let kc = init(env, "join-b", "fed-b", &["--scope", "Namespaced"]);
+    let run = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m2b",
+            "--cluster-context",
+            "member2",
+            "--kubefed-namespace",
+            "fed-b",
+        ],
+    )
+    .ok();
+    assert!(run.stdout.contains("namespace-scoped"), "{}", run.stdout);
+    let role = "kubefed-controller-manager:m2b-host";
+    assert!(
+        get(
+            env,
+            "member2",
+            &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/fed-b/roles/{role}")
+        )
+        .is_some()
+    );
+    assert!(
+        get(
+            env,
+            "member2",
+            &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/fed-b/rolebindings/{role}")
+        )
+        .is_some()
+    );
+    assert!(
+        get(
+            env,
+            "member2",
+            &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}")
+        )
+        .is_none()
+    );
+    let health = "kubefed-controller-manager:fed-b:healthcheck-m2b-host";
+    let hc = get(
+        env,
+        "member2",
+        &format!("/apis/rbac.authorization.k8s.io/v1/clusterroles/{health}"),
+    )
+    .unwrap();
+    assert_eq!(hc["rules"][1]["resources"][0], "nodes");
+
+    let (endpoint, ca, token) = joined_credentials(env, "fed-b", "m2b");
+    assert_eq!(
+        as_member(
+            &endpoint,
+            &ca,
+            &token,
+            "POST",
+            "/api/v1/namespaces/fed-b/configmaps",
+            Some(CONFIGMAP)
+        ),
+        201
+    );
+    assert_eq!(
+        as_member(
+            &endpoint,
+            &ca,
+            &token,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            Some(CONFIGMAP)
+        ),
+        403
+    );
+    assert_eq!(
+        as_member(&endpoint, &ca, &token, "GET", "/api/v1/namespaces", None),
+        403
+    );
+    assert_eq!(
+        as_member(&endpoint, &ca, &token, "GET", "/api/v1/nodes", None),
+        200,
+        "health check may list nodes"
+    );
+}
+
+#[test]
+fn dry_run_and_output_write_nothing_and_rejoin_is_idempotent() {
+    let env = TestEnv::shared();
+    init(env, "join-c-init", "fed-c", &[]);
+    let host = env.proxy("host").unwrap();
+    let member = env.proxy("member1").unwrap();
+    let kc = write_kubeconfig(
+        env,
+        "join-c",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &host.url())
+            .server("member1", &member.url())
+            .alias("member1-insecure", "member1")
+            .insecure("member1-insecure"),
+    );
+    let join = |extra: &[&str]| {
+        let mut args = vec![
+            "join",
+            "m1c",
+            "--cluster-context",
+            "member1",
+            "--kubefed-namespace",
+            "fed-c",
+        ];
+        args.extend_from_slice(extra);
+        kubefedctl(&kc, &args)
+    };
+
+    let dry = join(&["--dry-run"]).ok();
+    assert!(
+        dry.stdout
+            .contains("serviceaccount/m1c-host would be created (m1c)"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout
+            .contains("kubefedcluster.core.kubefed.io/m1c would be created (host)")
+    );
+    let yaml = join(&["-o", "yaml"]).ok();
+    let kinds: Vec<String> = yaml
+        .stdout
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| {
+            serde_saphyr::from_str::<Value>(d).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "ServiceAccount",
+            "Secret",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Secret",
+            "KubeFedCluster"
+        ]
+    );
+    assert_eq!(
+        host.writes() + member.writes(),
+        0,
+        "dry run and -o write nothing"
+    );
+    assert!(
+        get(
+            env,
+            "member1",
+            "/api/v1/namespaces/fed-c/serviceaccounts/m1c-host"
+        )
+        .is_none()
+    );
+
+    join(&[]).ok();
+    let first_secret = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/fed-c/kubefedclusters/m1c",
+    )
+    .unwrap()["spec"]["secretRef"]["name"]
+        .clone();
+
+    host.reset_records();
+    member.reset_records();
+    let again = join(&["--error-on-existing=false"]).ok();
+    assert_eq!(
+        host.writes() + member.writes(),
+        0,
+        "identical re-join writes nothing: {:?}",
+        host.records()
+    );
+    assert_eq!(
+        again.stdout.matches(" unchanged (").count(),
+        7,
+        "{}",
+        again.stdout
+    );
+
+    let refused = join(&[]).fails();
+    assert!(
+        refused.stderr.contains("already exists"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(host.writes() + member.writes(), 0);
+
+    // A changed member (TLS verification off) updates in place, same Secret.
+    let changed = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m1c",
+            "--cluster-context",
+            "member1-insecure",
+            "--kubefed-namespace",
+            "fed-c",
+            "--error-on-existing=false",
+        ],
+    )
+    .ok();
+    assert!(
+        changed
+            .stdout
+            .contains("kubefedcluster.core.kubefed.io/m1c updated (host)"),
+        "{}",
+        changed.stdout
+    );
+    let kfc = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/fed-c/kubefedclusters/m1c",
+    )
+    .unwrap();
+    assert_eq!(
+        kfc["spec"]["disabledTLSValidations"],
+        serde_json::json!(["*"])
+    );
+    assert_eq!(
+        kfc["spec"]["secretRef"]["name"], first_secret,
+        "the host Secret is reused"
+    );
+    let secrets = get(env, "host", "/api/v1/namespaces/fed-c/secrets").unwrap();
+    let ours = secrets["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["metadata"]["name"].as_str().unwrap().starts_with("m1c-"))
+        .count();
+    assert_eq!(ours, 1, "no leaked secrets");
+}
+
+#[test]
+fn a_failed_join_takes_back_what_it_created_in_both_clusters() {
+    let env = TestEnv::shared();
+    init(env, "join-d-init", "fed-d", &[]);
+    let host = env.proxy("host").unwrap();
+    host.set_faults(Faults {
+        error_rate: 1.0,
+        error_statuses: vec![500],
+        only: Some(std::sync::Arc::new(|r: &testenv::RequestRecord| {
+            r.verb == "create" && r.resource == "kubefedclusters"
+        })),
+        ..Faults::default()
+    });
+    let kc = write_kubeconfig(
+        env,
+        "join-d",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &host.url()),
+    );
+    let run = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m1d",
+            "--cluster-context",
+            "member1",
+            "--kubefed-namespace",
+            "fed-d",
+        ],
+    )
+    .fails();
+    assert!(
+        run.stderr.contains("join \"m1d\" failed (removed the"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("rolled back: deleted serviceaccount/m1d-host in m1d"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(host.count(|r| r.injected), 1);
+
+    assert!(
+        get(
+            env,
+            "member1",
+            "/api/v1/namespaces/fed-d/serviceaccounts/m1d-host"
+        )
+        .is_none()
+    );
+    assert!(
+        get(
+            env,
+            "member1",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/kubefed-controller-manager:m1d-host"
+        )
+        .is_none()
+    );
+    assert!(gone(env, "member1", "/api/v1/namespaces/fed-d"));
+    assert!(
+        get(
+            env,
+            "host",
+            "/apis/core.kubefed.io/v1beta1/namespaces/fed-d/kubefedclusters/m1d"
+        )
+        .is_none()
+    );
+    let secrets = get(env, "host", "/api/v1/namespaces/fed-d/secrets").unwrap();
+    assert!(
+        !secrets["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["metadata"]["name"].as_str().unwrap().starts_with("m1d-")),
+        "the host secret was rolled back"
+    );
+}
+
+#[test]
+fn unjoin_removes_everything_and_a_second_unjoin_is_fine() {
+    let env = TestEnv::shared();
+    init(env, "unjoin-e-init", "fed-e", &[]);
+    // The member's context lives in a kubeconfig file of its own.
+    let kc = write_kubeconfig(
+        env,
+        "unjoin-e",
+        env.kubeconfig().current_context("host").only(&["host"]),
+    );
+    let member_kc = write_kubeconfig(
+        env,
+        "unjoin-e-member",
+        env.kubeconfig()
+            .current_context("member2")
+            .only(&["member2"]),
+    );
+    let member_kc = member_kc.to_str().unwrap();
+    let without = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m2e",
+            "--cluster-context",
+            "member2",
+            "--kubefed-namespace",
+            "fed-e",
+        ],
+    )
+    .fails();
+    assert!(
+        without.stderr.contains("context \"member2\" not found"),
+        "{}",
+        without.stderr
+    );
+    let member = [
+        "--cluster-context",
+        "member2",
+        "--cluster-kubeconfig",
+        member_kc,
+        "--kubefed-namespace",
+        "fed-e",
+    ];
+    let args = |verb: &'static str| [&[verb, "m2e"][..], &member[..]].concat();
+    kubefedctl(&kc, &args("join")).ok();
+    assert!(
+        get(
+            env,
+            "member2",
+            "/api/v1/namespaces/fed-e/serviceaccounts/m2e-host"
+        )
+        .is_some()
+    );
+    let kfc_path = "/apis/core.kubefed.io/v1beta1/namespaces/fed-e/kubefedclusters/m2e";
+    let secret = get(env, "host", kfc_path).unwrap()["spec"]["secretRef"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let run = kubefedctl(&kc, &args("unjoin")).ok();
+    assert!(
+        run.stdout.contains("Cluster \"m2e\" unjoined"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        get(
+            env,
+            "member2",
+            "/api/v1/namespaces/fed-e/serviceaccounts/m2e-host"
+        )
+        .is_none()
+    );
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    assert!(
+        get(
+            env,
+            "member2",
+            &format!("{rbac}/clusterrolebindings/kubefed-controller-manager:m2e-host")
+        )
+        .is_none()
+    );
+    assert!(
+        get(
+            env,
+            "member2",
+            &format!("{rbac}/clusterroles/kubefed-controller-manager:m2e-host")
+        )
+        .is_none()
+    );
+    assert!(
+        gone(env, "member2", "/api/v1/namespaces/fed-e"),
+        "join made it and it is empty"
+    );
+    assert!(get(env, "host", kfc_path).is_none());
+    assert!(
+        get(
+            env,
+            "host",
+            &format!("/api/v1/namespaces/fed-e/secrets/{secret}")
+        )
+        .is_none()
+    );
+
+    let again = kubefedctl(&kc, &args("unjoin")).ok();
+    assert!(again.stdout.contains("is not joined"), "{}", again.stdout);
+}
+
+#[test]
+fn unjoin_of_an_unreachable_member_needs_force() {
+    let env = TestEnv::shared();
+    init(env, "unjoin-f-init", "fed-f", &[]);
+    let member = env.proxy("member1").unwrap();
+    let kc = write_kubeconfig(
+        env,
+        "unjoin-f",
+        env.kubeconfig()
+            .current_context("host")
+            .server("member1", &member.url()),
+    );
+    kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m1f",
+            "--cluster-context",
+            "member1",
+            "--kubefed-namespace",
+            "fed-f",
+        ],
+    )
+    .ok();
+    member.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+
+    let unjoin = |extra: &[&str]| {
+        let mut args = vec![
+            "unjoin",
+            "m1f",
+            "--cluster-context",
+            "member1",
+            "--kubefed-namespace",
+            "fed-f",
+        ];
+        args.extend_from_slice(extra);
+        kubefedctl(&kc, &args)
+    };
+    let refused = unjoin(&[]).fails();
+    assert!(
+        refused.stderr.contains("cannot reach cluster \"m1f\""),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        get(
+            env,
+            "host",
+            "/apis/core.kubefed.io/v1beta1/namespaces/fed-f/kubefedclusters/m1f"
+        )
+        .is_some()
+    );
+
+    let forced = unjoin(&["--force"]).ok();
+    assert!(
+        forced
+            .stderr
+            .contains("left behind there: service account fed-f/m1f-host"),
+        "{}",
+        forced.stderr
+    );
+    assert!(
+        get(
+            env,
+            "host",
+            "/apis/core.kubefed.io/v1beta1/namespaces/fed-f/kubefedclusters/m1f"
+        )
+        .is_none()
+    );
+    member.clear_faults();
+    assert!(
+        get(
+            env,
+            "member1",
+            "/api/v1/namespaces/fed-f/serviceaccounts/m1f-host"
+        )
+        .is_some(),
+        "really left behind"
+    );
+}
+
+#[test]
+fn names_are_validated_and_contexts_sanitised() {
+    let env = TestEnv::shared();
+    init(env, "names-init", "fed-g", &[]);
+    let kc = write_kubeconfig(
+        env,
+        "names",
+        env.kubeconfig()
+            .current_context("host")
+            .alias("admin@hub", "host"),
+    );
+
+    let bad = kubefedctl(&kc, &["join", "Bad_Name", "--cluster-context", "member1"]).fails();
+    assert!(
+        bad.stderr
+            .starts_with("error: invalid cluster name \"Bad_Name\""),
+        "{}",
+        bad.stderr
+    );
+
+    let missing = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m1x",
+            "--cluster-context",
+            "nope",
+            "--kubefed-namespace",
+            "fed-g",
+        ],
+    )
+    .fails();
+    assert!(
+        missing.stderr.contains("context \"nope\" not found in kubeconfig (available: admin@hub, host, member1, member2)"),
+        "{}",
+        missing.stderr
+    );
+
+    let uninit = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m1x",
+            "--cluster-context",
+            "member1",
+            "--host-cluster-context",
+            "member2",
+        ],
+    )
+    .fails();
+    assert!(
+        uninit
+            .stderr
+            .contains("host not initialised: run kubefedctl init"),
+        "{}",
+        uninit.stderr
+    );
+
+    let run = kubefedctl(
+        &kc,
+        &[
+            "join",
+            "m1g",
+            "--cluster-context",
+            "member1",
+            "--host-cluster-context",
+            "admin@hub",
+            "--kubefed-namespace",
+            "fed-g",
+        ],
+    )
+    .ok();
+    assert!(run.stderr.contains("using \"admin-hub\""), "{}", run.stderr);
+    assert!(
+        get(
+            env,
+            "member1",
+            "/api/v1/namespaces/fed-g/serviceaccounts/m1g-admin-hub"
+        )
+        .is_some()
+    );
+}
