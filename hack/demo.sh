@@ -25,5 +25,7 @@ $k join member1
 $k join member2
 kubectl get kubefedclusters -n kube-federation-system
 $k join member1 --error-on-existing=false
+$k enable -f testdata/enabletypedirectives.yaml
+kubectl get federatedtypeconfigs -n kube-federation-system
 $k unjoin member2 --yes
 set +x

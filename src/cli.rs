@@ -82,8 +82,14 @@ impl GlobalOptions {
 pub enum Command {
     /// Prepare a host cluster for federation: namespace, KubeFed's CRDs, KubeFedConfig
     Init(crate::cmd::init::InitOptions),
+    /// Stop federating an API type; optionally delete its federated CRD
+    Disable(crate::cmd::disable::DisableOptions),
+    /// Federate an API type: generate its Federated<Kind> CRD and FederatedTypeConfig
+    Enable(crate::cmd::enable::EnableOptions),
     /// Register a member cluster with the host cluster
     Join(crate::cmd::join::JoinOptions),
+    /// Keep (enable) or delete (disable) member copies when a federated object is deleted
+    OrphaningDeletion(crate::cmd::orphaning::OrphaningOptions),
     /// Remove a member cluster from the federation
     Unjoin(crate::cmd::unjoin::UnjoinOptions),
     /// Print the client version
@@ -143,6 +149,9 @@ pub fn main(bin_name: &str) -> ExitCode {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(o) => crate::cmd::init::run(&cli.global, &o),
+        Command::Disable(o) => crate::cmd::disable::run(&cli.global, &o),
+        Command::OrphaningDeletion(o) => crate::cmd::orphaning::run(&cli.global, &o),
+        Command::Enable(o) => crate::cmd::enable::run(&cli.global, &o),
         Command::Join(o) => crate::cmd::join::run(&cli.global, &o),
         Command::Unjoin(o) => crate::cmd::unjoin::run(&cli.global, &o),
         Command::Version(o) => crate::cmd::version::run(&o),

@@ -14,6 +14,7 @@ pub mod client;
 pub mod cmd;
 pub mod completion;
 pub mod core;
+pub mod discovery;
 pub mod error;
 pub mod host;
 pub mod kubeconfig;

@@ -1,7 +1,10 @@
 //! One module per command: options (clap) → validate → run.
 
 pub mod completion;
+pub mod disable;
+pub mod enable;
 pub mod init;
 pub mod join;
+pub mod orphaning;
 pub mod unjoin;
 pub mod version;

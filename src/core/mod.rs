@@ -1,5 +1,7 @@
 //! The pure core: rules with no I/O, no `async`, no clock.
 
 pub mod compare;
+pub mod lookup;
 pub mod membership;
 pub mod names;
+pub mod typegen;

@@ -1,0 +1,194 @@
+//! `kubefedctl disable NAME`: stop federating an API type.
+//!
+//! Sets `propagation: Disabled` on the FederatedTypeConfig, then deletes
+//! it; with `--delete-crd` also deletes the `Federated<Kind>` CRD, which is
+//! refused while federated objects of the type exist (unless `--force`:
+//! deleting the CRD deletes them all). There is no controller to wait for.
+
+use crate::api::DEFAULT_FEDERATED_GROUP;
+use crate::api::core::FederatedTypeConfig;
+use crate::apply::{ObjectRef, api_error, resource_of};
+use crate::cli::GlobalOptions;
+use crate::cmd::enable::{DEFAULT_FEDERATED_VERSION, crd_object};
+use crate::core::typegen::FederatedNames;
+use crate::discovery;
+use crate::host::Host;
+use anyhow::{Result, bail};
+use clap::Args;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::json;
+use std::io::IsTerminal;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "NAME is the FederatedTypeConfig's name (deployments.apps) or anything enable
+accepts (deploy, Deployment); a name with a dot is used as it is, so a type whose
+API is gone can still be disabled.
+
+Objects already propagated to member clusters are left where they are.
+
+Examples:
+  kubefedctl disable deployments.apps
+  kubefedctl disable etcdclusters --delete-crd --yes"
+)]
+pub struct DisableOptions {
+    /// The federated type to disable
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// Also delete the Federated<Kind> CRD
+    #[arg(long)]
+    pub delete_crd: bool,
+
+    /// With --delete-crd: delete the CRD even while federated objects of the type exist (they are deleted with it)
+    #[arg(long, requires = "delete_crd")]
+    pub force: bool,
+
+    /// With --delete-crd and no FederatedTypeConfig: the federated group the CRD is in
+    #[arg(long, value_name = "GROUP", default_value = DEFAULT_FEDERATED_GROUP, requires = "delete_crd")]
+    pub federated_group: String,
+
+    /// With --delete-crd and no FederatedTypeConfig: the target version to look up
+    #[arg(long = "version", value_name = "VERSION", requires = "delete_crd")]
+    pub target_version: Option<String>,
+
+    /// Do not ask for confirmation before deleting the CRD
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+
+    /// Show what would change, writing nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn run(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
+    crate::cli::runtime()?.block_on(disable(global, o))
+}
+
+async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    host.require_initialised().await?;
+    let name = if o.name.contains('.') {
+        o.name.clone()
+    } else {
+        discovery::find_resource(&host.client, &o.name, None)
+            .await?
+            .qualified_name()
+    };
+    let ns = host.namespace.clone();
+    let ftc_ref = host.object(resource_of::<FederatedTypeConfig>(), true, &name);
+    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &ns);
+    let ftc = api.get_opt(&name).await.map_err(api_error)?;
+    if ftc.is_none() {
+        println!("FederatedTypeConfig \"{ns}/{name}\" does not exist");
+    }
+
+    let crd: Option<(ObjectRef, ApiResource)> = if o.delete_crd {
+        let names = match &ftc {
+            Some(f) => {
+                let t = &f.spec.federated_type;
+                FederatedNames {
+                    group: t.group.clone().unwrap_or_default(),
+                    version: t.version.clone(),
+                    kind: t.kind.clone(),
+                    plural: t.plural_name.clone(),
+                    namespaced: t.scope == "Namespaced",
+                }
+            }
+            None => {
+                let target =
+                    discovery::find_resource(&host.client, &name, o.target_version.as_deref())
+                        .await?;
+                FederatedNames::new(&target, &o.federated_group, DEFAULT_FEDERATED_VERSION)
+            }
+        };
+        let ar = ApiResource {
+            group: names.group.clone(),
+            version: names.version.clone(),
+            api_version: format!("{}/{}", names.group, names.version),
+            kind: names.kind.clone(),
+            plural: names.plural.clone(),
+        };
+        Some((crd_object(&host, &names), ar))
+    } else {
+        None
+    };
+
+    if let Some((crd, ar)) = &crd
+        && crd.get().await?.is_some()
+    {
+        let count = instances(&host, ar).await?;
+        if count > 0 && !o.force {
+            bail!(
+                "cannot delete CRD {:?} while {count} {} object(s) exist: delete them first, or pass --force to delete them with the CRD",
+                crd.name,
+                ar.kind
+            );
+        }
+        if !o.dry_run && !o.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+        {
+            let ok = dialoguer::Confirm::new()
+                .with_prompt(format!(
+                    "Delete CRD {:?} and every {} in the host?",
+                    crd.name, ar.kind
+                ))
+                .default(false)
+                .interact()?;
+            if !ok {
+                bail!("disable cancelled");
+            }
+        }
+    }
+
+    if o.dry_run {
+        if let Some(f) = &ftc {
+            if f.spec.propagation == "Enabled" {
+                println!("propagation would be disabled for FederatedTypeConfig \"{ns}/{name}\"");
+            }
+            println!("{} would be deleted (host)", ftc_ref.short());
+        }
+        if let Some((crd, _)) = &crd
+            && crd.get().await?.is_some()
+        {
+            println!("{} would be deleted (host)", crd.short());
+        }
+        return Ok(());
+    }
+
+    // Propagation off first, CRD next, FTC last: KubeFed's order, so that a
+    // running controller stops before its CRD disappears.
+    if let Some(f) = &ftc
+        && f.spec.propagation == "Enabled"
+    {
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"propagation": "Disabled"}})),
+        )
+        .await
+        .map_err(api_error)?;
+        println!("Disabled propagation for FederatedTypeConfig \"{ns}/{name}\"");
+    }
+    if let Some((crd, _)) = &crd {
+        if crd.delete().await? {
+            println!("{} deleted (host)", crd.short());
+        } else {
+            println!("customresourcedefinition {:?} does not exist", crd.name);
+        }
+    }
+    if ftc.is_some() && ftc_ref.delete().await? {
+        println!("{} deleted (host)", ftc_ref.short());
+    }
+    Ok(())
+}
+
+/// How many objects of a federated type exist in the host (all namespaces).
+async fn instances(host: &Host, ar: &ApiResource) -> Result<usize> {
+    let api: Api<DynamicObject> = Api::all_with(host.client.clone(), ar);
+    match api.list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items.len()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(0),
+        Err(e) => Err(api_error(e)),
+    }
+}

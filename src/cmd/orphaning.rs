@@ -1,0 +1,115 @@
+//! `kubefedctl orphaning-deletion enable|disable|status TYPE NAME`: whether
+//! deleting a federated object leaves its propagated copies in the members
+//! (the `kubefed.io/orphan: "true"` annotation, as KubeFed).
+
+use crate::apply::api_error;
+use crate::cli::GlobalOptions;
+use crate::discovery;
+use crate::host::Host;
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde_json::json;
+
+/// The annotation KubeFed's sync controller reads; only `"true"` counts.
+pub const ORPHAN_ANNOTATION: &str = "kubefed.io/orphan";
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "TYPE is the federated type: FederatedDeployment, federateddeployments.types.kubefed.io, fdeploy.
+
+Examples:
+  kubefedctl orphaning-deletion enable FederatedDeployment web -n demo
+  kubefedctl orphaning-deletion status fdeploy web -n demo"
+)]
+pub struct OrphaningOptions {
+    #[command(subcommand)]
+    pub action: OrphaningAction,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum OrphaningAction {
+    /// Keep the member copies when the federated object is deleted
+    Enable(Target),
+    /// Delete the member copies with the federated object (the default)
+    Disable(Target),
+    /// Print Enabled or Disabled
+    Status(Target),
+}
+
+#[derive(Args, Debug)]
+pub struct Target {
+    /// The federated type
+    #[arg(value_name = "TYPE")]
+    pub type_name: String,
+    /// The federated object
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Namespace of the object [default: the context's namespace, else default]
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+}
+
+pub fn run(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
+    crate::cli::runtime()?.block_on(orphaning(global, o))
+}
+
+async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
+    let (target, set) = match &o.action {
+        OrphaningAction::Enable(t) => (t, Some(true)),
+        OrphaningAction::Disable(t) => (t, Some(false)),
+        OrphaningAction::Status(t) => (t, None),
+    };
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    let resource = discovery::find_resource(&host.client, &target.type_name, None).await?;
+    if !resource.kind.starts_with("Federated") {
+        eprintln!(
+            "warning: {}/{} might not be a federated type",
+            resource.qualified_name(),
+            resource.version
+        );
+    }
+    let ar = ApiResource {
+        group: resource.group.clone(),
+        version: resource.version.clone(),
+        api_version: resource.api_version(),
+        kind: resource.kind.clone(),
+        plural: resource.plural.clone(),
+    };
+    let namespace = match &target.namespace {
+        Some(ns) => ns.clone(),
+        None => factory.config(&host.context).await?.default_namespace,
+    };
+    let api: Api<DynamicObject> = if resource.namespaced {
+        Api::namespaced_with(host.client.clone(), &namespace, &ar)
+    } else {
+        Api::all_with(host.client.clone(), &ar)
+    };
+    let qualified = if resource.namespaced {
+        format!("{namespace}/{}", target.name)
+    } else {
+        target.name.clone()
+    };
+    let Some(obj) = api.get_opt(&target.name).await.map_err(api_error)? else {
+        bail!("{} {qualified:?} not found", resource.kind);
+    };
+    let enabled = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ORPHAN_ANNOTATION))
+        .is_some_and(|v| v == "true");
+    match set {
+        None => println!("{}", if enabled { "Enabled" } else { "Disabled" }),
+        Some(want) if want == enabled => {}
+        Some(want) => {
+            let value = if want { json!("true") } else { json!(null) };
+            let patch = json!({"metadata": {"annotations": {ORPHAN_ANNOTATION: value}}});
+            api.patch(&target.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(api_error)?;
+        }
+    }
+    Ok(())
+}
