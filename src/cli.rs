@@ -86,6 +86,8 @@ pub enum Command {
     Disable(crate::cmd::disable::DisableOptions),
     /// Federate an API type: generate its Federated<Kind> CRD and FederatedTypeConfig
     Enable(crate::cmd::enable::EnableOptions),
+    /// Turn existing resources (or files, or a namespace with its contents) into federated resources
+    Federate(crate::cmd::federate::FederateOptions),
     /// Register a member cluster with the host cluster
     Join(crate::cmd::join::JoinOptions),
     /// Keep (enable) or delete (disable) member copies when a federated object is deleted
@@ -152,6 +154,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Disable(o) => crate::cmd::disable::run(&cli.global, &o),
         Command::OrphaningDeletion(o) => crate::cmd::orphaning::run(&cli.global, &o),
         Command::Enable(o) => crate::cmd::enable::run(&cli.global, &o),
+        Command::Federate(o) => crate::cmd::federate::run(&cli.global, &o),
         Command::Join(o) => crate::cmd::join::run(&cli.global, &o),
         Command::Unjoin(o) => crate::cmd::unjoin::run(&cli.global, &o),
         Command::Version(o) => crate::cmd::version::run(&o),

@@ -71,6 +71,7 @@ pub async fn served_resources(client: &Client, all_versions: bool) -> Result<Vec
                 short_names: r.short_names.unwrap_or_default(),
                 namespaced: r.namespaced,
                 preferred,
+                verbs: r.verbs,
             });
         }
     }

@@ -3,6 +3,7 @@
 pub mod completion;
 pub mod disable;
 pub mod enable;
+pub mod federate;
 pub mod init;
 pub mod join;
 pub mod orphaning;

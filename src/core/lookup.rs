@@ -18,6 +18,8 @@ pub struct ServedResource {
     pub namespaced: bool,
     /// The group's preferred version.
     pub preferred: bool,
+    /// Verbs the resource supports (`list`, `create`...).
+    pub verbs: Vec<String>,
 }
 
 impl ServedResource {
@@ -39,7 +41,8 @@ impl ServedResource {
         }
     }
 
-    fn matches(&self, key: &str) -> bool {
+    /// True when `key` names this resource (any of kubectl's spellings).
+    pub fn matches(&self, key: &str) -> bool {
         let key = key.to_lowercase();
         let singular = if self.singular.is_empty() {
             self.kind.to_lowercase()
@@ -198,6 +201,7 @@ mod tests {
             short_names: shorts.iter().map(|s| s.to_string()).collect(),
             namespaced: true,
             preferred,
+            verbs: vec!["list".into()],
         }
     }
 

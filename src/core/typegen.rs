@@ -361,6 +361,7 @@ mod tests {
             short_names: vec!["deploy".into()],
             namespaced: true,
             preferred: true,
+            verbs: vec![],
         }
     }
 

@@ -1,0 +1,601 @@
+//! `kubefedctl federate TYPE NAME` / `federate -f FILE`: turn existing
+//! resources into `Federated<Kind>` resources.
+//!
+//! As KubeFed's federate, with its faults fixed: `-f` works offline with no
+//! kubeconfig at all and knows built-in scopes; `--contents` skips (and
+//! reports) types that are not federated instead of aborting, fails on list
+//! errors before writing instead of dropping them, skips objects a
+//! controller owns, and prints in a stable order; a re-run is idempotent.
+
+use crate::api::DEFAULT_FEDERATED_GROUP;
+use crate::api::core::FederatedTypeConfig;
+use crate::apply::{ObjectRef, api_error};
+use crate::cli::GlobalOptions;
+use crate::cmd::enable::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
+use crate::core::builtin_types::{builtin, guess_plural};
+use crate::core::compare::{is_subset, overlay};
+use crate::core::convert::{FederatedType, Placement, federated_object, parse_labels};
+use crate::core::lookup::{self, ServedResource};
+use crate::core::typegen::TemplateSchema;
+use crate::discovery;
+use crate::host::Host;
+use crate::output::DocumentFormat;
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  kubefedctl federate deployments web -n demo
+  kubefedctl federate namespaces demo --contents --enable-type -s pods
+  kubefedctl federate -f app.yaml > federated.yaml       # offline: no cluster, no kubeconfig
+  kubectl get cm settings -o yaml | kubefedctl federate -f -
+  kubefedctl federate configmaps settings --placement-clusters member1,member2")]
+pub struct FederateOptions {
+    /// The type of the resource (as kubectl names it)
+    #[arg(
+        value_name = "TYPE",
+        required_unless_present = "filename",
+        requires = "name",
+        conflicts_with = "filename"
+    )]
+    pub type_name: Option<String>,
+
+    /// The resource to federate
+    #[arg(value_name = "NAME", conflicts_with = "filename")]
+    pub name: Option<String>,
+
+    /// Namespace of the resource [default: the context's namespace, else default]
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// Enable the type (and, with --contents, every contained type) when it is not federated yet
+    #[arg(short = 't', long, conflicts_with_all = ["output", "filename"])]
+    pub enable_type: bool,
+
+    /// With TYPE namespaces: also federate what the namespace contains
+    #[arg(short = 'c', long, conflicts_with = "filename")]
+    pub contents: bool,
+
+    /// With --contents: types (or whole groups) to leave out, e.g. pods,secrets,apps
+    #[arg(short = 's', long, value_name = "NAMES", value_delimiter = ',')]
+    pub skip_api_resources: Vec<String>,
+
+    /// Read the resources from FILE (- for stdin) and print their federated form; needs no cluster
+    #[arg(short = 'f', long = "filename", value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub filename: Option<PathBuf>,
+
+    /// Print the federated resources (yaml or json) instead of creating them
+    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    pub output: Option<DocumentFormat>,
+
+    /// Place on these clusters only (default: every cluster)
+    #[arg(
+        long,
+        value_name = "CLUSTERS",
+        value_delimiter = ',',
+        conflicts_with = "cluster_selector"
+    )]
+    pub placement_clusters: Vec<String>,
+
+    /// Place on clusters with these labels, e.g. region=eu,tier=web
+    #[arg(long, value_name = "LABELS")]
+    pub cluster_selector: Option<String>,
+
+    /// Update federated resources that already exist and differ
+    #[arg(long)]
+    pub overwrite: bool,
+
+    /// Show what would change, writing nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl FederateOptions {
+    fn placement(&self) -> Result<Placement> {
+        if !self.placement_clusters.is_empty() {
+            return Ok(Placement::Clusters(self.placement_clusters.clone()));
+        }
+        match &self.cluster_selector {
+            Some(s) => Ok(Placement::Labels(
+                parse_labels(s).map_err(|e| anyhow!("--cluster-selector: {e}"))?,
+            )),
+            None => Ok(Placement::AllClusters),
+        }
+    }
+}
+
+pub fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
+    let placement = o.placement()?;
+    if let Some(path) = &o.filename {
+        return federate_file(path, &placement, o.output.unwrap_or(DocumentFormat::Yaml));
+    }
+    if o.contents && !is_namespaces(o.type_name.as_deref().unwrap_or("")) {
+        bail!("--contents can only be used with type namespaces");
+    }
+    crate::cli::runtime()?.block_on(federate_live(global, o, &placement))
+}
+
+fn is_namespaces(t: &str) -> bool {
+    matches!(t.to_lowercase().as_str(), "namespaces" | "namespace" | "ns")
+}
+
+/// Offline: every object in the file (or stdin), in file order.
+fn federate_file(path: &PathBuf, placement: &Placement, format: DocumentFormat) -> Result<()> {
+    let source = path.display().to_string();
+    let text = if source == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading stdin")?;
+        s
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {source}"))?
+    };
+    let (objects, warnings) = federate_documents(
+        &text,
+        if source == "-" { "stdin" } else { &source },
+        placement,
+    )?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    crate::cmd::init::print_objects(&objects, format)
+}
+
+/// The federated form of every object in a YAML stream (`List`s expanded).
+pub fn federate_documents(
+    text: &str,
+    source: &str,
+    placement: &Placement,
+) -> Result<(Vec<Value>, Vec<String>)> {
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+    let mut objects = Vec::new();
+    let mut warnings = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        let items: Vec<&Value> = if doc["kind"] == "List" {
+            doc["items"]
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default()
+        } else {
+            vec![doc]
+        };
+        for obj in items {
+            let at = format!("{source}: document {}", i + 1);
+            let (Some(api_version), Some(kind)) =
+                (obj["apiVersion"].as_str(), obj["kind"].as_str())
+            else {
+                bail!("{at}: apiVersion and kind are required");
+            };
+            if obj["metadata"]["name"].as_str().is_none_or(str::is_empty) {
+                bail!("{at}: {kind} has no metadata.name");
+            }
+            let namespaced = match builtin(api_version, kind) {
+                Some(t) => t.namespaced,
+                None => {
+                    let guess = obj["metadata"]["namespace"].is_string();
+                    warnings.push(format!(
+                        "{at}: {kind} ({api_version}) is not a built-in type; assuming it is {} ({}) because it {} a namespace",
+                        if guess { "namespaced" } else { "cluster-scoped" },
+                        guess_plural(kind),
+                        if guess { "has" } else { "has no" }
+                    ));
+                    guess
+                }
+            };
+            let fed = FederatedType {
+                group: DEFAULT_FEDERATED_GROUP.into(),
+                version: DEFAULT_FEDERATED_VERSION.into(),
+                kind: format!("Federated{kind}"),
+                plural: format!(
+                    "federated{}",
+                    builtin(api_version, kind)
+                        .map_or_else(|| guess_plural(kind), |t| t.plural.to_string())
+                ),
+                namespaced: namespaced || kind == "Namespace",
+            };
+            let (fobj, w) = federated_object(obj, &fed, placement);
+            warnings.extend(w);
+            objects.push(fobj);
+        }
+    }
+    Ok((objects, warnings))
+}
+
+/// Groups and resources `--contents` never federates: derived, or ours.
+const ALWAYS_SKIPPED: &[&str] = &[
+    "endpoints",
+    "events",
+    "events.events.k8s.io",
+    "endpointslices.discovery.k8s.io",
+    "propagatedversions.core.kubefed.io",
+];
+
+fn skipped(r: &ServedResource, skip: &[String]) -> bool {
+    r.group == "extensions"
+        || !r.namespaced
+        || !r.verbs.iter().any(|v| v == "list")
+        || r.group.ends_with("kubefed.io")
+        || ALWAYS_SKIPPED.contains(&r.qualified_name().as_str())
+        || skip.iter().any(|s| r.matches(s) || *s == r.group)
+}
+
+/// A controller made it (a Deployment's ReplicaSets, a Job's Pods) or the
+/// cluster did (service-account tokens): federating it would fight that.
+fn generated_by_cluster(obj: &Value) -> bool {
+    let owned = obj["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|refs| refs.iter().any(|r| r["controller"] == true));
+    owned || obj["type"] == "kubernetes.io/service-account-token"
+}
+
+async fn federate_live(
+    global: &GlobalOptions,
+    o: &FederateOptions,
+    placement: &Placement,
+) -> Result<()> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    let writing = o.output.is_none();
+    if writing {
+        host.require_initialised().await?;
+    }
+    let namespace = match &o.namespace {
+        Some(n) => n.clone(),
+        None => factory.config(&host.context).await?.default_namespace,
+    };
+    let served = discovery::served_resources(&host.client, false).await?;
+    let type_name = o.type_name.as_deref().expect("clap requires TYPE");
+    let name = o.name.as_deref().expect("clap requires NAME");
+    let target = lookup::find(&served, type_name, None)?;
+
+    // (resource, objects) to federate, the named object first.
+    let first = get_object(&host, &target, &namespace, name).await?;
+    let object_ns = if target.plural == "namespaces" && target.group.is_empty() {
+        name.to_string()
+    } else {
+        namespace.clone()
+    };
+    let mut work: Vec<(ServedResource, Vec<Value>)> = vec![(target.clone(), vec![first])];
+    if o.contents {
+        let mut list_errors = Vec::new();
+        let mut by_type: BTreeMap<String, (ServedResource, Vec<Value>)> = BTreeMap::new();
+        let mut controlled = 0usize;
+        for r in served
+            .iter()
+            .filter(|r| r.preferred && !skipped(r, &o.skip_api_resources))
+        {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(host.client.clone(), &object_ns, &api_resource(r));
+            match api.list(&ListParams::default()).await {
+                Ok(list) => {
+                    let mut items: Vec<Value> = Vec::new();
+                    for item in list.items {
+                        let mut v = serde_json::to_value(item)?;
+                        v["apiVersion"] = Value::String(r.api_version());
+                        v["kind"] = Value::String(r.kind.clone());
+                        if generated_by_cluster(&v) {
+                            controlled += 1;
+                        } else {
+                            items.push(v);
+                        }
+                    }
+                    items.sort_by(|a, b| {
+                        a["metadata"]["name"]
+                            .as_str()
+                            .cmp(&b["metadata"]["name"].as_str())
+                    });
+                    if !items.is_empty() {
+                        by_type.insert(r.qualified_name(), (r.clone(), items));
+                    }
+                }
+                Err(e) => list_errors.push(format!(
+                    "{}: {}",
+                    r.qualified_name(),
+                    crate::error::one_line(&api_error(e))
+                )),
+            }
+        }
+        if !list_errors.is_empty() {
+            bail!(
+                "cannot list the contents of namespace {object_ns:?} (nothing was written; skip these with -s): {}",
+                list_errors.join("; ")
+            );
+        }
+        if controlled > 0 {
+            eprintln!(
+                "note: left out {controlled} object(s) made by controllers or the cluster (owned objects, service-account tokens)"
+            );
+        }
+        work.extend(by_type.into_values());
+    }
+
+    // Each type needs its federated type: from its FTC, or enabled now.
+    let mut objects: Vec<(FederatedType, Value)> = Vec::new();
+    let mut to_enable: Vec<Directive> = Vec::new();
+    let mut unfederated: Vec<String> = Vec::new();
+    let ftcs: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
+    for (r, items) in &work {
+        let fed = match ftcs.get_opt(&r.qualified_name()).await.map_err(api_error)? {
+            Some(ftc) => {
+                let f = &ftc.spec.federated_type;
+                FederatedType {
+                    group: f.group.clone().unwrap_or_default(),
+                    version: f.version.clone(),
+                    kind: f.kind.clone(),
+                    plural: f.plural_name.clone(),
+                    namespaced: f.scope == "Namespaced",
+                }
+            }
+            None if o.enable_type || !writing => {
+                if o.enable_type {
+                    to_enable.push(Directive {
+                        name: r.qualified_name(),
+                        target_version: Some(r.version.clone()),
+                        federated_group: DEFAULT_FEDERATED_GROUP.into(),
+                        federated_version: DEFAULT_FEDERATED_VERSION.into(),
+                    });
+                }
+                let names = crate::core::typegen::FederatedNames::new(
+                    r,
+                    DEFAULT_FEDERATED_GROUP,
+                    DEFAULT_FEDERATED_VERSION,
+                );
+                FederatedType {
+                    group: names.group,
+                    version: names.version,
+                    kind: names.kind,
+                    plural: names.plural,
+                    namespaced: names.namespaced,
+                }
+            }
+            None => {
+                unfederated.push(format!(
+                    "{} ({} object(s))",
+                    r.qualified_name(),
+                    items.len()
+                ));
+                continue;
+            }
+        };
+        for item in items {
+            let (obj, warnings) = federated_object(item, &fed, placement);
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+            objects.push((fed.clone(), obj));
+        }
+    }
+    if !unfederated.is_empty() {
+        if !o.contents || objects.is_empty() {
+            bail!(
+                "{} is not federated: run kubefedctl enable {}, or pass --enable-type",
+                unfederated.join(", "),
+                type_name
+            );
+        }
+        eprintln!(
+            "skipped types with no FederatedTypeConfig (enable them, or pass --enable-type): {}",
+            unfederated.join(", ")
+        );
+    }
+
+    if let Some(format) = o.output {
+        let docs: Vec<Value> = objects.into_iter().map(|(_, v)| v).collect();
+        return crate::cmd::init::print_objects(&docs, format);
+    }
+    if !to_enable.is_empty() {
+        for g in generate(&host, &to_enable, TemplateSchema::Preserve).await? {
+            write_type(&host, &g, o.dry_run).await?;
+        }
+    }
+    let mut differing = Vec::new();
+    let pending: Vec<String> = to_enable.iter().map(|d| d.name.clone()).collect();
+    for (fed, obj) in &objects {
+        // A type enabled in this (dry) run is not served yet: nothing exists.
+        let new_type = o.dry_run
+            && pending
+                .iter()
+                .any(|p| fed.plural == format!("federated{}", p.split('.').next().unwrap_or("")));
+        let line = write_federated(&host, fed, obj, o, new_type).await?;
+        match line {
+            Ok(l) => println!("{l}"),
+            Err(l) => differing.push(l),
+        }
+    }
+    if !differing.is_empty() {
+        bail!(
+            "{} already federated and different from the target (pass --overwrite to update): {}",
+            differing.len(),
+            differing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn api_resource(r: &ServedResource) -> ApiResource {
+    ApiResource {
+        group: r.group.clone(),
+        version: r.version.clone(),
+        api_version: r.api_version(),
+        kind: r.kind.clone(),
+        plural: r.plural.clone(),
+    }
+}
+
+async fn get_object(host: &Host, r: &ServedResource, namespace: &str, name: &str) -> Result<Value> {
+    let ar = api_resource(r);
+    let api: Api<DynamicObject> = if r.namespaced {
+        Api::namespaced_with(host.client.clone(), namespace, &ar)
+    } else {
+        Api::all_with(host.client.clone(), &ar)
+    };
+    let qualified = if r.namespaced {
+        format!("{namespace}/{name}")
+    } else {
+        name.to_string()
+    };
+    let obj = api
+        .get_opt(name)
+        .await
+        .map_err(api_error)?
+        .ok_or_else(|| anyhow!("{} {qualified:?} not found", r.kind))?;
+    let mut v = serde_json::to_value(obj)?;
+    v["apiVersion"] = Value::String(r.api_version());
+    v["kind"] = Value::String(r.kind.clone());
+    Ok(v)
+}
+
+/// Creates, keeps or (with --overwrite) updates one federated object.
+/// `Ok(line)` to print, or `Err(name)` when it differs and may not be updated.
+async fn write_federated(
+    host: &Host,
+    fed: &FederatedType,
+    obj: &Value,
+    o: &FederateOptions,
+    new_type: bool,
+) -> Result<std::result::Result<String, String>> {
+    let ar = ApiResource {
+        group: fed.group.clone(),
+        version: fed.version.clone(),
+        api_version: format!("{}/{}", fed.group, fed.version),
+        kind: fed.kind.clone(),
+        plural: fed.plural.clone(),
+    };
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let ns = obj["metadata"]["namespace"].as_str();
+    let target = ObjectRef::new("host", &host.client, ar, ns, name);
+    let shown = match ns {
+        Some(ns) => format!("{} in namespace {ns}", target.short()),
+        None => target.short(),
+    };
+    let live = if new_type { None } else { target.get().await? };
+    let verdict = match &live {
+        None => "created",
+        Some(l) if is_subset(&obj["spec"], &l["spec"]) => "unchanged",
+        Some(_) if o.overwrite => "updated",
+        Some(_) => return Ok(Err(shown)),
+    };
+    if o.dry_run || verdict == "unchanged" {
+        let v = if o.dry_run && verdict != "unchanged" {
+            format!("would be {verdict}")
+        } else {
+            verdict.to_string()
+        };
+        return Ok(Ok(format!("{shown} {v}")));
+    }
+    let api: Api<DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(host.client.clone(), ns, &target.resource),
+        None => Api::all_with(host.client.clone(), &target.resource),
+    };
+    match live {
+        Some(l) => {
+            let body: DynamicObject =
+                serde_json::from_value(overlay(&l, &serde_json::json!({"spec": obj["spec"]})))?;
+            api.replace(name, &PostParams::default(), &body)
+                .await
+                .map_err(api_error)
+                .with_context(|| format!("updating {shown}"))?;
+        }
+        None => {
+            let body: DynamicObject = serde_json::from_value(obj.clone())?;
+            // A type enabled a moment ago may not be served yet.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                match api.create(&PostParams::default(), &body).await {
+                    Ok(_) => break,
+                    Err(kube::Error::Api(s)) if s.code == 404 && Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                    Err(e) => {
+                        return Err(api_error(e)).with_context(|| format!("creating {shown}"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Ok(format!("{shown} {verdict}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_federate_with_built_in_scopes() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a, namespace: demo}\n  data: {k: v}\n- apiVersion: example.com/v1\n  kind: Gizmo\n  metadata: {name: g}\n";
+        let (objs, warnings) =
+            federate_documents(text, "app.yaml", &Placement::AllClusters).unwrap();
+        let kinds: Vec<&str> = objs.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "FederatedDeployment",
+                "FederatedConfigMap",
+                "FederatedGizmo"
+            ]
+        );
+        assert_eq!(objs[0]["spec"]["template"]["spec"]["replicas"], 2);
+        assert_eq!(objs[1]["metadata"]["namespace"], "demo");
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("app.yaml: document 2: Gizmo (example.com/v1) is not a built-in type; assuming it is cluster-scoped"), "{warnings:?}");
+    }
+
+    #[test]
+    fn bad_documents_name_the_file_and_document() {
+        let e = federate_documents(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+            "x.yaml",
+            &Placement::AllClusters,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "x.yaml: document 1: ConfigMap has no metadata.name");
+        let e = federate_documents("metadata: {name: a}\n", "-", &Placement::AllClusters)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "-: document 1: apiVersion and kind are required");
+        assert!(
+            federate_documents("a: [", "y.yaml", &Placement::AllClusters)
+                .unwrap_err()
+                .to_string()
+                .starts_with("y.yaml: invalid YAML")
+        );
+    }
+
+    #[test]
+    fn contents_skip_rules() {
+        let r = |group: &str, plural: &str, namespaced: bool| ServedResource {
+            group: group.into(),
+            plural: plural.into(),
+            kind: "K".into(),
+            namespaced,
+            preferred: true,
+            verbs: vec!["list".into()],
+            ..Default::default()
+        };
+        assert!(skipped(&r("", "events", true), &[]));
+        assert!(skipped(&r("extensions", "ingresses", true), &[]));
+        assert!(skipped(&r("", "nodes", false), &[]));
+        assert!(skipped(
+            &r("types.kubefed.io", "federatedconfigmaps", true),
+            &[]
+        ));
+        assert!(skipped(&r("apps", "deployments", true), &["apps".into()]));
+        assert!(skipped(&r("", "pods", true), &["pods".into()]));
+        assert!(!skipped(&r("", "configmaps", true), &["pods".into()]));
+        assert!(generated_by_cluster(
+            &serde_json::json!({"metadata": {"ownerReferences": [{"controller": true}]}})
+        ));
+        assert!(!generated_by_cluster(
+            &serde_json::json!({"metadata": {"name": "x"}})
+        ));
+    }
+}

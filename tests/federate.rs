@@ -1,0 +1,445 @@
+//! federate through the built binary: live resources of each default type,
+//! a namespace with its contents, files and stdin (offline), idempotence.
+
+mod common;
+
+use common::{get, kubefedctl, write_kubeconfig};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use testenv::TestEnv;
+
+fn create(env: &TestEnv, path: &str, body: Value) {
+    let r = env
+        .request("host", "POST", path, Some(&body.to_string()))
+        .unwrap();
+    assert!(
+        r.status == 201 || r.status == 409,
+        "POST {path}: {} {}",
+        r.status,
+        r.body
+    );
+}
+
+fn docs(text: &str) -> Vec<Value> {
+    text.split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect()
+}
+
+fn setup(env: &TestEnv, test: &str, kubefed_ns: &str, source_ns: &str) -> std::path::PathBuf {
+    let kc = write_kubeconfig(env, test, env.kubeconfig().current_context("host"));
+    kubefedctl(&kc, &["init", "--kubefed-namespace", kubefed_ns]).ok();
+    let directives =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/enabletypedirectives.yaml");
+    kubefedctl(
+        &kc,
+        &[
+            "enable",
+            "-f",
+            directives.to_str().unwrap(),
+            "--kubefed-namespace",
+            kubefed_ns,
+        ],
+    )
+    .ok();
+    create(
+        env,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": source_ns, "labels": {"team": "a"}}}),
+    );
+    kc
+}
+
+#[test]
+fn one_resource_of_each_default_type() {
+    let env = TestEnv::shared();
+    let kc = setup(env, "federate-a", "federate-a", "src-a");
+    let ns = "src-a";
+    create(
+        env,
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        json!({"metadata": {"name": "cm", "labels": {"app": "x"}, "annotations": {"note": "n"}}, "data": {"k": "v"}}),
+    );
+    create(
+        env,
+        &format!("/api/v1/namespaces/{ns}/secrets"),
+        json!({"metadata": {"name": "s"}, "stringData": {"p": "q"}}),
+    );
+    create(
+        env,
+        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+        json!({"metadata": {"name": "bot"}}),
+    );
+    create(
+        env,
+        &format!("/api/v1/namespaces/{ns}/services"),
+        json!({"metadata": {"name": "svc"}, "spec": {"type": "NodePort", "selector": {"app": "x"}, "ports": [{"port": 80}]}}),
+    );
+    let pod = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let job_pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"}});
+    create(
+        env,
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod}}),
+    );
+    create(
+        env,
+        &format!("/apis/apps/v1/namespaces/{ns}/replicasets"),
+        json!({"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod}}),
+    );
+    create(
+        env,
+        &format!("/apis/batch/v1/namespaces/{ns}/jobs"),
+        json!({"metadata": {"name": "j"}, "spec": {"template": job_pod}}),
+    );
+    create(
+        env,
+        &format!("/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses"),
+        json!({"metadata": {"name": "i"}, "spec": {"defaultBackend": {"service": {"name": "svc", "port": {"number": 80}}}}}),
+    );
+    create(
+        env,
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        json!({"metadata": {"name": "federate-a-role"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+    );
+
+    let federate = |args: &[&str]| {
+        kubefedctl(
+            &kc,
+            &[
+                &["federate"][..],
+                args,
+                &["--kubefed-namespace", "federate-a"][..],
+            ]
+            .concat(),
+        )
+    };
+    for (t, name) in [
+        ("configmaps", "cm"),
+        ("secrets", "s"),
+        ("serviceaccounts", "bot"),
+        ("services", "svc"),
+        ("deployments.apps", "d"),
+        ("replicasets.apps", "rs"),
+        ("jobs.batch", "j"),
+        ("ingresses.networking.k8s.io", "i"),
+        ("clusterroles.rbac.authorization.k8s.io", "federate-a-role"),
+        ("namespaces", ns),
+    ] {
+        let run = federate(&[t, name, "-n", ns]).ok();
+        assert!(run.stdout.contains(" created"), "{t}: {}", run.stdout);
+    }
+    let fed = |path: &str| {
+        get(
+            env,
+            "host",
+            &format!("/apis/types.kubefed.io/v1beta1/{path}"),
+        )
+        .unwrap()
+    };
+    let cm = fed(&format!("namespaces/{ns}/federatedconfigmaps/cm"));
+    assert_eq!(
+        cm["spec"]["template"],
+        json!({"data": {"k": "v"}, "metadata": {"labels": {"app": "x"}}})
+    );
+    assert_eq!(
+        cm["spec"]["placement"],
+        json!({"clusterSelector": {"matchLabels": {}}})
+    );
+    let svc = fed(&format!("namespaces/{ns}/federatedservices/svc"));
+    assert!(svc["spec"]["template"]["spec"].get("clusterIP").is_none());
+    assert!(
+        svc["spec"]["template"]["spec"]["ports"][0]
+            .get("nodePort")
+            .is_none()
+    );
+    let sa = fed(&format!("namespaces/{ns}/federatedserviceaccounts/bot"));
+    assert!(sa["spec"]["template"].get("secrets").is_none());
+    let fns = fed(&format!("namespaces/{ns}/federatednamespaces/{ns}"));
+    assert_eq!(
+        fns["spec"]["template"],
+        json!({"metadata": {"labels": {"team": "a"}}})
+    );
+    let role = fed("federatedclusterroles/federate-a-role");
+    assert_eq!(
+        role["spec"]["template"]["rules"][0]["verbs"],
+        json!(["get"])
+    );
+    let d = fed(&format!("namespaces/{ns}/federateddeployments/d"));
+    assert_eq!(
+        d["spec"]["template"]["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+
+    // Idempotent: unchanged; a changed source needs --overwrite.
+    let again = federate(&["configmaps", "cm", "-n", ns]).ok();
+    assert!(again.stdout.contains("unchanged"), "{}", again.stdout);
+    let r = env
+        .request(
+            "host",
+            "PATCH",
+            &format!("/api/v1/namespaces/{ns}/configmaps/cm"),
+            Some(r#"{"data":{"k":"changed"}}"#),
+        )
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let refused = federate(&["configmaps", "cm", "-n", ns]).fails();
+    assert!(
+        refused.stderr.contains("pass --overwrite"),
+        "{}",
+        refused.stderr
+    );
+    federate(&["configmaps", "cm", "-n", ns, "--overwrite"]).ok();
+    assert_eq!(
+        fed(&format!("namespaces/{ns}/federatedconfigmaps/cm"))["spec"]["template"]["data"]["k"],
+        "changed"
+    );
+}
+
+#[test]
+fn a_namespace_with_contents_skips_types_that_are_not_federated() {
+    let env = TestEnv::shared();
+    let kc = setup(env, "federate-b", "federate-b", "src-b");
+    let ns = "src-b";
+    create(
+        env,
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        json!({"metadata": {"name": "b-config"}, "data": {"x": "1"}}),
+    );
+    create(
+        env,
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        json!({"metadata": {"name": "a-config"}, "data": {"x": "2"}}),
+    );
+    create(
+        env,
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
+        json!({"metadata": {"name": "reader"}, "rules": []}),
+    );
+    let proxy = env.proxy("host").unwrap();
+    let kcp = write_kubeconfig(
+        env,
+        "federate-b-proxy",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &proxy.url()),
+    );
+
+    let run = kubefedctl(
+        &kcp,
+        &[
+            "federate",
+            "namespaces",
+            ns,
+            "--contents",
+            "-o",
+            "yaml",
+            "--kubefed-namespace",
+            "federate-b",
+        ],
+    )
+    .ok();
+    let objs = docs(&run.stdout);
+    let names: Vec<String> = objs
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "FederatedNamespace/src-b",
+            "FederatedConfigMap/a-config",
+            "FederatedConfigMap/b-config",
+            "FederatedRole/reader",
+            "FederatedServiceAccount/default"
+        ],
+        "stable order: the namespace, then by type and name"
+    );
+    assert_eq!(proxy.writes(), 0, "-o writes nothing");
+
+    let live = kubefedctl(
+        &kcp,
+        &[
+            "federate",
+            "namespaces",
+            ns,
+            "--contents",
+            "--kubefed-namespace",
+            "federate-b",
+        ],
+    )
+    .ok();
+    assert!(
+        live.stderr
+            .contains("skipped types with no FederatedTypeConfig"),
+        "{}",
+        live.stderr
+    );
+    assert!(
+        live.stderr
+            .contains("roles.rbac.authorization.k8s.io (1 object(s))"),
+        "{}",
+        live.stderr
+    );
+    assert!(
+        get(
+            env,
+            "host",
+            &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps/a-config")
+        )
+        .is_some()
+    );
+    assert!(
+        get(
+            env,
+            "host",
+            &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatednamespaces/{ns}")
+        )
+        .is_some()
+    );
+
+    proxy.reset_records();
+    let dry = kubefedctl(
+        &kcp,
+        &[
+            "federate",
+            "namespaces",
+            ns,
+            "--contents",
+            "-t",
+            "--dry-run",
+            "--kubefed-namespace",
+            "federate-b",
+        ],
+    )
+    .ok();
+    assert!(
+        dry.stdout
+            .contains("federatedrole.types.kubefed.io/reader in namespace src-b would be created"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(proxy.writes(), 0, "--dry-run writes nothing");
+    let with_t = kubefedctl(
+        &kcp,
+        &[
+            "federate",
+            "namespaces",
+            ns,
+            "--contents",
+            "-t",
+            "--kubefed-namespace",
+            "federate-b",
+        ],
+    )
+    .ok();
+    assert!(
+        with_t.stdout.contains(
+            "federatedtypeconfig.core.kubefed.io/roles.rbac.authorization.k8s.io created"
+        ),
+        "{}",
+        with_t.stdout
+    );
+    assert!(
+        get(
+            env,
+            "host",
+            &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedroles/reader")
+        )
+        .is_some()
+    );
+
+    let wrong = kubefedctl(
+        &kc,
+        &["federate", "configmaps", "a-config", "-n", ns, "--contents"],
+    )
+    .fails();
+    assert!(
+        wrong
+            .stderr
+            .contains("--contents can only be used with type namespaces")
+    );
+}
+
+#[test]
+fn files_and_stdin_need_no_cluster_and_match_the_golden_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let input = root.join("testdata/federate/app.yaml");
+    let no_kubeconfig = root.join("testdata/federate/does-not-exist.kubeconfig");
+    let run = common::kubefedctl(&no_kubeconfig, &["federate", "-f", input.to_str().unwrap()]).ok();
+    let golden = root.join("testdata/golden/federate-app.yaml");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &run.stdout).unwrap();
+    }
+    assert_eq!(
+        run.stdout,
+        std::fs::read_to_string(&golden).unwrap_or_default(),
+        "UPDATE_GOLDEN=1 rewrites {}",
+        golden.display()
+    );
+    let objs = docs(&run.stdout);
+    assert_eq!(objs.len(), 3);
+    assert!(
+        objs[1]["metadata"].get("namespace").is_none(),
+        "a Deployment without namespace stays namespaced (no guess)"
+    );
+    assert!(
+        run.stderr
+            .contains("annotations of ConfigMap \"demo/web-config\""),
+        "{}",
+        run.stderr
+    );
+
+    // stdin, JSON out, a placement.
+    let mut child = Command::new(common::KUBEFEDCTL)
+        .args([
+            "federate",
+            "-f",
+            "-",
+            "-o",
+            "json",
+            "--placement-clusters",
+            "member1,member2",
+        ])
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {k: dg==}\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["items"][0]["kind"], "FederatedSecret");
+    assert_eq!(
+        list["items"][0]["spec"]["placement"],
+        json!({"clusters": [{"name": "member1"}, {"name": "member2"}]})
+    );
+
+    let bad = common::kubefedctl(
+        &no_kubeconfig,
+        &["federate", "-f", root.join("Cargo.toml").to_str().unwrap()],
+    )
+    .fails();
+    assert!(
+        bad.stderr.contains("Cargo.toml"),
+        "the file is named: {}",
+        bad.stderr
+    );
+}
