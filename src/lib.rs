@@ -18,5 +18,6 @@ pub mod discovery;
 pub mod error;
 pub mod host;
 pub mod kubeconfig;
+pub mod members;
 pub mod output;
 pub mod version;

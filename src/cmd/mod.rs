@@ -7,5 +7,6 @@ pub mod federate;
 pub mod init;
 pub mod join;
 pub mod orphaning;
+pub mod status;
 pub mod unjoin;
 pub mod version;

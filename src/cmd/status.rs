@@ -1,0 +1,707 @@
+//! `kubefedctl status`: where the federation stands — clusters, federated
+//! types, and per-cluster propagation of federated objects.
+//!
+//! Reads only. Cluster readiness comes from each KubeFedCluster's status
+//! (written by `reconcile`'s probe, or by a KubeFed controller) or, with
+//! `--probe`, from probing every member now, in parallel.
+
+use crate::api::core::FederatedTypeConfig;
+use crate::apply::api_error;
+use crate::cli::GlobalOptions;
+use crate::error::ExitWith;
+use crate::host::Host;
+use crate::members::{self, Health};
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
+use comfy_table::{Cell, Color, Table, presets};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde::Serialize;
+use serde_json::Value;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  kubefedctl status                          # clusters, types and a propagation summary
+  kubefedctl status clusters --probe         # probe every member now
+  kubefedctl status types
+  kubefedctl status deployments.apps -A      # one row per FederatedDeployment
+  kubefedctl status configmaps web -n demo -o yaml
+  kubefedctl status --exit-code              # exit 3 when anything is not ready or not propagated")]
+pub struct StatusOptions {
+    /// clusters, types, or a federated type by its target's name (deployments.apps, configmaps)
+    #[arg(value_name = "WHAT")]
+    pub what: Option<String>,
+
+    /// With a type: one federated object
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Namespace of the federated objects [default: the context's namespace]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+
+    /// Federated objects in every namespace
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Output format: wide, json, yaml or name [default: tables]
+    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    pub output: Option<StatusFormat>,
+
+    /// Probe every member cluster now instead of reading the recorded status
+    #[arg(long)]
+    pub probe: bool,
+
+    /// Timeout of each probe
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::cli::parse_duration)]
+    pub probe_timeout: Duration,
+
+    /// Exit with 3 when a cluster is not ready or an object is not propagated
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusFormat {
+    Wide,
+    Json,
+    Yaml,
+    Name,
+}
+
+#[derive(Serialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterRow {
+    pub name: String,
+    pub ready: String,
+    pub kubernetes_version: String,
+    pub endpoint: String,
+    pub region: String,
+    pub zones: Vec<String>,
+    pub message: String,
+    pub created: String,
+}
+
+#[derive(Serialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct TypeRow {
+    pub name: String,
+    pub federated_kind: String,
+    pub federated_type: String,
+    pub propagation: String,
+    pub objects: usize,
+    pub propagated: usize,
+}
+
+#[derive(Serialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRow {
+    pub namespace: String,
+    pub name: String,
+    pub placement: String,
+    pub propagation: String,
+    pub reason: String,
+    /// Cluster name → KubeFed's per-cluster status (`OK`, `ClusterNotReady`...).
+    pub clusters: Vec<ClusterPropagation>,
+    pub created: String,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct ClusterPropagation {
+    pub name: String,
+    pub status: String,
+}
+
+pub fn run(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
+    crate::cli::runtime()?.block_on(status(global, o))
+}
+
+async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    host.require_initialised().await?;
+    let colour = o.output.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
+    let wide = o.output == Some(StatusFormat::Wide);
+    let mut unhealthy = false;
+    match o.what.as_deref() {
+        None | Some("clusters") | Some("types") => {
+            let show_clusters = o.what.as_deref() != Some("types");
+            let show_types = o.what.as_deref() != Some("clusters");
+            let clusters = if show_clusters {
+                cluster_rows(&host, o).await?
+            } else {
+                Vec::new()
+            };
+            let types = if show_types {
+                type_rows(&host).await?
+            } else {
+                Vec::new()
+            };
+            unhealthy |= clusters.iter().any(|c| c.ready != "True");
+            unhealthy |= types.iter().any(|t| t.propagated < t.objects);
+            match o.output {
+                Some(StatusFormat::Json) | Some(StatusFormat::Yaml) => {
+                    let format = if o.output == Some(StatusFormat::Json) {
+                        crate::output::DocumentFormat::Json
+                    } else {
+                        crate::output::DocumentFormat::Yaml
+                    };
+                    let mut doc = serde_json::Map::new();
+                    doc.insert(
+                        "host".into(),
+                        serde_json::json!({"context": host.context, "namespace": host.namespace}),
+                    );
+                    if show_clusters {
+                        doc.insert("clusters".into(), serde_json::to_value(&clusters)?);
+                    }
+                    if show_types {
+                        doc.insert("types".into(), serde_json::to_value(&types)?);
+                    }
+                    crate::output::print(&doc, format)?;
+                }
+                Some(StatusFormat::Name) => {
+                    for c in &clusters {
+                        println!("kubefedcluster.core.kubefed.io/{}", c.name);
+                    }
+                    for t in &types {
+                        println!("federatedtypeconfig.core.kubefed.io/{}", t.name);
+                    }
+                }
+                _ => {
+                    if o.what.is_none() {
+                        let scope = host.scope().await?;
+                        println!(
+                            "Host: context {:?}, namespace {}, scope {}\n",
+                            host.context,
+                            host.namespace,
+                            scope.as_str()
+                        );
+                    }
+                    if show_clusters {
+                        print!("{}", clusters_table(&clusters, wide, colour));
+                    }
+                    if show_clusters && show_types {
+                        println!();
+                    }
+                    if show_types {
+                        print!("{}", types_table(&types, wide));
+                    }
+                    if o.what.is_none() {
+                        println!("\n{}", summary(&clusters, &types));
+                    }
+                }
+            }
+        }
+        Some(type_name) => {
+            let rows = object_rows(&host, &factory, o, type_name).await?;
+            unhealthy |= rows.iter().any(|r| r.propagation != "True");
+            match o.output {
+                Some(StatusFormat::Json) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+                }
+                Some(StatusFormat::Yaml) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+                }
+                Some(StatusFormat::Name) => {
+                    for r in &rows {
+                        println!(
+                            "{}",
+                            if r.namespace.is_empty() {
+                                r.name.clone()
+                            } else {
+                                format!("{}/{}", r.namespace, r.name)
+                            }
+                        );
+                    }
+                }
+                _ => print!("{}", objects_table(&rows, wide, colour)),
+            }
+        }
+    }
+    if o.exit_code && unhealthy {
+        return Err(ExitWith {
+            code: 3,
+            message: "not everything is ready and propagated".into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<ClusterRow>> {
+    let list = members::load(host, o.probe_timeout, &[]).await?;
+    let health: Vec<Option<Health>> = if o.probe {
+        members::probe_all(&list, o.probe_timeout)
+            .await
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        list.iter()
+            .map(|m| members::recorded_health(&m.cluster))
+            .collect()
+    };
+    Ok(list
+        .iter()
+        .zip(health)
+        .map(|(m, h)| {
+            let status = m.cluster.status.clone().unwrap_or_default();
+            let (ready, version, message) = match h {
+                Some(Health::Ready { version }) => ("True".to_string(), version, String::new()),
+                Some(Health::NotReady { message }) => ("False".into(), String::new(), message),
+                Some(Health::Offline { message }) => ("Offline".into(), String::new(), message),
+                Some(Health::ConfigMalformed { message }) => {
+                    ("ConfigMalformed".into(), String::new(), message)
+                }
+                None => (
+                    "Unknown".into(),
+                    String::new(),
+                    "not probed yet (kubefedctl reconcile or --probe)".into(),
+                ),
+            };
+            ClusterRow {
+                name: m.name.clone(),
+                ready,
+                kubernetes_version: if version.is_empty() {
+                    status.kubernetes_version.clone().unwrap_or_default()
+                } else {
+                    version
+                },
+                endpoint: m.cluster.spec.api_endpoint.clone(),
+                region: status.region.clone().unwrap_or_default(),
+                zones: status.zones.clone(),
+                message,
+                created: created(&m.cluster.metadata),
+            }
+        })
+        .collect())
+}
+
+async fn type_rows(host: &Host) -> Result<Vec<TypeRow>> {
+    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
+    let mut ftcs = api
+        .list(&ListParams::default())
+        .await
+        .map_err(api_error)?
+        .items;
+    ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut rows = Vec::new();
+    for f in ftcs {
+        let objects = list_federated(host, &f, None).await.unwrap_or_default();
+        let propagated = objects
+            .iter()
+            .filter(|o| propagation(o).0 == "True")
+            .count();
+        let t = &f.spec.federated_type;
+        rows.push(TypeRow {
+            name: f.metadata.name.clone().unwrap_or_default(),
+            federated_kind: t.kind.clone(),
+            federated_type: format!(
+                "{}.{}/{}",
+                t.plural_name,
+                t.group.clone().unwrap_or_default(),
+                t.version
+            ),
+            propagation: f.spec.propagation.clone(),
+            objects: objects.len(),
+            propagated,
+        });
+    }
+    Ok(rows)
+}
+
+fn federated_resource(f: &FederatedTypeConfig) -> ApiResource {
+    let t = &f.spec.federated_type;
+    let group = t.group.clone().unwrap_or_default();
+    ApiResource {
+        api_version: format!("{group}/{}", t.version),
+        group,
+        version: t.version.clone(),
+        kind: t.kind.clone(),
+        plural: t.plural_name.clone(),
+    }
+}
+
+/// Federated objects of a type, in `namespace` or everywhere.
+async fn list_federated(
+    host: &Host,
+    f: &FederatedTypeConfig,
+    namespace: Option<&str>,
+) -> Result<Vec<Value>> {
+    let ar = federated_resource(f);
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) if f.spec.federated_type.scope == "Namespaced" => {
+            Api::namespaced_with(host.client.clone(), ns, &ar)
+        }
+        _ => Api::all_with(host.client.clone(), &ar),
+    };
+    let list = api.list(&ListParams::default()).await.map_err(api_error)?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|o| serde_json::to_value(o).expect("objects serialize"))
+        .collect())
+}
+
+/// The `Propagation` condition: (status, reason).
+fn propagation(obj: &Value) -> (String, String) {
+    obj["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Propagation"))
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .unwrap_or_else(|| ("Unknown".into(), "NotReconciled".into()))
+}
+
+async fn object_rows(
+    host: &Host,
+    factory: &crate::client::ClientFactory,
+    o: &StatusOptions,
+    type_name: &str,
+) -> Result<Vec<ObjectRow>> {
+    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
+    let ftcs = api
+        .list(&ListParams::default())
+        .await
+        .map_err(api_error)?
+        .items;
+    let key = type_name.to_lowercase();
+    let matches = |f: &&FederatedTypeConfig| {
+        let name = f.metadata.name.as_deref().unwrap_or("");
+        let t = &f.spec.target_type;
+        let fed = &f.spec.federated_type;
+        name == key
+            || t.plural_name == key
+            || t.kind.to_lowercase() == key
+            || fed.kind.to_lowercase() == key
+            || fed.plural_name == key
+    };
+    let found: Vec<&FederatedTypeConfig> = ftcs.iter().filter(matches).collect();
+    let ftc = match found.as_slice() {
+        [one] => *one,
+        [] => bail!("no federated type {type_name:?} (see kubefedctl status types)"),
+        many => bail!(
+            "{type_name:?} matches several federated types: {}; use the FederatedTypeConfig's name",
+            many.iter()
+                .map(|f| f.metadata.name.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let namespace = if o.all_namespaces {
+        None
+    } else {
+        Some(match &o.namespace {
+            Some(n) => n.clone(),
+            None => factory.config(&host.context).await?.default_namespace,
+        })
+    };
+    let mut objects = list_federated(host, ftc, namespace.as_deref()).await?;
+    if let Some(name) = &o.name {
+        objects.retain(|obj| obj["metadata"]["name"] == name.as_str());
+        if objects.is_empty() {
+            bail!("{} {name:?} not found", ftc.spec.federated_type.kind);
+        }
+    }
+    let mut rows: Vec<ObjectRow> = objects
+        .iter()
+        .map(|obj| {
+            let (prop, reason) = propagation(obj);
+            let mut clusters: Vec<ClusterPropagation> = obj["status"]["clusters"]
+                .as_array()
+                .map(|cs| {
+                    cs.iter()
+                        .map(|c| ClusterPropagation {
+                            name: c["name"].as_str().unwrap_or("").to_string(),
+                            status: c["status"]
+                                .as_str()
+                                .filter(|s| !s.is_empty())
+                                .unwrap_or("OK")
+                                .to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            clusters.sort_by(|a, b| a.name.cmp(&b.name));
+            ObjectRow {
+                namespace: obj["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                name: obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                placement: placement_text(&obj["spec"]["placement"]),
+                propagation: prop,
+                reason,
+                clusters,
+                created: obj["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    Ok(rows)
+}
+
+/// `member1,member2`, `selector region=eu`, `all clusters` or `none`.
+fn placement_text(p: &Value) -> String {
+    if let Some(list) = p["clusters"].as_array() {
+        let names: Vec<&str> = list.iter().filter_map(|c| c["name"].as_str()).collect();
+        return if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(",")
+        };
+    }
+    match p.get("clusterSelector") {
+        None | Some(Value::Null) => "none".into(),
+        Some(sel) => {
+            let mut parts: Vec<String> = sel["matchLabels"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(exprs) = sel["matchExpressions"].as_array() {
+                parts.extend(exprs.iter().map(|e| {
+                    format!(
+                        "{} {}",
+                        e["key"].as_str().unwrap_or(""),
+                        e["operator"].as_str().unwrap_or("")
+                    )
+                }));
+            }
+            if parts.is_empty() {
+                "all clusters".into()
+            } else {
+                format!("selector {}", parts.join(","))
+            }
+        }
+    }
+}
+
+fn created(meta: &kube::api::ObjectMeta) -> String {
+    meta.creation_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .unwrap_or_default()
+}
+
+fn table(headers: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.set_header(headers.iter().map(Cell::new).collect::<Vec<_>>());
+    t.force_no_tty();
+    t
+}
+
+/// Table text with trailing blanks trimmed (no borders, kubectl style).
+fn render(t: &Table) -> String {
+    t.lines()
+        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string() + "\n")
+        .collect()
+}
+
+fn ready_cell(text: &str, colour: bool) -> Cell {
+    let cell = Cell::new(text);
+    if !colour {
+        return cell;
+    }
+    if text == "True" {
+        cell.fg(Color::Green)
+    } else {
+        cell.fg(Color::Red)
+    }
+}
+
+pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
+    let mut headers = vec![
+        "NAME",
+        "READY",
+        "KUBERNETES VERSION",
+        "ENDPOINT",
+        "REGION/ZONES",
+    ];
+    if wide {
+        headers.push("MESSAGE");
+    }
+    let mut t = table(&headers);
+    if colour {
+        t.enforce_styling();
+    }
+    for r in rows {
+        let zones = match (r.region.as_str(), r.zones.is_empty()) {
+            ("", true) => "-".to_string(),
+            (region, _) => format!(
+                "{}{}{}",
+                region,
+                if r.zones.is_empty() { "" } else { "/" },
+                r.zones.join(",")
+            ),
+        };
+        let mut cells = vec![
+            Cell::new(&r.name),
+            ready_cell(&r.ready, colour),
+            Cell::new(if r.kubernetes_version.is_empty() {
+                "-"
+            } else {
+                &r.kubernetes_version
+            }),
+            Cell::new(&r.endpoint),
+            Cell::new(zones),
+        ];
+        if wide {
+            cells.push(Cell::new(&r.message));
+        }
+        t.add_row(cells);
+    }
+    if rows.is_empty() {
+        return "No member clusters joined (kubefedctl join CLUSTER).\n".into();
+    }
+    render(&t)
+}
+
+pub fn types_table(rows: &[TypeRow], wide: bool) -> String {
+    if rows.is_empty() {
+        return "No federated types (kubefedctl enable TYPE).\n".into();
+    }
+    let mut headers = vec!["TYPE", "FEDERATED KIND", "PROPAGATION", "OBJECTS"];
+    if wide {
+        headers.extend(["PROPAGATED", "FEDERATED TYPE"]);
+    }
+    let mut t = table(&headers);
+    for r in rows {
+        let mut cells = vec![
+            Cell::new(&r.name),
+            Cell::new(&r.federated_kind),
+            Cell::new(&r.propagation),
+            Cell::new(r.objects),
+        ];
+        if wide {
+            cells.extend([Cell::new(r.propagated), Cell::new(&r.federated_type)]);
+        }
+        t.add_row(cells);
+    }
+    render(&t)
+}
+
+pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
+    if rows.is_empty() {
+        return "No federated objects found.\n".into();
+    }
+    let mut headers = vec!["NAMESPACE", "NAME", "PLACEMENT", "PROPAGATED", "CLUSTERS"];
+    if wide {
+        headers.push("REASON");
+    }
+    let mut t = table(&headers);
+    if colour {
+        t.enforce_styling();
+    }
+    for r in rows {
+        let clusters = if r.clusters.is_empty() {
+            "-".to_string()
+        } else {
+            r.clusters
+                .iter()
+                .map(|c| format!("{}:{}", c.name, c.status))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut cells = vec![
+            Cell::new(if r.namespace.is_empty() {
+                "-"
+            } else {
+                &r.namespace
+            }),
+            Cell::new(&r.name),
+            Cell::new(&r.placement),
+            ready_cell(&r.propagation, colour),
+            Cell::new(clusters),
+        ];
+        if wide {
+            cells.push(Cell::new(&r.reason));
+        }
+        t.add_row(cells);
+    }
+    render(&t)
+}
+
+/// One line: how much of the federation is healthy.
+pub fn summary(clusters: &[ClusterRow], types: &[TypeRow]) -> String {
+    let ready = clusters.iter().filter(|c| c.ready == "True").count();
+    let objects: usize = types.iter().map(|t| t.objects).sum();
+    let propagated: usize = types.iter().map(|t| t.propagated).sum();
+    format!(
+        "Propagation: {propagated} of {objects} federated object(s) propagated; {ready} of {} cluster(s) ready.",
+        clusters.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn placement_reads_like_kubefed_decides() {
+        assert_eq!(
+            placement_text(
+                &json!({"clusters": [{"name": "a"}, {"name": "b"}], "clusterSelector": {}})
+            ),
+            "a,b"
+        );
+        assert_eq!(placement_text(&json!({"clusters": []})), "none");
+        assert_eq!(
+            placement_text(&json!({"clusterSelector": {}})),
+            "all clusters"
+        );
+        assert_eq!(
+            placement_text(&json!({"clusterSelector": {"matchLabels": {"region": "eu"}}})),
+            "selector region=eu"
+        );
+        assert_eq!(placement_text(&json!({})), "none");
+    }
+
+    #[test]
+    fn tables_without_colour_are_plain_text() {
+        let rows = vec![ClusterRow {
+            name: "member1".into(),
+            ready: "True".into(),
+            kubernetes_version: "v1.20.2".into(),
+            endpoint: "https://10.0.0.1:6443".into(),
+            region: "eu".into(),
+            zones: vec!["eu-1a".into()],
+            message: String::new(),
+            created: String::new(),
+        }];
+        let text = clusters_table(&rows, false, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("NAME     READY"), "{text}");
+        assert!(
+            lines[1].contains("member1")
+                && lines[1].contains("True")
+                && lines[1].contains("eu/eu-1a"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "no escape codes without colour");
+        assert!(
+            clusters_table(&rows, false, true).contains('\u{1b}'),
+            "colour when asked"
+        );
+    }
+}

@@ -1,0 +1,298 @@
+//! Member clusters as the host knows them: a client for each from its
+//! `KubeFedCluster` (endpoint, CA, TLS settings, proxy) and the token in its
+//! Secret, and a bounded health probe, as KubeFed's cluster controller did.
+
+use crate::api::core::KubeFedCluster;
+use crate::apply::api_error;
+use crate::host::Host;
+use anyhow::{Context, Result, anyhow, bail};
+use base64::Engine;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A joined cluster, and a client for it when its configuration allows one.
+#[derive(Clone)]
+pub struct Member {
+    pub name: String,
+    pub cluster: KubeFedCluster,
+    pub labels: BTreeMap<String, String>,
+    /// `Err` holds why no client could be built (ConfigMalformed).
+    pub client: std::result::Result<kube::Client, String>,
+}
+
+/// What a probe found, in KubeFed's terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    /// `/healthz` said ok; the server's version.
+    Ready { version: String },
+    /// Reachable, but `/healthz` did not say ok.
+    NotReady { message: String },
+    /// Not reachable.
+    Offline { message: String },
+    /// No client could be built from the KubeFedCluster and its Secret.
+    ConfigMalformed { message: String },
+}
+
+impl Health {
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Health::Ready { .. })
+    }
+}
+
+/// Every KubeFedCluster in the kubefed namespace, sorted by name, each with
+/// a client (or the reason there is none). `only` limits them by name.
+pub async fn load(host: &Host, timeout: Duration, only: &[String]) -> Result<Vec<Member>> {
+    let api: Api<KubeFedCluster> = Api::namespaced(host.client.clone(), &host.namespace);
+    let mut clusters = api
+        .list(&ListParams::default())
+        .await
+        .map_err(api_error)
+        .context("listing KubeFedClusters")?
+        .items;
+    clusters.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    for name in only {
+        if !clusters
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(name))
+        {
+            bail!("no KubeFedCluster {name:?} in {}", host.namespace);
+        }
+    }
+    let secrets: Api<Secret> = Api::namespaced(host.client.clone(), &host.namespace);
+    let mut out = Vec::new();
+    for c in clusters {
+        let name = c.metadata.name.clone().unwrap_or_default();
+        if !only.is_empty() && !only.contains(&name) {
+            continue;
+        }
+        let client = client_for(&c, &secrets, timeout)
+            .await
+            .map_err(|e| crate::error::one_line(&e));
+        out.push(Member {
+            labels: c.metadata.labels.clone().unwrap_or_default(),
+            name,
+            cluster: c,
+            client,
+        });
+    }
+    Ok(out)
+}
+
+async fn client_for(
+    c: &KubeFedCluster,
+    secrets: &Api<Secret>,
+    timeout: Duration,
+) -> Result<kube::Client> {
+    let name = c.metadata.name.as_deref().unwrap_or("");
+    let spec = &c.spec;
+    if spec.api_endpoint.is_empty() {
+        bail!("the api endpoint of cluster {name} is empty");
+    }
+    if spec.secret_ref.name.is_empty() {
+        bail!("cluster {name} does not have a secret name");
+    }
+    let secret = secrets
+        .get_opt(&spec.secret_ref.name)
+        .await
+        .map_err(api_error)?
+        .ok_or_else(|| {
+            anyhow!(
+                "secret {:?} of cluster {name} not found",
+                spec.secret_ref.name
+            )
+        })?;
+    let token = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("token"))
+        .map(|t| String::from_utf8_lossy(&t.0).trim().to_string())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            anyhow!("the secret for cluster {name} is missing a non-empty value for \"token\"")
+        })?;
+    let endpoint = if spec.api_endpoint.contains("://") {
+        spec.api_endpoint.clone()
+    } else {
+        format!("https://{}", spec.api_endpoint)
+    };
+    let url: http::Uri = endpoint
+        .parse()
+        .with_context(|| format!("cluster {name}: invalid apiEndpoint {endpoint:?}"))?;
+    let mut config = kube::Config::new(url);
+    if let Some(ca) = &spec.ca_bundle {
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(ca.trim())
+            .with_context(|| format!("cluster {name}: caBundle is not base64"))?;
+        config.root_cert =
+            Some(pem_certificates(&pem).with_context(|| format!("cluster {name}: caBundle"))?);
+    }
+    config.accept_invalid_certs = spec.disabled_tls_validations.iter().any(|v| v == "*");
+    if let Some(p) = spec.proxy_url.as_deref().filter(|p| !p.is_empty()) {
+        config.proxy_url = Some(
+            p.parse()
+                .with_context(|| format!("cluster {name}: invalid proxyURL {p:?}"))?,
+        );
+    }
+    config.auth_info.token = Some(token.into());
+    config.connect_timeout = Some(timeout);
+    config.read_timeout = Some(timeout);
+    config.write_timeout = Some(timeout);
+    config.default_retry = false;
+    kube::Client::try_from(config).with_context(|| format!("building a client for cluster {name}"))
+}
+
+/// DER certificates from PEM text.
+fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let text = std::str::from_utf8(pem).context("not UTF-8")?;
+    let mut out = Vec::new();
+    let mut body = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with("-----BEGIN CERTIFICATE") {
+            inside = true;
+            body.clear();
+        } else if line.starts_with("-----END CERTIFICATE") {
+            inside = false;
+            out.push(
+                base64::engine::general_purpose::STANDARD
+                    .decode(&body)
+                    .context("bad PEM")?,
+            );
+        } else if inside {
+            body.push_str(line);
+        }
+    }
+    if out.is_empty() {
+        bail!("no PEM certificate found");
+    }
+    Ok(out)
+}
+
+/// Probes one member: `/healthz`, then `/version` (bounded by `timeout`).
+pub async fn probe(member: &Member, timeout: Duration) -> Health {
+    let client = match &member.client {
+        Ok(c) => c.clone(),
+        Err(e) => return Health::ConfigMalformed { message: e.clone() },
+    };
+    let healthz = http::Request::get("/healthz")
+        .body(Vec::new())
+        .expect("valid request");
+    match tokio::time::timeout(timeout, client.request_text(healthz)).await {
+        Err(_) => Health::Offline {
+            message: format!("cluster is not reachable: no answer within {timeout:?}"),
+        },
+        Ok(Err(kube::Error::Api(s))) => Health::NotReady {
+            message: format!("/healthz responded without ok ({} {})", s.code, s.message),
+        },
+        Ok(Err(e)) => Health::Offline {
+            message: format!(
+                "cluster is not reachable: {}",
+                crate::error::source_chain(&e)
+            ),
+        },
+        Ok(Ok(body)) if body.trim().eq_ignore_ascii_case("ok") => {
+            let version = match tokio::time::timeout(timeout, client.apiserver_version()).await {
+                Ok(Ok(v)) => v.git_version,
+                _ => String::new(),
+            };
+            Health::Ready { version }
+        }
+        Ok(Ok(_)) => Health::NotReady {
+            message: "/healthz responded without ok".into(),
+        },
+    }
+}
+
+/// Probes every member at once; each costs at most `timeout`.
+pub async fn probe_all(members: &[Member], timeout: Duration) -> Vec<Health> {
+    let mut set = tokio::task::JoinSet::new();
+    for (i, m) in members.iter().enumerate() {
+        let m = m.clone();
+        set.spawn(async move { (i, probe(&m, timeout).await) });
+    }
+    let mut out = vec![
+        Health::Offline {
+            message: "not probed".into()
+        };
+        members.len()
+    ];
+    while let Some(Ok((i, h))) = set.join_next().await {
+        out[i] = h;
+    }
+    out
+}
+
+/// The readiness a KubeFedCluster's status records (no probe).
+pub fn recorded_health(c: &KubeFedCluster) -> Option<Health> {
+    let status = c.status.as_ref()?;
+    let cond = |t: &str| status.conditions.iter().find(|c| c.type_ == t);
+    if let Some(r) = cond("Ready")
+        && r.status == "True"
+    {
+        return Some(Health::Ready {
+            version: status.kubernetes_version.clone().unwrap_or_default(),
+        });
+    }
+    if let Some(c) = cond("ConfigMalformed").filter(|c| c.status == "True") {
+        return Some(Health::ConfigMalformed {
+            message: c.message.clone().unwrap_or_default(),
+        });
+    }
+    if let Some(c) = cond("Offline").filter(|c| c.status == "True") {
+        return Some(Health::Offline {
+            message: c.message.clone().unwrap_or_default(),
+        });
+    }
+    cond("Ready").map(|c| Health::NotReady {
+        message: c.message.clone().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_bundles_decode_to_der() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n-----BEGIN CERTIFICATE-----\nBAUG\n-----END CERTIFICATE-----\n";
+        assert_eq!(
+            pem_certificates(pem.as_bytes()).unwrap(),
+            vec![vec![1, 2, 3], vec![4, 5, 6]]
+        );
+        assert!(pem_certificates(b"nothing").is_err());
+    }
+
+    #[test]
+    fn recorded_health_reads_kubefed_conditions() {
+        let mut c = KubeFedCluster::new("m", Default::default());
+        assert_eq!(recorded_health(&c), None);
+        let cond = |t: &str, s: &str, m: &str| crate::api::core::ClusterCondition {
+            type_: t.into(),
+            status: s.into(),
+            last_probe_time: "2026-01-01T00:00:00Z".into(),
+            message: Some(m.into()),
+            ..Default::default()
+        };
+        c.status = Some(crate::api::core::KubeFedClusterStatus {
+            conditions: vec![cond("Ready", "True", "ok")],
+            kubernetes_version: Some("v1.20.2".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            recorded_health(&c),
+            Some(Health::Ready {
+                version: "v1.20.2".into()
+            })
+        );
+        c.status.as_mut().unwrap().conditions = vec![cond("Offline", "True", "down")];
+        assert_eq!(
+            recorded_health(&c),
+            Some(Health::Offline {
+                message: "down".into()
+            })
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! status through the built binary: tables (golden, colours off), JSON
+//! shape, a cluster that is down, per-object propagation.
+
+mod common;
+
+use common::{kubefedctl, write_kubeconfig};
+use serde_json::{Value, json};
+use std::path::Path;
+use testenv::{Faults, Mode, TestEnv};
+
+/// Golden comparison with the environment's random ports masked.
+fn assert_golden(name: &str, text: &str) {
+    let masked: String = regex_lite_mask_ports(text);
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&file, &masked).unwrap();
+    }
+    assert_eq!(
+        masked,
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "UPDATE_GOLDEN=1 rewrites {}",
+        file.display()
+    );
+}
+
+/// `127.0.0.1:41234` → `127.0.0.1:PORT`, keeping column widths.
+fn regex_lite_mask_ports(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("127.0.0.1:") {
+        out.push_str(&rest[..i + 10]);
+        rest = &rest[i + 10..];
+        let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+        out.push_str(&format!("{:<width$}", "PORT", width = digits));
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn overview_tables_json_and_a_cluster_that_is_down() {
+    let env = TestEnv::shared();
+    let down = env.proxy("member2").unwrap();
+    let kc = write_kubeconfig(
+        env,
+        "status",
+        env.kubeconfig()
+            .current_context("host")
+            .server("member2", &down.url()),
+    );
+    let ns = ["--kubefed-namespace", "status-a"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> { [args, &ns[..]].concat() };
+    kubefedctl(&kc, &with(&["init"])).ok();
+    kubefedctl(&kc, &with(&["join", "member1"])).ok();
+    kubefedctl(&kc, &with(&["join", "member2"])).ok();
+    // Types of its own group: the object counts are this test's alone.
+    kubefedctl(
+        &kc,
+        &with(&[
+            "enable",
+            "configmaps",
+            "--federated-group",
+            "status.kubefed.io",
+        ]),
+    )
+    .ok();
+    kubefedctl(
+        &kc,
+        &with(&[
+            "enable",
+            "deployments.apps",
+            "--federated-group",
+            "status.kubefed.io",
+        ]),
+    )
+    .ok();
+    down.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+
+    let run = kubefedctl(&kc, &with(&["status", "--probe", "--probe-timeout", "2s"])).ok();
+    assert!(
+        !run.stdout.contains('\u{1b}'),
+        "no colours without a terminal"
+    );
+    assert_golden("status-overview.txt", &run.stdout);
+
+    let json_run = kubefedctl(
+        &kc,
+        &with(&["status", "--probe", "--probe-timeout", "2s", "-o", "json"]),
+    )
+    .ok();
+    let doc: Value = serde_json::from_str(&json_run.stdout).unwrap();
+    assert_eq!(
+        doc["host"],
+        json!({"context": "host", "namespace": "status-a"})
+    );
+    let clusters = doc["clusters"].as_array().unwrap();
+    assert_eq!(clusters[0]["name"], "member1");
+    assert_eq!(clusters[0]["ready"], "True");
+    assert_eq!(clusters[0]["kubernetesVersion"], "v1.20.2");
+    assert_eq!(clusters[1]["ready"], "Offline");
+    assert!(
+        clusters[1]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cluster is not reachable"),
+        "{}",
+        clusters[1]
+    );
+    assert_eq!(doc["types"][0]["name"], "configmaps");
+    assert_eq!(doc["types"][0]["objects"], 0);
+
+    let gate = kubefedctl(
+        &kc,
+        &with(&[
+            "status",
+            "clusters",
+            "--probe",
+            "--probe-timeout",
+            "2s",
+            "--exit-code",
+        ]),
+    );
+    assert_eq!(gate.code, 3, "a cluster is down: {}", gate.stderr);
+    down.clear_faults();
+    let gate = kubefedctl(
+        &kc,
+        &with(&["status", "clusters", "--probe", "--exit-code"]),
+    );
+    assert_eq!(gate.code, 0, "{}", gate.stderr);
+
+    let names = kubefedctl(&kc, &with(&["status", "types", "-o", "name"])).ok();
+    assert_eq!(
+        names.stdout,
+        "federatedtypeconfig.core.kubefed.io/configmaps\nfederatedtypeconfig.core.kubefed.io/deployments.apps\n"
+    );
+}
+
+#[test]
+fn objects_show_placement_and_per_cluster_propagation() {
+    let env = TestEnv::shared();
+    let kc = write_kubeconfig(env, "status-b", env.kubeconfig().current_context("host"));
+    let ns = ["--kubefed-namespace", "status-b"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> { [args, &ns[..]].concat() };
+    kubefedctl(&kc, &with(&["init"])).ok();
+    kubefedctl(&kc, &with(&["enable", "configmaps"])).ok();
+    assert_eq!(
+        env.request(
+            "host",
+            "POST",
+            "/api/v1/namespaces",
+            Some(r#"{"metadata":{"name":"status-objs"}}"#)
+        )
+        .unwrap()
+        .status,
+        201
+    );
+    let base = "/apis/types.kubefed.io/v1beta1/namespaces/status-objs/federatedconfigmaps";
+    for (name, placement) in [
+        (
+            "a",
+            json!({"clusters": [{"name": "member1"}, {"name": "member2"}]}),
+        ),
+        (
+            "b",
+            json!({"clusterSelector": {"matchLabels": {"region": "eu"}}}),
+        ),
+    ] {
+        let body = json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap", "metadata": {"name": name}, "spec": {"template": {"data": {"k": "v"}}, "placement": placement}});
+        assert_eq!(
+            env.request("host", "POST", base, Some(&body.to_string()))
+                .unwrap()
+                .status,
+            201
+        );
+    }
+    // The status a reconcile (or KubeFed) writes.
+    let mut a = common::get(env, "host", &format!("{base}/a")).unwrap();
+    a["status"] = json!({
+        "observedGeneration": 1,
+        "conditions": [{"type": "Propagation", "status": "False", "reason": "CheckClusters", "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        "clusters": [{"name": "member2", "status": "ClusterNotReady"}, {"name": "member1"}]
+    });
+    let r = env
+        .request(
+            "host",
+            "PUT",
+            &format!("{base}/a/status"),
+            Some(&a.to_string()),
+        )
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    let run = kubefedctl(
+        &kc,
+        &with(&["status", "configmaps", "-n", "status-objs", "-o", "wide"]),
+    )
+    .ok();
+    assert_golden("status-configmaps.txt", &run.stdout);
+    let one = kubefedctl(
+        &kc,
+        &with(&[
+            "status",
+            "FederatedConfigMap",
+            "a",
+            "-n",
+            "status-objs",
+            "-o",
+            "json",
+        ]),
+    )
+    .ok();
+    let rows: Value = serde_json::from_str(&one.stdout).unwrap();
+    assert_eq!(
+        rows[0]["clusters"],
+        json!([{"name": "member1", "status": "OK"}, {"name": "member2", "status": "ClusterNotReady"}])
+    );
+    assert_eq!(rows[0]["propagation"], "False");
+    let gate = kubefedctl(&kc, &with(&["status", "configmaps", "-A", "--exit-code"]));
+    assert_eq!(gate.code, 3);
+    let missing = kubefedctl(&kc, &with(&["status", "widgets"])).fails();
+    assert!(
+        missing.stderr.contains("no federated type \"widgets\""),
+        "{}",
+        missing.stderr
+    );
+}
