@@ -3,3 +3,4 @@
 pub mod compare;
 pub mod membership;
 pub mod names;
+pub mod version;
