@@ -3,4 +3,5 @@
 pub mod compare;
 pub mod membership;
 pub mod names;
+pub mod placement;
 pub mod version;
