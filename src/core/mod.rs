@@ -3,5 +3,6 @@
 pub mod compare;
 pub mod membership;
 pub mod names;
+pub mod overrides;
 pub mod placement;
 pub mod version;
