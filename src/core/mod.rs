@@ -5,4 +5,5 @@ pub mod membership;
 pub mod names;
 pub mod overrides;
 pub mod placement;
+pub mod planner;
 pub mod version;
