@@ -6,4 +6,5 @@ pub mod names;
 pub mod overrides;
 pub mod placement;
 pub mod planner;
+pub mod retain;
 pub mod version;
