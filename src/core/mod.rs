@@ -1,6 +1,7 @@
 //! The pure core: rules with no I/O, no `async`, no clock.
 
 pub mod compare;
+pub mod desired;
 pub mod membership;
 pub mod names;
 pub mod overrides;
