@@ -6,6 +6,7 @@ pub mod membership;
 pub mod names;
 pub mod overrides;
 pub mod placement;
+pub mod plan;
 pub mod planner;
 pub mod retain;
 pub mod version;
