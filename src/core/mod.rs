@@ -9,4 +9,5 @@ pub mod placement;
 pub mod plan;
 pub mod planner;
 pub mod retain;
+pub mod scheduling;
 pub mod version;
