@@ -387,7 +387,8 @@ mod tests {
     #[test]
     fn evanphx_semantics_table() {
         // (op, path, value, Ok(expected value at pointer) | Err(substring))
-        let cases: Vec<(&str, &str, Value, Result<(&str, Value), &str>)> = vec![
+        type Expected<'a> = Result<(&'a str, Value), &'a str>;
+        let cases: Vec<(&str, &str, Value, Expected)> = vec![
             (
                 "replace",
                 "/spec/replicas",

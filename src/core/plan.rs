@@ -513,7 +513,9 @@ pub struct StatusUpdate {
 /// Upstream's status update (2.11): `observedGeneration`, the Propagation
 /// condition (`CheckClusters` when a cluster is not OK, or lacks a remote
 /// status while `remote_status_collection`), `clusters[]` sorted by name.
-/// `now` is an RFC 3339 timestamp from the caller (the core has no clock).
+/// Empty fields are omitted as Go's `omitempty` does. `now` is an RFC 3339
+/// timestamp from the caller (the core has no clock). `resources_updated`:
+/// a create/update succeeded in this pass (only counts with remote status).
 pub fn federated_status(
     fed: &Value,
     reason: AggregateReason,
@@ -545,6 +547,7 @@ pub fn federated_status(
 
     let mut sorted: Vec<&ClusterOutcome> = outcomes.iter().collect();
     sorted.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+    sorted.dedup_by(|a, b| a.cluster == b.cluster);
     let clusters: Vec<Value> = sorted
         .iter()
         .map(|o| {
@@ -552,22 +555,21 @@ pub fn federated_status(
             if o.status != ClusterStatus::Ok {
                 entry["status"] = json!(o.status.as_str());
             }
-            if remote_status_collection && let Some(rs) = &o.remote_status {
+            if remote_status_collection
+                && let Some(rs) = o.remote_status.as_ref().filter(|r| !r.is_null())
+            {
                 entry["remoteStatus"] = rs.clone();
             }
             entry
         })
         .collect();
+    // Compared as sets, numbers as float64 (upstream round-trips remote
+    // statuses through JSON before its DeepEqual).
     let as_set = |list: &[Value]| -> BTreeMap<String, Value> {
         list.iter()
             .map(|e| {
-                (
-                    e.get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    e.clone(),
-                )
+                let name = e.get("name").and_then(Value::as_str).unwrap_or("");
+                (name.to_string(), floats(e))
             })
             .collect()
     };
@@ -577,70 +579,92 @@ pub fn federated_status(
         .cloned()
         .unwrap_or_default();
     let clusters_changed = as_set(&old_clusters) != as_set(&clusters);
-    let changes_propagated = clusters_changed || (resources_updated && remote_status_collection);
+    let remote_collected =
+        remote_status_collection && outcomes.iter().any(|o| o.remote_status.is_some());
+    let changes_propagated =
+        clusters_changed || (!outcomes.is_empty() && remote_collected && resources_updated);
 
     let new_status = if reason == AggregateReason::Success {
         "True"
     } else {
         "False"
     };
-    let conditions = old
+    let mut conditions = old
         .get("conditions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let old_cond = conditions
+    let position = conditions
         .iter()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some("Propagation"));
+        .position(|c| c.get("type").and_then(Value::as_str) == Some("Propagation"));
+    let old_cond = position.map(|i| conditions[i].clone());
     let old_get = |k: &str| {
         old_cond
+            .as_ref()
             .and_then(|c| c.get(k))
             .and_then(Value::as_str)
             .unwrap_or("")
+            .to_string()
     };
     let transition = old_cond.is_none()
         || old_get("status") != new_status
         || old_get("reason") != reason.as_str();
     let update_required = changes_propagated || transition;
-    let mut cond = json!({"type": "Propagation", "status": new_status});
-    if !reason.as_str().is_empty() {
-        cond["reason"] = json!(reason.as_str());
+    let mut cond = serde_json::Map::new();
+    cond.insert("type".into(), json!("Propagation"));
+    cond.insert(
+        "status".into(),
+        json!(if transition {
+            new_status.to_string()
+        } else {
+            old_get("status")
+        }),
+    );
+    let times = [
+        ("lastUpdateTime", update_required),
+        ("lastTransitionTime", transition),
+    ];
+    for (key, bump) in times {
+        let value = if bump { now.to_string() } else { old_get(key) };
+        if !value.is_empty() {
+            cond.insert(key.into(), json!(value));
+        }
     }
-    cond["lastTransitionTime"] = json!(if transition {
-        now
-    } else {
-        old_get("lastTransitionTime")
-    });
-    cond["lastUpdateTime"] = json!(if update_required {
-        now
-    } else {
-        old_get("lastUpdateTime")
-    });
-    let mut new_conditions: Vec<Value> = conditions
-        .iter()
-        .filter(|c| c.get("type").and_then(Value::as_str) != Some("Propagation"))
-        .cloned()
-        .collect();
-    new_conditions.push(cond);
+    if !reason.as_str().is_empty() {
+        cond.insert("reason".into(), json!(reason.as_str()));
+    }
+    match position {
+        Some(i) => conditions[i] = Value::Object(cond),
+        None => conditions.push(Value::Object(cond)),
+    }
 
     let final_clusters = if clusters_changed {
         clusters
     } else {
-        let mut keep = old_clusters;
-        keep.sort_by(|a, b| {
-            a.get("name")
-                .and_then(Value::as_str)
-                .cmp(&b.get("name").and_then(Value::as_str))
-        });
-        keep
+        old_clusters
     };
-    let mut status = old.as_object().cloned().unwrap_or_default();
-    status.insert("observedGeneration".into(), json!(generation));
-    status.insert("conditions".into(), Value::Array(new_conditions));
-    status.insert("clusters".into(), Value::Array(final_clusters));
+    let mut status = serde_json::Map::new();
+    if generation != 0 {
+        status.insert("observedGeneration".into(), json!(generation));
+    }
+    status.insert("conditions".into(), Value::Array(conditions));
+    if !final_clusters.is_empty() {
+        status.insert("clusters".into(), Value::Array(final_clusters));
+    }
     StatusUpdate {
         status: Value::Object(status),
         changed: generation_updated || update_required,
+    }
+}
+
+fn floats(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => serde_json::Number::from_f64(n.as_f64().unwrap_or(0.0))
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Value::Array(a) => Value::Array(a.iter().map(floats).collect()),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), floats(v))).collect()),
+        other => other.clone(),
     }
 }
 
@@ -1234,6 +1258,51 @@ mod tests {
             true,
             &r
         ));
+    }
+
+    #[test]
+    fn status_keeps_other_conditions_and_omits_empty_fields() {
+        let mut f = fed();
+        f["metadata"]["generation"] = json!(0);
+        f["status"] = json!({"conditions": [{"type": "Other", "status": "True"},
+            {"type": "Propagation", "status": "True", "lastTransitionTime": "T0", "lastUpdateTime": "T0"}],
+            "clusters": [{"name": "a", "remoteStatus": {"n": 1.0}}]});
+        let up = federated_status(&f, AggregateReason::Success, &[], false, false, "T1");
+        assert!(up.status.get("observedGeneration").is_none());
+        assert!(up.status.get("clusters").is_none(), "clusters dropped");
+        assert_eq!(up.status["conditions"][0]["type"], "Other");
+        assert_eq!(up.status["conditions"][1]["lastTransitionTime"], "T0");
+        assert_eq!(
+            up.status["conditions"][1]["lastUpdateTime"], "T1",
+            "clusters changed"
+        );
+        // remote status numbers compare as float64
+        let same = ClusterOutcome {
+            cluster: "a".into(),
+            status: ClusterStatus::Ok,
+            remote_status: Some(json!({"n": 1})),
+        };
+        let up = federated_status(
+            &f,
+            AggregateReason::Success,
+            std::slice::from_ref(&same),
+            true,
+            false,
+            "T1",
+        );
+        assert!(!up.changed, "{:?}", up.status);
+        // updated resources count only with remote statuses collected
+        assert!(federated_status(&f, AggregateReason::Success, &[same], true, true, "T1").changed);
+        let plain = ClusterOutcome {
+            cluster: "a".into(),
+            status: ClusterStatus::Ok,
+            remote_status: None,
+        };
+        let mut g = f.clone();
+        g["status"]["clusters"] = json!([{"name": "a"}]);
+        assert!(
+            !federated_status(&g, AggregateReason::Success, &[plain], false, true, "T1").changed
+        );
     }
 
     #[test]

@@ -278,12 +278,13 @@ mod tests {
     #[test]
     fn upstream_plans_without_current_or_capacity() {
         let star = |c: ClusterPreferences| vec![("*", c)];
-        let cases: Vec<(
-            Vec<(&str, ClusterPreferences)>,
+        type Case<'a> = (
+            Vec<(&'a str, ClusterPreferences)>,
             i64,
-            Vec<&str>,
-            Vec<(&str, i64)>,
-        )> = vec![
+            Vec<&'a str>,
+            Vec<(&'a str, i64)>,
+        );
+        let cases: Vec<Case> = vec![
             // TestEqual
             (
                 star(w(1)),
@@ -414,7 +415,8 @@ mod tests {
     // Ported from upstream TestEqualWithExisting (doCheckWithExisting).
     #[test]
     fn upstream_plans_with_existing_replicas() {
-        let cases: Vec<(i64, Vec<&str>, Vec<(&str, i64)>, Vec<(&str, i64)>)> = vec![
+        type Case<'a> = (i64, Vec<&'a str>, Vec<(&'a str, i64)>, Vec<(&'a str, i64)>);
+        let cases: Vec<Case> = vec![
             (
                 50,
                 vec!["A", "B", "C"],

@@ -267,7 +267,8 @@ mod tests {
     // Upstream dispatch/retain_test.go: clusterIP / clusterIPs cases.
     #[test]
     fn cluster_ips() {
-        let cases: Vec<(Value, Result<(Option<Value>, Option<Value>), ()>)> = vec![
+        type Ips = Result<(Option<Value>, Option<Value>), ()>;
+        let cases: Vec<(Value, Ips)> = vec![
             (json!({}), Ok((None, None))),
             (json!({"clusterIP": -1000}), Err(())),
             (
