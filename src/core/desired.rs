@@ -104,10 +104,10 @@ impl DesiredError {
     }
 }
 
-/// Steps 1–4: the template with annotations/finalizers dropped, name and
-/// namespace of the federated object (no namespace for Namespace targets
-/// and cluster-scoped objects), `kind`, and `apiVersion` unless the
-/// template pins one. Returns the warnings upstream would emit as events.
+/// Steps 1–4: the template with non-empty annotations/finalizers dropped,
+/// the federated object's name and namespace (cluster-scoped objects: none;
+/// Namespace targets: the template's, untouched), `kind`, and `apiVersion`
+/// unless the template pins one. Returns the warnings upstream would emit as events.
 pub fn rendered_template(
     fed: &Value,
     target: &TargetType,
@@ -130,10 +130,21 @@ pub fn rendered_template(
             root["metadata"].as_object_mut().expect("just inserted")
         }
     };
-    if meta.remove("annotations").is_some_and(|a| !a.is_null()) {
+    // Upstream strips them only when non-empty (an empty map stays).
+    if meta
+        .get("annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| !a.is_empty())
+    {
+        meta.remove("annotations");
         warnings.push(TemplateWarning::AnnotationsNotSupported);
     }
-    if meta.remove("finalizers").is_some_and(|f| !f.is_null()) {
+    if meta
+        .get("finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+    {
+        meta.remove("finalizers");
         warnings.push(TemplateWarning::FinalizersNotSupported);
     }
     let fed_meta = fed.get("metadata");
@@ -145,11 +156,16 @@ pub fn rendered_template(
             .to_string()
     };
     meta.insert("name".into(), Value::String(fed_get("name")));
+    // Namespace targets keep whatever the template says (upstream does not
+    // touch it); every other target gets the federated object's namespace,
+    // i.e. none for cluster-scoped objects.
     let namespace = fed_get("namespace");
-    if target.is_namespace() || namespace.is_empty() {
-        meta.remove("namespace");
-    } else {
-        meta.insert("namespace".into(), Value::String(namespace));
+    if !target.is_namespace() {
+        if namespace.is_empty() {
+            meta.remove("namespace");
+        } else {
+            meta.insert("namespace".into(), Value::String(namespace));
+        }
     }
     root.insert("kind".into(), Value::String(target.kind.clone()));
     let has_api_version = root
@@ -173,11 +189,20 @@ pub fn desired_for_cluster(
 ) -> Result<Value, DesiredError> {
     let (mut obj, _) = rendered_template(fed, target)?;
     if let Some(live) = live {
-        let retain_replicas = fed
-            .get("spec")
-            .and_then(|s| s.get("retainReplicas"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let retain_replicas = match fed.get("spec").and_then(|s| s.get("retainReplicas")) {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(DesiredError::Retention {
+                    object: describe(fed),
+                    source: RetainError {
+                        kind: target.kind.clone(),
+                        field: "spec.retainReplicas".into(),
+                        problem: "the federated object's value is not a boolean".into(),
+                    },
+                });
+            }
+        };
         retain_fields(&mut obj, live, &target.kind, retain_replicas).map_err(|source| {
             DesiredError::Retention {
                 object: describe(fed),
@@ -298,6 +323,11 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}})
         );
         assert!(warnings.is_empty());
+        let empty_annotations = json!({"metadata": {"name": "demo", "namespace": "demo"},
+            "spec": {"template": {"metadata": {"annotations": {}, "finalizers": []}}}});
+        let (obj, warnings) = rendered_template(&empty_annotations, &ns).unwrap();
+        assert!(warnings.is_empty(), "empty collections are not reported");
+        assert_eq!(obj["metadata"]["annotations"], json!({}));
         let cr = TargetType::new("rbac.authorization.k8s.io", "v1", "ClusterRole");
         let fed_cr = json!({"metadata": {"name": "reader"}, "spec": {"template": {"metadata": {"namespace": "x"}, "rules": []}}});
         let obj = desired_for_cluster(&fed_cr, &cr, "c1", None).unwrap();

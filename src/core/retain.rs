@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// A live field has a type upstream cannot read (`FieldRetentionFailed`).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("field retention: {field} of the live {kind}: {problem}")]
+#[error("field retention for {kind}: {field}: {problem}")]
 pub struct RetainError {
     pub kind: String,
     pub field: String,
@@ -51,17 +51,22 @@ pub fn retain_fields(
     match target_kind {
         "Service" => retain_service(desired, live, &err),
         "ServiceAccount" => {
-            let live_secrets = match live.get("secrets") {
-                None | Some(Value::Null) => return Ok(()),
-                Some(Value::Array(a)) => a,
-                Some(_) => return Err(err("secrets", "not a list")),
-            };
             let desired_empty = match desired.get("secrets") {
                 None | Some(Value::Null) => true,
                 Some(Value::Array(a)) => a.is_empty(),
                 Some(_) => return Err(err("secrets", "desired secrets is not a list")),
             };
-            if desired_empty && let Some(d) = desired.as_object_mut() {
+            if !desired_empty {
+                return Ok(());
+            }
+            let live_secrets = match live.get("secrets") {
+                None | Some(Value::Null) => return Ok(()),
+                Some(Value::Array(a)) => a,
+                Some(_) => return Err(err("secrets", "not a list")),
+            };
+            if !live_secrets.is_empty()
+                && let Some(d) = desired.as_object_mut()
+            {
                 d.insert("secrets".into(), Value::Array(live_secrets.clone()));
             }
             Ok(())
@@ -338,5 +343,17 @@ mod tests {
         let mut desired = json!({"metadata": {}, "secrets": [{"name": "mine"}]});
         retain_fields(&mut desired, &live, "ServiceAccount", true).unwrap();
         assert_eq!(desired["secrets"], json!([{"name": "mine"}]));
+        let mut desired = json!({"metadata": {}});
+        retain_fields(
+            &mut desired,
+            &json!({"secrets": []}),
+            "ServiceAccount",
+            true,
+        )
+        .unwrap();
+        assert!(
+            desired.get("secrets").is_none(),
+            "an empty live list is not copied"
+        );
     }
 }
