@@ -4,8 +4,9 @@
 //!
 //! That engine is more lenient than the RFC and users rely on it: `replace`
 //! of a missing object member acts like `add`, negative array indices count
-//! from the end, and a path's first segment is dropped without looking at
-//! it (so `spec/replicas` means `/replicas`). Matching it matters because
+//! from the end, a path's first segment is dropped without looking at it
+//! (so `spec/replicas` means `/replicas`), and `replace` with the empty
+//! path replaces the whole object. Matching it matters because
 //! an override that works with the Go controller must work with us.
 
 use std::collections::BTreeSet;
@@ -207,6 +208,20 @@ pub fn apply_overrides(
             message,
         })?;
     }
+    // Upstream decodes the patched bytes back into an unstructured object,
+    // which needs a kind.
+    let has_kind = doc
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| !k.is_empty());
+    if !has_kind && let Some(last) = overrides.last() {
+        return Err(OverrideError::Apply {
+            cluster: cluster.to_string(),
+            op: last.op.as_str(),
+            path: last.path.clone(),
+            message: "Object 'Kind' is missing in the patched object".into(),
+        });
+    }
     *obj = doc;
     Ok(())
 }
@@ -258,6 +273,16 @@ fn atoi(key: &str) -> Result<i64, String> {
 
 fn apply_one(doc: &mut Value, o: &ClusterOverride) -> Result<(), String> {
     let kind = o.op.as_str();
+    if o.op == Op::Replace && o.path.is_empty() {
+        // v4.12 replaces the whole document for an empty path.
+        return match through_float64(&o.value) {
+            v @ Value::Object(_) => {
+                *doc = v;
+                Ok(())
+            }
+            _ => Err("replace operation value must be an object".into()),
+        };
+    }
     let missing = || {
         format!(
             "{kind} operation does not apply: doc is missing path: {}",
@@ -554,7 +579,17 @@ mod tests {
                 json!(7),
                 Err("doc is missing path"),
             ),
-            ("replace", "", json!(7), Err("doc is missing path")),
+            ("replace", "", json!(7), Err("value must be an object")),
+            ("add", "", json!({"kind": "X"}), Err("doc is missing path")),
+            ("remove", "", Value::Null, Err("doc is missing path")),
+            // the whole document, as v4.12 does for an empty path
+            (
+                "replace",
+                "",
+                json!({"kind": "ConfigMap", "data": {"a": "b"}}),
+                Ok(("/data/a", json!("b"))),
+            ),
+            ("replace", "", json!({"data": {}}), Err("Kind' is missing")),
         ];
         for (op, path, value, want) in cases {
             let mut obj = base();
