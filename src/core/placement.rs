@@ -96,6 +96,44 @@ pub fn namespaced_placement(
     }
 }
 
+/// The placement the sync controller uses for `fed` (2.9 rules 1–4): its
+/// own placement, and for namespaced types other than FederatedNamespace
+/// the intersection with `federated_namespace` (the `<ns>/<ns>` object, or
+/// `None` when it does not exist) as [`namespaced_placement`] decides.
+pub fn sync_placement(
+    fed: &Value,
+    federated_namespace: Option<&Value>,
+    clusters: &[Cluster],
+    scope: Scope,
+    namespaced_type: bool,
+) -> Result<NamespacedPlacement, PlacementError> {
+    let own = selected_clusters(fed, clusters)?;
+    if !namespaced_type || is_federated_namespace(fed) {
+        return Ok(NamespacedPlacement {
+            clusters: own,
+            namespace_not_federated: false,
+        });
+    }
+    let ns = federated_namespace
+        .map(|ns| selected_clusters(ns, clusters))
+        .transpose()?;
+    Ok(namespaced_placement(own, ns.as_ref(), scope))
+}
+
+/// `FederatedNamespace` in either API group spelling (`types.kubefed.io`
+/// or the older `types.kubefed.k8s.io`); no apiVersion means "trust the kind".
+pub fn is_federated_namespace(fed: &Value) -> bool {
+    let kind_ok = fed.get("kind").and_then(Value::as_str) == Some("FederatedNamespace");
+    let group_ok = match fed.get("apiVersion").and_then(Value::as_str) {
+        None => true,
+        Some(av) => {
+            let group = av.split_once('/').map(|(g, _)| g).unwrap_or("");
+            ["types.kubefed.io", "types.kubefed.k8s.io"].contains(&group)
+        }
+    };
+    kind_ok && group_ok
+}
+
 fn compute(
     fed: &Value,
     clusters: &[Cluster],
@@ -173,6 +211,7 @@ impl Selector {
                         return Err(format!("matchLabels[{k}] is not a string"));
                     };
                     check_key(k)?;
+                    check_value(v)?;
                     requirements.push(Requirement::In(k.clone(), [v.to_string()].into()));
                 }
             }
@@ -225,6 +264,9 @@ fn parse_expression(e: &Value) -> Result<Requirement, String> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("values is not a list".into()),
     };
+    for v in &values {
+        check_value(v)?;
+    }
     match op {
         "In" | "NotIn" if values.is_empty() => Err(format!(
             "for 'in', 'notin' operators, values set can't be empty (operator {op})"
@@ -240,12 +282,49 @@ fn parse_expression(e: &Value) -> Result<Requirement, String> {
     }
 }
 
+/// Kubernetes' label-key rule: optional DNS-subdomain prefix and `/`, then
+/// a name of at most 63 characters of alphanumerics, `-`, `_`, `.`, starting
+/// and ending alphanumeric.
 fn check_key(key: &str) -> Result<(), String> {
-    if key.is_empty() {
-        Err("label key must not be empty".into())
-    } else {
-        Ok(())
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix
+        && let Some(e) = super::names::subdomain_error(p)
+    {
+        return Err(format!("invalid label key {key:?}: prefix {e}"));
     }
+    if name.is_empty() {
+        return Err(format!(
+            "invalid label key {key:?}: name part must not be empty"
+        ));
+    }
+    check_name_part(name).map_err(|e| format!("invalid label key {key:?}: {e}"))
+}
+
+/// Kubernetes' label-value rule: empty, or a name part as in keys.
+fn check_value(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    check_name_part(value).map_err(|e| format!("invalid label value {value:?}: {e}"))
+}
+
+fn check_name_part(part: &str) -> Result<(), String> {
+    if part.len() > 63 {
+        return Err("must be no more than 63 characters".into());
+    }
+    let ok_inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let first_last_ok = part.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && part.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !part.chars().all(ok_inner) || !first_last_ok {
+        return Err(
+            "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 fn describe(fed: &Value) -> String {
@@ -396,6 +475,51 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn label_syntax_is_validated() {
+        let bad = [
+            json!({"matchLabels": {"foo bar": "x"}}),
+            json!({"matchLabels": {"foo": "-x"}}),
+            json!({"matchLabels": {"Bad_Prefix/foo": "x"}}),
+            json!({"matchLabels": {"example.com/": "x"}}),
+            json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["ok", "not ok"]}]}),
+        ];
+        for selector in bad {
+            assert!(Selector::parse(&selector).is_err(), "{selector}");
+        }
+        let good = json!({"matchLabels": {"example.com/zone-a": "eu_1.b", "x": ""}});
+        assert!(Selector::parse(&good).is_ok());
+    }
+
+    #[test]
+    fn sync_placement_combines_object_and_namespace() {
+        let clusters = two_clusters();
+        let cm =
+            json!({"kind": "FederatedConfigMap", "spec": {"placement": {"clusterSelector": {}}}});
+        let fed_ns = json!({"apiVersion": "types.kubefed.k8s.io/v1beta1", "kind": "FederatedNamespace",
+            "spec": {"placement": {"clusters": [{"name": "cluster2"}]}}});
+        let p = sync_placement(&cm, Some(&fed_ns), &clusters, Scope::Cluster, true).unwrap();
+        assert_eq!(p.clusters, names(&["cluster2"]));
+        let p = sync_placement(&cm, None, &clusters, Scope::Cluster, true).unwrap();
+        assert!(p.namespace_not_federated && p.clusters.is_empty());
+        let p = sync_placement(&fed_ns, None, &clusters, Scope::Cluster, true).unwrap();
+        assert_eq!(
+            p.clusters,
+            names(&["cluster2"]),
+            "a FederatedNamespace is not narrowed by itself"
+        );
+        let cr =
+            json!({"kind": "FederatedClusterRole", "spec": {"placement": {"clusterSelector": {}}}});
+        let p = sync_placement(&cr, None, &clusters, Scope::Cluster, false).unwrap();
+        assert_eq!(p.clusters.len(), 2);
+        assert!(is_federated_namespace(
+            &json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace"})
+        ));
+        assert!(!is_federated_namespace(
+            &json!({"apiVersion": "example.com/v1", "kind": "FederatedNamespace"})
+        ));
     }
 
     #[test]

@@ -314,6 +314,21 @@ pub fn sync_decisions(
         .collect()
 }
 
+/// Namespaces the FederatedNamespace sync controller never propagates nor
+/// unlabels: `kube-system`, `kube-public`, `default` and the kubefed
+/// namespace (a FederatedNamespace for them still places their contents).
+pub fn is_system_namespace(name: &str, kubefed_namespace: &str) -> bool {
+    matches!(name, "kube-system" | "kube-public" | "default") || name == kubefed_namespace
+}
+
+/// A FederatedNamespace must be `<ns>/<ns>`; otherwise upstream emits a
+/// Warning `InvalidName` and does nothing for it.
+pub fn federated_namespace_name_is_valid(fed: &Value) -> bool {
+    let meta = fed.get("metadata");
+    let get = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
+    get("name").is_some() && get("name") == get("namespace")
+}
+
 /// Upstream's `ObjectMetaEquivalent`: name, namespace, labels and
 /// annotations equal, with nil and empty maps equal (uid, resourceVersion
 /// and the rest ignored).
@@ -1303,6 +1318,25 @@ mod tests {
         assert!(
             !federated_status(&g, AggregateReason::Success, &[plain], false, true, "T1").changed
         );
+    }
+
+    #[test]
+    fn namespace_rules() {
+        for ns in [
+            "kube-system",
+            "kube-public",
+            "default",
+            "kube-federation-system",
+        ] {
+            assert!(is_system_namespace(ns, "kube-federation-system"), "{ns}");
+        }
+        assert!(!is_system_namespace("demo", "kube-federation-system"));
+        assert!(federated_namespace_name_is_valid(
+            &json!({"metadata": {"name": "a", "namespace": "a"}})
+        ));
+        assert!(!federated_namespace_name_is_valid(
+            &json!({"metadata": {"name": "a", "namespace": "b"}})
+        ));
     }
 
     #[test]
