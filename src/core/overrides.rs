@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 /// Paths no override may touch: name, namespace and kind tie the member
 /// object to its federated object. (`/apiVersion` is allowed on purpose.)
@@ -381,14 +381,6 @@ fn find_container<'a>(doc: &'a mut Value, path: &str) -> Option<(&'a mut Value, 
         current = next;
     }
     Some((current, decode_key(split[split.len() - 1])))
-}
-
-/// Convenience for callers building override entries.
-pub fn override_entry(path: &str, value: Value) -> Value {
-    let mut m = Map::new();
-    m.insert("path".into(), Value::String(path.into()));
-    m.insert("value".into(), value);
-    Value::Object(m)
 }
 
 #[cfg(test)]

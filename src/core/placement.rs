@@ -128,7 +128,7 @@ pub fn is_federated_namespace(fed: &Value) -> bool {
         None => true,
         Some(av) => {
             let group = av.split_once('/').map(|(g, _)| g).unwrap_or("");
-            ["types.kubefed.io", "types.kubefed.k8s.io"].contains(&group)
+            super::scheduling::TYPES_GROUPS.contains(&group)
         }
     };
     kind_ok && group_ok
