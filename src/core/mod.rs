@@ -3,7 +3,15 @@
 pub mod builtin_types;
 pub mod compare;
 pub mod convert;
+pub mod desired;
 pub mod lookup;
 pub mod membership;
 pub mod names;
+pub mod overrides;
+pub mod placement;
+pub mod plan;
+pub mod planner;
+pub mod retain;
+pub mod scheduling;
 pub mod typegen;
+pub mod version;

@@ -1,0 +1,399 @@
+//! The object a member cluster should hold for a federated object (3.3):
+//! template, identity, retention (updates only), overrides, managed label —
+//! in that order, so overrides beat retention and nothing removes the label.
+
+use serde_json::{Map, Value};
+
+use super::overrides::{OverrideError, apply_cluster_overrides};
+use super::retain::{RetainError, retain_fields};
+
+/// Label that marks member objects as managed by federation.
+pub const MANAGED_LABEL: &str = "kubefed.io/managed";
+
+/// The target type of a FederatedTypeConfig (what members hold).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetType {
+    /// `""` for the core group.
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl TargetType {
+    pub fn new(group: &str, version: &str, kind: &str) -> TargetType {
+        TargetType {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// `group/version`, or just `version` for the core group (upstream
+    /// renders `/v1`; the API server accepts both, `v1` is the real name).
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn is_namespace(&self) -> bool {
+        self.group.is_empty() && self.kind == "Namespace"
+    }
+}
+
+/// Template fields dropped with a Warning event upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateWarning {
+    /// `AnnotationsNotSupported`
+    AnnotationsNotSupported,
+    /// `FinalizersNotSupported`
+    FinalizersNotSupported,
+}
+
+impl TemplateWarning {
+    /// Event reason, as upstream.
+    pub fn reason(self) -> &'static str {
+        match self {
+            TemplateWarning::AnnotationsNotSupported => "AnnotationsNotSupported",
+            TemplateWarning::FinalizersNotSupported => "FinalizersNotSupported",
+        }
+    }
+
+    /// Event message, as upstream.
+    pub fn message(self) -> &'static str {
+        match self {
+            TemplateWarning::AnnotationsNotSupported => {
+                "metadata.annotations cannot be set via template to avoid conflicting with controllers in member clusters. Consider using an override to add or remove elements from this collection."
+            }
+            TemplateWarning::FinalizersNotSupported => {
+                "metadata.finalizers cannot be set via template to avoid conflicting with controllers in member clusters. Consider using an override to add or remove elements from this collection."
+            }
+        }
+    }
+}
+
+/// Why no desired object could be computed; [`DesiredError::status`] is the
+/// per-cluster status upstream records.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DesiredError {
+    #[error("{object}: spec.template is not an object")]
+    TemplateNotObject { object: String },
+    #[error("{object}: {source}")]
+    Retention {
+        object: String,
+        #[source]
+        source: RetainError,
+    },
+    #[error("{object}: {source}")]
+    Overrides {
+        object: String,
+        #[source]
+        source: OverrideError,
+    },
+}
+
+impl DesiredError {
+    pub fn status(&self) -> &'static str {
+        match self {
+            DesiredError::TemplateNotObject { .. } => "ComputeResourceFailed",
+            DesiredError::Retention { .. } => "FieldRetentionFailed",
+            DesiredError::Overrides { .. } => "ApplyOverridesFailed",
+        }
+    }
+}
+
+/// Steps 1–4: the template with non-empty annotations/finalizers dropped,
+/// the federated object's name and namespace (cluster-scoped objects: none;
+/// Namespace targets: the template's, untouched), `kind`, and `apiVersion`
+/// unless the template pins one. Returns the warnings upstream would emit as events.
+pub fn rendered_template(
+    fed: &Value,
+    target: &TargetType,
+) -> Result<(Value, Vec<TemplateWarning>), DesiredError> {
+    let mut obj = match fed.get("spec").and_then(|s| s.get("template")) {
+        None => Value::Object(Map::new()),
+        Some(t @ Value::Object(_)) => t.clone(),
+        Some(_) => {
+            return Err(DesiredError::TemplateNotObject {
+                object: describe(fed),
+            });
+        }
+    };
+    let mut warnings = Vec::new();
+    let root = obj.as_object_mut().expect("template is an object");
+    let meta = match root.get_mut("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => {
+            root.insert("metadata".into(), Value::Object(Map::new()));
+            root["metadata"].as_object_mut().expect("just inserted")
+        }
+    };
+    // Upstream strips them only when non-empty (an empty map stays).
+    if meta
+        .get("annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| !a.is_empty())
+    {
+        meta.remove("annotations");
+        warnings.push(TemplateWarning::AnnotationsNotSupported);
+    }
+    if meta
+        .get("finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+    {
+        meta.remove("finalizers");
+        warnings.push(TemplateWarning::FinalizersNotSupported);
+    }
+    let fed_meta = fed.get("metadata");
+    let fed_get = |k: &str| {
+        fed_meta
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    meta.insert("name".into(), Value::String(fed_get("name")));
+    // Namespace targets keep whatever the template says (upstream does not
+    // touch it); every other target gets the federated object's namespace,
+    // i.e. none for cluster-scoped objects.
+    let namespace = fed_get("namespace");
+    if !target.is_namespace() {
+        if namespace.is_empty() {
+            meta.remove("namespace");
+        } else {
+            meta.insert("namespace".into(), Value::String(namespace));
+        }
+    }
+    root.insert("kind".into(), Value::String(target.kind.clone()));
+    let has_api_version = root
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|v| !v.is_empty());
+    if !has_api_version {
+        root.insert("apiVersion".into(), Value::String(target.api_version()));
+    }
+    Ok((obj, warnings))
+}
+
+/// The full desired object for `cluster`: [`rendered_template`], then
+/// retention from `live` when updating (`Some`), then the cluster's
+/// overrides, then the managed label.
+pub fn desired_for_cluster(
+    fed: &Value,
+    target: &TargetType,
+    cluster: &str,
+    live: Option<&Value>,
+) -> Result<Value, DesiredError> {
+    let (mut obj, _) = rendered_template(fed, target)?;
+    if let Some(live) = live {
+        let retain_replicas = match fed.get("spec").and_then(|s| s.get("retainReplicas")) {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(DesiredError::Retention {
+                    object: describe(fed),
+                    source: RetainError {
+                        kind: target.kind.clone(),
+                        field: "spec.retainReplicas".into(),
+                        problem: "the federated object's value is not a boolean".into(),
+                    },
+                });
+            }
+        };
+        retain_fields(&mut obj, live, &target.kind, retain_replicas).map_err(|source| {
+            DesiredError::Retention {
+                object: describe(fed),
+                source,
+            }
+        })?;
+    }
+    apply_cluster_overrides(&mut obj, fed, cluster).map_err(|source| DesiredError::Overrides {
+        object: describe(fed),
+        source,
+    })?;
+    set_managed_label(&mut obj);
+    Ok(obj)
+}
+
+/// Add `kubefed.io/managed: "true"` (creating metadata/labels if needed).
+pub fn set_managed_label(obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    let labels = meta
+        .as_object_mut()
+        .expect("metadata is an object")
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !labels.is_object() {
+        *labels = Value::Object(Map::new());
+    }
+    labels
+        .as_object_mut()
+        .expect("labels is an object")
+        .insert(MANAGED_LABEL.into(), Value::String("true".into()));
+}
+
+/// `namespace/name` or `name` of a federated object, with its kind.
+pub(crate) fn describe(fed: &Value) -> String {
+    let meta = fed.get("metadata");
+    let get = |k: &str| {
+        meta.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    let kind = fed
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("federated object");
+    match get("namespace") {
+        "" => format!("{kind} \"{}\"", get("name")),
+        ns => format!("{kind} \"{ns}/{}\"", get("name")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment() -> TargetType {
+        TargetType::new("apps", "v1", "Deployment")
+    }
+
+    fn fed_deploy() -> Value {
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
+            "metadata": {"name": "web", "namespace": "demo", "uid": "u1"},
+            "spec": {
+                "template": {"metadata": {"labels": {"app": "web"}, "annotations": {"a": "1"},
+                                          "finalizers": ["x"], "name": "ignored", "namespace": "other"},
+                             "spec": {"replicas": 2}},
+                "overrides": [{"clusterName": "c2", "clusterOverrides": [
+                    {"path": "/spec/replicas", "value": 5},
+                    {"op": "add", "path": "/metadata/annotations", "value": {"o": "v"}},
+                    {"op": "remove", "path": "/metadata/labels/app"}]}]}})
+    }
+
+    #[test]
+    fn renders_identity_and_drops_template_annotations() {
+        let (obj, warnings) = rendered_template(&fed_deploy(), &deployment()).unwrap();
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "demo", "labels": {"app": "web"}},
+                "spec": {"replicas": 2}})
+        );
+        assert_eq!(
+            warnings,
+            vec![
+                TemplateWarning::AnnotationsNotSupported,
+                TemplateWarning::FinalizersNotSupported
+            ]
+        );
+    }
+
+    #[test]
+    fn api_version_defaults_per_group_and_template_may_pin_it() {
+        let cm = TargetType::new("", "v1", "ConfigMap");
+        let fed = json!({"metadata": {"name": "c", "namespace": "n"}, "spec": {"template": {"data": {"k": "v"}}}});
+        assert_eq!(rendered_template(&fed, &cm).unwrap().0["apiVersion"], "v1");
+        let pinned = json!({"metadata": {"name": "c"}, "spec": {"template": {"apiVersion": "apps/v1beta2"}}});
+        assert_eq!(
+            rendered_template(&pinned, &deployment()).unwrap().0["apiVersion"],
+            "apps/v1beta2"
+        );
+    }
+
+    #[test]
+    fn namespaces_and_cluster_scoped_objects_have_no_namespace() {
+        let ns = TargetType::new("", "v1", "Namespace");
+        let fed_ns = json!({"kind": "FederatedNamespace", "metadata": {"name": "demo", "namespace": "demo"}});
+        let (obj, warnings) = rendered_template(&fed_ns, &ns).unwrap();
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}})
+        );
+        assert!(warnings.is_empty());
+        let empty_annotations = json!({"metadata": {"name": "demo", "namespace": "demo"},
+            "spec": {"template": {"metadata": {"annotations": {}, "finalizers": []}}}});
+        let (obj, warnings) = rendered_template(&empty_annotations, &ns).unwrap();
+        assert!(warnings.is_empty(), "empty collections are not reported");
+        assert_eq!(obj["metadata"]["annotations"], json!({}));
+        let cr = TargetType::new("rbac.authorization.k8s.io", "v1", "ClusterRole");
+        let fed_cr = json!({"metadata": {"name": "reader"}, "spec": {"template": {"metadata": {"namespace": "x"}, "rules": []}}});
+        let obj = desired_for_cluster(&fed_cr, &cr, "c1", None).unwrap();
+        assert!(obj["metadata"].get("namespace").is_none());
+        assert_eq!(obj["metadata"]["labels"][MANAGED_LABEL], "true");
+    }
+
+    #[test]
+    fn per_cluster_overrides_then_managed_label() {
+        let c1 = desired_for_cluster(&fed_deploy(), &deployment(), "c1", None).unwrap();
+        assert_eq!(c1["spec"]["replicas"], 2);
+        assert_eq!(
+            c1["metadata"]["labels"],
+            json!({"app": "web", MANAGED_LABEL: "true"})
+        );
+        let c2 = desired_for_cluster(&fed_deploy(), &deployment(), "c2", None).unwrap();
+        assert_eq!(c2["spec"]["replicas"], 5);
+        assert_eq!(c2["metadata"]["annotations"], json!({"o": "v"}));
+        assert_eq!(c2["metadata"]["labels"], json!({MANAGED_LABEL: "true"}));
+        // an override cannot remove the managed label
+        let fed = json!({"metadata": {"name": "w"}, "spec": {"template": {"metadata": {"labels": {MANAGED_LABEL: "true"}}},
+            "overrides": [{"clusterName": "c1", "clusterOverrides": [{"op": "remove", "path": "/metadata/labels"}]}]}});
+        let obj = desired_for_cluster(&fed, &deployment(), "c1", None).unwrap();
+        assert_eq!(obj["metadata"]["labels"][MANAGED_LABEL], "true");
+    }
+
+    #[test]
+    fn retention_happens_before_overrides() {
+        let mut fed = fed_deploy();
+        fed["spec"]["retainReplicas"] = json!(true);
+        let live = json!({"metadata": {"resourceVersion": "9", "annotations": {"deployment.kubernetes.io/revision": "3"}},
+            "spec": {"replicas": 8}});
+        let c1 = desired_for_cluster(&fed, &deployment(), "c1", Some(&live)).unwrap();
+        assert_eq!(c1["spec"]["replicas"], 8, "retained");
+        assert_eq!(c1["metadata"]["resourceVersion"], "9");
+        assert_eq!(
+            c1["metadata"]["annotations"],
+            json!({"deployment.kubernetes.io/revision": "3"})
+        );
+        let c2 = desired_for_cluster(&fed, &deployment(), "c2", Some(&live)).unwrap();
+        assert_eq!(c2["spec"]["replicas"], 5, "override beats retention");
+        assert_eq!(
+            c2["metadata"]["annotations"],
+            json!({"o": "v"}),
+            "override replaced the retained annotations"
+        );
+    }
+
+    #[test]
+    fn errors_carry_upstream_statuses_and_names() {
+        let bad_template = json!({"kind": "FederatedDeployment", "metadata": {"name": "w", "namespace": "d"}, "spec": {"template": "x"}});
+        let e = desired_for_cluster(&bad_template, &deployment(), "c1", None).unwrap_err();
+        assert_eq!(e.status(), "ComputeResourceFailed");
+        assert!(e.to_string().contains("FederatedDeployment \"d/w\""));
+        let bad_override = json!({"kind": "FederatedDeployment", "metadata": {"name": "w", "namespace": "d"},
+            "spec": {"overrides": [{"clusterName": "c1", "clusterOverrides": [{"path": "/spec/x/y", "value": 1}]}]}});
+        let e = desired_for_cluster(&bad_override, &deployment(), "c1", None).unwrap_err();
+        assert_eq!(e.status(), "ApplyOverridesFailed");
+        assert!(
+            e.to_string().contains("/spec/x/y") && e.to_string().contains("\"c1\""),
+            "{e}"
+        );
+        let live = json!({"spec": {"clusterIP": 5}});
+        let svc = TargetType::new("", "v1", "Service");
+        let e = desired_for_cluster(&json!({"metadata": {"name": "s"}}), &svc, "c1", Some(&live))
+            .unwrap_err();
+        assert_eq!(e.status(), "FieldRetentionFailed");
+    }
+}

@@ -1,0 +1,1369 @@
+//! What to do in each member cluster for one federated object, and the
+//! status KubeFed's sync controller would write for it (sections 3.2–3.9).
+//!
+//! The decisions mirror upstream's rules, including the surprising ones:
+//! unmanaged objects outside the placement are never touched, spec drift
+//! is noticed only through generation/resourceVersion, an unready cluster
+//! is left alone, and deletion waits for every placed cluster.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::desired::{DesiredError, MANAGED_LABEL, TargetType, desired_for_cluster};
+use super::version::{member_version, recorded_version};
+
+/// Annotation on a federated object asking deletion to keep member objects.
+pub const ORPHAN_ANNOTATION: &str = "kubefed.io/orphan";
+/// Annotation with the DeleteOptions used for member deletes.
+pub const DELETE_OPTION_ANNOTATION: &str = "kubefed.io/deleteoption";
+/// Finalizer the sync controller keeps on federated objects.
+pub const SYNC_FINALIZER: &str = "kubefed.io/sync-controller";
+
+/// Per-cluster propagation status (2.11); `Ok` is written as "no status".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ClusterStatus {
+    Ok,
+    ClusterNotReady,
+    CachedRetrievalFailed,
+    ComputeResourceFailed,
+    ApplyOverridesFailed,
+    CreationFailed,
+    UpdateFailed,
+    DeletionFailed,
+    LabelRemovalFailed,
+    RetrievalFailed,
+    AlreadyExists,
+    FieldRetentionFailed,
+    VersionRetrievalFailed,
+    ClientRetrievalFailed,
+    ManagedLabelFalse,
+    WaitingForRemoval,
+    CreationTimedOut,
+    UpdateTimedOut,
+    DeletionTimedOut,
+    LabelRemovalTimedOut,
+}
+
+impl ClusterStatus {
+    /// The string upstream writes (`""` for OK).
+    pub fn as_str(self) -> &'static str {
+        use ClusterStatus::*;
+        match self {
+            Ok => "",
+            ClusterNotReady => "ClusterNotReady",
+            CachedRetrievalFailed => "CachedRetrievalFailed",
+            ComputeResourceFailed => "ComputeResourceFailed",
+            ApplyOverridesFailed => "ApplyOverridesFailed",
+            CreationFailed => "CreationFailed",
+            UpdateFailed => "UpdateFailed",
+            DeletionFailed => "DeletionFailed",
+            LabelRemovalFailed => "LabelRemovalFailed",
+            RetrievalFailed => "RetrievalFailed",
+            AlreadyExists => "AlreadyExists",
+            FieldRetentionFailed => "FieldRetentionFailed",
+            VersionRetrievalFailed => "VersionRetrievalFailed",
+            ClientRetrievalFailed => "ClientRetrievalFailed",
+            ManagedLabelFalse => "ManagedLabelFalse",
+            WaitingForRemoval => "WaitingForRemoval",
+            CreationTimedOut => "CreationTimedOut",
+            UpdateTimedOut => "UpdateTimedOut",
+            DeletionTimedOut => "DeletionTimedOut",
+            LabelRemovalTimedOut => "LabelRemovalTimedOut",
+        }
+    }
+
+    /// Statuses upstream retries with backoff.
+    pub fn is_recoverable(self) -> bool {
+        use ClusterStatus::*;
+        matches!(
+            self,
+            CreationFailed
+                | UpdateFailed
+                | DeletionFailed
+                | LabelRemovalFailed
+                | RetrievalFailed
+                | ClientRetrievalFailed
+                | CreationTimedOut
+                | UpdateTimedOut
+                | DeletionTimedOut
+                | LabelRemovalTimedOut
+        )
+    }
+
+    fn from_desired_error(e: &DesiredError) -> ClusterStatus {
+        match e.status() {
+            "ComputeResourceFailed" => ClusterStatus::ComputeResourceFailed,
+            "FieldRetentionFailed" => ClusterStatus::FieldRetentionFailed,
+            _ => ClusterStatus::ApplyOverridesFailed,
+        }
+    }
+}
+
+/// What the engine should do in one cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// POST this object.
+    Create(Value),
+    /// PUT this object (it carries the live resourceVersion); `adopt` when
+    /// the live object was not yet labelled managed.
+    Update { object: Value, adopt: bool },
+    /// DELETE the member object, with these DeleteOptions (JSON) if any.
+    Delete { options: Option<Value> },
+    /// Merge-patch away the `kubefed.io/managed` label (orphaning, host
+    /// namespace, objects whose federated object is gone).
+    RemoveManagedLabel,
+    /// Already as desired: no request.
+    Unchanged,
+    /// Nothing to do and nothing to record (e.g. unplaced, absent).
+    Nothing,
+    /// No request, with the status in the decision (not ready, not
+    /// adoptable, desired object not computable, ...).
+    Skip,
+}
+
+impl Action {
+    /// Status upstream records when this action's request fails.
+    pub fn failure_status(&self) -> Option<ClusterStatus> {
+        match self {
+            Action::Create(_) => Some(ClusterStatus::CreationFailed),
+            Action::Update { .. } => Some(ClusterStatus::UpdateFailed),
+            Action::Delete { .. } => Some(ClusterStatus::DeletionFailed),
+            Action::RemoveManagedLabel => Some(ClusterStatus::LabelRemovalFailed),
+            _ => None,
+        }
+    }
+}
+
+/// One cluster's decision. `status` is what upstream records when the
+/// action succeeds (`None` = no `status.clusters` entry).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub cluster: String,
+    pub action: Action,
+    pub status: Option<ClusterStatus>,
+    /// Why, for `Skip` with an error (names object, cluster, path).
+    pub message: Option<String>,
+}
+
+/// A member cluster's view for one federated object.
+#[derive(Clone, Debug)]
+pub struct MemberState<'a> {
+    pub cluster: &'a str,
+    pub ready: bool,
+    /// The member object with the target's name, labelled or not (`None`
+    /// when absent). Upstream only *sees* labelled ones; unlabelled ones
+    /// are found when a create hits AlreadyExists.
+    pub live: Option<&'a Value>,
+    /// Namespace type only: `live` is the host cluster's own namespace
+    /// (same UID), which is never deleted, only unlabelled.
+    pub is_host_namespace: bool,
+}
+
+/// Settings of the control plane that change decisions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncSettings {
+    /// `KubeFedConfig.spec.syncController.adoptResources == Enabled`.
+    pub adopt_resources: bool,
+}
+
+/// How a member object is labelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManagedLabel {
+    True,
+    False,
+    Absent,
+}
+
+/// `kubefed.io/managed` of a member object (`"true"` / `"false"` / other).
+pub fn managed_label(obj: &Value) -> ManagedLabel {
+    match obj
+        .get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| l.get(MANAGED_LABEL))
+        .and_then(Value::as_str)
+    {
+        Some("true") => ManagedLabel::True,
+        Some("false") => ManagedLabel::False,
+        _ => ManagedLabel::Absent,
+    }
+}
+
+fn terminating(obj: &Value) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Decisions for a federated object that is *not* being deleted (3.2
+/// `syncToClusters`). `selected` is the computed placement; `versions` is
+/// the PropagatedVersion's `status` (if any).
+pub fn sync_decisions(
+    fed: &Value,
+    target: &TargetType,
+    selected: &BTreeSet<String>,
+    members: &[MemberState],
+    versions: Option<&Value>,
+    settings: SyncSettings,
+) -> Vec<Decision> {
+    let template_version = super::version::template_version(fed).unwrap_or_default();
+    let overrides_version = super::version::overrides_version(fed).unwrap_or_default();
+    members
+        .iter()
+        .map(|m| {
+            let decide =
+                |action, status: Option<ClusterStatus>, message: Option<String>| Decision {
+                    cluster: m.cluster.to_string(),
+                    action,
+                    status,
+                    message,
+                };
+            let is_selected = selected.contains(m.cluster);
+            if !m.ready {
+                return if is_selected {
+                    decide(
+                        Action::Skip,
+                        Some(ClusterStatus::ClusterNotReady),
+                        Some("Cluster not ready".into()),
+                    )
+                } else {
+                    decide(Action::Nothing, None, None)
+                };
+            }
+            // Upstream's cache only holds labelled objects (label "true").
+            let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
+            if !is_selected {
+                return match managed {
+                    None => decide(Action::Nothing, None, None),
+                    Some(o) if terminating(o) => decide(
+                        Action::Nothing,
+                        Some(ClusterStatus::WaitingForRemoval),
+                        None,
+                    ),
+                    Some(_) if m.is_host_namespace => {
+                        decide(Action::RemoveManagedLabel, None, None)
+                    }
+                    Some(_) => decide(
+                        Action::Delete { options: None },
+                        Some(ClusterStatus::WaitingForRemoval),
+                        None,
+                    ),
+                };
+            }
+            let Some(live) = m.live else {
+                return match desired_for_cluster(fed, target, m.cluster, None) {
+                    Ok(obj) => decide(Action::Create(obj), Some(ClusterStatus::Ok), None),
+                    Err(e) => decide(
+                        Action::Skip,
+                        Some(ClusterStatus::from_desired_error(&e)),
+                        Some(e.to_string()),
+                    ),
+                };
+            };
+            let adopt = managed.is_none();
+            if adopt && !settings.adopt_resources && !m.is_host_namespace {
+                return decide(
+                    Action::Skip,
+                    Some(ClusterStatus::AlreadyExists),
+                    Some(format!(
+                        "Failed to create {} {:?} in cluster {:?}: Resource pre-exist in cluster",
+                        target.kind,
+                        qualified(fed),
+                        m.cluster
+                    )),
+                );
+            }
+            if managed_label(live) == ManagedLabel::False {
+                return decide(
+                    Action::Skip,
+                    Some(ClusterStatus::ManagedLabelFalse),
+                    Some(
+                        "Unable to manage the object which has label kubefed.io/managed: false"
+                            .into(),
+                    ),
+                );
+            }
+            let desired = match desired_for_cluster(fed, target, m.cluster, Some(live)) {
+                Ok(d) => d,
+                Err(e) => {
+                    return decide(
+                        Action::Skip,
+                        Some(ClusterStatus::from_desired_error(&e)),
+                        Some(e.to_string()),
+                    );
+                }
+            };
+            let recorded =
+                recorded_version(versions, &template_version, &overrides_version, m.cluster);
+            let current = member_version(live);
+            let needs_update = recorded.as_deref() != Some(current.as_str())
+                || (current.starts_with("gen:") && !metadata_equivalent(&desired, live));
+            if needs_update {
+                decide(
+                    Action::Update {
+                        object: desired,
+                        adopt,
+                    },
+                    Some(ClusterStatus::Ok),
+                    None,
+                )
+            } else {
+                decide(Action::Unchanged, Some(ClusterStatus::Ok), None)
+            }
+        })
+        .collect()
+}
+
+/// Namespaces the FederatedNamespace sync controller never propagates nor
+/// unlabels: `kube-system`, `kube-public`, `default` and the kubefed
+/// namespace (a FederatedNamespace for them still places their contents).
+pub fn is_system_namespace(name: &str, kubefed_namespace: &str) -> bool {
+    matches!(name, "kube-system" | "kube-public" | "default") || name == kubefed_namespace
+}
+
+/// A FederatedNamespace must be `<ns>/<ns>`; otherwise upstream emits a
+/// Warning `InvalidName` and does nothing for it.
+pub fn federated_namespace_name_is_valid(fed: &Value) -> bool {
+    let meta = fed.get("metadata");
+    let get = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
+    get("name").is_some() && get("name") == get("namespace")
+}
+
+/// Upstream's `ObjectMetaEquivalent`: name, namespace, labels and
+/// annotations equal, with nil and empty maps equal (uid, resourceVersion
+/// and the rest ignored).
+pub fn metadata_equivalent(a: &Value, b: &Value) -> bool {
+    let meta = |o: &Value, k: &str| o.get("metadata").and_then(|m| m.get(k)).cloned();
+    let str_field = |o: &Value, k: &str| {
+        meta(o, k)
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let map_field = |o: &Value, k: &str| match meta(o, k) {
+        Some(Value::Object(m)) if !m.is_empty() => Some(Value::Object(m)),
+        _ => None,
+    };
+    str_field(a, "name") == str_field(b, "name")
+        && str_field(a, "namespace") == str_field(b, "namespace")
+        && map_field(a, "labels") == map_field(b, "labels")
+        && map_field(a, "annotations") == map_field(b, "annotations")
+}
+
+/// Outcome of planning the deletion of a federated object (3.7).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeletionPlan {
+    pub decisions: Vec<Decision>,
+    /// Placed clusters that are not ready: deletion is blocked (error
+    /// "the following clusters were not ready: a, b").
+    pub not_ready: Vec<String>,
+    /// Remove the sync finalizer now (orphaning: first; normal deletion:
+    /// once no cluster has anything left; without finalizer: nothing to do).
+    pub remove_finalizer: bool,
+    /// Clusters still holding the object (event `WaitForRemovalInCluster`).
+    pub remaining: Vec<String>,
+}
+
+/// Whether the federated object asks for orphaning (`kubefed.io/orphan: "true"` exactly).
+pub fn is_orphaning(fed: &Value) -> bool {
+    fed.get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(ORPHAN_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true")
+}
+
+/// DeleteOptions from `kubefed.io/deleteoption` (only `propagationPolicy`,
+/// `gracePeriodSeconds`, `preconditions` kept), `None` when absent.
+pub fn delete_options(fed: &Value) -> Result<Option<Value>, String> {
+    let Some(text) = fed
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(DELETE_OPTION_ANNOTATION))
+        .and_then(Value::as_str)
+    else {
+        return Ok(None);
+    };
+    let parsed: Value = serde_json::from_str(text)
+        .ok()
+        .filter(Value::is_object)
+        .ok_or_else(|| {
+            format!("could not deserialize delete options from annotation value '{text}'")
+        })?;
+    let mut out = serde_json::Map::new();
+    for key in ["propagationPolicy", "gracePeriodSeconds", "preconditions"] {
+        if let Some(v) = parsed.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.to_string(), v.clone());
+        }
+    }
+    Ok(Some(Value::Object(out)))
+}
+
+fn has_finalizer(fed: &Value) -> bool {
+    fed.get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(SYNC_FINALIZER)))
+}
+
+/// Decisions for a federated object with a deletionTimestamp, over the
+/// clusters of its current placement (others are not examined).
+pub fn deletion_decisions(
+    fed: &Value,
+    placed: &BTreeSet<String>,
+    members: &[MemberState],
+) -> Result<DeletionPlan, String> {
+    let mut plan = DeletionPlan {
+        decisions: Vec::new(),
+        not_ready: Vec::new(),
+        remove_finalizer: false,
+        remaining: Vec::new(),
+    };
+    if !has_finalizer(fed) {
+        return Ok(plan);
+    }
+    let orphan = is_orphaning(fed);
+    let options = if orphan { None } else { delete_options(fed)? };
+    for m in members.iter().filter(|m| placed.contains(m.cluster)) {
+        if !m.ready {
+            plan.not_ready.push(m.cluster.to_string());
+            continue;
+        }
+        let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
+        let Some(obj) = managed else { continue };
+        let action = if orphan {
+            if terminating(obj) {
+                continue;
+            }
+            Action::RemoveManagedLabel
+        } else {
+            if m.is_host_namespace && terminating(obj) {
+                continue;
+            }
+            plan.remaining.push(m.cluster.to_string());
+            if terminating(obj) {
+                continue;
+            } else if m.is_host_namespace {
+                Action::RemoveManagedLabel
+            } else {
+                Action::Delete {
+                    options: options.clone(),
+                }
+            }
+        };
+        plan.decisions.push(Decision {
+            cluster: m.cluster.to_string(),
+            action,
+            status: None,
+            message: None,
+        });
+    }
+    plan.remove_finalizer = orphan || (plan.remaining.is_empty() && plan.not_ready.is_empty());
+    Ok(plan)
+}
+
+/// Labelled member objects whose federated object is gone ("possible
+/// orphans"): unlabel them in every ready cluster. Returns the decisions
+/// and the unready clusters (an error upstream, retried).
+pub fn orphan_cleanup_decisions(members: &[MemberState]) -> (Vec<Decision>, Vec<String>) {
+    let mut decisions = Vec::new();
+    let mut not_ready = Vec::new();
+    for m in members {
+        if !m.ready {
+            not_ready.push(m.cluster.to_string());
+            continue;
+        }
+        if let Some(o) = m.live
+            && managed_label(o) == ManagedLabel::True
+            && !terminating(o)
+        {
+            decisions.push(Decision {
+                cluster: m.cluster.to_string(),
+                action: Action::RemoveManagedLabel,
+                status: None,
+                message: None,
+            });
+        }
+    }
+    (decisions, not_ready)
+}
+
+/// Aggregate reason of the Propagation condition (`""` = success).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregateReason {
+    Success,
+    CheckClusters,
+    ClusterRetrievalFailed,
+    ComputePlacementFailed,
+    NamespaceNotFederated,
+}
+
+impl AggregateReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AggregateReason::Success => "",
+            AggregateReason::CheckClusters => "CheckClusters",
+            AggregateReason::ClusterRetrievalFailed => "ClusterRetrievalFailed",
+            AggregateReason::ComputePlacementFailed => "ComputePlacementFailed",
+            AggregateReason::NamespaceNotFederated => "NamespaceNotFederated",
+        }
+    }
+}
+
+/// What happened in one cluster this pass, for the status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterOutcome {
+    pub cluster: String,
+    pub status: ClusterStatus,
+    /// Member `.status` when remote status collection is on.
+    pub remote_status: Option<Value>,
+}
+
+/// The federated object's new `status` and whether it must be written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusUpdate {
+    pub status: Value,
+    pub changed: bool,
+}
+
+/// Upstream's status update (2.11): `observedGeneration`, the Propagation
+/// condition (`CheckClusters` when a cluster is not OK, or lacks a remote
+/// status while `remote_status_collection`), `clusters[]` sorted by name.
+/// Empty fields are omitted as Go's `omitempty` does. `now` is an RFC 3339
+/// timestamp from the caller (the core has no clock). `resources_updated`:
+/// a create/update succeeded in this pass (only counts with remote status).
+pub fn federated_status(
+    fed: &Value,
+    reason: AggregateReason,
+    outcomes: &[ClusterOutcome],
+    remote_status_collection: bool,
+    resources_updated: bool,
+    now: &str,
+) -> StatusUpdate {
+    let old = fed.get("status").cloned().unwrap_or(json!({}));
+    let generation = fed
+        .get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let generation_updated = old
+        .get("observedGeneration")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        != generation;
+
+    let mut reason = reason;
+    if reason == AggregateReason::Success
+        && outcomes.iter().any(|o| {
+            o.status != ClusterStatus::Ok || (remote_status_collection && o.remote_status.is_none())
+        })
+    {
+        reason = AggregateReason::CheckClusters;
+    }
+
+    let mut sorted: Vec<&ClusterOutcome> = outcomes.iter().collect();
+    sorted.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+    sorted.dedup_by(|a, b| a.cluster == b.cluster);
+    let clusters: Vec<Value> = sorted
+        .iter()
+        .map(|o| {
+            let mut entry = json!({"name": o.cluster});
+            if o.status != ClusterStatus::Ok {
+                entry["status"] = json!(o.status.as_str());
+            }
+            if remote_status_collection
+                && let Some(rs) = o.remote_status.as_ref().filter(|r| !r.is_null())
+            {
+                entry["remoteStatus"] = rs.clone();
+            }
+            entry
+        })
+        .collect();
+    // Compared as sets, numbers as float64 (upstream round-trips remote
+    // statuses through JSON before its DeepEqual).
+    let as_set = |list: &[Value]| -> BTreeMap<String, Value> {
+        list.iter()
+            .map(|e| {
+                let name = e.get("name").and_then(Value::as_str).unwrap_or("");
+                (name.to_string(), floats(e))
+            })
+            .collect()
+    };
+    let old_clusters = old
+        .get("clusters")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let clusters_changed = as_set(&old_clusters) != as_set(&clusters);
+    let remote_collected =
+        remote_status_collection && outcomes.iter().any(|o| o.remote_status.is_some());
+    let changes_propagated =
+        clusters_changed || (!outcomes.is_empty() && remote_collected && resources_updated);
+
+    let new_status = if reason == AggregateReason::Success {
+        "True"
+    } else {
+        "False"
+    };
+    let mut conditions = old
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let position = conditions
+        .iter()
+        .position(|c| c.get("type").and_then(Value::as_str) == Some("Propagation"));
+    let old_cond = position.map(|i| conditions[i].clone());
+    let old_get = |k: &str| {
+        old_cond
+            .as_ref()
+            .and_then(|c| c.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let transition = old_cond.is_none()
+        || old_get("status") != new_status
+        || old_get("reason") != reason.as_str();
+    let update_required = changes_propagated || transition;
+    let mut cond = serde_json::Map::new();
+    cond.insert("type".into(), json!("Propagation"));
+    cond.insert(
+        "status".into(),
+        json!(if transition {
+            new_status.to_string()
+        } else {
+            old_get("status")
+        }),
+    );
+    let times = [
+        ("lastUpdateTime", update_required),
+        ("lastTransitionTime", transition),
+    ];
+    for (key, bump) in times {
+        let value = if bump { now.to_string() } else { old_get(key) };
+        if !value.is_empty() {
+            cond.insert(key.into(), json!(value));
+        }
+    }
+    if !reason.as_str().is_empty() {
+        cond.insert("reason".into(), json!(reason.as_str()));
+    }
+    match position {
+        Some(i) => conditions[i] = Value::Object(cond),
+        None => conditions.push(Value::Object(cond)),
+    }
+
+    let final_clusters = if clusters_changed {
+        clusters
+    } else {
+        old_clusters
+    };
+    let mut status = serde_json::Map::new();
+    if generation != 0 {
+        status.insert("observedGeneration".into(), json!(generation));
+    }
+    status.insert("conditions".into(), Value::Array(conditions));
+    if !final_clusters.is_empty() {
+        status.insert("clusters".into(), Value::Array(final_clusters));
+    }
+    StatusUpdate {
+        status: Value::Object(status),
+        changed: generation_updated || update_required,
+    }
+}
+
+fn floats(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => serde_json::Number::from_f64(n.as_f64().unwrap_or(0.0))
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Value::Array(a) => Value::Array(a.iter().map(floats).collect()),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), floats(v))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Cluster outcomes from decisions whose actions all succeeded (the
+/// engine replaces statuses of failed requests with `failure_status`).
+pub fn outcomes_on_success(decisions: &[Decision]) -> Vec<ClusterOutcome> {
+    decisions
+        .iter()
+        .filter_map(|d| {
+            d.status.map(|status| ClusterOutcome {
+                cluster: d.cluster.clone(),
+                status,
+                remote_status: None,
+            })
+        })
+        .collect()
+}
+
+fn qualified(fed: &Value) -> String {
+    let meta = fed.get("metadata");
+    let get = |k: &str| {
+        meta.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    match get("namespace") {
+        "" => get("name").to_string(),
+        ns => format!("{ns}/{}", get("name")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::version::{overrides_version, template_version};
+
+    fn target() -> TargetType {
+        TargetType::new("", "v1", "ConfigMap")
+    }
+
+    fn fed() -> Value {
+        json!({"kind": "FederatedConfigMap", "metadata": {"name": "cm", "namespace": "ns", "generation": 2,
+                "finalizers": [SYNC_FINALIZER]},
+               "spec": {"template": {"data": {"k": "v"}}}})
+    }
+
+    fn live(rv: &str, label: Option<&str>) -> Value {
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "ns", "resourceVersion": rv, "labels": {}}, "data": {"k": "v"}});
+        if let Some(l) = label {
+            o["metadata"]["labels"][MANAGED_LABEL] = json!(l);
+        }
+        o
+    }
+
+    fn versions_for(fed: &Value, cluster: &str, version: &str) -> Value {
+        json!({"templateVersion": template_version(fed).unwrap(), "overridesVersion": overrides_version(fed).unwrap(),
+               "clusterVersions": [{"clusterName": cluster, "version": version}]})
+    }
+
+    fn set(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn member<'a>(cluster: &'a str, ready: bool, live: Option<&'a Value>) -> MemberState<'a> {
+        MemberState {
+            cluster,
+            ready,
+            live,
+            is_host_namespace: false,
+        }
+    }
+
+    const ADOPT: SyncSettings = SyncSettings {
+        adopt_resources: true,
+    };
+    const NO_ADOPT: SyncSettings = SyncSettings {
+        adopt_resources: false,
+    };
+
+    fn one(
+        selected: bool,
+        m: MemberState,
+        versions: Option<&Value>,
+        settings: SyncSettings,
+    ) -> Decision {
+        let sel = if selected {
+            set(&[m.cluster])
+        } else {
+            set(&[])
+        };
+        sync_decisions(&fed(), &target(), &sel, &[m], versions, settings).remove(0)
+    }
+
+    #[test]
+    fn sync_decision_table() {
+        let managed = live("5", Some("true"));
+        let unlabelled = live("5", None);
+        let label_false = live("5", Some("false"));
+        let mut terminating = live("5", Some("true"));
+        terminating["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+        let matching = versions_for(&fed(), "c1", "rv:5");
+        let stale = versions_for(&fed(), "c1", "rv:4");
+        type Row<'a> = (
+            &'a str,
+            bool,
+            bool,
+            Option<&'a Value>,
+            Option<&'a Value>,
+            SyncSettings,
+            &'a str,
+            Option<ClusterStatus>,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "unready selected",
+                true,
+                false,
+                None,
+                None,
+                ADOPT,
+                "skip",
+                Some(ClusterStatus::ClusterNotReady),
+            ),
+            (
+                "unready unselected",
+                false,
+                false,
+                Some(&managed),
+                None,
+                ADOPT,
+                "nothing",
+                None,
+            ),
+            (
+                "unselected absent",
+                false,
+                true,
+                None,
+                None,
+                ADOPT,
+                "nothing",
+                None,
+            ),
+            (
+                "unselected unmanaged is never touched",
+                false,
+                true,
+                Some(&unlabelled),
+                None,
+                ADOPT,
+                "nothing",
+                None,
+            ),
+            (
+                "unselected managed",
+                false,
+                true,
+                Some(&managed),
+                None,
+                ADOPT,
+                "delete",
+                Some(ClusterStatus::WaitingForRemoval),
+            ),
+            (
+                "unselected terminating",
+                false,
+                true,
+                Some(&terminating),
+                None,
+                ADOPT,
+                "nothing",
+                Some(ClusterStatus::WaitingForRemoval),
+            ),
+            (
+                "selected absent",
+                true,
+                true,
+                None,
+                None,
+                ADOPT,
+                "create",
+                Some(ClusterStatus::Ok),
+            ),
+            (
+                "adoption disabled",
+                true,
+                true,
+                Some(&unlabelled),
+                None,
+                NO_ADOPT,
+                "skip",
+                Some(ClusterStatus::AlreadyExists),
+            ),
+            (
+                "adoption enabled",
+                true,
+                true,
+                Some(&unlabelled),
+                None,
+                ADOPT,
+                "adopt",
+                Some(ClusterStatus::Ok),
+            ),
+            (
+                "label false",
+                true,
+                true,
+                Some(&label_false),
+                None,
+                ADOPT,
+                "skip",
+                Some(ClusterStatus::ManagedLabelFalse),
+            ),
+            (
+                "no recorded version",
+                true,
+                true,
+                Some(&managed),
+                None,
+                ADOPT,
+                "update",
+                Some(ClusterStatus::Ok),
+            ),
+            (
+                "stale version",
+                true,
+                true,
+                Some(&managed),
+                Some(&stale),
+                ADOPT,
+                "update",
+                Some(ClusterStatus::Ok),
+            ),
+            (
+                "matching version",
+                true,
+                true,
+                Some(&managed),
+                Some(&matching),
+                ADOPT,
+                "unchanged",
+                Some(ClusterStatus::Ok),
+            ),
+        ];
+        for (name, selected, ready, live, versions, settings, want_action, want_status) in rows {
+            let d = one(selected, member("c1", ready, live), versions, settings);
+            let action = match &d.action {
+                Action::Create(_) => "create",
+                Action::Update { adopt: true, .. } => "adopt",
+                Action::Update { .. } => "update",
+                Action::Delete { .. } => "delete",
+                Action::RemoveManagedLabel => "unlabel",
+                Action::Unchanged => "unchanged",
+                Action::Nothing => "nothing",
+                Action::Skip => "skip",
+            };
+            assert_eq!(action, want_action, "{name}");
+            assert_eq!(d.status, want_status, "{name}");
+        }
+    }
+
+    #[test]
+    fn generation_tracked_objects_also_compare_metadata() {
+        let deploy = TargetType::new("apps", "v1", "Deployment");
+        let fed_d = json!({"metadata": {"name": "d", "namespace": "ns"}, "spec": {"template": {"metadata": {"labels": {"a": "1"}}}}});
+        let mut obj = json!({"metadata": {"name": "d", "namespace": "ns", "generation": 3, "resourceVersion": "7",
+            "labels": {"a": "1", MANAGED_LABEL: "true"}}});
+        let versions = versions_for(&fed_d, "c1", "gen:3");
+        let decide = |o: &Value| {
+            sync_decisions(
+                &fed_d,
+                &deploy,
+                &set(&["c1"]),
+                &[member("c1", true, Some(o))],
+                Some(&versions),
+                ADOPT,
+            )
+            .remove(0)
+            .action
+        };
+        assert_eq!(decide(&obj), Action::Unchanged);
+        obj["metadata"]["labels"]["extra"] = json!("x");
+        assert!(
+            matches!(decide(&obj), Action::Update { adopt: false, .. }),
+            "label drift on gen: objects"
+        );
+        // rv: objects are never re-compared
+        let cm_fed = fed();
+        let mut cm = live("5", Some("true"));
+        cm["metadata"]["labels"]["extra"] = json!("x");
+        let v = versions_for(&cm_fed, "c1", "rv:5");
+        let d = sync_decisions(
+            &cm_fed,
+            &target(),
+            &set(&["c1"]),
+            &[member("c1", true, Some(&cm))],
+            Some(&v),
+            ADOPT,
+        );
+        assert_eq!(d[0].action, Action::Unchanged);
+    }
+
+    #[test]
+    fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption() {
+        let ns_target = TargetType::new("", "v1", "Namespace");
+        let fed_ns = json!({"kind": "FederatedNamespace", "metadata": {"name": "demo", "namespace": "demo"}});
+        let mut host = json!({"metadata": {"name": "demo", "uid": "h", "resourceVersion": "3", "labels": {MANAGED_LABEL: "true"}}});
+        let m = MemberState {
+            cluster: "host",
+            ready: true,
+            live: Some(&host),
+            is_host_namespace: true,
+        };
+        let d = sync_decisions(&fed_ns, &ns_target, &set(&[]), &[m], None, NO_ADOPT);
+        assert_eq!(d[0].action, Action::RemoveManagedLabel);
+        assert_eq!(d[0].status, None);
+        host["metadata"]["labels"] = json!({});
+        let m = MemberState {
+            cluster: "host",
+            ready: true,
+            live: Some(&host),
+            is_host_namespace: true,
+        };
+        let d = sync_decisions(&fed_ns, &ns_target, &set(&["host"]), &[m], None, NO_ADOPT);
+        assert!(matches!(d[0].action, Action::Update { adopt: true, .. }));
+    }
+
+    #[test]
+    fn desired_errors_become_statuses() {
+        let mut bad = fed();
+        bad["spec"]["overrides"] =
+            json!([{"clusterName": "c1", "clusterOverrides": [{"path": "/metadata/name"}]}]);
+        let d = sync_decisions(
+            &bad,
+            &target(),
+            &set(&["c1"]),
+            &[member("c1", true, None)],
+            None,
+            ADOPT,
+        );
+        assert_eq!(d[0].action, Action::Skip);
+        assert_eq!(d[0].status, Some(ClusterStatus::ApplyOverridesFailed));
+        assert!(d[0].message.as_deref().unwrap().contains("/metadata/name"));
+    }
+
+    #[test]
+    fn deletion_and_orphaning() {
+        let managed = live("5", Some("true"));
+        let mut terminating = managed.clone();
+        terminating["metadata"]["deletionTimestamp"] = json!("t");
+        let mut deleting = fed();
+        deleting["metadata"]["deletionTimestamp"] = json!("t");
+        deleting["metadata"]["annotations"] = json!({DELETE_OPTION_ANNOTATION: "{\"propagationPolicy\":\"Orphan\",\"dryRun\":[\"All\"]}"});
+        let members = [
+            member("a", true, Some(&managed)),
+            member("b", true, Some(&terminating)),
+            member("c", true, None),
+            member("d", false, Some(&managed)),
+            member("outside", true, Some(&managed)),
+        ];
+        let placed = set(&["a", "b", "c", "d"]);
+        let plan = deletion_decisions(&deleting, &placed, &members).unwrap();
+        assert_eq!(plan.decisions.len(), 1);
+        assert_eq!(plan.decisions[0].cluster, "a");
+        assert_eq!(
+            plan.decisions[0].action,
+            Action::Delete {
+                options: Some(json!({"propagationPolicy": "Orphan"}))
+            }
+        );
+        assert_eq!(plan.remaining, vec!["a", "b"]);
+        assert_eq!(plan.not_ready, vec!["d"]);
+        assert!(!plan.remove_finalizer);
+
+        let gone = [member("a", true, None), member("c", true, None)];
+        assert!(
+            deletion_decisions(&deleting, &set(&["a", "c"]), &gone)
+                .unwrap()
+                .remove_finalizer
+        );
+
+        let mut orphaning = deleting.clone();
+        orphaning["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "true"});
+        let plan = deletion_decisions(&orphaning, &placed, &members).unwrap();
+        assert!(
+            plan.remove_finalizer,
+            "orphaning removes the finalizer first"
+        );
+        assert_eq!(
+            plan.decisions
+                .iter()
+                .map(|d| d.cluster.as_str())
+                .collect::<Vec<_>>(),
+            vec!["a"]
+        );
+        assert_eq!(plan.decisions[0].action, Action::RemoveManagedLabel);
+        assert_eq!(plan.not_ready, vec!["d"]);
+
+        let mut no_finalizer = deleting.clone();
+        no_finalizer["metadata"]["finalizers"] = json!([]);
+        let plan = deletion_decisions(&no_finalizer, &placed, &members).unwrap();
+        assert!(plan.decisions.is_empty() && !plan.remove_finalizer);
+
+        let mut bad = deleting.clone();
+        bad["metadata"]["annotations"] = json!({DELETE_OPTION_ANNOTATION: "nope"});
+        assert!(
+            deletion_decisions(&bad, &placed, &members)
+                .unwrap_err()
+                .contains("'nope'")
+        );
+        let mut orphan_wrong_value = deleting.clone();
+        orphan_wrong_value["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "True"});
+        assert!(!is_orphaning(&orphan_wrong_value));
+    }
+
+    // Upstream util/deletionannotation_test.go.
+    #[test]
+    fn delete_option_annotation_cases() {
+        let with = |v: &str| json!({"metadata": {"annotations": {DELETE_OPTION_ANNOTATION: v}}});
+        assert_eq!(delete_options(&json!({})).unwrap(), None);
+        assert_eq!(
+            delete_options(&with(r#"{"propagationPolicy":"Orphan"}"#)).unwrap(),
+            Some(json!({"propagationPolicy": "Orphan"}))
+        );
+        assert_eq!(
+            delete_options(&with(r#"{"gracePeriodSeconds":5}"#)).unwrap(),
+            Some(json!({"gracePeriodSeconds": 5}))
+        );
+        assert_eq!(
+            delete_options(&with(
+                r#"{"propagationPolicy":"Orphan","gracePeriodSeconds":5}"#
+            ))
+            .unwrap(),
+            Some(json!({"propagationPolicy": "Orphan", "gracePeriodSeconds": 5}))
+        );
+    }
+
+    #[test]
+    fn orphan_cleanup_unlabels_managed_objects() {
+        let managed = live("1", Some("true"));
+        let unlabelled = live("1", None);
+        let (d, not_ready) = orphan_cleanup_decisions(&[
+            member("a", true, Some(&managed)),
+            member("b", true, Some(&unlabelled)),
+            member("c", false, Some(&managed)),
+        ]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].cluster.as_str(), &d[0].action),
+            ("a", &Action::RemoveManagedLabel)
+        );
+        assert_eq!(not_ready, vec!["c"]);
+    }
+
+    fn outcome(c: &str, s: ClusterStatus) -> ClusterOutcome {
+        ClusterOutcome {
+            cluster: c.into(),
+            status: s,
+            remote_status: None,
+        }
+    }
+
+    #[test]
+    fn status_is_built_sorted_with_the_right_reason() {
+        let f = fed();
+        let up = federated_status(
+            &f,
+            AggregateReason::Success,
+            &[
+                outcome("b", ClusterStatus::ClusterNotReady),
+                outcome("a", ClusterStatus::Ok),
+            ],
+            false,
+            false,
+            "T1",
+        );
+        assert!(up.changed);
+        assert_eq!(up.status["observedGeneration"], 2);
+        assert_eq!(
+            up.status["clusters"],
+            json!([{"name": "a"}, {"name": "b", "status": "ClusterNotReady"}])
+        );
+        assert_eq!(
+            up.status["conditions"],
+            json!([{"type": "Propagation", "status": "False", "reason": "CheckClusters",
+                    "lastTransitionTime": "T1", "lastUpdateTime": "T1"}])
+        );
+        let ok = federated_status(
+            &f,
+            AggregateReason::Success,
+            &[outcome("a", ClusterStatus::Ok)],
+            false,
+            false,
+            "T1",
+        );
+        assert_eq!(ok.status["conditions"][0]["status"], "True");
+        assert!(ok.status["conditions"][0].get("reason").is_none());
+        let nnf = federated_status(
+            &f,
+            AggregateReason::NamespaceNotFederated,
+            &[],
+            false,
+            false,
+            "T1",
+        );
+        assert_eq!(
+            nnf.status["conditions"][0]["reason"],
+            "NamespaceNotFederated"
+        );
+    }
+
+    // Upstream sync/status/status_test.go truth table (existing status: one
+    // cluster "cluster1" OK, condition True).
+    #[test]
+    fn status_changed_truth_table() {
+        let mut f = fed();
+        f["metadata"]["generation"] = json!(1);
+        f["status"] = json!({"observedGeneration": 1, "clusters": [{"name": "cluster1"}],
+            "conditions": [{"type": "Propagation", "status": "True", "lastTransitionTime": "T0", "lastUpdateTime": "T0"}]});
+        let run = |outcomes: &[ClusterOutcome], reason, remote: bool, f: &Value| {
+            federated_status(f, reason, outcomes, remote, false, "T1").changed
+        };
+        let ok = outcome("cluster1", ClusterStatus::Ok);
+        assert!(run(
+            &[outcome("cluster1", ClusterStatus::ClusterNotReady)],
+            AggregateReason::Success,
+            false,
+            &f
+        ));
+        assert!(run(&[], AggregateReason::Success, false, &f));
+        assert!(
+            run(
+                std::slice::from_ref(&ok),
+                AggregateReason::Success,
+                true,
+                &f
+            ),
+            "no remote status with collection on"
+        );
+        assert!(!run(
+            std::slice::from_ref(&ok),
+            AggregateReason::Success,
+            false,
+            &f
+        ));
+        assert!(run(
+            &[ok.clone(), outcome("cluster2", ClusterStatus::Ok)],
+            AggregateReason::Success,
+            false,
+            &f
+        ));
+        assert!(run(
+            std::slice::from_ref(&ok),
+            AggregateReason::NamespaceNotFederated,
+            false,
+            &f
+        ));
+        let mut g = f.clone();
+        g["status"]["observedGeneration"] = json!(0);
+        let up = federated_status(
+            &g,
+            AggregateReason::Success,
+            std::slice::from_ref(&ok),
+            false,
+            false,
+            "T1",
+        );
+        assert!(up.changed, "generation 0 → 1");
+        assert_eq!(
+            up.status["conditions"][0]["lastUpdateTime"], "T0",
+            "generation alone keeps timestamps"
+        );
+        // remote status: same → unchanged, different → changed
+        let mut r = f.clone();
+        r["status"]["clusters"] = json!([{"name": "cluster1", "remoteStatus": {"replicas": 1}}]);
+        let with_rs = |v: Value| ClusterOutcome {
+            cluster: "cluster1".into(),
+            status: ClusterStatus::Ok,
+            remote_status: Some(v),
+        };
+        assert!(!run(
+            &[with_rs(json!({"replicas": 1}))],
+            AggregateReason::Success,
+            true,
+            &r
+        ));
+        assert!(run(
+            &[with_rs(json!({"replicas": 2}))],
+            AggregateReason::Success,
+            true,
+            &r
+        ));
+    }
+
+    #[test]
+    fn status_keeps_other_conditions_and_omits_empty_fields() {
+        let mut f = fed();
+        f["metadata"]["generation"] = json!(0);
+        f["status"] = json!({"conditions": [{"type": "Other", "status": "True"},
+            {"type": "Propagation", "status": "True", "lastTransitionTime": "T0", "lastUpdateTime": "T0"}],
+            "clusters": [{"name": "a", "remoteStatus": {"n": 1.0}}]});
+        let up = federated_status(&f, AggregateReason::Success, &[], false, false, "T1");
+        assert!(up.status.get("observedGeneration").is_none());
+        assert!(up.status.get("clusters").is_none(), "clusters dropped");
+        assert_eq!(up.status["conditions"][0]["type"], "Other");
+        assert_eq!(up.status["conditions"][1]["lastTransitionTime"], "T0");
+        assert_eq!(
+            up.status["conditions"][1]["lastUpdateTime"], "T1",
+            "clusters changed"
+        );
+        // remote status numbers compare as float64
+        let same = ClusterOutcome {
+            cluster: "a".into(),
+            status: ClusterStatus::Ok,
+            remote_status: Some(json!({"n": 1})),
+        };
+        let up = federated_status(
+            &f,
+            AggregateReason::Success,
+            std::slice::from_ref(&same),
+            true,
+            false,
+            "T1",
+        );
+        assert!(!up.changed, "{:?}", up.status);
+        // updated resources count only with remote statuses collected
+        assert!(federated_status(&f, AggregateReason::Success, &[same], true, true, "T1").changed);
+        let plain = ClusterOutcome {
+            cluster: "a".into(),
+            status: ClusterStatus::Ok,
+            remote_status: None,
+        };
+        let mut g = f.clone();
+        g["status"]["clusters"] = json!([{"name": "a"}]);
+        assert!(
+            !federated_status(&g, AggregateReason::Success, &[plain], false, true, "T1").changed
+        );
+    }
+
+    #[test]
+    fn namespace_rules() {
+        for ns in [
+            "kube-system",
+            "kube-public",
+            "default",
+            "kube-federation-system",
+        ] {
+            assert!(is_system_namespace(ns, "kube-federation-system"), "{ns}");
+        }
+        assert!(!is_system_namespace("demo", "kube-federation-system"));
+        assert!(federated_namespace_name_is_valid(
+            &json!({"metadata": {"name": "a", "namespace": "a"}})
+        ));
+        assert!(!federated_namespace_name_is_valid(
+            &json!({"metadata": {"name": "a", "namespace": "b"}})
+        ));
+    }
+
+    #[test]
+    fn recoverable_statuses() {
+        assert!(ClusterStatus::CreationFailed.is_recoverable());
+        assert!(ClusterStatus::DeletionTimedOut.is_recoverable());
+        assert!(!ClusterStatus::AlreadyExists.is_recoverable());
+        assert!(!ClusterStatus::ClusterNotReady.is_recoverable());
+        assert_eq!(ClusterStatus::Ok.as_str(), "");
+        assert_eq!(
+            Action::Delete { options: None }.failure_status(),
+            Some(ClusterStatus::DeletionFailed)
+        );
+        let outs = outcomes_on_success(&[
+            Decision {
+                cluster: "a".into(),
+                action: Action::Nothing,
+                status: None,
+                message: None,
+            },
+            Decision {
+                cluster: "b".into(),
+                action: Action::Unchanged,
+                status: Some(ClusterStatus::Ok),
+                message: None,
+            },
+        ]);
+        assert_eq!(outs, vec![outcome("b", ClusterStatus::Ok)]);
+    }
+}
