@@ -92,6 +92,8 @@ pub enum Command {
     Join(crate::cmd::join::JoinOptions),
     /// Keep (enable) or delete (disable) member copies when a federated object is deleted
     OrphaningDeletion(crate::cmd::orphaning::OrphaningOptions),
+    /// Propagate federated resources to member clusters once (live), or render them offline (--from)
+    Reconcile(crate::cmd::reconcile::ReconcileOptions),
     /// Show clusters, federated types and per-cluster propagation
     Status(crate::cmd::status::StatusOptions),
     /// Remove a member cluster from the federation
@@ -158,6 +160,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Enable(o) => crate::cmd::enable::run(&cli.global, &o),
         Command::Federate(o) => crate::cmd::federate::run(&cli.global, &o),
         Command::Join(o) => crate::cmd::join::run(&cli.global, &o),
+        Command::Reconcile(o) => crate::cmd::reconcile::run(&cli.global, &o),
         Command::Status(o) => crate::cmd::status::run(&cli.global, &o),
         Command::Unjoin(o) => crate::cmd::unjoin::run(&cli.global, &o),
         Command::Version(o) => crate::cmd::version::run(&o),

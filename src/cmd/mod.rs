@@ -7,6 +7,7 @@ pub mod federate;
 pub mod init;
 pub mod join;
 pub mod orphaning;
+pub mod reconcile;
 pub mod status;
 pub mod unjoin;
 pub mod version;

@@ -122,6 +122,25 @@ pub fn guess_plural(kind: &str) -> String {
     }
 }
 
+/// The built-in type of a kind, preferring current groups over
+/// `extensions` (a federated kind names only its target's kind).
+pub fn builtin_by_kind(kind: &str) -> Option<BuiltinType> {
+    TYPES
+        .iter()
+        .copied()
+        .filter(|t| t.kind == kind)
+        .min_by_key(|t| t.group == "extensions")
+}
+
+/// The version a built-in group serves today.
+pub fn builtin_version(group: &str) -> &'static str {
+    match group {
+        "autoscaling" => "v2",
+        "extensions" => "v1beta1",
+        _ => "v1",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,35 @@ impl ClusterStatus {
         }
     }
 
+    /// The status for a string upstream writes (`""` → `Ok`).
+    pub fn parse(text: &str) -> Option<ClusterStatus> {
+        use ClusterStatus::*;
+        [
+            Ok,
+            ClusterNotReady,
+            CachedRetrievalFailed,
+            ComputeResourceFailed,
+            ApplyOverridesFailed,
+            CreationFailed,
+            UpdateFailed,
+            DeletionFailed,
+            LabelRemovalFailed,
+            RetrievalFailed,
+            AlreadyExists,
+            FieldRetentionFailed,
+            VersionRetrievalFailed,
+            ClientRetrievalFailed,
+            ManagedLabelFalse,
+            WaitingForRemoval,
+            CreationTimedOut,
+            UpdateTimedOut,
+            DeletionTimedOut,
+            LabelRemovalTimedOut,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+
     /// Statuses upstream retries with backoff.
     pub fn is_recoverable(self) -> bool {
         use ClusterStatus::*;
@@ -708,6 +737,25 @@ fn qualified(fed: &Value) -> String {
     match get("namespace") {
         "" => get("name").to_string(),
         ns => format!("{ns}/{}", get("name")),
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::ClusterStatus;
+
+    #[test]
+    fn statuses_round_trip() {
+        for s in [
+            "",
+            "ClusterNotReady",
+            "CreationFailed",
+            "ManagedLabelFalse",
+            "LabelRemovalTimedOut",
+        ] {
+            assert_eq!(ClusterStatus::parse(s).unwrap().as_str(), s);
+        }
+        assert_eq!(ClusterStatus::parse("Bogus"), None);
     }
 }
 

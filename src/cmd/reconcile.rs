@@ -1,0 +1,243 @@
+//! `kubefedctl reconcile`: the one-shot sync. Live, against the host and
+//! its members; or offline (`--from PATH`), rendering member manifests.
+
+use crate::cli::{GlobalOptions, parse_duration};
+use crate::error::ExitWith;
+use crate::host::Host;
+use crate::output::DocumentFormat;
+use crate::sync::{live, render};
+use anyhow::Result;
+use clap::Args;
+use comfy_table::{Cell, Table, presets};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Exit code when some objects or clusters failed (documented).
+pub const EXIT_PARTIAL: u8 = 3;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 converged (or, with --dry-run --exit-code, nothing to do);
+1 error before any change, or changes pending with --dry-run --exit-code;
+3 partial: some objects or clusters failed (listed on stderr).
+
+Examples:
+  kubefedctl reconcile --from testdata/demo                    # offline: print member manifests
+  kubefedctl reconcile --from app/ --cluster eu1:region=eu --output-dir out/
+  kubefedctl reconcile                                         # live: every enabled type, every member
+  kubefedctl reconcile --type deployments.apps -n shop --dry-run --diff
+  kubefedctl reconcile --cluster member2 -o json               # only touch member2; JSON summary for CI"
+)]
+pub struct ReconcileOptions {
+    /// Render offline from these files or directories (- for stdin): federated objects, FederatedNamespaces, RSPs, KubeFedClusters
+    #[arg(long = "from", value_name = "PATH")]
+    pub from: Vec<PathBuf>,
+
+    /// With --from: write DIR/<cluster>/<namespace>/<kind>-<name>.yaml instead of printing
+    #[arg(long, value_name = "DIR", requires = "from")]
+    pub output_dir: Option<PathBuf>,
+
+    /// Live: only touch these members; with --from: clusters to render for, as NAME[:key=value,...]
+    #[arg(long = "cluster", value_name = "CLUSTER")]
+    pub clusters: Vec<String>,
+
+    /// Only these federated types (FederatedTypeConfig name, plural or kind); repeatable
+    #[arg(long = "type", value_name = "TYPE")]
+    pub types: Vec<String>,
+
+    /// Only federated objects in this namespace
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+
+    /// Federated objects in every namespace (the default)
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Only federated objects with these labels (e.g. app=web)
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+
+    /// Print the plan, write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// With --dry-run: show a diff of every member object that would change
+    #[arg(long)]
+    pub diff: bool,
+
+    /// With --dry-run: exit 1 when changes are pending
+    #[arg(long)]
+    pub exit_code: bool,
+
+    /// Requests in flight per member cluster
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub concurrency: usize,
+
+    /// Timeout of each member request
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Timeout of each member health probe
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub probe_timeout: Duration,
+
+    /// Attempts per member request (429, 5xx, timeouts and conflicts are retried)
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub attempts: u32,
+
+    /// Summary (live) or manifests (--from) as yaml or json
+    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    pub output: Option<DocumentFormat>,
+}
+
+pub fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    if !o.from.is_empty() {
+        return run_render(o);
+    }
+    crate::cli::runtime()?.block_on(run_live(global, o))
+}
+
+fn run_render(o: &ReconcileOptions) -> Result<()> {
+    let inputs = render::load(&o.from)?;
+    let extra = o
+        .clusters
+        .iter()
+        .map(|c| render::parse_cluster_flag(c))
+        .collect::<Result<Vec<_>>>()?;
+    let rendered = render::render(&inputs, &extra)?;
+    for n in &rendered.notes {
+        eprintln!("note: {n}");
+    }
+    for s in &rendered.scheduling {
+        eprintln!("scheduled {s}");
+    }
+    match (&o.output_dir, o.output) {
+        (Some(dir), _) => {
+            let count = render::write_dir(&rendered, dir)?;
+            eprintln!(
+                "wrote {count} object(s) for {} cluster(s) under {}",
+                rendered.clusters.len(),
+                dir.display()
+            );
+        }
+        (None, Some(DocumentFormat::Json)) => {
+            let doc: serde_json::Map<String, serde_json::Value> = rendered
+                .clusters
+                .iter()
+                .map(|(c, objs)| (c.clone(), serde_json::Value::Array(objs.clone())))
+                .collect();
+            crate::output::print(&doc, DocumentFormat::Json)?;
+        }
+        (None, _) => print!("{}", render::to_stream(&rendered)?),
+    }
+    Ok(())
+}
+
+async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(global, &factory).await?;
+    host.require_initialised().await?;
+    let opts = live::Options {
+        types: o.types.clone(),
+        namespace: if o.all_namespaces {
+            None
+        } else {
+            o.namespace.clone()
+        },
+        clusters: o.clusters.clone(),
+        selector: o.selector.clone(),
+        dry_run: o.dry_run,
+        concurrency: o.concurrency,
+        timeout: o.timeout,
+        probe_timeout: o.probe_timeout,
+        attempts: o.attempts.max(1),
+    };
+    let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {pos}/{len} member requests",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar.set_prefix("reconcile");
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let report = live::reconcile(&host, &opts, &progress).await?;
+    progress.finish_and_clear();
+
+    if o.dry_run {
+        for line in &report.plan {
+            println!("{line}");
+        }
+        if o.diff || global.verbosity >= 2 {
+            for d in &report.diffs {
+                print!("{d}");
+            }
+        }
+    }
+    match o.output {
+        Some(format) => crate::output::print(&report, format)?,
+        None => print!("{}", summary_table(&report, o.dry_run)),
+    }
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    for f in &report.failures {
+        eprintln!("failed: {f}");
+    }
+    if !report.failures.is_empty() {
+        return Err(ExitWith {
+            code: EXIT_PARTIAL,
+            message: format!("{} failure(s); the rest converged", report.failures.len()),
+        }
+        .into());
+    }
+    if o.dry_run && o.exit_code && report.pending_changes() > 0 {
+        return Err(ExitWith {
+            code: 1,
+            message: format!("{} change(s) pending", report.pending_changes()),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
+pub fn summary_table(r: &live::Report, dry_run: bool) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.force_no_tty();
+    t.set_header(vec![
+        Cell::new("CLUSTER"),
+        Cell::new("READY"),
+        Cell::new(if dry_run { "TO CREATE" } else { "CREATED" }),
+        Cell::new(if dry_run { "TO UPDATE" } else { "UPDATED" }),
+        Cell::new(if dry_run { "TO DELETE" } else { "DELETED" }),
+        Cell::new("UNCHANGED"),
+        Cell::new("FAILED"),
+    ]);
+    for (name, c) in &r.clusters {
+        t.add_row(vec![
+            Cell::new(name),
+            Cell::new(if c.ready { "True" } else { "False" }),
+            Cell::new(c.created),
+            Cell::new(c.updated),
+            Cell::new(c.deleted),
+            Cell::new(c.unchanged),
+            Cell::new(c.failed),
+        ]);
+    }
+    t.lines()
+        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string() + "\n")
+        .collect()
+}

@@ -1,0 +1,724 @@
+//! reconcile through the built binary: live against real API servers behind
+//! counting, fault-injecting proxies, and offline on files.
+//!
+//! Tests share the clusters, so each has its own federation namespace,
+//! cluster names, federated group and object namespace, and reconciles
+//! with `-n`.
+
+mod common;
+
+use common::{get, kubefedctl, write_kubeconfig};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use testenv::{Faults, Mode, Proxy, RequestRecord, TestEnv};
+
+/// One test's federation: proxies in front of every cluster, a kubeconfig
+/// through them, and its names.
+struct Federation {
+    kc: PathBuf,
+    fedns: &'static str,
+    group: &'static str,
+    ns: &'static str,
+    host: Proxy,
+    m1: Proxy,
+    m2: Proxy,
+}
+
+impl Federation {
+    fn new(
+        env: &TestEnv,
+        fedns: &'static str,
+        group: &'static str,
+        ns: &'static str,
+        types: &[&str],
+    ) -> Federation {
+        let (host, m1, m2) = (
+            env.proxy("host").unwrap(),
+            env.proxy("member1").unwrap(),
+            env.proxy("member2").unwrap(),
+        );
+        let kc = write_kubeconfig(
+            env,
+            fedns,
+            env.kubeconfig()
+                .current_context("host")
+                .server("host", &host.url())
+                .server("member1", &m1.url())
+                .server("member2", &m2.url()),
+        );
+        let f = Federation {
+            kc,
+            fedns,
+            group,
+            ns,
+            host,
+            m1,
+            m2,
+        };
+        f.run(&["init"]).ok();
+        f.run(&["join", &f.cluster("m1"), "--cluster-context", "member1"])
+            .ok();
+        f.run(&["join", &f.cluster("m2"), "--cluster-context", "member2"])
+            .ok();
+        for t in types.iter().chain(&["namespaces"]) {
+            f.run(&["enable", t, "--federated-group", group]).ok();
+        }
+        let r = env
+            .request(
+                "host",
+                "POST",
+                "/api/v1/namespaces",
+                Some(&json!({"metadata": {"name": ns}}).to_string()),
+            )
+            .unwrap();
+        assert!(r.status == 201 || r.status == 409);
+        // Namespaced objects go where their FederatedNamespace places the namespace.
+        f.create(
+            env,
+            "FederatedNamespace",
+            ns,
+            json!({"placement": {"clusterSelector": {}}}),
+        );
+        f
+    }
+
+    /// This federation's name for a member (`<fedns>-m1`).
+    fn cluster(&self, short: &str) -> String {
+        format!("{}-{short}", self.fedns)
+    }
+
+    fn run(&self, args: &[&str]) -> common::Run {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--kubefed-namespace", self.fedns]);
+        kubefedctl(&self.kc, &all)
+    }
+
+    fn reconcile(&self, extra: &[&str]) -> common::Run {
+        let mut args = vec![
+            "reconcile",
+            "-n",
+            self.ns,
+            "--probe-timeout",
+            "2s",
+            "--timeout",
+            "3s",
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    fn create(&self, env: &TestEnv, kind: &str, name: &str, spec: Value) {
+        let plural = format!(
+            "federated{}s",
+            kind.to_lowercase().trim_start_matches("federated")
+        );
+        let path = format!(
+            "/apis/{}/v1beta1/namespaces/{}/{plural}",
+            self.group, self.ns
+        );
+        let body = json!({"apiVersion": format!("{}/v1beta1", self.group), "kind": kind, "metadata": {"name": name, "namespace": self.ns}, "spec": spec});
+        let r = env
+            .request("host", "POST", &path, Some(&body.to_string()))
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+
+    fn fed(&self, env: &TestEnv, plural: &str, name: &str) -> Option<Value> {
+        get(
+            env,
+            "host",
+            &format!(
+                "/apis/{}/v1beta1/namespaces/{}/{plural}/{name}",
+                self.group, self.ns
+            ),
+        )
+    }
+
+    fn member_writes(&self) -> usize {
+        self.m1.writes() + self.m2.writes()
+    }
+
+    fn reset(&self) {
+        for p in [&self.host, &self.m1, &self.m2] {
+            p.reset_records();
+        }
+    }
+}
+
+fn cm(env: &TestEnv, cluster: &str, ns: &str, name: &str) -> Option<Value> {
+    get(
+        env,
+        cluster,
+        &format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+    )
+}
+
+#[test]
+fn converges_with_overrides_and_rsp_then_writes_nothing() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-a",
+        "rca.kubefed.io",
+        "rc-a-objs",
+        &["configmaps", "deployments.apps"],
+    );
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    f.create(env, "FederatedConfigMap", "settings", json!({
+        "template": {"data": {"colour": "blue"}},
+        "placement": {"clusters": [{"name": m1}, {"name": m2}]},
+        "overrides": [{"clusterName": m2, "clusterOverrides": [{"path": "/data/colour", "value": "green"}]}]
+    }));
+    f.create(env, "FederatedDeployment", "web", json!({
+        "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+        "placement": {"clusterSelector": {}}
+    }));
+    let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+        "metadata": {"name": "web", "namespace": f.ns},
+        "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 9, "clusters": {m1.clone(): {"weight": 2}, m2.clone(): {"weight": 1}}}});
+    let r = env
+        .request(
+            "host",
+            "POST",
+            &format!(
+                "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{}/replicaschedulingpreferences",
+                f.ns
+            ),
+            Some(&rsp.to_string()),
+        )
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+
+    f.reset();
+    let dry = f.reconcile(&["--dry-run", "--exit-code"]);
+    assert_eq!(dry.code, 1, "changes pending: {}{}", dry.stdout, dry.stderr);
+    assert!(
+        dry.stdout
+            .contains(&format!("{m2}: create ConfigMap rc-a-objs/settings")),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(f.member_writes(), 0, "a dry run writes nothing to members");
+
+    f.reset();
+    let run = f.reconcile(&[]).ok();
+    assert!(run.stdout.contains("CREATED"), "{}", run.stdout);
+    assert_eq!(
+        f.member_writes(),
+        6,
+        "one create per placed object, namespaces included: {:?}",
+        f.m1.records()
+    );
+    assert_eq!(
+        cm(env, "member1", f.ns, "settings").unwrap()["data"]["colour"],
+        "blue"
+    );
+    let green = cm(env, "member2", f.ns, "settings").unwrap();
+    assert_eq!(green["data"]["colour"], "green");
+    assert_eq!(green["metadata"]["labels"]["kubefed.io/managed"], "true");
+    let replicas = |c: &str| {
+        get(
+            env,
+            c,
+            &format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns),
+        )
+        .unwrap()["spec"]["replicas"]
+            .clone()
+    };
+    assert_eq!(
+        (replicas("member1"), replicas("member2")),
+        (json!(6), json!(3)),
+        "RSP weights 2:1 of 9"
+    );
+    let web = f.fed(env, "federateddeployments", "web").unwrap();
+    assert_eq!(
+        web["spec"]["placement"]["clusters"],
+        json!([{"name": m1}, {"name": m2}]),
+        "the RSP result is written back"
+    );
+
+    let settings = f.fed(env, "federatedconfigmaps", "settings").unwrap();
+    assert_eq!(settings["status"]["conditions"][0]["type"], "Propagation");
+    assert_eq!(settings["status"]["conditions"][0]["status"], "True");
+    assert_eq!(
+        settings["status"]["clusters"],
+        json!([{"name": m1}, {"name": m2}])
+    );
+    assert_eq!(
+        settings["metadata"]["finalizers"],
+        json!(["kubefed.io/sync-controller"])
+    );
+    let pv = get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/configmap-settings",
+            f.ns
+        ),
+    )
+    .unwrap();
+    assert_eq!(pv["status"]["clusterVersions"].as_array().unwrap().len(), 2);
+    assert!(pv["status"]["templateVersion"].as_str().unwrap().len() == 32);
+
+    f.reset();
+    let again = f.reconcile(&[]).ok();
+    let writes: Vec<RequestRecord> = [&f.host, &f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| p.records())
+        .filter(|r| r.is_write())
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "a second run writes nothing at all: {writes:?}"
+    );
+    assert!(again.stdout.contains("UNCHANGED"));
+
+    // A template change is one update per cluster.
+    let path = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/settings",
+        f.group, f.ns
+    );
+    let r = env
+        .request(
+            "host",
+            "PATCH",
+            &path,
+            Some(r#"{"spec":{"template":{"data":{"colour":"red"}}}}"#),
+        )
+        .unwrap();
+    assert_eq!(r.status, 200);
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(f.member_writes(), 2);
+    assert_eq!(
+        cm(env, "member1", f.ns, "settings").unwrap()["data"]["colour"],
+        "red"
+    );
+    assert_eq!(
+        cm(env, "member2", f.ns, "settings").unwrap()["data"]["colour"],
+        "green",
+        "the override still wins"
+    );
+}
+
+#[test]
+fn unreachable_and_hanging_members_cost_their_timeout_and_are_reported() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-b", "rcb.kubefed.io", "rc-b-objs", &["configmaps"]);
+    // The host joins itself as a third member, the one that stays healthy.
+    f.run(&["join", "rc-b-self", "--cluster-context", "host"])
+        .ok();
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "spread",
+        json!({"template": {"data": {"k": "v"}}, "placement": {"clusterSelector": {}}}),
+    );
+    f.m1.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    f.m2.set_faults(Faults {
+        mode: Mode::Hang,
+        ..Faults::default()
+    });
+
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 3, "partial: {}{}", run.stdout, run.stderr);
+    assert!(
+        cm(env, "host", f.ns, "spread").is_some(),
+        "the healthy member converged"
+    );
+    let obj = f.fed(env, "federatedconfigmaps", "spread").unwrap();
+    let statuses: Vec<(String, String)> = obj["status"]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("rc-b-m1".into(), "ClusterNotReady".into()),
+            ("rc-b-m2".into(), "ClusterNotReady".into()),
+            ("rc-b-self".into(), String::new())
+        ]
+    );
+    assert_eq!(obj["status"]["conditions"][0]["reason"], "CheckClusters");
+    let kfc = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/rc-b/kubefedclusters/rc-b-m1",
+    )
+    .unwrap();
+    assert_eq!(kfc["status"]["conditions"][0]["type"], "Offline");
+    let ok = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/rc-b/kubefedclusters/rc-b-self",
+    )
+    .unwrap();
+    assert_eq!(ok["status"]["conditions"][0]["type"], "Ready");
+    assert_eq!(ok["status"]["kubernetesVersion"], "v1.20.2");
+
+    f.m1.clear_faults();
+    f.m2.clear_faults();
+    f.reconcile(&[]).ok();
+    assert!(
+        cm(env, "member1", f.ns, "spread").is_some()
+            && cm(env, "member2", f.ns, "spread").is_some()
+    );
+}
+
+#[test]
+fn injected_errors_and_conflicts_are_retried_without_loss_or_duplicates() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-c", "rcc.kubefed.io", "rc-c-objs", &["configmaps"]);
+    for i in 0..20 {
+        f.create(env, "FederatedConfigMap", &format!("cm-{i:02}"), json!({"template": {"data": {"i": i.to_string()}}, "placement": {"clusterSelector": {}}}));
+    }
+    for p in [&f.m1, &f.m2] {
+        p.set_faults(Faults {
+            error_rate: 0.05,
+            error_statuses: vec![500, 503, 429],
+            retry_after_secs: Some(1),
+            seed: 7,
+            ..Faults::default()
+        });
+    }
+    f.reconcile(&["--attempts", "6"]).ok();
+    let injected = f.m1.count(|r| r.injected) + f.m2.count(|r| r.injected);
+    assert!(injected > 0, "faults were injected");
+    for c in ["member1", "member2"] {
+        let list = get(env, c, &format!("/api/v1/namespaces/{}/configmaps", f.ns)).unwrap();
+        let names: Vec<&str> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|i| i["metadata"]["name"].as_str())
+            .filter(|n| n.starts_with("cm-"))
+            .collect();
+        assert_eq!(names.len(), 20, "{c}: every object, once: {names:?}");
+    }
+
+    // Conflicts (409) on updates: re-read, re-apply.
+    for i in 0..20 {
+        let path = format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/cm-{i:02}",
+            f.group, f.ns
+        );
+        assert_eq!(
+            env.request(
+                "host",
+                "PATCH",
+                &path,
+                Some(r#"{"spec":{"template":{"data":{"i":"changed"}}}}"#)
+            )
+            .unwrap()
+            .status,
+            200
+        );
+    }
+    for p in [&f.m1, &f.m2] {
+        p.set_faults(Faults {
+            error_rate: 0.3,
+            error_statuses: vec![409],
+            only: Some(std::sync::Arc::new(|r: &RequestRecord| r.verb == "update")),
+            seed: 3,
+            ..Faults::default()
+        });
+    }
+    f.reconcile(&["--attempts", "8"]).ok();
+    assert!(f.m1.count(|r| r.injected && r.status == 409) > 0);
+    assert_eq!(
+        cm(env, "member2", f.ns, "cm-07").unwrap()["data"]["i"],
+        "changed"
+    );
+    for p in [&f.m1, &f.m2] {
+        p.clear_faults();
+    }
+}
+
+#[test]
+fn unmanaged_objects_are_left_alone_and_deletion_cleans_up_or_orphans() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-d", "rcd.kubefed.io", "rc-d-objs", &["configmaps"]);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    for c in ["member1", "member2"] {
+        let r = env
+            .request(
+                c,
+                "POST",
+                "/api/v1/namespaces",
+                Some(&json!({"metadata": {"name": f.ns}}).to_string()),
+            )
+            .unwrap();
+        assert!(r.status == 201 || r.status == 409);
+    }
+    // member2 holds "keep" marked never-to-manage, and an unlabelled "stray".
+    let put = |name: &str, labels: Value| {
+        let body = json!({"metadata": {"name": name, "labels": labels}, "data": {"mine": "yes"}});
+        assert_eq!(
+            env.request(
+                "member2",
+                "POST",
+                &format!("/api/v1/namespaces/{}/configmaps", f.ns),
+                Some(&body.to_string())
+            )
+            .unwrap()
+            .status,
+            201
+        );
+    };
+    put("keep", json!({"kubefed.io/managed": "false"}));
+    put("stray", json!({}));
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "keep",
+        json!({"template": {"data": {"mine": "no"}}, "placement": {"clusterSelector": {}}}),
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "gone",
+        json!({"template": {"data": {}}, "placement": {"clusters": [{"name": m1}, {"name": m2}]}}),
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "orphaned",
+        json!({"template": {"data": {}}, "placement": {"clusters": [{"name": m1}, {"name": m2}]}}),
+    );
+
+    let run = f.reconcile(&[]);
+    assert_eq!(
+        run.code, 3,
+        "managed=false is a reported failure: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("kubefed.io/managed: false"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        cm(env, "member2", f.ns, "keep").unwrap()["data"]["mine"],
+        "yes",
+        "never touched"
+    );
+    assert_eq!(
+        cm(env, "member1", f.ns, "keep").unwrap()["data"]["mine"],
+        "no"
+    );
+    let keep = f.fed(env, "federatedconfigmaps", "keep").unwrap();
+    assert!(
+        keep["status"]["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == m2.as_str() && c["status"] == "ManagedLabelFalse")
+    );
+    assert!(
+        cm(env, "member2", f.ns, "stray").is_some(),
+        "unlabelled objects are never deleted"
+    );
+
+    // Delete one federated object plainly, one with kubefed.io/orphan.
+    f.run(&[
+        "orphaning-deletion",
+        "enable",
+        "federatedconfigmaps.rcd.kubefed.io",
+        "orphaned",
+        "-n",
+        f.ns,
+    ])
+    .ok();
+    for name in ["gone", "orphaned"] {
+        let path = format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/{name}",
+            f.group, f.ns
+        );
+        assert_eq!(
+            env.request("host", "DELETE", &path, None).unwrap().status,
+            200
+        );
+        assert!(
+            f.fed(env, "federatedconfigmaps", name).is_some(),
+            "the finalizer holds {name} until reconcile"
+        );
+    }
+    f.reconcile(&["--cluster", &m1, "--cluster", &m2]);
+    for c in ["member1", "member2"] {
+        assert!(
+            common::gone(
+                env,
+                c,
+                &format!("/api/v1/namespaces/{}/configmaps/gone", f.ns)
+            ),
+            "{c}: deleted with its federated object"
+        );
+        let kept = cm(env, c, f.ns, "orphaned").expect("orphaned copies stay");
+        assert!(
+            kept["metadata"]["labels"]
+                .get("kubefed.io/managed")
+                .is_none(),
+            "and are no longer managed"
+        );
+    }
+    assert!(f.fed(env, "federatedconfigmaps", "gone").is_none());
+    assert!(f.fed(env, "federatedconfigmaps", "orphaned").is_none());
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn render_runs_the_demo_and_the_seed_examples_offline() {
+    let none = root().join("testdata/no-such.kubeconfig");
+    let demo = root().join("testdata/demo");
+    let run = kubefedctl(&none, &["reconcile", "--from", demo.to_str().unwrap()]).ok();
+    assert!(
+        run.stderr
+            .contains("scheduled test-ns/test-deployment: ap-northeast=3, us-east=6, us-west=6"),
+        "{}",
+        run.stderr
+    );
+    let golden = root().join("testdata/golden/reconcile-demo.yaml");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &run.stdout).unwrap();
+    }
+    assert_eq!(
+        run.stdout,
+        std::fs::read_to_string(&golden).unwrap_or_default(),
+        "UPDATE_GOLDEN=1 rewrites {}",
+        golden.display()
+    );
+
+    let seed = root().join("testdata/seeds/federated-deployment.yaml");
+    let run = kubefedctl(
+        &none,
+        &[
+            "reconcile",
+            "--from",
+            seed.to_str().unwrap(),
+            "--cluster",
+            "cluster1",
+            "--cluster",
+            "cluster2",
+            "-o",
+            "json",
+        ],
+    )
+    .ok();
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(doc["cluster1"][0]["spec"].get("replicas").is_none());
+    assert_eq!(
+        doc["cluster2"][0]["spec"]["replicas"], 5,
+        "the seed's override, dotted path and all"
+    );
+
+    let out = std::env::temp_dir().join(format!("kubefedctl-render-{}", std::process::id()));
+    let run = kubefedctl(
+        &none,
+        &[
+            "reconcile",
+            "--from",
+            demo.to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(
+        run.stderr.contains("wrote 8 object(s) for 3 cluster(s)"),
+        "{}",
+        run.stderr
+    );
+    let d = std::fs::read_to_string(out.join("us-west/test-ns/deployment-test-deployment.yaml"))
+        .unwrap();
+    assert!(d.contains("replicas: 6"), "{d}");
+    assert!(
+        std::fs::read_to_string(out.join("us-west/test-ns/configmap-web-config.yaml"))
+            .unwrap()
+            .contains("howdy")
+    );
+    assert!(
+        !out.join("ap-northeast/test-ns/configmap-web-config.yaml")
+            .exists(),
+        "clusterSelector tier=core"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn bad_input_is_a_clear_error_and_writes_no_output_directory() {
+    let none = root().join("testdata/no-such.kubeconfig");
+    let dir = std::env::temp_dir().join(format!("kubefedctl-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {name: c, namespace: shop}\nspec:\n  placement: {clusterSelector: {}}\n  overrides:\n  - clusterName: a\n    clusterOverrides: [{path: /metadata/name, value: x}]\n").unwrap();
+    let out = dir.join("out");
+    let run = kubefedctl(
+        &none,
+        &[
+            "reconcile",
+            "--from",
+            bad.to_str().unwrap(),
+            "--cluster",
+            "a",
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+    )
+    .fails();
+    assert!(
+        run.stderr
+            .contains("bad.yaml: document 1: FederatedConfigMap \"shop/c\""),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("/metadata/name"), "{}", run.stderr);
+    assert!(!out.exists(), "no partial output directory");
+    std::fs::write(&bad, "{{{ not yaml").unwrap();
+    let run = kubefedctl(
+        &none,
+        &[
+            "reconcile",
+            "--from",
+            bad.to_str().unwrap(),
+            "--cluster",
+            "a",
+        ],
+    )
+    .fails();
+    assert!(
+        run.stderr.contains("bad.yaml: invalid YAML"),
+        "{}",
+        run.stderr
+    );
+    let run = kubefedctl(
+        &none,
+        &[
+            "reconcile",
+            "--from",
+            root().join("testdata/demo").to_str().unwrap(),
+            "--cluster",
+            "us-east",
+        ],
+    )
+    .fails();
+    assert!(
+        run.stderr.contains("cluster \"us-east\" is named twice"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
