@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The README's first command: a host and two members on loopback, and
-# kubefedctl against them (init, join, unjoin). Provisions the test
-# environment when missing. It becomes the offline `reconcile --from
-# testdata/` render once reconcile lands.
+# The live flow on loopback: a host and two members, and kubefedctl against
+# them (init, join, enable, federate, reconcile, status, unjoin). Provisions
+# the test environment when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/testenv.sh >/dev/null
@@ -26,6 +25,11 @@ $k join member2
 kubectl get kubefedclusters -n kube-federation-system
 $k join member1 --error-on-existing=false
 $k enable -f testdata/enabletypedirectives.yaml
-kubectl get federatedtypeconfigs -n kube-federation-system
+kubectl create namespace shop
+kubectl -n shop create configmap settings --from-literal=colour=blue
+$k federate namespaces shop --contents
+$k reconcile
+$k status configmaps -n shop
+kubectl --context member2 -n shop get configmaps
 $k unjoin member2 --yes
 set +x

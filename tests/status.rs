@@ -230,3 +230,104 @@ fn objects_show_placement_and_per_cluster_propagation() {
         missing.stderr
     );
 }
+
+#[test]
+fn live_status_finds_drifted_and_missing_member_objects() {
+    let env = TestEnv::shared();
+    let kc = write_kubeconfig(env, "status-c", env.kubeconfig().current_context("host"));
+    let fed = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--kubefed-namespace", "status-c"]);
+        kubefedctl(&kc, &all)
+    };
+    fed(&["init"]).ok();
+    fed(&["join", "sc-m1", "--cluster-context", "member1"]).ok();
+    fed(&["join", "sc-m2", "--cluster-context", "member2"]).ok();
+    for t in ["configmaps", "namespaces"] {
+        fed(&["enable", t, "--federated-group", "sc.kubefed.io"]).ok();
+    }
+    let ns = "status-live";
+    assert_eq!(
+        env.request(
+            "host",
+            "POST",
+            "/api/v1/namespaces",
+            Some(&json!({"metadata": {"name": ns}}).to_string())
+        )
+        .unwrap()
+        .status,
+        201
+    );
+    for (plural, kind, name, spec) in [
+        (
+            "federatednamespaces",
+            "FederatedNamespace",
+            ns,
+            json!({"placement": {"clusterSelector": {}}}),
+        ),
+        (
+            "federatedconfigmaps",
+            "FederatedConfigMap",
+            "watched",
+            json!({"template": {"data": {"k": "v"}}, "placement": {"clusterSelector": {}}}),
+        ),
+    ] {
+        let body = json!({"apiVersion": "sc.kubefed.io/v1beta1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec});
+        let r = env
+            .request(
+                "host",
+                "POST",
+                &format!("/apis/sc.kubefed.io/v1beta1/namespaces/{ns}/{plural}"),
+                Some(&body.to_string()),
+            )
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    fed(&["reconcile", "-n", ns]).ok();
+    let live = |extra: &[&str]| {
+        let mut args = vec!["status", "configmaps", "-n", ns, "--live"];
+        args.extend_from_slice(extra);
+        fed(&args)
+    };
+    let rows: Value = serde_json::from_str(&live(&["-o", "json"]).ok().stdout).unwrap();
+    assert_eq!(
+        rows[0]["clusters"],
+        json!([{"name": "sc-m1", "status": "OK", "live": "in-sync"}, {"name": "sc-m2", "status": "OK", "live": "in-sync"}])
+    );
+
+    // Someone edits member1's copy and deletes member2's.
+    let path = format!("/api/v1/namespaces/{ns}/configmaps/watched");
+    assert_eq!(
+        env.request(
+            "member1",
+            "PATCH",
+            &path,
+            Some(r#"{"data":{"k":"edited"}}"#)
+        )
+        .unwrap()
+        .status,
+        200
+    );
+    assert_eq!(
+        env.request("member2", "DELETE", &path, None)
+            .unwrap()
+            .status,
+        200
+    );
+    let table = live(&[]).ok();
+    assert!(
+        table.stdout.contains("sc-m1:drifted,sc-m2:missing"),
+        "{}",
+        table.stdout
+    );
+    assert_eq!(live(&["--exit-code"]).code, 3);
+
+    // A reconcile repairs both.
+    fed(&["reconcile", "-n", ns]).ok();
+    assert!(
+        live(&[])
+            .ok()
+            .stdout
+            .contains("sc-m1:in-sync,sc-m2:in-sync")
+    );
+}

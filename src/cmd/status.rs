@@ -62,6 +62,10 @@ pub struct StatusOptions {
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::cli::parse_duration)]
     pub probe_timeout: Duration,
 
+    /// With a type: check the member clusters themselves (in-sync, drifted, missing, unmanaged)
+    #[arg(long)]
+    pub live: bool,
+
     /// Exit with 3 when a cluster is not ready or an object is not propagated
     #[arg(long)]
     pub exit_code: bool,
@@ -116,6 +120,9 @@ pub struct ObjectRow {
 pub struct ClusterPropagation {
     pub name: String,
     pub status: String,
+    /// With `--live`: in-sync, drifted, missing, unmanaged or unreachable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live: Option<String>,
 }
 
 pub fn run(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
@@ -201,7 +208,14 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
             }
         }
         Some(type_name) => {
-            let rows = object_rows(&host, &factory, o, type_name).await?;
+            let mut rows = object_rows(&host, &factory, o, type_name).await?;
+            if o.live {
+                check_members(&host, o, type_name, &mut rows).await?;
+                unhealthy |= rows
+                    .iter()
+                    .flat_map(|r| &r.clusters)
+                    .any(|c| c.live.as_deref() != Some("in-sync"));
+            }
             unhealthy |= rows.iter().any(|r| r.propagation != "True");
             match o.output {
                 Some(StatusFormat::Json) => {
@@ -318,6 +332,123 @@ async fn type_rows(host: &Host) -> Result<Vec<TypeRow>> {
     Ok(rows)
 }
 
+/// `--live`: what each placed member really holds, compared with what it
+/// should hold (the desired object, with its live fields retained).
+async fn check_members(
+    host: &Host,
+    o: &StatusOptions,
+    type_name: &str,
+    rows: &mut [ObjectRow],
+) -> Result<()> {
+    use crate::core::compare::is_subset;
+    use crate::core::desired::{TargetType, desired_for_cluster};
+    use crate::core::placement::{Cluster, selected_clusters};
+    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
+    let ftcs = api
+        .list(&ListParams::default())
+        .await
+        .map_err(api_error)?
+        .items;
+    let key = type_name.to_lowercase();
+    let Some(ftc) = ftcs.iter().find(|f| {
+        f.metadata.name.as_deref() == Some(key.as_str())
+            || f.spec.target_type.plural_name == key
+            || f.spec.target_type.kind.to_lowercase() == key
+            || f.spec.federated_type.kind.to_lowercase() == key
+            || f.spec.federated_type.plural_name == key
+    }) else {
+        return Ok(());
+    };
+    let t = &ftc.spec.target_type;
+    let group = t.group.clone().unwrap_or_default();
+    let target = TargetType::new(&group, &t.version, &t.kind);
+    let ar = ApiResource {
+        api_version: target.api_version(),
+        group,
+        version: t.version.clone(),
+        kind: t.kind.clone(),
+        plural: t.plural_name.clone(),
+    };
+    let members = members::load(host, o.probe_timeout, &[]).await?;
+    let clusters: Vec<Cluster> = members
+        .iter()
+        .map(|m| Cluster {
+            name: m.name.clone(),
+            labels: m.labels.clone(),
+            ready: true,
+        })
+        .collect();
+    let fed_ar = federated_resource(ftc);
+    for row in rows.iter_mut() {
+        let fed_api: Api<DynamicObject> = if row.namespace.is_empty() {
+            Api::all_with(host.client.clone(), &fed_ar)
+        } else {
+            Api::namespaced_with(host.client.clone(), &row.namespace, &fed_ar)
+        };
+        let fed = match fed_api.get_opt(&row.name).await {
+            Ok(Some(f)) => serde_json::to_value(f)?,
+            _ => continue,
+        };
+        let placed = selected_clusters(&fed, &clusters).unwrap_or_default();
+        let mut checked = Vec::new();
+        for m in members.iter().filter(|m| placed.contains(&m.name)) {
+            let live = match &m.client {
+                Err(_) => Err(()),
+                Ok(client) => {
+                    let api: Api<DynamicObject> = if t.scope == "Namespaced" {
+                        Api::namespaced_with(client.clone(), &row.namespace, &ar)
+                    } else {
+                        Api::all_with(client.clone(), &ar)
+                    };
+                    tokio::time::timeout(o.probe_timeout, api.get_opt(&row.name))
+                        .await
+                        .map_err(|_| ())
+                        .and_then(|r| r.map_err(|_| ()))
+                }
+            };
+            let verdict = match live {
+                Err(()) => "unreachable".to_string(),
+                Ok(None) => "missing".into(),
+                Ok(Some(obj)) => {
+                    let obj = serde_json::to_value(obj)?;
+                    if crate::core::plan::managed_label(&obj)
+                        != crate::core::plan::ManagedLabel::True
+                    {
+                        "unmanaged".into()
+                    } else {
+                        match desired_for_cluster(&fed, &target, &m.name, Some(&obj)) {
+                            Ok(d) if is_subset(&strip_server_fields(&d), &obj) => "in-sync".into(),
+                            Ok(_) => "drifted".into(),
+                            Err(_) => "invalid".into(),
+                        }
+                    }
+                }
+            };
+            let status = row
+                .clusters
+                .iter()
+                .find(|c| c.name == m.name)
+                .map_or("-".to_string(), |c| c.status.clone());
+            checked.push(ClusterPropagation {
+                name: m.name.clone(),
+                status,
+                live: Some(verdict),
+            });
+        }
+        row.clusters = checked;
+    }
+    Ok(())
+}
+
+/// The desired object minus what only the server decides.
+fn strip_server_fields(d: &Value) -> Value {
+    let mut d = d.clone();
+    if let Some(m) = d.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    d
+}
+
 fn federated_resource(f: &FederatedTypeConfig) -> ApiResource {
     let t = &f.spec.federated_type;
     let group = t.group.clone().unwrap_or_default();
@@ -430,6 +561,7 @@ async fn object_rows(
                                 .filter(|s| !s.is_empty())
                                 .unwrap_or("OK")
                                 .to_string(),
+                            live: None,
                         })
                         .collect()
                 })
@@ -618,7 +750,7 @@ pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
         } else {
             r.clusters
                 .iter()
-                .map(|c| format!("{}:{}", c.name, c.status))
+                .map(|c| format!("{}:{}", c.name, c.live.as_deref().unwrap_or(&c.status)))
                 .collect::<Vec<_>>()
                 .join(",")
         };
