@@ -18,6 +18,19 @@ pub fn resource_of<K: Resource<DynamicType = ()>>() -> ApiResource {
     ApiResource::erase::<K>(&())
 }
 
+/// A dynamic Api in `namespace`, or cluster-wide (or across all namespaces)
+/// when there is none.
+pub fn dynamic_api(
+    client: &Client,
+    namespace: Option<&str>,
+    resource: &ApiResource,
+) -> Api<DynamicObject> {
+    match namespace.filter(|n| !n.is_empty()) {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    }
+}
+
 /// One object in one cluster.
 #[derive(Clone)]
 pub struct ObjectRef {
@@ -47,10 +60,7 @@ impl ObjectRef {
     }
 
     fn api(&self) -> Api<DynamicObject> {
-        match &self.namespace {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &self.resource),
-            None => Api::all_with(self.client.clone(), &self.resource),
-        }
+        dynamic_api(&self.client, self.namespace.as_deref(), &self.resource)
     }
 
     /// The object if it exists.

@@ -491,10 +491,7 @@ async fn write_federated(
         };
         return Ok(Ok(format!("{shown} {v}")));
     }
-    let api: Api<DynamicObject> = match ns {
-        Some(ns) => Api::namespaced_with(host.client.clone(), ns, &target.resource),
-        None => Api::all_with(host.client.clone(), &target.resource),
-    };
+    let api: Api<DynamicObject> = crate::apply::dynamic_api(&host.client, ns, &target.resource);
     match live {
         Some(l) => {
             let body: DynamicObject =

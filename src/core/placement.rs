@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::desired::describe;
+
 use super::membership::Scope;
 
 /// A registered member cluster as the pure core sees it (a `KubeFedCluster`).
@@ -325,23 +327,6 @@ fn check_name_part(part: &str) -> Result<(), String> {
         );
     }
     Ok(())
-}
-
-fn describe(fed: &Value) -> String {
-    let meta = fed.get("metadata");
-    let get = |k: &str| {
-        meta.and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    let kind = fed
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("federated object");
-    match get("namespace") {
-        "" => format!("{kind} \"{}\"", get("name")),
-        ns => format!("{kind} \"{ns}/{}\"", get("name")),
-    }
 }
 
 #[cfg(test)]

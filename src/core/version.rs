@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use md5::{Digest, Md5};
 use serde_json::{Map, Number, Value, json};
 
+use super::desired::describe;
+
 /// Why a hash could not be computed (the shape of the federated object is
 /// wrong where KubeFed's typed decoding would also fail).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -227,20 +229,6 @@ pub fn merged_status(
 fn hashes_match(status: &Value, template_version: &str, overrides_version: &str) -> bool {
     let get = |k: &str| status.get(k).and_then(Value::as_str).unwrap_or("");
     get("templateVersion") == template_version && get("overridesVersion") == overrides_version
-}
-
-fn describe(fed: &Value) -> String {
-    let meta = fed.get("metadata");
-    let get = |k: &str| {
-        meta.and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    let kind = fed.get("kind").and_then(Value::as_str).unwrap_or("object");
-    match get("namespace") {
-        "" => format!("{kind} \"{}\"", get("name")),
-        ns => format!("{kind} \"{ns}/{}\"", get("name")),
-    }
 }
 
 fn md5_hex(text: &str) -> String {

@@ -815,10 +815,8 @@ async fn schedule_replicas(
         "ReplicaSchedulingPreference",
         "replicaschedulingpreferences",
     );
-    let api: Api<DynamicObject> = match namespace {
-        Some(ns) => Api::namespaced_with(host.client.clone(), ns, &ar),
-        None => Api::all_with(host.client.clone(), &ar),
-    };
+    let api: Api<DynamicObject> =
+        crate::apply::dynamic_api(&host.client, namespace.as_deref(), &ar);
     let rsps = list_all(&api, &ListParams::default()).await?;
     let mut writes = 0;
     for rsp in rsps {
@@ -897,10 +895,8 @@ async fn read_versions(
         "PropagatedVersion",
         "propagatedversions",
     );
-    let api: Api<DynamicObject> = match namespace {
-        Some(ns) => Api::namespaced_with(host.client.clone(), ns, &pv),
-        None => Api::all_with(host.client.clone(), &pv),
-    };
+    let api: Api<DynamicObject> =
+        crate::apply::dynamic_api(&host.client, namespace.as_deref(), &pv);
     for v in list_all(&api, &ListParams::default()).await? {
         out.insert(key(&v), v);
     }

@@ -2,7 +2,7 @@
 //! KubeFedClusters from files → the objects each member cluster would hold.
 
 use crate::core::builtin_types::{builtin_by_kind, builtin_version};
-use crate::core::desired::{TargetType, desired_for_cluster};
+use crate::core::desired::{TargetType, describe, desired_for_cluster};
 use crate::core::legacy;
 use crate::core::membership::Scope;
 use crate::core::overrides::validate_overrides;
@@ -328,17 +328,6 @@ pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
         });
     }
     Ok(out)
-}
-
-fn describe(obj: &Value) -> String {
-    let kind = obj["kind"].as_str().unwrap_or("object");
-    match (
-        obj["metadata"]["namespace"].as_str(),
-        obj["metadata"]["name"].as_str().unwrap_or(""),
-    ) {
-        (Some(ns), name) => format!("{kind} \"{ns}/{name}\""),
-        (None, name) => format!("{kind} {name:?}"),
-    }
 }
 
 /// The target of a federated object: `Federated<Kind>` → Kind, with the

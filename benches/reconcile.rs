@@ -1,0 +1,287 @@
+//! `cargo bench --bench reconcile`: the one-shot reconcile at scale, against
+//! real API servers (a host and 10 members by default) behind counting
+//! proxies. Prints a table of figures; docs/performance.md keeps the last.
+//!
+//! KUBEFEDCTL_BENCH_MEMBERS (10), KUBEFEDCTL_BENCH_OBJECTS (1000 of each of
+//! FederatedDeployment and FederatedConfigMap), KUBEFEDCTL_BENCH_RENDER
+//! (10000 objects for the offline render).
+
+use serde_json::json;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use testenv::{Faults, Proxy, TestEnv};
+
+const KUBEFEDCTL: &str = env!("CARGO_BIN_EXE_kubefedctl");
+const CONCURRENCY: usize = 8;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn kubefedctl(kc: &Path, args: &[&str]) -> (Duration, std::process::Output) {
+    let start = Instant::now();
+    let out = Command::new(KUBEFEDCTL)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(args)
+        .output()
+        .expect("running kubefedctl");
+    (start.elapsed(), out)
+}
+
+fn ok(what: &str, out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Peak RSS of waited-for children, in MiB.
+fn children_peak_rss_mib() -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+/// POSTs `bodies` to the host from a few threads (setup, not measured).
+fn create_all(env: &TestEnv, path: &str, bodies: Vec<String>) {
+    let chunks: Vec<Vec<String>> = bodies
+        .chunks(bodies.len().div_ceil(4).max(1))
+        .map(|c| c.to_vec())
+        .collect();
+    std::thread::scope(|s| {
+        for chunk in chunks {
+            s.spawn(move || {
+                for b in chunk {
+                    let r = env.request("host", "POST", path, Some(&b)).unwrap();
+                    assert_eq!(r.status, 201, "{}", r.body);
+                }
+            });
+        }
+    });
+}
+
+fn populate(env: &TestEnv, ns: &str, objects: usize) {
+    assert_eq!(
+        env.request(
+            "host",
+            "POST",
+            "/api/v1/namespaces",
+            Some(&json!({"metadata": {"name": ns}}).to_string())
+        )
+        .unwrap()
+        .status,
+        201
+    );
+    let base = format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}");
+    let fns = json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace", "metadata": {"name": ns}, "spec": {"placement": {"clusterSelector": {}}}});
+    create_all(
+        env,
+        &format!("{base}/federatednamespaces"),
+        vec![fns.to_string()],
+    );
+    let deployments = (0..objects)
+        .map(|i| {
+            json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment", "metadata": {"name": format!("web-{i:05}")},
+                "spec": {"placement": {"clusterSelector": {}}, "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}}})
+            .to_string()
+        })
+        .collect();
+    create_all(env, &format!("{base}/federateddeployments"), deployments);
+    let configmaps = (0..objects)
+        .map(|i| json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap", "metadata": {"name": format!("cfg-{i:05}")},
+            "spec": {"placement": {"clusterSelector": {}}, "template": {"data": {"i": i.to_string()}}}}).to_string())
+        .collect();
+    create_all(env, &format!("{base}/federatedconfigmaps"), configmaps);
+}
+
+struct Counts {
+    member_requests: usize,
+    member_writes: usize,
+    host_writes: usize,
+}
+
+fn counts(host: &Proxy, members: &[Proxy]) -> Counts {
+    Counts {
+        member_requests: members.iter().map(|p| p.records().len()).sum(),
+        member_writes: members.iter().map(Proxy::writes).sum(),
+        host_writes: host.writes(),
+    }
+}
+
+fn reset(host: &Proxy, members: &[Proxy]) {
+    host.reset_records();
+    members.iter().for_each(Proxy::reset_records);
+}
+
+fn main() {
+    let n_members = env_usize("KUBEFEDCTL_BENCH_MEMBERS", 10);
+    let objects = env_usize("KUBEFEDCTL_BENCH_OBJECTS", 1000);
+    let render_objects = env_usize("KUBEFEDCTL_BENCH_RENDER", 10_000);
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+
+    // Offline render first: no cluster needed.
+    let dir = std::env::temp_dir().join(format!("kubefedctl-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::new();
+    for i in 0..render_objects {
+        text.push_str(&format!(
+            "---\napiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {{name: cfg-{i:05}, namespace: bench}}\nspec:\n  template: {{data: {{i: \"{i}\"}}}}\n  placement: {{clusterSelector: {{}}}}\n  overrides:\n  - clusterName: c03\n    clusterOverrides: [{{path: /data/i, value: over}}]\n"
+        ));
+    }
+    std::fs::write(dir.join("objects.yaml"), text).unwrap();
+    let clusters: Vec<String> = (0..10)
+        .map(|c| format!("--cluster=c{c:02}:n={c}"))
+        .collect();
+    let mut args = vec![
+        "reconcile".to_string(),
+        "--from".into(),
+        dir.join("objects.yaml").display().to_string(),
+        "-o".into(),
+        "json".into(),
+    ];
+    args.extend(clusters);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (render_time, out) = kubefedctl(Path::new("/nonexistent"), &args);
+    ok("render", &out);
+    rows.push((
+        format!("offline render, {render_objects} objects × 10 clusters"),
+        format!("{:.2} s", render_time.as_secs_f64()),
+        format!("{} MiB of JSON; target < 1 s", out.stdout.len() / (1 << 20)),
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // The live federation.
+    let names: Vec<String> = std::iter::once("host".to_string())
+        .chain((1..=n_members).map(|i| format!("m{i:02}")))
+        .collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let env = TestEnv::start(&name_refs).expect("test environment");
+    eprintln!(
+        "{} clusters up in {:.1}s",
+        names.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let host = env.proxy("host").unwrap();
+    let members: Vec<Proxy> = names[1..].iter().map(|m| env.proxy(m).unwrap()).collect();
+    let mut kc = env
+        .kubeconfig()
+        .current_context("host")
+        .server("host", &host.url());
+    for (m, p) in names[1..].iter().zip(&members) {
+        kc = kc.server(m, &p.url());
+    }
+    let kc_path = env.dir().join("bench.kubeconfig");
+    kc.write(&kc_path).unwrap();
+    ok("init", &kubefedctl(&kc_path, &["init"]).1);
+    for m in &names[1..] {
+        ok("join", &kubefedctl(&kc_path, &["join", m]).1);
+    }
+    for t in ["namespaces", "configmaps", "deployments.apps"] {
+        ok("enable", &kubefedctl(&kc_path, &["enable", t]).1);
+    }
+    populate(&env, "bench-a", objects);
+
+    let c = CONCURRENCY.to_string();
+    reset(&host, &members);
+    let (first, out) = kubefedctl(
+        &kc_path,
+        &["reconcile", "-n", "bench-a", "--concurrency", &c],
+    );
+    ok("first run", &out);
+    let rss = children_peak_rss_mib();
+    let k = counts(&host, &members);
+    let placed = 2 * objects * n_members;
+    let minimum = n_members * (2 + 3 + 1 + 2 * objects); // healthz, version, 3 lists, namespace + objects
+    rows.push((
+        "first run: wall time".into(),
+        format!("{:.1} s", first.as_secs_f64()),
+        format!("{placed} objects placed on {n_members} members"),
+    ));
+    rows.push((
+        "first run: member writes".into(),
+        k.member_writes.to_string(),
+        format!(
+            "expected {} (one create per placed object + the namespace per member)",
+            placed + n_members
+        ),
+    ));
+    rows.push((
+        "first run: member requests".into(),
+        k.member_requests.to_string(),
+        format!("minimum the design needs: {minimum}"),
+    ));
+    rows.push((
+        "first run: host writes".into(),
+        k.host_writes.to_string(),
+        "status, propagated version, finalizer per federated object; cluster health".into(),
+    ));
+    rows.push((
+        "peak RSS of kubefedctl".into(),
+        format!("{rss:.0} MiB"),
+        "target < 200 MB".into(),
+    ));
+
+    reset(&host, &members);
+    let (second, out) = kubefedctl(
+        &kc_path,
+        &["reconcile", "-n", "bench-a", "--concurrency", &c],
+    );
+    ok("second run", &out);
+    let k = counts(&host, &members);
+    rows.push((
+        "second run (nothing changed): writes".into(),
+        (k.member_writes + k.host_writes).to_string(),
+        format!(
+            "target 0; {:.1} s, {} member requests",
+            second.as_secs_f64(),
+            k.member_requests
+        ),
+    ));
+
+    // The same work again, with 5 ms added to every member request.
+    populate(&env, "bench-b", objects);
+    for p in &members {
+        p.set_faults(Faults {
+            latency: Duration::from_millis(5),
+            ..Faults::default()
+        });
+    }
+    reset(&host, &members);
+    let (slow, out) = kubefedctl(
+        &kc_path,
+        &["reconcile", "-n", "bench-b", "--concurrency", &c],
+    );
+    ok("latency run", &out);
+    let k = counts(&host, &members);
+    let per_member = k.member_requests as f64 / n_members as f64;
+    let expected = per_member / CONCURRENCY as f64 * 0.005;
+    let added = slow.as_secs_f64() - first.as_secs_f64();
+    rows.push((
+        "5 ms latency: added wall time".into(),
+        format!("{added:.2} s"),
+        format!(
+            "bound 1.5 × ({per_member:.0} requests ÷ {CONCURRENCY} in flight × 5 ms) = {:.2} s: {}",
+            1.5 * expected,
+            if added <= 1.5 * expected {
+                "within"
+            } else {
+                "OVER"
+            }
+        ),
+    ));
+
+    println!("\n| measure | result | notes |\n|---|---|---|");
+    for (a, b, n) in rows {
+        println!("| {a} | {b} | {n} |");
+    }
+}
