@@ -64,3 +64,33 @@ mod tests {
         );
     }
 }
+
+/// Every document of a YAML (or JSON) stream. serde-saphyr's default budget
+/// stops at 1,024 documents and 250,000 nodes — a protection against
+/// document storms that real manifest sets (thousands of objects) exceed.
+/// Limits here scale to about a million objects; the defaults against
+/// alias bombs and deep nesting stay.
+pub fn yaml_documents(text: &str) -> Result<Vec<serde_json::Value>, serde_saphyr::Error> {
+    // Both structs are non-exhaustive: start from the defaults.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 1_000_000;
+    budget.max_nodes = 100_000_000;
+    budget.max_events = 200_000_000;
+    budget.max_total_scalar_bytes = 4 << 30;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    serde_saphyr::from_multiple_with_options(text, options)
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+
+    #[test]
+    fn thousands_of_documents_parse() {
+        let text: String = (0..2000).map(|i| format!("---\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n")).collect();
+        let docs = yaml_documents(&text).unwrap();
+        assert_eq!(docs.len(), 2000);
+        assert_eq!(docs[1999]["metadata"]["name"], "c1999");
+    }
+}

@@ -88,7 +88,7 @@ pub struct Directive {
 /// Parses EnableTypeDirective documents; errors name the file and document.
 pub fn parse_directives(text: &str, source: &str) -> Result<Vec<Directive>> {
     let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+        crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
     let mut out = Vec::new();
     for (i, doc) in docs.iter().enumerate() {
         let at = format!("{source}: document {}", i + 1);

@@ -155,7 +155,7 @@ pub fn federate_documents(
     placement: &Placement,
 ) -> Result<(Vec<Value>, Vec<String>)> {
     let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+        crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
     let mut objects = Vec::new();
     let mut warnings = Vec::new();
     for (i, doc) in docs.iter().enumerate() {

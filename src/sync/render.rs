@@ -82,7 +82,7 @@ fn files(path: &Path) -> Result<Vec<PathBuf>> {
 /// Sorts the documents of one file into [`Inputs`].
 pub fn add_documents(inputs: &mut Inputs, source: &str, text: &str) -> Result<()> {
     let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+        crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
     for (i, doc) in docs.into_iter().enumerate() {
         let at = format!("{source}: document {}", i + 1);
         let items = if doc["kind"] == "List" {
