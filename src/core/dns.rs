@@ -321,7 +321,7 @@ pub struct ClusterDns {
     pub cluster: String,
     /// Sorted by IP, then hostname.
     pub load_balancer: Vec<LbIngress>,
-    /// Service only.
+    /// Service only; sorted (the health controller reports a set).
     pub zones: Vec<String>,
     /// Service only.
     pub region: String,
@@ -512,14 +512,14 @@ pub fn record_status(
                         } else {
                             Vec::new()
                         },
-                        zones: o.zones.clone(),
+                        zones: sorted_zones(&o.zones),
                         region: o.region.clone(),
                     });
                     continue;
                 }
                 let before = previous.dns.iter().find(|d| d.cluster == o.cluster);
                 let (region, zones) = if !o.region.is_empty() && !o.zones.is_empty() {
-                    (o.region.clone(), o.zones.clone())
+                    (o.region.clone(), sorted_zones(&o.zones))
                 } else if let Some(b) =
                     before.filter(|b| !b.region.is_empty() && !b.zones.is_empty())
                 {
@@ -722,7 +722,7 @@ pub fn dns_endpoints(record: &DnsRecord, status: &RecordStatus) -> EndpointsPlan
             labels: labels.clone(),
         });
     }
-    let group = if record.api_group.is_empty() {
+    let group: &str = if record.api_group.is_empty() {
         DNS_GROUP
     } else {
         &record.api_group
@@ -761,7 +761,8 @@ impl Candidates {
                 self.hostnames.extend(names.map(|v| v.to_string()));
             }
         }
-        if lbs.iter().all(lb_is_empty) && !up.is_empty() {
+        // Used only when no cluster gives the name an address (see `decide`).
+        if !up.is_empty() {
             self.up.insert(up.to_string());
         }
     }
@@ -800,6 +801,13 @@ impl Candidates {
         }
         up.into_iter().next().map(|t| (RecordType::Cname, vec![t]))
     }
+}
+
+/// Zones sorted and unique, so that the order a cluster reports them in
+/// does not rewrite the status.
+fn sorted_zones(zones: &[String]) -> Vec<String> {
+    let set: BTreeSet<&String> = zones.iter().filter(|z| !z.is_empty()).collect();
+    set.into_iter().cloned().collect()
 }
 
 fn lb_is_empty(lb: &LbIngress) -> bool {
@@ -1198,7 +1206,13 @@ mod tests {
     #[test]
     fn missing_domain_leaves_status_alone() {
         let o = observed("c1", true, "us", &["us1"], &ips(&[LB1]));
-        let plan = record_status(&record(), None, &[o.clone()], &RecordStatus::default()).unwrap();
+        let plan = record_status(
+            &record(),
+            None,
+            std::slice::from_ref(&o),
+            &RecordStatus::default(),
+        )
+        .unwrap();
         assert_eq!(plan.status, None);
         assert!(plan.warnings[0].contains("Domain \"galactic\" not found"));
         let other = Domain::new("other", "example.org");
@@ -1430,7 +1444,7 @@ mod tests {
             load_balancer: lbs.to_vec(),
             ..ClusterDns::default()
         };
-        let st = |dns| RecordStatus {
+        let st = |dns: Vec<ClusterDns>| RecordStatus {
             domain: String::new(),
             dns,
         };
