@@ -4,6 +4,7 @@ pub mod builtin_types;
 pub mod compare;
 pub mod convert;
 pub mod desired;
+pub mod dns;
 pub mod legacy;
 pub mod lookup;
 pub mod membership;
