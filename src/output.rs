@@ -88,7 +88,9 @@ mod stream_tests {
 
     #[test]
     fn thousands_of_documents_parse() {
-        let text: String = (0..2000).map(|i| format!("---\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n")).collect();
+        let text: String = (0..2000)
+            .map(|i| format!("---\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n"))
+            .collect();
         let docs = yaml_documents(&text).unwrap();
         assert_eq!(docs.len(), 2000);
         assert_eq!(docs[1999]["metadata"]["name"], "c1999");

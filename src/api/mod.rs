@@ -4,6 +4,7 @@
 //! KubeFed's own chart, so a real KubeFed controller can run on them later.
 
 pub mod core;
+pub mod dns;
 pub mod scheduling;
 
 /// KubeFed's core API group.

@@ -37,18 +37,30 @@ pub struct InitOptions {
     /// Show what would change, writing nothing
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Also install the multi-cluster DNS CRDs (Domain, ServiceDNSRecord, IngressDNSRecord, DNSEndpoint)
+    #[arg(long)]
+    pub with_dns: bool,
 }
 
 /// Everything init writes, in order.
-pub fn objects(namespace: &str, scope: Scope) -> Vec<Value> {
+pub fn objects(namespace: &str, scope: Scope, with_dns: bool) -> Vec<Value> {
     let mut out =
         vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})];
-    out.extend(
-        core_crds()
-            .into_iter()
-            .map(|c| serde_json::to_value(c).expect("CRDs serialize")),
-    );
+    out.extend(all_crds(with_dns));
     out.push(kubefed_config(namespace, scope));
+    out
+}
+
+/// KubeFed's core CRDs, and the multi-cluster DNS ones when asked.
+fn all_crds(with_dns: bool) -> Vec<Value> {
+    let mut out: Vec<Value> = core_crds()
+        .into_iter()
+        .map(|c| serde_json::to_value(c).expect("CRDs serialize"))
+        .collect();
+    if with_dns {
+        out.extend(crate::api::dns::dns_crds());
+    }
     out
 }
 
@@ -64,7 +76,10 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
 pub fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
     let scope = o.scope.unwrap_or(Scope::Cluster);
     if let Some(format) = o.output {
-        return print_objects(&objects(&global.kubefed_namespace, scope), format);
+        return print_objects(
+            &objects(&global.kubefed_namespace, scope, o.with_dns),
+            format,
+        );
     }
     crate::cli::runtime()?.block_on(run_live(global, o, scope))
 }
@@ -94,12 +109,17 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
     let host = Host::connect(global, &factory).await?;
     let ns = host.namespace.clone();
     let namespace = host.object(resource_of::<Namespace>(), false, &ns);
-    let crds: Vec<(ObjectRef, Value)> = core_crds()
+    let crds: Vec<(ObjectRef, Value)> = all_crds(o.with_dns)
         .into_iter()
         .map(|c| {
-            let name = c.metadata.name.clone().expect("CRDs are named");
-            let obj = host.object(resource_of::<CustomResourceDefinition>(), false, &name);
-            (obj, serde_json::to_value(c).expect("CRDs serialize"))
+            let name = c["metadata"]["name"]
+                .as_str()
+                .expect("CRDs are named")
+                .to_string();
+            (
+                host.object(resource_of::<CustomResourceDefinition>(), false, &name),
+                c,
+            )
         })
         .collect();
     let config = host.object(resource_of::<KubeFedConfig>(), true, KUBEFED_CONFIG_NAME);
@@ -195,7 +215,12 @@ mod tests {
 
     #[test]
     fn objects_match_kubefed_v0_10() {
-        let objs = objects("fed", Scope::Namespaced);
+        assert_eq!(
+            objects("fed", Scope::Cluster, true).len(),
+            12,
+            "with the four DNS CRDs"
+        );
+        let objs = objects("fed", Scope::Namespaced, false);
         let names: Vec<&str> = objs
             .iter()
             .map(|o| o["metadata"]["name"].as_str().unwrap())

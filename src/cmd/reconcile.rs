@@ -189,6 +189,9 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         Some(format) => crate::output::print(&report, format)?,
         None => print!("{}", summary_table(&report, o.dry_run)),
     }
+    for n in &report.notes {
+        eprintln!("note: {n}");
+    }
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }

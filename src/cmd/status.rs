@@ -207,6 +207,18 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
                 }
             }
         }
+        Some("dns") => {
+            let rows = dns_rows(&host, o).await?;
+            match o.output {
+                Some(StatusFormat::Json) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+                }
+                Some(StatusFormat::Yaml) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+                }
+                _ => print!("{}", dns_table(&rows)),
+            }
+        }
         Some(type_name) => {
             let mut rows = object_rows(&host, &factory, o, type_name).await?;
             if o.live {
@@ -586,6 +598,91 @@ async fn object_rows(
         .collect();
     rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok(rows)
+}
+
+/// One DNS name a DNSEndpoint publishes.
+#[derive(Serialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct DnsRow {
+    pub namespace: String,
+    pub endpoint: String,
+    pub dns_name: String,
+    pub record_type: String,
+    pub ttl: i64,
+    pub targets: Vec<String>,
+}
+
+async fn dns_rows(host: &Host, o: &StatusOptions) -> Result<Vec<DnsRow>> {
+    if !crate::sync::dns::installed(host).await? {
+        bail!("multi-cluster DNS is not installed in the host (kubefedctl init --with-dns)");
+    }
+    // Every namespace unless -n names one.
+    let namespace = if o.all_namespaces {
+        None
+    } else {
+        o.namespace.clone()
+    };
+    let ar = ApiResource {
+        group: "multiclusterdns.kubefed.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "multiclusterdns.kubefed.io/v1alpha1".into(),
+        kind: "DNSEndpoint".into(),
+        plural: "dnsendpoints".into(),
+    };
+    let api = crate::apply::dynamic_api(&host.client, namespace.as_deref(), &ar);
+    let mut rows = Vec::new();
+    for ep in api
+        .list(&ListParams::default())
+        .await
+        .map_err(api_error)?
+        .items
+    {
+        let ep = serde_json::to_value(ep)?;
+        for e in ep["spec"]["endpoints"].as_array().into_iter().flatten() {
+            rows.push(DnsRow {
+                namespace: ep["metadata"]["namespace"].as_str().unwrap_or("").into(),
+                endpoint: ep["metadata"]["name"].as_str().unwrap_or("").into(),
+                dns_name: e["dnsName"].as_str().unwrap_or("").into(),
+                record_type: e["recordType"].as_str().unwrap_or("").into(),
+                ttl: e["recordTTL"].as_i64().unwrap_or(0),
+                targets: e["targets"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.as_str().map(String::from))
+                    .collect(),
+            });
+        }
+    }
+    rows.sort_by(|a, b| {
+        (&a.namespace, &a.endpoint, &a.dns_name).cmp(&(&b.namespace, &b.endpoint, &b.dns_name))
+    });
+    Ok(rows)
+}
+
+fn dns_table(rows: &[DnsRow]) -> String {
+    if rows.is_empty() {
+        return "No DNS records (ServiceDNSRecord / IngressDNSRecord, then kubefedctl reconcile).\n".into();
+    }
+    let mut t = table(&[
+        "NAMESPACE",
+        "ENDPOINT",
+        "DNS NAME",
+        "TYPE",
+        "TTL",
+        "TARGETS",
+    ]);
+    for r in rows {
+        t.add_row(vec![
+            Cell::new(&r.namespace),
+            Cell::new(&r.endpoint),
+            Cell::new(&r.dns_name),
+            Cell::new(&r.record_type),
+            Cell::new(r.ttl),
+            Cell::new(r.targets.join(",")),
+        ]);
+    }
+    render(&t)
 }
 
 /// `member1,member2`, `selector region=eu`, `all clusters` or `none`.

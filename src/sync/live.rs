@@ -35,6 +35,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
+/// Write-backs to the host in flight at once.
+const HOST_WRITES_IN_FLIGHT: usize = 16;
+
 /// What to reconcile and how.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -77,6 +80,8 @@ pub struct Report {
     pub host_writes: usize,
     /// Things worth knowing that are not failures.
     pub warnings: Vec<String>,
+    /// Informational lines.
+    pub notes: Vec<String>,
     #[serde(skip)]
     pub diffs: Vec<String>,
 }
@@ -616,6 +621,7 @@ pub async fn reconcile(
                 ));
             }
         }
+        dns(host, &all, &health, namespace.as_deref(), true, &mut report).await?;
         return Ok(report);
     }
 
@@ -648,20 +654,41 @@ pub async fn reconcile(
         }
     }
 
-    // Status, propagated versions and finalizers back to the host.
+    // Status, propagated versions and finalizers back to the host, a
+    // bounded number at a time (thousands of objects, one host).
+    use futures::StreamExt;
     let now = crate::clock::now_rfc3339();
-    for p in &per_object {
+    let written: Vec<(usize, Result<usize>)> = futures::stream::iter(per_object.iter().enumerate())
+        .map(|(i, p)| {
+            let t = &types[p.type_index];
+            let fed = &t.objects[p.object_index];
+            let (clusters, only, now) = (&clusters, &o.clusters, &now);
+            async move { (i, write_back(host, t, fed, p, clusters, only, now).await) }
+        })
+        .buffer_unordered(HOST_WRITES_IN_FLIGHT)
+        .collect()
+        .await;
+    for (i, result) in written {
+        let p = &per_object[i];
         let t = &types[p.type_index];
-        let fed = &t.objects[p.object_index];
-        match write_back(host, t, fed, p, &clusters, &o.clusters, &now).await {
+        match result {
             Ok(n) => report.host_writes += n,
             Err(e) => report.failures.push(format!(
                 "host: {}: {}",
-                describe(&t.federated.kind, fed),
+                describe(&t.federated.kind, &t.objects[p.object_index]),
                 crate::error::one_line(&e)
             )),
         }
     }
+    dns(
+        host,
+        &all,
+        &health,
+        namespace.as_deref(),
+        false,
+        &mut report,
+    )
+    .await?;
     Ok(report)
 }
 
@@ -1479,4 +1506,21 @@ async fn write_version(
         .map_err(api_error)
         .context("writing the propagated version")?;
     Ok(writes + 1)
+}
+
+/// The multi-cluster DNS pass, when the host has the DNS API.
+async fn dns(
+    host: &Host,
+    all: &[Member],
+    health: &[Health],
+    namespace: Option<&str>,
+    dry_run: bool,
+    report: &mut Report,
+) -> Result<()> {
+    if crate::sync::dns::installed(host).await? {
+        crate::sync::dns::dns_pass(host, all, health, namespace, dry_run, report).await
+    } else {
+        report.notes.push("multi-cluster DNS is not installed in the host (kubefedctl init --with-dns): DNS records skipped".into());
+        Ok(())
+    }
 }

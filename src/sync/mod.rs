@@ -4,5 +4,6 @@
 //! what every member should hold.
 
 pub mod diff;
+pub mod dns;
 pub mod live;
 pub mod render;

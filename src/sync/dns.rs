@@ -1,0 +1,366 @@
+//! The DNS pass of reconcile (after the sync pass): cluster topology from
+//! member Nodes, each ServiceDNSRecord's/IngressDNSRecord's status from the
+//! members' load balancers, and the DNSEndpoint that ExternalDNS turns into
+//! records — written only when they change.
+
+use crate::apply::{api_error, dynamic_api};
+use crate::core::dns::{
+    ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
+    record_status,
+};
+use crate::host::Host;
+use crate::members::{Health, Member};
+use crate::sync::live::Report;
+use anyhow::Result;
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+const GROUP: &str = "multiclusterdns.kubefed.io";
+
+fn ar(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: "v1alpha1".into(),
+        api_version: format!("{GROUP}/v1alpha1"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+fn core_ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// True when `init --with-dns` installed the DNS API in the host.
+pub async fn installed(host: &Host) -> Result<bool> {
+    let crd = host.object(
+        crate::apply::resource_of::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(),
+        false,
+        "servicednsrecords.multiclusterdns.kubefed.io",
+    );
+    Ok(crd.get().await?.is_some())
+}
+
+/// Region and zones of a member from its Nodes' labels (the newer
+/// `topology.kubernetes.io/*` first, then `failure-domain.beta...`).
+pub fn topology(nodes: &[Value]) -> (Option<String>, Vec<String>) {
+    let label = |n: &Value, k: &str| {
+        n["metadata"]["labels"][format!("topology.kubernetes.io/{k}")]
+            .as_str()
+            .or_else(|| {
+                n["metadata"]["labels"][format!("failure-domain.beta.kubernetes.io/{k}")].as_str()
+            })
+            .map(str::to_string)
+    };
+    let region = nodes.iter().find_map(|n| label(n, "region"));
+    let zones: BTreeSet<String> = nodes.iter().filter_map(|n| label(n, "zone")).collect();
+    (region, zones.into_iter().collect())
+}
+
+/// Records the members' topology in their KubeFedCluster status. Node
+/// labels win; a cluster whose Nodes carry none keeps what its status says
+/// (so it can be set by hand). Returns (region, zones) per cluster.
+pub async fn refresh_topology(
+    host: &Host,
+    members: &[Member],
+    health: &[Health],
+    dry_run: bool,
+    report: &mut Report,
+) -> BTreeMap<String, (String, Vec<String>)> {
+    let kfc = core_ar(
+        "core.kubefed.io",
+        "v1beta1",
+        "KubeFedCluster",
+        "kubefedclusters",
+    );
+    let mut out = BTreeMap::new();
+    for (m, h) in members.iter().zip(health) {
+        let status = m.cluster.status.clone().unwrap_or_default();
+        let mut region = status.region.clone().unwrap_or_default();
+        let mut zones = status.zones.clone();
+        if let (true, Ok(client)) = (h.is_ready(), &m.client) {
+            let nodes = dynamic_api(client, None, &core_ar("", "v1", "Node", "nodes"));
+            match nodes.list(&ListParams::default()).await {
+                Ok(list) => {
+                    let nodes: Vec<Value> = list
+                        .items
+                        .into_iter()
+                        .map(|n| serde_json::to_value(n).unwrap_or_default())
+                        .collect();
+                    let (r, z) = topology(&nodes);
+                    if r.is_some() || !z.is_empty() {
+                        let (r, z) = (r.unwrap_or_default(), z);
+                        if (r.as_str(), &z) != (region.as_str(), &zones) && !dry_run {
+                            let patch = json!({"status": {"region": r, "zones": z}});
+                            let api = dynamic_api(&host.client, Some(&host.namespace), &kfc);
+                            match api
+                                .patch_status(
+                                    &m.name,
+                                    &PatchParams::default(),
+                                    &Patch::Merge(&patch),
+                                )
+                                .await
+                            {
+                                Ok(_) => report.host_writes += 1,
+                                Err(e) => report.failures.push(format!(
+                                    "host: topology of {}: {}",
+                                    m.name,
+                                    crate::error::one_line(&api_error(e))
+                                )),
+                            }
+                        }
+                        region = r;
+                        zones = z;
+                    }
+                }
+                Err(e) => report.warnings.push(format!(
+                    "{}: cannot list nodes for topology: {}",
+                    m.name,
+                    crate::error::one_line(&api_error(e))
+                )),
+            }
+        }
+        out.insert(m.name.clone(), (region, zones));
+    }
+    out
+}
+
+/// The DNS pass over every record in `namespace` (or everywhere).
+pub async fn dns_pass(
+    host: &Host,
+    members: &[Member],
+    health: &[Health],
+    namespace: Option<&str>,
+    dry_run: bool,
+    report: &mut Report,
+) -> Result<()> {
+    let topology = refresh_topology(host, members, health, dry_run, report).await;
+    let domains: Vec<Value> = dynamic_api(
+        &host.client,
+        Some(&host.namespace),
+        &ar("Domain", "domains"),
+    )
+    .list(&ListParams::default())
+    .await
+    .map_err(api_error)?
+    .items
+    .into_iter()
+    .map(|d| serde_json::to_value(d).unwrap_or_default())
+    .collect();
+    for (kind, plural, member_ar) in [
+        (
+            "ServiceDNSRecord",
+            "servicednsrecords",
+            core_ar("", "v1", "Service", "services"),
+        ),
+        (
+            "IngressDNSRecord",
+            "ingressdnsrecords",
+            core_ar("networking.k8s.io", "v1", "Ingress", "ingresses"),
+        ),
+    ] {
+        let records_api = dynamic_api(&host.client, namespace, &ar(kind, plural));
+        let records = records_api
+            .list(&ListParams::default())
+            .await
+            .map_err(api_error)?
+            .items;
+        for r in records {
+            let obj = serde_json::to_value(&r)?;
+            if let Err(e) = one_record(
+                host, members, health, &topology, &domains, &obj, &member_ar, dry_run, report,
+            )
+            .await
+            {
+                report.failures.push(format!(
+                    "host: {kind} {}/{}: {}",
+                    obj["metadata"]["namespace"].as_str().unwrap_or(""),
+                    obj["metadata"]["name"].as_str().unwrap_or(""),
+                    crate::error::one_line(&e)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn one_record(
+    host: &Host,
+    members: &[Member],
+    health: &[Health],
+    topology: &BTreeMap<String, (String, Vec<String>)>,
+    domains: &[Value],
+    obj: &Value,
+    member_ar: &ApiResource,
+    dry_run: bool,
+    report: &mut Report,
+) -> Result<()> {
+    let record = DnsRecord::from_value(obj)?;
+    let domain = domains
+        .iter()
+        .find(|d| d["metadata"]["name"].as_str() == Some(record.domain_ref.as_str()))
+        .map(Domain::from_value)
+        .transpose()?;
+    let mut observations = Vec::new();
+    for (m, h) in members.iter().zip(health) {
+        let (region, zones) = topology.get(&m.name).cloned().unwrap_or_default();
+        let mut o = ClusterObservation {
+            cluster: m.name.clone(),
+            ready: h.is_ready(),
+            region,
+            zones,
+            load_balancer: Vec::new(),
+            has_ready_endpoints: false,
+        };
+        if let (true, Ok(client)) = (h.is_ready(), &m.client) {
+            let api = dynamic_api(client, Some(&record.namespace), member_ar);
+            if let Some(svc) = api.get_opt(&record.name).await.map_err(api_error)? {
+                let svc = serde_json::to_value(svc)?;
+                for i in svc["status"]["loadBalancer"]["ingress"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    o.load_balancer.push(LbIngress {
+                        ip: i["ip"].as_str().unwrap_or("").into(),
+                        hostname: i["hostname"].as_str().unwrap_or("").into(),
+                    });
+                }
+            }
+            if record.kind == RecordKind::Service {
+                let eps = dynamic_api(
+                    client,
+                    Some(&record.namespace),
+                    &core_ar("", "v1", "Endpoints", "endpoints"),
+                );
+                if let Some(e) = eps.get_opt(&record.name).await.map_err(api_error)? {
+                    let e = serde_json::to_value(e)?;
+                    o.has_ready_endpoints = e["subsets"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|s| s["addresses"].as_array().is_some_and(|a| !a.is_empty()));
+                }
+            }
+        }
+        observations.push(o);
+    }
+    let previous = RecordStatus::from_value(obj.get("status")).map_err(|e| anyhow::anyhow!(e))?;
+    let plan = record_status(&record, domain.as_ref(), &observations, &previous)?;
+    report.warnings.extend(
+        plan.warnings
+            .iter()
+            .map(|w| format!("{}: {w}", record.describe())),
+    );
+    let Some(status) = plan.status else {
+        return Ok(());
+    };
+    let records_api = dynamic_api(
+        &host.client,
+        Some(&record.namespace),
+        &ar(
+            record.kind.kind(),
+            &format!("{}s", record.kind.kind().to_lowercase()),
+        ),
+    );
+    if status != previous && !dry_run {
+        let mut with_status = obj.clone();
+        with_status["status"] = status.to_value();
+        let body: DynamicObject = serde_json::from_value(with_status)?;
+        records_api
+            .replace_status(&record.name, &PostParams::default(), &body)
+            .await
+            .map_err(api_error)?;
+        report.host_writes += 1;
+    }
+    let endpoints = dns_endpoints(&record, &status);
+    report.warnings.extend(
+        endpoints
+            .warnings
+            .iter()
+            .map(|w| format!("{}: {w}", record.describe())),
+    );
+    let ep_api = dynamic_api(
+        &host.client,
+        Some(&record.namespace),
+        &ar("DNSEndpoint", "dnsendpoints"),
+    );
+    let live = ep_api
+        .get_opt(&endpoints.name)
+        .await
+        .map_err(api_error)?
+        .map(|l| serde_json::to_value(l).unwrap_or_default());
+    if !endpoints.needs_write(live.as_ref()) {
+        return Ok(());
+    }
+    if dry_run {
+        report.plan.push(format!(
+            "host: {} DNSEndpoint {}/{}",
+            if live.is_some() { "update" } else { "create" },
+            record.namespace,
+            endpoints.name
+        ));
+        return Ok(());
+    }
+    let mut desired = endpoints.object();
+    // Owned by its record: deleting the record deletes the DNSEndpoint.
+    desired["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": record.name,
+        "uid": obj["metadata"]["uid"], "controller": true, "blockOwnerDeletion": false
+    }]);
+    match live {
+        Some(mut l) => {
+            l["spec"] = desired["spec"].clone();
+            let body: DynamicObject = serde_json::from_value(l)?;
+            ep_api
+                .replace(&endpoints.name, &PostParams::default(), &body)
+                .await
+                .map_err(api_error)?;
+        }
+        None => {
+            let body: DynamicObject = serde_json::from_value(desired)?;
+            ep_api
+                .create(&PostParams::default(), &body)
+                .await
+                .map_err(api_error)?;
+        }
+    }
+    report.host_writes += 1;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topology_prefers_current_labels_and_collects_zones() {
+        let node = |labels: Value| json!({"metadata": {"labels": labels}});
+        let nodes = vec![
+            node(
+                json!({"topology.kubernetes.io/region": "eu", "topology.kubernetes.io/zone": "eu-b"}),
+            ),
+            node(
+                json!({"failure-domain.beta.kubernetes.io/region": "old", "failure-domain.beta.kubernetes.io/zone": "eu-a"}),
+            ),
+            node(json!({"topology.kubernetes.io/zone": "eu-b"})),
+        ];
+        assert_eq!(
+            topology(&nodes),
+            (Some("eu".into()), vec!["eu-a".into(), "eu-b".into()])
+        );
+        assert_eq!(topology(&[node(json!({}))]), (None, vec![]));
+    }
+}
