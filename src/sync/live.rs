@@ -31,9 +31,7 @@ use kube::api::{
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
 
 /// Write-backs to the host in flight at once.
 const HOST_WRITES_IN_FLIGHT: usize = 16;
@@ -486,7 +484,10 @@ pub async fn reconcile(
                 }
             };
             let plan_index = per_object.len();
-            for d in &decisions {
+            // Work items own the decisions (and their desired objects); the
+            // per-object plan keeps light copies for the status write-back.
+            let light: Vec<Decision> = decisions.iter().map(lighten).collect();
+            for d in decisions {
                 let live = member_states
                     .iter()
                     .find(|(c, ..)| c == &d.cluster)
@@ -500,7 +501,7 @@ pub async fn reconcile(
                             type_index: ti,
                             object_index: oi,
                             plan_index,
-                            decision: d.clone(),
+                            decision: d,
                             live,
                         });
                     }
@@ -531,7 +532,7 @@ pub async fn reconcile(
             per_object.push(ObjectPlan {
                 type_index: ti,
                 object_index: oi,
-                decisions,
+                decisions: light,
                 reason,
                 deletion,
                 selected: placement.map(|p| p.clusters).unwrap_or_default(),
@@ -944,6 +945,25 @@ async fn read_versions(
     Ok(out)
 }
 
+/// A decision without its desired object (kept for the status write-back,
+/// which needs only cluster, action kind and status).
+fn lighten(d: &Decision) -> Decision {
+    let action = match &d.action {
+        Action::Create(_) => Action::Create(Value::Null),
+        Action::Update { adopt, .. } => Action::Update {
+            object: Value::Null,
+            adopt: *adopt,
+        },
+        other => other.clone(),
+    };
+    Decision {
+        cluster: d.cluster.clone(),
+        action,
+        status: d.status,
+        message: d.message.clone(),
+    }
+}
+
 /// One member request to make.
 #[derive(Clone)]
 struct Work {
@@ -1015,61 +1035,64 @@ async fn execute_phase(
     settings: SyncSettings,
     progress: &indicatif::ProgressBar,
 ) -> Vec<(Work, WorkResult)> {
-    let semaphores: HashMap<String, Arc<Semaphore>> = all
-        .iter()
-        .map(|m| {
-            (
-                m.name.clone(),
-                Arc::new(Semaphore::new(o.concurrency.max(1))),
-            )
-        })
-        .collect();
-    let clients: HashMap<String, kube::Client> = all
-        .iter()
-        .filter_map(|m| m.client.clone().ok().map(|c| (m.name.clone(), c)))
-        .collect();
-    let mut set = tokio::task::JoinSet::new();
+    use futures::StreamExt;
+    // Requests are made lazily, at most `concurrency` per member at a time,
+    // borrowing the federated objects: memory stays flat however many there are.
+    let mut by_cluster: BTreeMap<String, Vec<Work>> = BTreeMap::new();
     for w in work {
-        let sem = semaphores[&w.decision.cluster].clone();
-        let client = clients[&w.decision.cluster].clone();
-        let t = &types[w.type_index];
-        let ar = t.target.clone();
-        let target_type = t.target_type.clone();
-        let fed = if w.object_index == usize::MAX {
-            Value::Null
-        } else {
-            t.objects[w.object_index].clone()
-        };
-        let kind = t.target.kind.clone();
-        let o = o.clone();
-        let progress = progress.clone();
-        set.spawn(async move {
-            let _permit = sem.acquire_owned().await.expect("semaphore open");
-            let result = apply_one(&client, &ar, &target_type, &fed, &w, &o, settings)
+        by_cluster
+            .entry(w.decision.cluster.clone())
+            .or_default()
+            .push(w);
+    }
+    let null = Value::Null;
+    let per_member = by_cluster.into_iter().filter_map(|(cluster, items)| {
+        let client = all
+            .iter()
+            .find(|m| m.name == cluster)?
+            .client
+            .clone()
+            .ok()?;
+        let null = &null;
+        Some(async move {
+            futures::stream::iter(items)
+                .map(|w| {
+                    let client = client.clone();
+                    async move {
+                        let t = &types[w.type_index];
+                        let fed = if w.object_index == usize::MAX {
+                            null
+                        } else {
+                            &t.objects[w.object_index]
+                        };
+                        let result =
+                            apply_one(&client, &t.target, &t.target_type, fed, &w, o, settings)
+                                .await
+                                .map_err(|(s, m)| {
+                                    let obj = w.live.as_ref().or(match &w.decision.action {
+                                        Action::Create(obj) => Some(obj),
+                                        Action::Update { object, .. } => Some(object),
+                                        _ => None,
+                                    });
+                                    let what = obj
+                                        .map(|ob| describe(&t.target.kind, ob))
+                                        .unwrap_or_else(|| t.target.kind.clone());
+                                    (s, format!("{what}: {m}"))
+                                });
+                        progress.inc(1);
+                        (w, result)
+                    }
+                })
+                .buffer_unordered(o.concurrency.max(1))
+                .collect::<Vec<_>>()
                 .await
-                .map_err(|(s, m)| {
-                    let obj = w.live.as_ref().or(match &w.decision.action {
-                        Action::Create(obj) => Some(obj),
-                        Action::Update { object, .. } => Some(object),
-                        _ => None,
-                    });
-                    (
-                        s,
-                        format!(
-                            "{}: {m}",
-                            obj.map(|ob| describe(&kind, ob)).unwrap_or(kind.clone())
-                        ),
-                    )
-                });
-            progress.inc(1);
-            (w, result)
-        });
-    }
-    let mut out = Vec::new();
-    while let Some(Ok(r)) = set.join_next().await {
-        out.push(r);
-    }
-    out
+        })
+    });
+    futures::future::join_all(per_member)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// One request with retries: 429 (after Retry-After), 5xx, timeouts and
