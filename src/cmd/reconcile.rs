@@ -127,11 +127,17 @@ fn run_render(o: &ReconcileOptions) -> Result<()> {
             );
         }
         (None, Some(DocumentFormat::Json)) => {
-            let doc: serde_json::Map<String, serde_json::Value> = rendered
+            let mut doc: serde_json::Map<String, serde_json::Value> = rendered
                 .clusters
                 .iter()
                 .map(|(c, objs)| (c.clone(), serde_json::Value::Array(objs.clone())))
                 .collect();
+            if !rendered.host.is_empty() {
+                doc.insert(
+                    "_host".into(),
+                    serde_json::Value::Array(rendered.host.clone()),
+                );
+            }
             crate::output::print(&doc, DocumentFormat::Json)?;
         }
         (None, _) => print!("{}", render::to_stream(&rendered)?),

@@ -27,8 +27,16 @@ pub struct Inputs {
     pub clusters: Vec<Sourced>,
     pub federated: Vec<Sourced>,
     pub rsps: Vec<Sourced>,
+    /// Domains, ServiceDNSRecords and IngressDNSRecords.
+    pub dns: Vec<Sourced>,
+    /// Member Services/Ingresses (annotated with their cluster) carrying
+    /// `status.loadBalancer`, for the DNS records.
+    pub member_status: Vec<Sourced>,
     pub notes: Vec<String>,
 }
+
+/// Annotation naming the member a Service or Ingress document was read from.
+pub const CLUSTER_ANNOTATION: &str = "kubefedctl.kubefed.io/cluster";
 
 /// Reads YAML/JSON files, directories (recursively, `*.yaml`, `*.yml`,
 /// `*.json`, in name order) or `-` (stdin).
@@ -111,8 +119,18 @@ pub fn add_documents(inputs: &mut Inputs, source: &str, text: &str) -> Result<()
                 source: at.clone(),
                 object: obj.clone(),
             };
+            let member = obj["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                .as_str()
+                .is_some();
             match (group, kind.as_str()) {
                 ("core.kubefed.io", "KubeFedCluster") => inputs.clusters.push(sourced),
+                (
+                    "multiclusterdns.kubefed.io",
+                    "Domain" | "ServiceDNSRecord" | "IngressDNSRecord",
+                ) => inputs.dns.push(sourced),
+                ("", "Service") | ("networking.k8s.io", "Ingress") if member => {
+                    inputs.member_status.push(sourced)
+                }
                 ("scheduling.kubefed.io", "ReplicaSchedulingPreference") => {
                     inputs.rsps.push(sourced)
                 }
@@ -154,6 +172,8 @@ pub fn parse_cluster_flag(text: &str) -> Result<Cluster> {
 pub struct Rendered {
     /// Cluster → its objects, in apply order (namespaces first).
     pub clusters: BTreeMap<String, Vec<Value>>,
+    /// Objects for the host itself (DNSEndpoints).
+    pub host: Vec<Value>,
     /// One line per RSP decision: `test-ns/web: ap-northeast=3, us-east=6`.
     pub scheduling: Vec<String>,
     pub notes: Vec<String>,
@@ -314,6 +334,7 @@ pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
                 .push(desired);
         }
     }
+    out.host = render_dns(inputs, &clusters, &mut out.notes)?;
     for objs in out.clusters.values_mut() {
         objs.sort_by_key(|o| {
             (
@@ -378,9 +399,111 @@ fn replicas_summary(fed: &Value) -> String {
     }
 }
 
-/// A multi-document stream, each object preceded by `# cluster: NAME`.
+/// DNSEndpoints for the DNS records in the input: region and zones from
+/// the KubeFedClusters' status, load balancers from the member Services
+/// annotated with their cluster (offline, every such Service counts as
+/// having ready endpoints).
+fn render_dns(
+    inputs: &Inputs,
+    clusters: &[Cluster],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Value>> {
+    use crate::core::dns::{
+        ClusterObservation, DnsRecord, Domain, LbIngress, RecordStatus, dns_endpoints,
+        record_status,
+    };
+    let domains: Vec<Domain> = inputs
+        .dns
+        .iter()
+        .filter(|d| d.object["kind"] == "Domain")
+        .map(|d| Domain::from_value(&d.object).map_err(|e| anyhow!("{}: {e}", d.source)))
+        .collect::<Result<_>>()?;
+    let mut out = Vec::new();
+    for r in inputs.dns.iter().filter(|d| d.object["kind"] != "Domain") {
+        let record = DnsRecord::from_value(&r.object).map_err(|e| anyhow!("{}: {e}", r.source))?;
+        let member_kind = if record.kind == crate::core::dns::RecordKind::Service {
+            "Service"
+        } else {
+            "Ingress"
+        };
+        let observations: Vec<ClusterObservation> = clusters
+            .iter()
+            .map(|c| {
+                let kfc = inputs
+                    .clusters
+                    .iter()
+                    .find(|k| k.object["metadata"]["name"] == c.name.as_str());
+                let status = kfc
+                    .map(|k| k.object["status"].clone())
+                    .unwrap_or(Value::Null);
+                let lb: Vec<LbIngress> = inputs
+                    .member_status
+                    .iter()
+                    .filter(|m| {
+                        m.object["kind"] == member_kind
+                            && m.object["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                                == c.name.as_str()
+                            && m.object["metadata"]["name"] == record.name.as_str()
+                            && m.object["metadata"]["namespace"]
+                                .as_str()
+                                .unwrap_or("default")
+                                == record.namespace
+                    })
+                    .flat_map(|m| {
+                        m.object["status"]["loadBalancer"]["ingress"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default()
+                    })
+                    .map(|i| LbIngress {
+                        ip: i["ip"].as_str().unwrap_or("").into(),
+                        hostname: i["hostname"].as_str().unwrap_or("").into(),
+                    })
+                    .collect();
+                ClusterObservation {
+                    cluster: c.name.clone(),
+                    ready: true,
+                    region: status["region"].as_str().unwrap_or("").into(),
+                    zones: status["zones"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|z| z.as_str().map(String::from))
+                        .collect(),
+                    has_ready_endpoints: !lb.is_empty(),
+                    load_balancer: lb,
+                }
+            })
+            .collect();
+        let domain = domains.iter().find(|d| d.name == record.domain_ref);
+        let plan = record_status(&record, domain, &observations, &RecordStatus::default())
+            .map_err(|e| anyhow!("{}: {e}", r.source))?;
+        notes.extend(plan.warnings.iter().map(|w| format!("{}: {w}", r.source)));
+        if let Some(status) = plan.status {
+            let endpoints = dns_endpoints(&record, &status);
+            notes.extend(
+                endpoints
+                    .warnings
+                    .iter()
+                    .map(|w| format!("{}: {w}", r.source)),
+            );
+            out.push(endpoints.object());
+        }
+    }
+    Ok(out)
+}
+
+/// A multi-document stream, each object preceded by `# cluster: NAME`
+/// (`# host` for the host's own objects, DNSEndpoints).
 pub fn to_stream(r: &Rendered) -> Result<String> {
     let mut text = String::new();
+    for obj in &r.host {
+        text.push_str("---\n# host\n");
+        text.push_str(&crate::output::render(
+            obj,
+            crate::output::DocumentFormat::Yaml,
+        )?);
+    }
     for (cluster, objs) in &r.clusters {
         for obj in objs {
             text.push_str(&format!("---\n# cluster: {cluster}\n"));
@@ -429,7 +552,8 @@ pub fn write_dir(r: &Rendered, dir: &Path) -> Result<usize> {
             staging.join(RENDER_MARKER),
             "rendered by kubefedctl reconcile --from\n",
         )?;
-        for (cluster, objs) in &r.clusters {
+        let host = ("_host".to_string(), r.host.clone());
+        for (cluster, objs) in r.clusters.iter().chain(std::iter::once((&host.0, &host.1))) {
             for obj in objs {
                 let ns = obj["metadata"]["namespace"].as_str().unwrap_or("_cluster");
                 let file = staging.join(cluster).join(ns).join(format!(
@@ -467,6 +591,63 @@ pub fn write_dir(r: &Rendered, dir: &Path) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dns_records_render_from_annotated_member_services() {
+        let text = r#"
+apiVersion: core.kubefed.io/v1beta1
+kind: KubeFedCluster
+metadata: {name: eu1}
+spec: {apiEndpoint: "https://eu1", secretRef: {name: s}}
+status: {region: europe, zones: [europe-1a], conditions: []}
+---
+apiVersion: core.kubefed.io/v1beta1
+kind: KubeFedCluster
+metadata: {name: us1}
+spec: {apiEndpoint: "https://us1", secretRef: {name: s}}
+status: {region: america, zones: [america-1b], conditions: []}
+---
+apiVersion: multiclusterdns.kubefed.k8s.io/v1alpha1
+kind: Domain
+metadata: {name: galactic, namespace: kube-federation-system}
+domain: example.com
+---
+apiVersion: multiclusterdns.kubefed.io/v1alpha1
+kind: ServiceDNSRecord
+metadata: {name: web, namespace: shop}
+spec: {domainRef: galactic}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop, annotations: {kubefedctl.kubefed.io/cluster: eu1}}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.10}]}}
+"#;
+        let r = render(&inputs(text), &[]).unwrap();
+        assert_eq!(r.host.len(), 1);
+        let ep = &r.host[0];
+        assert_eq!(ep["kind"], "DNSEndpoint");
+        assert_eq!(ep["metadata"]["name"], "service-web");
+        let names: Vec<(&str, &str)> = ep["spec"]["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["dnsName"].as_str().unwrap(),
+                    e["recordType"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert!(
+            names.contains(&("web.shop.galactic.svc.europe-1a.europe.example.com", "A")),
+            "{names:?}"
+        );
+        assert!(
+            names.contains(&("web.shop.galactic.svc.america.example.com", "CNAME")),
+            "us1 has no load balancer: {names:?}"
+        );
+        assert!(to_stream(&r).unwrap().starts_with("---\n# host\n"));
+    }
 
     fn inputs(text: &str) -> Inputs {
         let mut i = Inputs::default();
