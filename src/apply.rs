@@ -18,6 +18,21 @@ pub fn resource_of<K: Resource<DynamicType = ()>>() -> ApiResource {
     ApiResource::erase::<K>(&())
 }
 
+/// The API resource `group/version` `kind` (`plural`); `""` is the core group.
+pub fn api_resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.to_string(),
+        version: version.to_string(),
+        api_version: if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.to_string(),
+        plural: plural.to_string(),
+    }
+}
+
 /// A dynamic Api in `namespace`, or cluster-wide (or across all namespaces)
 /// when there is none.
 pub fn dynamic_api(

@@ -87,6 +87,11 @@ pub async fn served_resources(client: &Client, all_versions: bool) -> Result<Vec
     Ok(out)
 }
 
+/// The kube API resource of a served resource.
+pub fn api_resource_of(r: &ServedResource) -> kube::api::ApiResource {
+    crate::apply::api_resource(&r.group, &r.version, &r.kind, &r.plural)
+}
+
 /// The resource `key` names in the cluster (see [`lookup::find`]).
 pub async fn find_resource(
     client: &Client,

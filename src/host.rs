@@ -71,3 +71,15 @@ impl Host {
         }
     }
 }
+
+/// True when `key` names the federated type `f` configures: the FTC's own
+/// name, the target's plural or kind, or the federated kind or plural.
+pub fn names_federated_type(f: &crate::api::core::FederatedTypeConfig, key: &str) -> bool {
+    let key = key.to_lowercase();
+    let (t, fed) = (&f.spec.target_type, &f.spec.federated_type);
+    f.metadata.name.as_deref() == Some(key.as_str())
+        || t.plural_name == key
+        || t.kind.to_lowercase() == key
+        || fed.kind.to_lowercase() == key
+        || fed.plural_name == key
+}

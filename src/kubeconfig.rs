@@ -18,8 +18,13 @@ pub struct LoadedKubeconfig {
 /// Loads the kubeconfig: `explicit` path, else `KUBECONFIG`, else `~/.kube/config`.
 pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
     if let Some(path) = explicit {
-        let config = Kubeconfig::read_from(path)
-            .map_err(|e| anyhow!("cannot read kubeconfig {}: {}", path.display(), cause(&e)))?;
+        let config = Kubeconfig::read_from(path).map_err(|e| {
+            anyhow!(
+                "cannot read kubeconfig {}: {}",
+                path.display(),
+                crate::error::source_chain(&e)
+            )
+        })?;
         return Ok(LoadedKubeconfig {
             config,
             source: path.display().to_string(),
@@ -33,7 +38,10 @@ pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
             });
         }
         Ok(None) => {}
-        Err(e) => bail!("cannot read kubeconfig from $KUBECONFIG: {}", cause(&e)),
+        Err(e) => bail!(
+            "cannot read kubeconfig from $KUBECONFIG: {}",
+            crate::error::source_chain(&e)
+        ),
     }
     let default = default_path().ok_or_else(|| {
         anyhow!("no kubeconfig: set --kubeconfig or KUBECONFIG (no home directory)")
@@ -48,7 +56,7 @@ pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
         anyhow!(
             "cannot read kubeconfig {}: {}",
             default.display(),
-            cause(&e)
+            crate::error::source_chain(&e)
         )
     })?;
     Ok(LoadedKubeconfig {
@@ -60,11 +68,6 @@ pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
 /// `~/.kube/config`.
 pub fn default_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config"))
-}
-
-/// kube's errors wrap the interesting part; show the whole chain on one line.
-fn cause(e: &dyn std::error::Error) -> String {
-    crate::error::source_chain(e)
 }
 
 impl LoadedKubeconfig {

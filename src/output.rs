@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use serde::Serialize;
+use serde_json::{Value, json};
 use std::io::Write;
 
 /// `-o` for commands that print a document (`version`, dry runs).
@@ -33,6 +34,26 @@ pub fn print<T: Serialize>(value: &T, format: DocumentFormat) -> Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Several objects: a multi-document YAML stream, or a JSON `List`, both of
+/// which `kubectl apply -f` takes.
+pub fn print_objects(objects: &[Value], format: DocumentFormat) -> Result<()> {
+    match format {
+        DocumentFormat::Json => print(
+            &json!({"apiVersion": "v1", "kind": "List", "items": objects}),
+            format,
+        ),
+        DocumentFormat::Yaml => {
+            let mut text = String::new();
+            for obj in objects {
+                text.push_str("---\n");
+                text.push_str(&render(obj, format)?);
+            }
+            print!("{text}");
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

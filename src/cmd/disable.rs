@@ -103,13 +103,8 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
                 FederatedNames::new(&target, &o.federated_group, DEFAULT_FEDERATED_VERSION)
             }
         };
-        let ar = ApiResource {
-            group: names.group.clone(),
-            version: names.version.clone(),
-            api_version: format!("{}/{}", names.group, names.version),
-            kind: names.kind.clone(),
-            plural: names.plural.clone(),
-        };
+        let ar =
+            crate::apply::api_resource(&names.group, &names.version, &names.kind, &names.plural);
         Some((crd_object(&host, &names), ar))
     } else {
         None

@@ -218,7 +218,7 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
             .iter()
             .flat_map(|g| [g.type_config.clone(), g.crd.clone()])
             .collect();
-        return crate::cmd::init::print_objects(&docs, format);
+        return crate::output::print_objects(&docs, format);
     }
     let ns = host.object(resource_of::<Namespace>(), false, &host.namespace);
     if ns.get().await?.is_none() {

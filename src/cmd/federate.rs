@@ -22,7 +22,7 @@ use crate::host::Host;
 use crate::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -145,7 +145,7 @@ fn federate_file(path: &PathBuf, placement: &Placement, format: DocumentFormat) 
     for w in warnings {
         eprintln!("warning: {w}");
     }
-    crate::cmd::init::print_objects(&objects, format)
+    crate::output::print_objects(&objects, format)
 }
 
 /// The federated form of every object in a YAML stream (`List`s expanded).
@@ -272,8 +272,11 @@ async fn federate_live(
             .iter()
             .filter(|r| r.preferred && !skipped(r, &o.skip_api_resources))
         {
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(host.client.clone(), &object_ns, &api_resource(r));
+            let api: Api<DynamicObject> = Api::namespaced_with(
+                host.client.clone(),
+                &object_ns,
+                &discovery::api_resource_of(r),
+            );
             match api.list(&ListParams::default()).await {
                 Ok(list) => {
                     let mut items: Vec<Value> = Vec::new();
@@ -389,7 +392,7 @@ async fn federate_live(
 
     if let Some(format) = o.output {
         let docs: Vec<Value> = objects.into_iter().map(|(_, v)| v).collect();
-        return crate::cmd::init::print_objects(&docs, format);
+        return crate::output::print_objects(&docs, format);
     }
     if !to_enable.is_empty() {
         for g in generate(&host, &to_enable, TemplateSchema::Preserve).await? {
@@ -420,18 +423,8 @@ async fn federate_live(
     Ok(())
 }
 
-fn api_resource(r: &ServedResource) -> ApiResource {
-    ApiResource {
-        group: r.group.clone(),
-        version: r.version.clone(),
-        api_version: r.api_version(),
-        kind: r.kind.clone(),
-        plural: r.plural.clone(),
-    }
-}
-
 async fn get_object(host: &Host, r: &ServedResource, namespace: &str, name: &str) -> Result<Value> {
-    let ar = api_resource(r);
+    let ar = discovery::api_resource_of(r);
     let api: Api<DynamicObject> = if r.namespaced {
         Api::namespaced_with(host.client.clone(), namespace, &ar)
     } else {
@@ -462,13 +455,7 @@ async fn write_federated(
     o: &FederateOptions,
     new_type: bool,
 ) -> Result<std::result::Result<String, String>> {
-    let ar = ApiResource {
-        group: fed.group.clone(),
-        version: fed.version.clone(),
-        api_version: format!("{}/{}", fed.group, fed.version),
-        kind: fed.kind.clone(),
-        plural: fed.plural.clone(),
-    };
+    let ar = crate::apply::api_resource(&fed.group, &fed.version, &fed.kind, &fed.plural);
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     let ns = obj["metadata"]["namespace"].as_str();
     let target = ObjectRef::new("host", &host.client, ar, ns, name);

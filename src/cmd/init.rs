@@ -76,32 +76,12 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
 pub fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
     let scope = o.scope.unwrap_or(Scope::Cluster);
     if let Some(format) = o.output {
-        return print_objects(
+        return output::print_objects(
             &objects(&global.kubefed_namespace, scope, o.with_dns),
             format,
         );
     }
     crate::cli::runtime()?.block_on(run_live(global, o, scope))
-}
-
-/// Several objects: a multi-document YAML stream, or a JSON `List`, both of
-/// which `kubectl apply -f` takes.
-pub fn print_objects(objects: &[Value], format: DocumentFormat) -> Result<()> {
-    match format {
-        DocumentFormat::Json => output::print(
-            &json!({"apiVersion": "v1", "kind": "List", "items": objects}),
-            format,
-        ),
-        DocumentFormat::Yaml => {
-            let mut text = String::new();
-            for obj in objects {
-                text.push_str("---\n");
-                text.push_str(&output::render(obj, format)?);
-            }
-            print!("{text}");
-            Ok(())
-        }
-    }
 }
 
 async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Result<()> {

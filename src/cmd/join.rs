@@ -185,7 +185,7 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
             &secret_ref,
             &plan.endpoint,
         ));
-        return crate::cmd::init::print_objects(&all, format);
+        return crate::output::print_objects(&all, format);
     }
     if o.dry_run {
         for (target, body) in &member_objects {

@@ -8,7 +8,7 @@ use crate::discovery;
 use crate::host::Host;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
 /// The annotation KubeFed's sync controller reads; only `"true"` counts.
@@ -70,13 +70,7 @@ async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
             resource.version
         );
     }
-    let ar = ApiResource {
-        group: resource.group.clone(),
-        version: resource.version.clone(),
-        api_version: resource.api_version(),
-        kind: resource.kind.clone(),
-        plural: resource.plural.clone(),
-    };
+    let ar = discovery::api_resource_of(&resource);
     let namespace = match &target.namespace {
         Some(ns) => ns.clone(),
         None => factory.config(&host.context).await?.default_namespace,

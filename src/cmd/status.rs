@@ -220,9 +220,9 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
             }
         }
         Some(type_name) => {
-            let mut rows = object_rows(&host, &factory, o, type_name).await?;
+            let (ftc, mut rows) = object_rows(&host, &factory, o, type_name).await?;
             if o.live {
-                check_members(&host, o, type_name, &mut rows).await?;
+                check_members(&host, o, &ftc, &mut rows).await?;
                 unhealthy |= rows
                     .iter()
                     .flat_map(|r| &r.clusters)
@@ -349,38 +349,16 @@ async fn type_rows(host: &Host) -> Result<Vec<TypeRow>> {
 async fn check_members(
     host: &Host,
     o: &StatusOptions,
-    type_name: &str,
+    ftc: &FederatedTypeConfig,
     rows: &mut [ObjectRow],
 ) -> Result<()> {
     use crate::core::compare::is_subset;
     use crate::core::desired::{TargetType, desired_for_cluster};
     use crate::core::placement::{Cluster, selected_clusters};
-    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
-    let ftcs = api
-        .list(&ListParams::default())
-        .await
-        .map_err(api_error)?
-        .items;
-    let key = type_name.to_lowercase();
-    let Some(ftc) = ftcs.iter().find(|f| {
-        f.metadata.name.as_deref() == Some(key.as_str())
-            || f.spec.target_type.plural_name == key
-            || f.spec.target_type.kind.to_lowercase() == key
-            || f.spec.federated_type.kind.to_lowercase() == key
-            || f.spec.federated_type.plural_name == key
-    }) else {
-        return Ok(());
-    };
     let t = &ftc.spec.target_type;
     let group = t.group.clone().unwrap_or_default();
     let target = TargetType::new(&group, &t.version, &t.kind);
-    let ar = ApiResource {
-        api_version: target.api_version(),
-        group,
-        version: t.version.clone(),
-        kind: t.kind.clone(),
-        plural: t.plural_name.clone(),
-    };
+    let ar = crate::apply::api_resource(&group, &t.version, &t.kind, &t.plural_name);
     let members = members::load(host, o.probe_timeout, &[]).await?;
     let clusters: Vec<Cluster> = members
         .iter()
@@ -464,13 +442,7 @@ fn strip_server_fields(d: &Value) -> Value {
 fn federated_resource(f: &FederatedTypeConfig) -> ApiResource {
     let t = &f.spec.federated_type;
     let group = t.group.clone().unwrap_or_default();
-    ApiResource {
-        api_version: format!("{group}/{}", t.version),
-        group,
-        version: t.version.clone(),
-        kind: t.kind.clone(),
-        plural: t.plural_name.clone(),
-    }
+    crate::apply::api_resource(&group, &t.version, &t.kind, &t.plural_name)
 }
 
 /// Federated objects of a type, in `namespace` or everywhere.
@@ -513,25 +485,17 @@ async fn object_rows(
     factory: &crate::client::ClientFactory,
     o: &StatusOptions,
     type_name: &str,
-) -> Result<Vec<ObjectRow>> {
+) -> Result<(FederatedTypeConfig, Vec<ObjectRow>)> {
     let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let ftcs = api
         .list(&ListParams::default())
         .await
         .map_err(api_error)?
         .items;
-    let key = type_name.to_lowercase();
-    let matches = |f: &&FederatedTypeConfig| {
-        let name = f.metadata.name.as_deref().unwrap_or("");
-        let t = &f.spec.target_type;
-        let fed = &f.spec.federated_type;
-        name == key
-            || t.plural_name == key
-            || t.kind.to_lowercase() == key
-            || fed.kind.to_lowercase() == key
-            || fed.plural_name == key
-    };
-    let found: Vec<&FederatedTypeConfig> = ftcs.iter().filter(matches).collect();
+    let found: Vec<&FederatedTypeConfig> = ftcs
+        .iter()
+        .filter(|f| crate::host::names_federated_type(f, type_name))
+        .collect();
     let ftc = match found.as_slice() {
         [one] => *one,
         [] => bail!("no federated type {type_name:?} (see kubefedctl status types)"),
@@ -597,7 +561,7 @@ async fn object_rows(
         })
         .collect();
     rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    Ok(rows)
+    Ok((ftc.clone(), rows))
 }
 
 /// One DNS name a DNSEndpoint publishes.
@@ -622,13 +586,12 @@ async fn dns_rows(host: &Host, o: &StatusOptions) -> Result<Vec<DnsRow>> {
     } else {
         o.namespace.clone()
     };
-    let ar = ApiResource {
-        group: "multiclusterdns.kubefed.io".into(),
-        version: "v1alpha1".into(),
-        api_version: "multiclusterdns.kubefed.io/v1alpha1".into(),
-        kind: "DNSEndpoint".into(),
-        plural: "dnsendpoints".into(),
-    };
+    let ar = crate::apply::api_resource(
+        "multiclusterdns.kubefed.io",
+        "v1alpha1",
+        "DNSEndpoint",
+        "dnsendpoints",
+    );
     let api = crate::apply::dynamic_api(&host.client, namespace.as_deref(), &ar);
     let mut rows = Vec::new();
     for ep in api

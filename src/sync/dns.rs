@@ -3,7 +3,7 @@
 //! members' load balancers, and the DNSEndpoint that ExternalDNS turns into
 //! records — written only when they change.
 
-use crate::apply::{api_error, dynamic_api};
+use crate::apply::{api_error, api_resource, dynamic_api};
 use crate::core::dns::{
     ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
     record_status,
@@ -18,28 +18,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const GROUP: &str = "multiclusterdns.kubefed.io";
 
+/// A resource of the DNS API.
 fn ar(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: "v1alpha1".into(),
-        api_version: format!("{GROUP}/v1alpha1"),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-fn core_ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: if group.is_empty() {
-            version.into()
-        } else {
-            format!("{group}/{version}")
-        },
-        kind: kind.into(),
-        plural: plural.into(),
-    }
+    api_resource(GROUP, "v1alpha1", kind, plural)
 }
 
 /// True when `init --with-dns` installed the DNS API in the host.
@@ -78,7 +59,7 @@ pub async fn refresh_topology(
     dry_run: bool,
     report: &mut Report,
 ) -> BTreeMap<String, (String, Vec<String>)> {
-    let kfc = core_ar(
+    let kfc = api_resource(
         "core.kubefed.io",
         "v1beta1",
         "KubeFedCluster",
@@ -90,7 +71,7 @@ pub async fn refresh_topology(
         let mut region = status.region.clone().unwrap_or_default();
         let mut zones = status.zones.clone();
         if let (true, Ok(client)) = (h.is_ready(), &m.client) {
-            let nodes = dynamic_api(client, None, &core_ar("", "v1", "Node", "nodes"));
+            let nodes = dynamic_api(client, None, &api_resource("", "v1", "Node", "nodes"));
             match nodes.list(&ListParams::default()).await {
                 Ok(list) => {
                     let nodes: Vec<Value> = list
@@ -162,12 +143,12 @@ pub async fn dns_pass(
         (
             "ServiceDNSRecord",
             "servicednsrecords",
-            core_ar("", "v1", "Service", "services"),
+            api_resource("", "v1", "Service", "services"),
         ),
         (
             "IngressDNSRecord",
             "ingressdnsrecords",
-            core_ar("networking.k8s.io", "v1", "Ingress", "ingresses"),
+            api_resource("networking.k8s.io", "v1", "Ingress", "ingresses"),
         ),
     ] {
         let records_api = dynamic_api(&host.client, namespace, &ar(kind, plural));
@@ -243,7 +224,7 @@ async fn one_record(
                 let eps = dynamic_api(
                     client,
                     Some(&record.namespace),
-                    &core_ar("", "v1", "Endpoints", "endpoints"),
+                    &api_resource("", "v1", "Endpoints", "endpoints"),
                 );
                 if let Some(e) = eps.get_opt(&record.name).await.map_err(api_error)? {
                     let e = serde_json::to_value(e)?;

@@ -10,7 +10,7 @@
 //! PropagatedVersions. A run with nothing to do writes nothing.
 
 use crate::api::core::{FederatedTypeConfig, KubeFedConfig};
-use crate::apply::api_error;
+use crate::apply::{api_error, api_resource};
 use crate::core::desired::{TargetType, desired_for_cluster};
 use crate::core::membership::Scope;
 use crate::core::placement::{Cluster, sync_placement};
@@ -102,20 +102,6 @@ struct TypeState {
     objects: Vec<Value>,
     /// Member → (namespace, name) → object.
     live: HashMap<String, HashMap<(String, String), Value>>,
-}
-
-fn api_resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: group.to_string(),
-        version: version.to_string(),
-        api_version: if group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{group}/{version}")
-        },
-        kind: kind.to_string(),
-        plural: plural.to_string(),
-    }
 }
 
 fn key(obj: &Value) -> (String, String) {
@@ -226,7 +212,7 @@ pub async fn reconcile(
     ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     if !o.types.is_empty() {
         for t in &o.types {
-            if !ftcs.iter().any(|f| type_matches(f, t)) {
+            if !ftcs.iter().any(|f| crate::host::names_federated_type(f, t)) {
                 bail!("no enabled federated type {t:?} (see kubefedctl status types)");
             }
         }
@@ -691,14 +677,6 @@ pub async fn reconcile(
     )
     .await?;
     Ok(report)
-}
-
-fn type_matches(f: &FederatedTypeConfig, key: &str) -> bool {
-    let key = key.to_lowercase();
-    f.metadata.name.as_deref() == Some(key.as_str())
-        || f.spec.target_type.plural_name == key
-        || f.spec.target_type.kind.to_lowercase() == key
-        || f.spec.federated_type.kind.to_lowercase() == key
 }
 
 /// Every page of a list.
