@@ -21,5 +21,6 @@ pub mod host;
 pub mod kubeconfig;
 pub mod members;
 pub mod output;
+pub mod parallel;
 pub mod sync;
 pub mod version;

@@ -110,37 +110,26 @@ fn run_render(o: &ReconcileOptions) -> Result<()> {
         .iter()
         .map(|c| render::parse_cluster_flag(c))
         .collect::<Result<Vec<_>>>()?;
-    let rendered = render::render(&inputs, &extra)?;
-    for n in &rendered.notes {
+    let plan = render::plan(inputs, &extra)?;
+    for n in &plan.notes {
         eprintln!("note: {n}");
     }
-    for s in &rendered.scheduling {
+    for s in &plan.scheduling {
         eprintln!("scheduled {s}");
     }
     match (&o.output_dir, o.output) {
         (Some(dir), _) => {
-            let count = render::write_dir(&rendered, dir)?;
+            let count = render::write_dir(&plan, dir)?;
             eprintln!(
                 "wrote {count} object(s) for {} cluster(s) under {}",
-                rendered.clusters.len(),
+                plan.clusters.len(),
                 dir.display()
             );
         }
         (None, Some(DocumentFormat::Json)) => {
-            let mut doc: serde_json::Map<String, serde_json::Value> = rendered
-                .clusters
-                .iter()
-                .map(|(c, objs)| (c.clone(), serde_json::Value::Array(objs.clone())))
-                .collect();
-            if !rendered.host.is_empty() {
-                doc.insert(
-                    "_host".into(),
-                    serde_json::Value::Array(rendered.host.clone()),
-                );
-            }
-            crate::output::print(&doc, DocumentFormat::Json)?;
+            render::write_json(&plan, &mut std::io::stdout().lock())?
         }
-        (None, _) => print!("{}", render::to_stream(&rendered)?),
+        (None, _) => render::write_stream(&plan, &mut std::io::stdout().lock())?,
     }
     Ok(())
 }

@@ -3,8 +3,11 @@
 //! in that order, so overrides beat retention and nothing removes the label.
 
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
-use super::overrides::{OverrideError, apply_cluster_overrides};
+use super::overrides::{
+    OverrideError, ParsedOverrides, apply_cluster_overrides, apply_overrides, overrides_by_cluster,
+};
 use super::retain::{RetainError, retain_fields};
 
 /// Label that marks member objects as managed by federation.
@@ -218,6 +221,68 @@ pub fn desired_for_cluster(
     Ok(obj)
 }
 
+/// One federated object's desired objects for many clusters, each equal to
+/// [`desired_for_cluster`] without a live object. The template is rendered
+/// and the overrides parsed once, and every cluster without overrides
+/// shares one object: an offline render of thousands of objects × clusters
+/// then copies only what differs.
+#[derive(Debug)]
+pub struct DesiredObjects {
+    object: String,
+    /// The object of every cluster without overrides.
+    shared: Value,
+    /// The rendered template before the managed label, kept only when
+    /// some cluster has overrides.
+    template: Option<Value>,
+    overrides: ParsedOverrides,
+}
+
+impl DesiredObjects {
+    pub fn new(fed: &Value, target: &TargetType) -> Result<DesiredObjects, DesiredError> {
+        let (template, _) = rendered_template(fed, target)?;
+        let overrides: ParsedOverrides = overrides_by_cluster(fed)
+            .map_err(|source| DesiredError::Overrides {
+                object: describe(fed),
+                source,
+            })?
+            .into_iter()
+            .filter(|(_, list)| !list.is_empty())
+            .collect();
+        let mut shared = template.clone();
+        set_managed_label(&mut shared);
+        Ok(DesiredObjects {
+            object: describe(fed),
+            shared,
+            template: (!overrides.is_empty()).then_some(template),
+            overrides,
+        })
+    }
+
+    /// The object of every cluster without overrides.
+    pub fn shared(&self) -> &Value {
+        &self.shared
+    }
+
+    /// The desired object for `cluster`: borrowed when it is the shared one.
+    pub fn for_cluster(&self, cluster: &str) -> Result<Cow<'_, Value>, DesiredError> {
+        let (Some((_, overrides)), Some(template)) = (
+            self.overrides.iter().find(|(c, _)| c == cluster),
+            &self.template,
+        ) else {
+            return Ok(Cow::Borrowed(&self.shared));
+        };
+        let mut obj = template.clone();
+        apply_overrides(&mut obj, cluster, overrides).map_err(|source| {
+            DesiredError::Overrides {
+                object: self.object.clone(),
+                source,
+            }
+        })?;
+        set_managed_label(&mut obj);
+        Ok(Cow::Owned(obj))
+    }
+}
+
 /// Add `kubefed.io/managed: "true"` (creating metadata/labels if needed).
 pub fn set_managed_label(obj: &mut Value) {
     let Some(root) = obj.as_object_mut() else {
@@ -395,5 +460,47 @@ mod tests {
         let e = desired_for_cluster(&json!({"metadata": {"name": "s"}}), &svc, "c1", Some(&live))
             .unwrap_err();
         assert_eq!(e.status(), "FieldRetentionFailed");
+    }
+
+    /// Rendering once for many clusters gives, cluster by cluster, exactly
+    /// what `desired_for_cluster` gives, including overrides that touch the
+    /// labels before the managed label is added, and the same errors.
+    #[test]
+    fn desired_objects_equal_desired_for_cluster() {
+        let fed = json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
+        "metadata": {"name": "web", "namespace": "demo"},
+        "spec": {
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"replicas": 1}},
+            "overrides": [
+                {"clusterName": "a", "clusterOverrides": [{"path": "/spec/replicas", "value": 5}]},
+                {"clusterName": "b", "clusterOverrides": [{"path": "/metadata/labels", "value": {"only": "b"}}]},
+                {"clusterName": "c", "clusterOverrides": []},
+                {"clusterName": "d", "clusterOverrides": [{"op": "remove", "path": "/spec/missing"}]}
+            ]
+        }});
+        let target = deployment();
+        let many = DesiredObjects::new(&fed, &target).unwrap();
+        for cluster in ["a", "b", "c", "e"] {
+            assert_eq!(
+                *many.for_cluster(cluster).unwrap(),
+                desired_for_cluster(&fed, &target, cluster, None).unwrap(),
+                "cluster {cluster}"
+            );
+        }
+        assert_eq!(many.for_cluster("a").unwrap()["spec"]["replicas"], 5);
+        // Clusters without overrides (none, or an empty list) share one object.
+        assert!(matches!(many.for_cluster("c").unwrap(), Cow::Borrowed(_)));
+        assert!(matches!(many.for_cluster("e").unwrap(), Cow::Borrowed(_)));
+        assert!(matches!(many.for_cluster("a").unwrap(), Cow::Owned(_)));
+        assert_eq!(
+            many.for_cluster("b").unwrap()["metadata"]["labels"],
+            json!({"only": "b", MANAGED_LABEL: "true"})
+        );
+        assert_eq!(
+            many.for_cluster("d").unwrap_err().to_string(),
+            desired_for_cluster(&fed, &target, "d", None)
+                .unwrap_err()
+                .to_string()
+        );
     }
 }

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 /// The object in today's spelling, and a note per rewrite.
-pub fn normalize(obj: &Value) -> (Value, Vec<String>) {
-    let mut out = obj.clone();
+pub fn normalize(obj: Value) -> (Value, Vec<String>) {
+    let mut out = obj;
     let mut notes = Vec::new();
     if let Some(av) = out["apiVersion"].as_str()
         && let Some((group, version)) = av.split_once('/')
@@ -73,7 +73,7 @@ mod tests {
                 "overrides": [{"clusterName": "cluster2", "clusterOverrides": [{"path": "spec.replicas", "value": 5}, {"path": "/a/b"}]}]
             }
         });
-        let (out, notes) = normalize(&seed);
+        let (out, notes) = normalize(seed.clone());
         assert_eq!(out["apiVersion"], "types.kubefed.io/v1beta1");
         assert_eq!(
             out["spec"]["overrides"][0]["clusterOverrides"][0]["path"],
@@ -90,10 +90,10 @@ mod tests {
         assert_eq!(notes.len(), 1);
         let rsp = json!({"apiVersion": "scheduling.kubefed.k8s.io/v1alpha1"});
         assert_eq!(
-            normalize(&rsp).0["apiVersion"],
+            normalize(rsp.clone()).0["apiVersion"],
             "scheduling.kubefed.io/v1alpha1"
         );
         let plain = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
-        assert_eq!(normalize(&plain).0, plain);
+        assert_eq!(normalize(plain.clone()).0, plain);
     }
 }

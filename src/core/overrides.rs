@@ -104,13 +104,20 @@ pub fn overrides_for_cluster(
         .unwrap_or_default())
 }
 
+/// Every cluster's overrides, checked as [`overrides_for_cluster`] checks
+/// them, for callers that want many clusters of one object.
+pub fn overrides_by_cluster(fed: &Value) -> Result<ParsedOverrides, OverrideError> {
+    parse(fed, false)
+}
+
 /// Offline validation of `spec.overrides`: upstream's run-time checks plus
 /// the CRD's (op in add/remove/replace, path required and non-empty).
 pub fn validate_overrides(fed: &Value) -> Result<(), OverrideError> {
     parse(fed, true).map(|_| ())
 }
 
-type ParsedOverrides = Vec<(String, Vec<ClusterOverride>)>;
+/// Cluster name → its overrides, in `spec.overrides` order.
+pub type ParsedOverrides = Vec<(String, Vec<ClusterOverride>)>;
 
 fn parse(fed: &Value, strict: bool) -> Result<ParsedOverrides, OverrideError> {
     let items = match fed.get("spec").and_then(|s| s.get("overrides")) {
@@ -199,6 +206,10 @@ pub fn apply_overrides(
     cluster: &str,
     overrides: &[ClusterOverride],
 ) -> Result<(), OverrideError> {
+    if overrides.is_empty() {
+        return Ok(());
+    }
+    // Patch a copy: a failing override leaves `obj` as it was.
     let mut doc = obj.clone();
     for o in overrides {
         apply_one(&mut doc, o).map_err(|message| OverrideError::Apply {

@@ -2,7 +2,7 @@
 //! KubeFedClusters from files → the objects each member cluster would hold.
 
 use crate::core::builtin_types::{builtin_by_kind, builtin_version};
-use crate::core::desired::{TargetType, describe, desired_for_cluster};
+use crate::core::desired::{DesiredObjects, TargetType, describe};
 use crate::core::legacy;
 use crate::core::membership::Scope;
 use crate::core::overrides::validate_overrides;
@@ -10,8 +10,9 @@ use crate::core::placement::{Cluster, is_federated_namespace, sync_placement};
 use crate::core::scheduling::{Scheduled, schedule};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// One input object and where it came from (for error messages).
@@ -22,7 +23,7 @@ pub struct Sourced {
 }
 
 /// Everything read from the input files, sorted by role.
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct Inputs {
     pub clusters: Vec<Sourced>,
     pub federated: Vec<Sourced>,
@@ -93,60 +94,66 @@ pub fn add_documents(inputs: &mut Inputs, source: &str, text: &str) -> Result<()
         crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
     for (i, doc) in docs.into_iter().enumerate() {
         let at = format!("{source}: document {}", i + 1);
-        let items = if doc["kind"] == "List" {
-            doc["items"].as_array().cloned().unwrap_or_default()
-        } else {
-            vec![doc]
+        let items = match doc {
+            Value::Object(mut list) if list.get("kind").is_some_and(|k| k == "List") => {
+                match list.remove("items") {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                }
+            }
+            doc => vec![doc],
         };
         for obj in items {
-            let (obj, notes) = legacy::normalize(&obj);
+            let (object, notes) = legacy::normalize(obj);
             inputs
                 .notes
                 .extend(notes.into_iter().map(|n| format!("{at}: {n}")));
-            let kind = obj["kind"].as_str().unwrap_or("").to_string();
-            let group = obj["apiVersion"]
+            let kind = object["kind"].as_str().unwrap_or("");
+            let group = object["apiVersion"]
                 .as_str()
                 .and_then(|a| a.split_once('/'))
                 .map(|(g, _)| g)
                 .unwrap_or("");
-            if obj["metadata"]["name"].as_str().is_none_or(str::is_empty) {
+            if object["metadata"]["name"]
+                .as_str()
+                .is_none_or(str::is_empty)
+            {
                 bail!(
                     "{at}: {} has no metadata.name",
-                    if kind.is_empty() { "the object" } else { &kind }
+                    if kind.is_empty() { "the object" } else { kind }
                 );
             }
-            let sourced = Sourced {
-                source: at.clone(),
-                object: obj.clone(),
-            };
-            let member = obj["metadata"]["annotations"][CLUSTER_ANNOTATION]
+            let member = object["metadata"]["annotations"][CLUSTER_ANNOTATION]
                 .as_str()
                 .is_some();
-            match (group, kind.as_str()) {
-                ("core.kubefed.io", "KubeFedCluster") => inputs.clusters.push(sourced),
+            let role = match (group, kind) {
+                ("core.kubefed.io", "KubeFedCluster") => &mut inputs.clusters,
                 (
                     "multiclusterdns.kubefed.io",
                     "Domain" | "ServiceDNSRecord" | "IngressDNSRecord",
-                ) => inputs.dns.push(sourced),
+                ) => &mut inputs.dns,
                 ("", "Service") | ("networking.k8s.io", "Ingress") if member => {
-                    inputs.member_status.push(sourced)
+                    &mut inputs.member_status
                 }
-                ("scheduling.kubefed.io", "ReplicaSchedulingPreference") => {
-                    inputs.rsps.push(sourced)
-                }
+                ("scheduling.kubefed.io", "ReplicaSchedulingPreference") => &mut inputs.rsps,
                 ("core.kubefed.io", _) => {
                     inputs
                         .notes
                         .push(format!("{at}: {kind} is not used when rendering; skipped"));
+                    continue;
                 }
                 (_, k) if k.starts_with("Federated") && group.ends_with("kubefed.io") => {
-                    inputs.federated.push(sourced)
+                    &mut inputs.federated
                 }
                 _ => bail!(
                     "{at}: {kind:?} ({}) is not a federated object, ReplicaSchedulingPreference or KubeFedCluster",
-                    obj["apiVersion"].as_str().unwrap_or("no apiVersion")
+                    object["apiVersion"].as_str().unwrap_or("no apiVersion")
                 ),
-            }
+            };
+            role.push(Sourced {
+                source: at.clone(),
+                object,
+            });
         }
     }
     Ok(())
@@ -167,11 +174,18 @@ pub fn parse_cluster_flag(text: &str) -> Result<Cluster> {
     })
 }
 
-/// What a render produced.
-#[derive(Debug, Default)]
-pub struct Rendered {
-    /// Cluster → its objects, in apply order (namespaces first).
-    pub clusters: BTreeMap<String, Vec<Value>>,
+/// Everything a render decided before building any member object: the
+/// clusters, each federated object's target and placement (after the RSP
+/// pass) and the host's own objects. Member objects are built per cluster
+/// ([`RenderPlan::cluster_objects`]), on all cores, so a large render never
+/// holds every cluster's objects at once.
+#[derive(Debug)]
+pub struct RenderPlan {
+    /// Sorted by name.
+    pub clusters: Vec<Cluster>,
+    placed: Vec<Placed>,
+    /// Cluster name → indices into `placed`, in input order.
+    by_cluster: BTreeMap<String, Vec<usize>>,
     /// Objects for the host itself (DNSEndpoints).
     pub host: Vec<Value>,
     /// One line per RSP decision: `test-ns/web: ap-northeast=3, us-east=6`.
@@ -179,13 +193,75 @@ pub struct Rendered {
     pub notes: Vec<String>,
 }
 
-/// Runs RSP scheduling, placement, overrides and desired objects over the
-/// inputs. Every error names the file/document, object, cluster or field.
-pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
-    let mut out = Rendered {
-        notes: inputs.notes.clone(),
-        ..Default::default()
-    };
+/// A federated object placed on at least one cluster.
+#[derive(Debug)]
+struct Placed {
+    source: String,
+    desired: DesiredObjects,
+}
+
+/// One object of one member cluster: its federated object's shared object
+/// or this cluster's own (overridden) copy.
+pub struct MemberObject<'a> {
+    /// The federated object's index in the plan.
+    placed: usize,
+    object: Cow<'a, Value>,
+}
+
+impl MemberObject<'_> {
+    pub fn value(&self) -> &Value {
+        &self.object
+    }
+
+    /// The object as text: a shared object's from `shared` (written once
+    /// for every cluster, see [`RenderPlan::shared_texts`]), an own copy
+    /// written now.
+    fn text<'t>(
+        &'t self,
+        shared: &'t [String],
+        write: impl Fn(&Value) -> Result<String>,
+    ) -> Result<Cow<'t, str>> {
+        match &self.object {
+            Cow::Borrowed(_) => Ok(Cow::Borrowed(&shared[self.placed])),
+            Cow::Owned(own) => Ok(Cow::Owned(write(own)?)),
+        }
+    }
+}
+
+/// Every cluster's objects in memory (small renders, tests).
+#[derive(Debug, Default)]
+pub struct Rendered {
+    /// Cluster → its objects, in apply order (namespaces first).
+    pub clusters: BTreeMap<String, Vec<Value>>,
+    /// Objects for the host itself (DNSEndpoints).
+    pub host: Vec<Value>,
+    /// One line per RSP decision.
+    pub scheduling: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// [`plan`], then every cluster's objects.
+pub fn render(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
+    let plan = plan(inputs, extra_clusters)?;
+    let clusters = plan.per_cluster(|cluster, objects| {
+        let objects = objects.into_iter().map(|o| o.object.into_owned()).collect();
+        Ok((cluster.to_string(), objects))
+    })?;
+    Ok(Rendered {
+        clusters: clusters.into_iter().collect(),
+        host: plan.host,
+        scheduling: plan.scheduling,
+        notes: plan.notes,
+    })
+}
+
+/// Runs RSP scheduling, placement, override validation and template
+/// rendering over the inputs (objects are validated and placed on all
+/// cores). Every error names the file/document, object, cluster or field.
+pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
+    let mut inputs = inputs;
+    let mut notes = std::mem::take(&mut inputs.notes);
+    let mut scheduling = Vec::new();
     let mut clusters: Vec<Cluster> = Vec::new();
     for c in &inputs.clusters {
         clusters.push(Cluster {
@@ -218,11 +294,8 @@ pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
         bail!("no clusters: give KubeFedCluster objects in the input, or --cluster NAME[:k=v,...]");
     }
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
-    for c in &clusters {
-        out.clusters.insert(c.name.clone(), Vec::new());
-    }
 
-    let mut federated: Vec<Sourced> = inputs.federated.clone();
+    let mut federated = std::mem::take(&mut inputs.federated);
     let key = |o: &Value| {
         (
             o["metadata"]["namespace"]
@@ -247,9 +320,14 @@ pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
                 describe(&f.object)
             );
         }
-        validate_overrides(&f.object)
-            .map_err(|e| anyhow!("{}: {}: {e}", f.source, describe(&f.object)))?;
     }
+    // Per-object work runs on all cores; errors come in input order.
+    crate::parallel::map(&federated, |f| {
+        validate_overrides(&f.object)
+            .map_err(|e| anyhow!("{}: {}: {e}", f.source, describe(&f.object)))
+    })
+    .into_iter()
+    .collect::<Result<()>>()?;
     let fed_namespaces: BTreeMap<String, Value> = federated
         .iter()
         .filter(|f| is_federated_namespace(&f.object))
@@ -278,7 +356,7 @@ pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
         let Some(fed) = federated.iter_mut().find(|f| {
             key(&f.object) == (ns.clone(), name.clone()) && f.object["kind"] == target_kind
         }) else {
-            out.notes.push(format!("{}: no {target_kind} {ns}/{name} in the input for this ReplicaSchedulingPreference", rsp.source));
+            notes.push(format!("{}: no {target_kind} {ns}/{name} in the input for this ReplicaSchedulingPreference", rsp.source));
             continue;
         };
         let fedns = fed_namespaces.get(&ns);
@@ -295,11 +373,10 @@ pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
             Scheduled::Updated(obj) => fed.object = obj,
             Scheduled::Unchanged => {}
         }
-        out.scheduling
-            .push(format!("{ns}/{name}: {}", replicas_summary(&fed.object)));
+        scheduling.push(format!("{ns}/{name}: {}", replicas_summary(&fed.object)));
     }
 
-    for f in &federated {
+    let placements = crate::parallel::map_owned(federated, |f| -> Result<_> {
         let obj = &f.object;
         let target = target_type(obj).map_err(|e| anyhow!("{}: {e}", f.source))?;
         let namespaced_type = builtin_by_kind(&target.kind)
@@ -318,37 +395,143 @@ pub fn render(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
             namespaced_type && !target.is_namespace(),
         )
         .map_err(|e| anyhow!("{}: {e}", f.source))?;
-        if placement.namespace_not_federated {
-            out.notes.push(format!(
+        let note = placement.namespace_not_federated.then(|| {
+            format!(
                 "{}: {} is not placed: namespace {ns:?} has no FederatedNamespace in the input",
                 f.source,
                 describe(obj)
-            ));
-        }
-        for cluster in &placement.clusters {
-            let desired = desired_for_cluster(obj, &target, cluster, None)
-                .map_err(|e| anyhow!("{}: cluster {cluster:?}: {e}", f.source))?;
-            out.clusters
-                .get_mut(cluster)
-                .expect("known cluster")
-                .push(desired);
-        }
-    }
-    out.host = render_dns(inputs, &clusters, &mut out.notes)?;
-    for objs in out.clusters.values_mut() {
-        objs.sort_by_key(|o| {
-            (
-                o["kind"] != "Namespace",
-                o["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-                o["kind"].as_str().unwrap_or("").to_string(),
-                o["metadata"]["name"].as_str().unwrap_or("").to_string(),
             )
         });
+        let desired = if placement.clusters.is_empty() {
+            None
+        } else {
+            Some(DesiredObjects::new(obj, &target).map_err(|e| anyhow!("{}: {e}", f.source))?)
+        };
+        Ok((f.source, placement.clusters, note, desired))
+    });
+    let mut placed = Vec::with_capacity(placements.len());
+    let mut by_cluster: BTreeMap<String, Vec<usize>> = clusters
+        .iter()
+        .map(|c| (c.name.clone(), Vec::new()))
+        .collect();
+    for result in placements {
+        let (source, on, note, desired) = result?;
+        notes.extend(note);
+        let Some(desired) = desired else {
+            continue;
+        };
+        for cluster in &on {
+            by_cluster
+                .get_mut(cluster)
+                .expect("placement picks known clusters")
+                .push(placed.len());
+        }
+        placed.push(Placed { source, desired });
     }
-    Ok(out)
+    let host = render_dns(&inputs, &clusters, &mut notes)?;
+    Ok(RenderPlan {
+        clusters,
+        placed,
+        by_cluster,
+        host,
+        scheduling,
+        notes,
+    })
+}
+
+/// Why building one cluster's objects failed, and at which federated
+/// object (so parallel builds report the error a sequential one would).
+struct BuildError {
+    placed: usize,
+    error: anyhow::Error,
+}
+
+impl RenderPlan {
+    /// The objects for `cluster`, in apply order (namespaces first, then by
+    /// namespace, kind and name).
+    fn build(&self, cluster: &str) -> Result<Vec<MemberObject<'_>>, BuildError> {
+        let indices = self.by_cluster.get(cluster).map_or(&[][..], Vec::as_slice);
+        let mut objects = Vec::with_capacity(indices.len());
+        for &i in indices {
+            let placed = &self.placed[i];
+            let object = placed
+                .desired
+                .for_cluster(cluster)
+                .map_err(|e| BuildError {
+                    placed: i,
+                    error: anyhow!("{}: cluster {cluster:?}: {e}", placed.source),
+                })?;
+            objects.push(MemberObject { placed: i, object });
+        }
+        Ok(in_apply_order(objects))
+    }
+
+    /// Every federated object's shared object as text, on all cores: most
+    /// clusters share it, so it is written once, not once per cluster.
+    fn shared_texts(&self, write: impl Fn(&Value) -> Result<String> + Sync) -> Result<Vec<String>> {
+        crate::parallel::map(&self.placed, |p| write(p.desired.shared()))
+            .into_iter()
+            .collect()
+    }
+
+    /// Builds every cluster's objects and hands them to `work`, clusters
+    /// spread over all cores; results come back in cluster order. On
+    /// failure the error is the one a sequential render would meet first
+    /// (the earliest federated object, then the first cluster).
+    pub fn per_cluster<T: Send>(
+        &self,
+        work: impl Fn(&str, Vec<MemberObject<'_>>) -> Result<T> + Sync,
+    ) -> Result<Vec<T>> {
+        let run = |cluster: &str| -> Result<T, BuildError> {
+            let objects = self.build(cluster)?;
+            work(cluster, objects).map_err(|error| BuildError {
+                placed: usize::MAX,
+                error,
+            })
+        };
+        let results = crate::parallel::map(&self.clusters, |c| run(&c.name));
+        let mut first: Option<BuildError> = None;
+        let mut out = Vec::with_capacity(results.len());
+        for r in results {
+            match r {
+                Ok(t) => out.push(t),
+                Err(e) if first.as_ref().is_none_or(|f| e.placed < f.placed) => first = Some(e),
+                Err(_) => {}
+            }
+        }
+        match first {
+            Some(e) => Err(e.error),
+            None => Ok(out),
+        }
+    }
+}
+
+/// `objects` sorted (stably) by [`apply_order`], each key computed once.
+fn in_apply_order(objects: Vec<MemberObject<'_>>) -> Vec<MemberObject<'_>> {
+    let order: Vec<usize> = {
+        let keys: Vec<_> = objects.iter().map(|o| apply_order(o.value())).collect();
+        if keys.is_sorted() {
+            return objects;
+        }
+        let mut order: Vec<usize> = (0..objects.len()).collect();
+        order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+        order
+    };
+    let mut slots: Vec<Option<MemberObject>> = objects.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .map(|i| slots[i].take().expect("each index once"))
+        .collect()
+}
+
+/// Namespaces first, then namespace, kind, name.
+fn apply_order(o: &Value) -> (bool, &str, &str, &str) {
+    (
+        o["kind"] != "Namespace",
+        o["metadata"]["namespace"].as_str().unwrap_or(""),
+        o["kind"].as_str().unwrap_or(""),
+        o["metadata"]["name"].as_str().unwrap_or(""),
+    )
 }
 
 /// The target of a federated object: `Federated<Kind>` → Kind, with the
@@ -494,26 +677,113 @@ fn render_dns(
 }
 
 /// A multi-document stream, each object preceded by `# cluster: NAME`
-/// (`# host` for the host's own objects, DNSEndpoints).
-pub fn to_stream(r: &Rendered) -> Result<String> {
-    let mut text = String::new();
-    for obj in &r.host {
-        text.push_str("---\n# host\n");
-        text.push_str(&crate::output::render(
-            obj,
-            crate::output::DocumentFormat::Yaml,
-        )?);
+/// (`# host` for the host's own objects, DNSEndpoints). Every piece is
+/// built before the first byte is written: an error writes nothing.
+pub fn write_stream(plan: &RenderPlan, out: &mut dyn Write) -> Result<()> {
+    let yaml = |obj: &Value| crate::output::render(obj, crate::output::DocumentFormat::Yaml);
+    let mut host = String::new();
+    for obj in &plan.host {
+        host.push_str("---\n# host\n");
+        host.push_str(&yaml(obj)?);
     }
-    for (cluster, objs) in &r.clusters {
-        for obj in objs {
-            text.push_str(&format!("---\n# cluster: {cluster}\n"));
-            text.push_str(&crate::output::render(
-                obj,
-                crate::output::DocumentFormat::Yaml,
-            )?);
+    let shared = plan.shared_texts(yaml)?;
+    let pieces = plan.per_cluster(|cluster, objects| {
+        let mut piece = String::new();
+        for obj in &objects {
+            piece.push_str("---\n# cluster: ");
+            piece.push_str(cluster);
+            piece.push('\n');
+            piece.push_str(&obj.text(&shared, yaml)?);
         }
+        Ok(piece)
+    })?;
+    out.write_all(host.as_bytes())?;
+    for piece in pieces {
+        out.write_all(piece.as_bytes())?;
     }
+    Ok(out.flush()?)
+}
+
+/// `{"<cluster>": [objects], "_host": [DNSEndpoints]}`, byte for byte what
+/// serde_json's pretty printer writes for that map, but built from
+/// per-cluster pieces in parallel without holding every object at once.
+/// As [`write_stream`], an error writes nothing.
+pub fn write_json(plan: &RenderPlan, out: &mut dyn Write) -> Result<()> {
+    let shared = plan.shared_texts(indented_json)?;
+    let mut members: Vec<(String, String)> = plan.per_cluster(|cluster, objects| {
+        let texts = objects.iter().map(|o| o.text(&shared, indented_json));
+        Ok((cluster.to_string(), json_member(cluster, texts)?))
+    })?;
+    if !plan.host.is_empty() {
+        let texts = plan.host.iter().map(|o| indented_json(o).map(Cow::Owned));
+        members.push(("_host".into(), json_member("_host", texts)?));
+    }
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    if members.is_empty() {
+        out.write_all(b"{}\n")?;
+        return Ok(out.flush()?);
+    }
+    out.write_all(b"{\n")?;
+    for (i, (_, member)) in members.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",\n")?;
+        }
+        out.write_all(member.as_bytes())?;
+    }
+    out.write_all(b"\n}\n")?;
+    Ok(out.flush()?)
+}
+
+/// `  "key": [ ... ]` at depth one of a pretty-printed map, from the
+/// elements' [`indented_json`].
+fn json_member<'a>(
+    key: &str,
+    elements: impl ExactSizeIterator<Item = Result<Cow<'a, str>>>,
+) -> Result<String> {
+    let mut text = format!("  {}: ", serde_json::to_string(key)?);
+    if elements.len() == 0 {
+        text.push_str("[]");
+        return Ok(text);
+    }
+    text.push_str("[\n");
+    let last = elements.len() - 1;
+    for (i, element) in elements.enumerate() {
+        text.push_str("    ");
+        text.push_str(&element?);
+        text.push_str(if i < last { ",\n" } else { "\n" });
+    }
+    text.push_str("  ]");
     Ok(text)
+}
+
+/// `value` as pretty JSON for an array inside a map (four more spaces
+/// after every newline).
+fn indented_json(value: &Value) -> Result<String> {
+    let mut text = Vec::new();
+    serde_json::to_writer_pretty(Indented(&mut text), value)?;
+    Ok(String::from_utf8(text)?)
+}
+
+/// Pretty JSON two levels deeper than serde_json starts it. Pretty JSON
+/// has no raw newline inside strings, so indenting after every newline is
+/// exact.
+struct Indented<'a>(&'a mut Vec<u8>);
+
+impl std::io::Write for Indented<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            self.0.extend_from_slice(&rest[..=i]);
+            self.0.extend_from_slice(b"    ");
+            rest = &rest[i + 1..];
+        }
+        self.0.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Marks a directory as ours, so a re-render may replace it.
@@ -521,7 +791,7 @@ pub const RENDER_MARKER: &str = ".kubefedctl-render";
 
 /// Writes `DIR/<cluster>/<namespace or _cluster>/<kind>-<name>.yaml`,
 /// all or nothing: into a new directory, renamed into place at the end.
-pub fn write_dir(r: &Rendered, dir: &Path) -> Result<usize> {
+pub fn write_dir(plan: &RenderPlan, dir: &Path) -> Result<usize> {
     if dir.exists() {
         let ours = dir.join(RENDER_MARKER).exists();
         let empty = std::fs::read_dir(dir)
@@ -546,28 +816,36 @@ pub fn write_dir(r: &Rendered, dir: &Path) -> Result<usize> {
     ));
     let _ = std::fs::remove_dir_all(&staging);
     let result = (|| -> Result<usize> {
-        let mut count = 0;
         std::fs::create_dir_all(&staging)?;
         std::fs::write(
             staging.join(RENDER_MARKER),
             "rendered by kubefedctl reconcile --from\n",
         )?;
-        let host = ("_host".to_string(), r.host.clone());
-        for (cluster, objs) in r.clusters.iter().chain(std::iter::once((&host.0, &host.1))) {
-            for obj in objs {
-                let ns = obj["metadata"]["namespace"].as_str().unwrap_or("_cluster");
-                let file = staging.join(cluster).join(ns).join(format!(
-                    "{}-{}.yaml",
-                    obj["kind"].as_str().unwrap_or("object").to_lowercase(),
-                    obj["metadata"]["name"].as_str().unwrap_or("")
-                ));
-                std::fs::create_dir_all(file.parent().expect("has a parent"))?;
-                std::fs::write(
-                    &file,
-                    crate::output::render(obj, crate::output::DocumentFormat::Yaml)?,
-                )?;
-                count += 1;
+        let write = |cluster: &str, obj: &Value, yaml: &str| -> Result<()> {
+            let ns = obj["metadata"]["namespace"].as_str().unwrap_or("_cluster");
+            let file = staging.join(cluster).join(ns).join(format!(
+                "{}-{}.yaml",
+                obj["kind"].as_str().unwrap_or("object").to_lowercase(),
+                obj["metadata"]["name"].as_str().unwrap_or("")
+            ));
+            std::fs::create_dir_all(file.parent().expect("has a parent"))?;
+            Ok(std::fs::write(&file, yaml)?)
+        };
+        let mut count = 0;
+        for obj in &plan.host {
+            let yaml = crate::output::render(obj, crate::output::DocumentFormat::Yaml)?;
+            write("_host", obj, &yaml)?;
+            count += 1;
+        }
+        let yaml = |obj: &Value| crate::output::render(obj, crate::output::DocumentFormat::Yaml);
+        let shared = plan.shared_texts(yaml)?;
+        for written in plan.per_cluster(|cluster, objects| {
+            for obj in &objects {
+                write(cluster, obj.value(), &obj.text(&shared, yaml)?)?;
             }
+            Ok(objects.len())
+        })? {
+            count += written;
         }
         Ok(count)
     })();
@@ -622,7 +900,7 @@ kind: Service
 metadata: {name: web, namespace: shop, annotations: {kubefedctl.kubefed.io/cluster: eu1}}
 status: {loadBalancer: {ingress: [{ip: 192.0.2.10}]}}
 "#;
-        let r = render(&inputs(text), &[]).unwrap();
+        let r = render(inputs(text), &[]).unwrap();
         assert_eq!(r.host.len(), 1);
         let ep = &r.host[0];
         assert_eq!(ep["kind"], "DNSEndpoint");
@@ -646,7 +924,13 @@ status: {loadBalancer: {ingress: [{ip: 192.0.2.10}]}}
             names.contains(&("web.shop.galactic.svc.america.example.com", "CNAME")),
             "us1 has no load balancer: {names:?}"
         );
-        assert!(to_stream(&r).unwrap().starts_with("---\n# host\n"));
+        let mut stream = Vec::new();
+        write_stream(&plan(inputs(text), &[]).unwrap(), &mut stream).unwrap();
+        assert!(
+            String::from_utf8(stream)
+                .unwrap()
+                .starts_with("---\n# host\n")
+        );
     }
 
     fn inputs(text: &str) -> Inputs {
@@ -685,7 +969,7 @@ spec:
             .iter()
             .map(|c| parse_cluster_flag(c).unwrap())
             .collect();
-        let r = render(&inputs(SEED_RSP), &clusters).unwrap();
+        let r = render(inputs(SEED_RSP), &clusters).unwrap();
         let replicas: Vec<(String, i64)> = r
             .clusters
             .iter()
@@ -738,7 +1022,7 @@ spec:
   - clusterName: eu1
     clusterOverrides: [{path: /data/colour, value: green}]
 "#;
-        let r = render(&inputs(text), &[]).unwrap();
+        let r = render(inputs(text), &[]).unwrap();
         let kinds = |c: &str| {
             r.clusters[c]
                 .iter()
@@ -756,7 +1040,7 @@ spec:
         let dup = format!(
             "{SEED_RSP}---\napiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {{name: us-east}}\nspec: {{}}\n"
         );
-        let e = render(&inputs(&dup), &[parse_cluster_flag("us-east").unwrap()])
+        let e = render(inputs(&dup), &[parse_cluster_flag("us-east").unwrap()])
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -765,7 +1049,7 @@ spec:
         );
 
         let forbidden = "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {name: c, namespace: ns1}\nspec:\n  placement: {clusterSelector: {}}\n  overrides:\n  - clusterName: a\n    clusterOverrides: [{path: /metadata/name, value: x}]\n";
-        let e = render(&inputs(forbidden), &[parse_cluster_flag("a").unwrap()])
+        let e = render(inputs(forbidden), &[parse_cluster_flag("a").unwrap()])
             .unwrap_err()
             .to_string();
         assert!(
@@ -775,7 +1059,7 @@ spec:
         assert!(e.contains("/metadata/name"), "{e}");
 
         let remove_missing = "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {name: c, namespace: ns1}\nspec:\n  template: {data: {}}\n  placement: {clusterSelector: {}}\n  overrides:\n  - clusterName: a\n    clusterOverrides: [{op: remove, path: /data/nothing}]\n";
-        let e = render(&inputs(remove_missing), &[parse_cluster_flag("a").unwrap()])
+        let e = render(inputs(remove_missing), &[parse_cluster_flag("a").unwrap()])
             .unwrap_err()
             .to_string();
         assert!(
@@ -809,5 +1093,96 @@ spec:
                 .len(),
             2
         );
+    }
+
+    /// The JSON written from per-cluster pieces is byte for byte what
+    /// serde_json's pretty printer writes for the whole map: clusters with
+    /// and without overrides, an empty cluster, host objects, and a cluster
+    /// name that sorts before `_host`.
+    #[test]
+    fn json_from_pieces_equals_the_pretty_printed_map() {
+        let text = r#"
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedConfigMap
+metadata: {name: cfg, namespace: shop}
+spec:
+  template: {data: {colour: "blue \"sky\"\nline", n: 1.5}}
+  placement: {clusters: [{name: 0a}, {name: eu1}]}
+  overrides:
+  - clusterName: eu1
+    clusterOverrides: [{path: /data/colour, value: green}]
+---
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedSecret
+metadata: {name: empty, namespace: shop}
+spec: {template: {}, placement: {clusters: [{name: 0a}]}}
+"#;
+        let flags: Vec<Cluster> = ["0a", "eu1", "idle"]
+            .iter()
+            .map(|c| parse_cluster_flag(c).unwrap())
+            .collect();
+        let mut with_dns = inputs(text);
+        for c in ["0a", "eu1", "idle"] {
+            add_documents(
+                &mut with_dns,
+                "clusters.yaml",
+                &format!("apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedCluster\nmetadata: {{name: {c}}}\nspec: {{}}\nstatus: {{region: r{c}, zones: [z{c}]}}\n"),
+            )
+            .unwrap();
+        }
+        add_documents(
+            &mut with_dns,
+            "dns.yaml",
+            "apiVersion: multiclusterdns.kubefed.io/v1alpha1\nkind: Domain\nmetadata: {name: d, namespace: kube-federation-system}\ndomain: example.com\n---\napiVersion: multiclusterdns.kubefed.io/v1alpha1\nkind: ServiceDNSRecord\nmetadata: {name: web, namespace: shop}\nspec: {domainRef: d}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop, annotations: {kubefedctl.kubefed.io/cluster: eu1}}\nstatus: {loadBalancer: {ingress: [{ip: 192.0.2.1}]}}\n",
+        )
+        .unwrap();
+        let mut hosts = Vec::new();
+        for (inputs_now, clusters) in [(inputs(text), flags), (with_dns, Vec::new())] {
+            let again = inputs_now.clone();
+            let whole = render(inputs_now, &clusters).unwrap();
+            let mut map: serde_json::Map<String, Value> = whole
+                .clusters
+                .iter()
+                .map(|(c, objs)| (c.clone(), Value::Array(objs.clone())))
+                .collect();
+            if !whole.host.is_empty() {
+                map.insert("_host".into(), Value::Array(whole.host.clone()));
+            }
+            let expected = serde_json::to_string_pretty(&map).unwrap() + "\n";
+            let mut written = Vec::new();
+            write_json(&plan(again, &clusters).unwrap(), &mut written).unwrap();
+            assert_eq!(String::from_utf8(written).unwrap(), expected);
+            assert_eq!(whole.clusters["eu1"][0]["data"]["colour"], "green");
+            assert!(whole.clusters["idle"].is_empty());
+            hosts.push(whole.host.len());
+        }
+        assert_eq!(
+            hosts,
+            [0, 1],
+            "the second case has a DNSEndpoint for the host"
+        );
+    }
+
+    /// Clusters are built in parallel, yet the error is the one a
+    /// sequential pass over the objects meets first: the earliest object.
+    #[test]
+    fn the_first_failing_object_is_reported_whatever_the_cluster() {
+        let failing = |name: &str, cluster: &str| {
+            format!(
+                "---\napiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {{name: {name}, namespace: ns1}}\nspec:\n  template: {{data: {{}}}}\n  placement: {{clusterSelector: {{}}}}\n  overrides:\n  - clusterName: {cluster}\n    clusterOverrides: [{{op: remove, path: /data/nothing}}]\n"
+            )
+        };
+        // The first object fails only in the last cluster, the second in
+        // the first cluster.
+        let text = failing("first", "z") + &failing("second", "a");
+        let clusters: Vec<Cluster> = ["a", "m", "z"]
+            .iter()
+            .map(|c| parse_cluster_flag(c).unwrap())
+            .collect();
+        let e = render(inputs(&text), &clusters).unwrap_err().to_string();
+        assert!(e.starts_with("in.yaml: document 1: cluster \"z\": "), "{e}");
+        let mut out = Vec::new();
+        assert!(write_stream(&plan(inputs(&text), &clusters).unwrap(), &mut out).is_err());
+        assert!(out.is_empty(), "nothing is written on error");
     }
 }

@@ -1,0 +1,60 @@
+//! Work spread over the machine's cores with scoped threads: results come
+//! back in input order, so callers stay deterministic (same output, same
+//! first error) whatever the number of cores.
+
+/// How many threads a parallel step uses.
+pub fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// `items.iter().map(f).collect()` on all cores.
+pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_owned(items.iter().collect(), f)
+}
+
+/// `items.into_iter().map(f).collect()`, with `items` cut into one
+/// contiguous run per core (the calling thread takes the first run). Items
+/// are consumed, and so dropped, on the threads.
+pub fn map_owned<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let runs = workers().min(items.len());
+    if runs <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let size = items.len().div_ceil(runs);
+    let mut rest = items;
+    let mut chunks = Vec::with_capacity(runs);
+    while rest.len() > size {
+        let tail = rest.split_off(size);
+        chunks.push(std::mem::replace(&mut rest, tail));
+    }
+    chunks.push(rest);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let mut chunks = chunks.into_iter();
+        let first = chunks.next().expect("at least one run");
+        let others: Vec<_> = chunks
+            .map(|run| scope.spawn(move || run.into_iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut out: Vec<R> = first.into_iter().map(f).collect();
+        for handle in others {
+            match handle.join() {
+                Ok(results) => out.extend(results),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn keeps_input_order() {
+        let items: Vec<u32> = (0..1001).collect();
+        let doubled: Vec<u32> = (0..1001).map(|i| i * 2).collect();
+        assert_eq!(super::map(&items, |i| i * 2), doubled);
+        assert_eq!(super::map_owned(items, |i| i * 2), doubled);
+        assert_eq!(super::map(&[] as &[u32], |i| *i), Vec::<u32>::new());
+        assert_eq!(super::map_owned(vec![7], |i| i + 1), [8]);
+    }
+}
