@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 use super::overrides::{
-    OverrideError, ParsedOverrides, apply_cluster_overrides, apply_overrides, overrides_by_cluster,
+    OverrideError, ParsedOverrides, apply_cluster_overrides, overrides_by_cluster, patched,
 };
 use super::retain::{RetainError, retain_fields};
 
@@ -271,8 +271,7 @@ impl DesiredObjects {
         ) else {
             return Ok(Cow::Borrowed(&self.shared));
         };
-        let mut obj = template.clone();
-        apply_overrides(&mut obj, cluster, overrides).map_err(|source| {
+        let mut obj = patched(template.clone(), cluster, overrides).map_err(|source| {
             DesiredError::Overrides {
                 object: self.object.clone(),
                 source,

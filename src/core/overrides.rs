@@ -210,7 +210,18 @@ pub fn apply_overrides(
         return Ok(());
     }
     // Patch a copy: a failing override leaves `obj` as it was.
-    let mut doc = obj.clone();
+    *obj = patched(obj.clone(), cluster, overrides)?;
+    Ok(())
+}
+
+/// `doc` with `cluster`'s overrides applied in list order. It is consumed,
+/// so a failure leaves no half-patched object behind (and callers that own
+/// a fresh copy need not make another).
+pub fn patched(
+    mut doc: Value,
+    cluster: &str,
+    overrides: &[ClusterOverride],
+) -> Result<Value, OverrideError> {
     for o in overrides {
         apply_one(&mut doc, o).map_err(|message| OverrideError::Apply {
             cluster: cluster.to_string(),
@@ -233,8 +244,7 @@ pub fn apply_overrides(
             message: "Object 'Kind' is missing in the patched object".into(),
         });
     }
-    *obj = doc;
-    Ok(())
+    Ok(doc)
 }
 
 /// [`overrides_for_cluster`] then [`apply_overrides`].
