@@ -3,10 +3,14 @@
 
 /// Now, as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
+    rfc3339(now_unix())
+}
+
+/// Now, in seconds since the epoch.
+pub fn now_unix() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    rfc3339(secs)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Seconds since the epoch as an RFC 3339 UTC timestamp.

@@ -302,6 +302,117 @@ fn converges_with_overrides_and_rsp_then_writes_nothing() {
     );
 }
 
+/// As upstream's RSP controller: a member whose deployment is not settled
+/// has its pods counted, and pods unschedulable for over a minute lower its
+/// capacity; the replicas it cannot hold go to the other members.
+#[test]
+fn long_unschedulable_pods_lower_a_members_capacity() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-f",
+        "rcf.kubefed.io",
+        "rc-f-objs",
+        &["deployments.apps"],
+    );
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    f.create(env, "FederatedDeployment", "api", json!({
+        "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}},
+            "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+        "placement": {"clusterSelector": {}}
+    }));
+    let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+        "metadata": {"name": "api", "namespace": f.ns},
+        "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 6, "clusters": {m1.clone(): {"weight": 1}, m2.clone(): {"weight": 1}}}});
+    let r = env
+        .request(
+            "host",
+            "POST",
+            &format!(
+                "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{}/replicaschedulingpreferences",
+                f.ns
+            ),
+            Some(&rsp.to_string()),
+        )
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let replicas = |c: &str| {
+        get(
+            env,
+            c,
+            &format!("/apis/apps/v1/namespaces/{}/deployments/api", f.ns),
+        )
+        .unwrap()["spec"]["replicas"]
+            .as_i64()
+            .unwrap()
+    };
+    f.reconcile(&[]).ok();
+    assert_eq!((replicas("member1"), replicas("member2")), (3, 3));
+
+    // Two pods in member1 that could not be scheduled ten minutes ago (no
+    // scheduler runs here: they stay so).
+    let since = kubefedctl::clock::rfc3339(kubefedctl::clock::now_unix() - 600);
+    for i in 0..2 {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("stuck-{i}"), "labels": {"app": "api"}},
+            "spec": {"automountServiceAccountToken": false, "containers": [{"name": "c", "image": "nginx"}]}});
+        let path = format!("/api/v1/namespaces/{}/pods", f.ns);
+        // The namespace's default service account appears shortly after
+        // the namespace.
+        let mut created = None;
+        for _ in 0..60 {
+            let r = env
+                .request("member1", "POST", &path, Some(&pod.to_string()))
+                .unwrap();
+            if r.status == 201 {
+                created = Some(r);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        assert!(created.is_some(), "pod stuck-{i} could not be created");
+        let status = json!({"status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+            "status": "False", "reason": "Unschedulable", "lastTransitionTime": since}]}});
+        let r = env
+            .request(
+                "member1",
+                "PATCH",
+                &format!("{path}/stuck-{i}/status"),
+                Some(&status.to_string()),
+            )
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+
+    f.reset();
+    f.reconcile(&[]).ok();
+    let pod_lists =
+        f.m1.records()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path.contains("/pods"))
+            .count();
+    assert_eq!(
+        pod_lists, 1,
+        "member1's deployment is not settled: its pods are listed once"
+    );
+    // Capacity 3 − 2 = 1 in member1; the planner gives member2 the rest.
+    assert_eq!((replicas("member1"), replicas("member2")), (1, 5));
+    let api = f.fed(env, "federateddeployments", "api").unwrap();
+    let overrides: Vec<(String, i64)> = api["spec"]["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["clusterName"].as_str().unwrap().to_string(),
+                o["clusterOverrides"][0]["value"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(overrides.contains(&(m1.clone(), 1)), "{overrides:?}");
+    assert!(overrides.contains(&(m2.clone(), 5)), "{overrides:?}");
+}
+
 #[test]
 fn unreachable_and_hanging_members_cost_their_timeout_and_are_reported() {
     let env = TestEnv::shared();

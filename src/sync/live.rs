@@ -18,7 +18,10 @@ use crate::core::plan::{
     self, Action, AggregateReason, ClusterOutcome, ClusterStatus, Decision, MemberState,
     SyncSettings,
 };
-use crate::core::scheduling::{MemberReplicas, Scheduled, observe_member, schedule};
+use crate::core::scheduling::{
+    MemberReplicas, PodAnalysis, Scheduled, analyze_pods, current_and_capacity, observe_member,
+    schedule,
+};
 use crate::core::version::{
     member_version, merged_status, overrides_version, propagated_version_name, template_version,
 };
@@ -323,16 +326,13 @@ pub async fn reconcile(
     };
 
     // RSP pass: placement and replicas overrides, as KubeFed's RSP controller writes them.
-    report.host_writes += schedule_replicas(
-        host,
-        o,
-        &namespace,
-        &clusters,
-        &mut types,
-        &fed_namespaces,
-        &mut report,
-    )
-    .await?;
+    let seen = Observed {
+        namespace: &namespace,
+        clusters: &clusters,
+        members: &ready_members,
+        fed_namespaces: &fed_namespaces,
+    };
+    report.host_writes += schedule_replicas(host, o, &seen, &mut types, &mut report).await?;
 
     // Propagated versions, by namespace and name.
     let versions = read_versions(host, &namespace).await?;
@@ -805,16 +805,30 @@ async fn write_cluster_health(host: &Host, all: &[Member], health: &[Health]) ->
     Ok(writes)
 }
 
+/// What the RSP pass works from besides the federated objects.
+struct Observed<'a> {
+    /// The namespace to list RSPs in (`None`: all).
+    namespace: &'a Option<String>,
+    clusters: &'a [Cluster],
+    /// Ready members, for their pods.
+    members: &'a [&'a Member],
+    fed_namespaces: &'a BTreeMap<String, Value>,
+}
+
 /// The RSP pass. Returns the number of host writes.
 async fn schedule_replicas(
     host: &Host,
     o: &Options,
-    namespace: &Option<String>,
-    clusters: &[Cluster],
+    seen: &Observed<'_>,
     types: &mut [TypeState],
-    fed_namespaces: &BTreeMap<String, Value>,
     report: &mut Report,
 ) -> Result<usize> {
+    let Observed {
+        namespace,
+        clusters,
+        members,
+        fed_namespaces,
+    } = *seen;
     let ar = api_resource(
         "scheduling.kubefed.io",
         "v1alpha1",
@@ -833,31 +847,55 @@ async fn schedule_replicas(
         let Some(idx) = t.objects.iter().position(|f| key(f) == key(&rsp)) else {
             continue;
         };
-        // Current replicas per member from the objects already listed.
+        // Current replicas and capacity per member, as upstream's RSP
+        // controller observes them: a settled member object's ready
+        // replicas, else its pods (running and ready ones count; pods
+        // unschedulable for over 60 s lower the capacity).
+        let (ns, name) = key(&rsp);
         let mut current = BTreeMap::new();
+        let mut capacity = BTreeMap::new();
         for (cluster, objs) in &t.live {
-            if let Some(obj) = objs.get(&key(&rsp))
-                && let Ok(state) = observe_member(obj)
-            {
-                let n = match state {
-                    MemberReplicas::Settled { ready } => ready,
-                    MemberReplicas::NeedsPods { .. } => obj
-                        .pointer("/status/readyReplicas")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(0),
-                };
-                current.insert(cluster.clone(), n);
+            let Some(obj) = objs.get(&(ns.clone(), name.clone())) else {
+                continue;
+            };
+            let state = match observe_member(obj) {
+                Ok(state) => state,
+                Err(e) => {
+                    report.warnings.push(format!(
+                        "{cluster}: replica scheduling of {target_kind} {ns}/{name}: {e}"
+                    ));
+                    continue;
+                }
+            };
+            let pods = match &state {
+                MemberReplicas::Settled { .. } => PodAnalysis::default(),
+                MemberReplicas::NeedsPods { match_labels, .. } => {
+                    let member = members.iter().find(|m| &m.name == cluster);
+                    match member_pods(member, &ns, match_labels, o.timeout).await {
+                        Ok(pods) => analyze_pods(&pods, crate::clock::now_unix()),
+                        Err(e) => {
+                            report.warnings.push(format!(
+                                "{cluster}: replica scheduling of {target_kind} {ns}/{name}: listing pods: {}",
+                                crate::error::one_line(&e)
+                            ));
+                            continue;
+                        }
+                    }
+                }
+            };
+            if pods.needs_recheck {
+                report.warnings.push(format!(
+                    "{cluster}: some pods of {target_kind} {ns}/{name} are unschedulable for less than 60 s and do not lower its capacity yet; run again later"
+                ));
+            }
+            let (now, cap) = current_and_capacity(&state, &pods);
+            current.insert(cluster.clone(), now);
+            if let Some(cap) = cap {
+                capacity.insert(cluster.clone(), cap);
             }
         }
         let fedns = fed_namespaces.get(&key(&rsp).0);
-        match schedule(
-            &rsp,
-            &t.objects[idx],
-            fedns,
-            clusters,
-            &current,
-            &BTreeMap::new(),
-        ) {
+        match schedule(&rsp, &t.objects[idx], fedns, clusters, &current, &capacity) {
             Ok(Scheduled::Unchanged) => {}
             Ok(Scheduled::Updated(obj)) => {
                 if o.dry_run {
@@ -887,6 +925,34 @@ async fn schedule_replicas(
         }
     }
     Ok(writes)
+}
+
+/// The pods in `namespace` of a member that carry all `labels`.
+async fn member_pods(
+    member: Option<&&Member>,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    timeout: Duration,
+) -> Result<Vec<Value>> {
+    let Some(client) = member.and_then(|m| m.client.as_ref().ok()) else {
+        bail!("no client for this member");
+    };
+    let pods = crate::apply::dynamic_api(
+        client,
+        Some(namespace),
+        &api_resource("", "v1", "Pod", "pods"),
+    );
+    let selector = labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    tokio::time::timeout(
+        timeout,
+        list_all(&pods, &ListParams::default().labels(&selector)),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("timed out after {timeout:?}"))?
 }
 
 /// PropagatedVersions and ClusterPropagatedVersions by (namespace, name).
