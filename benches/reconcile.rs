@@ -124,13 +124,28 @@ struct Counts {
     member_requests: usize,
     member_writes: usize,
     host_writes: usize,
+    member_phase: Duration,
 }
 
 fn counts(host: &Proxy, members: &[Proxy]) -> Counts {
+    // The member phase: from the first member write received to the last
+    // one answered, all members together (the host's write-back, which
+    // follows, is not in it).
+    let writes: Vec<_> = members
+        .iter()
+        .flat_map(Proxy::records)
+        .filter(|r| r.is_write())
+        .collect();
+    let first = writes.iter().filter_map(|r| r.received).min();
+    let last = writes.iter().filter_map(|r| r.answered).max();
     Counts {
         member_requests: members.iter().map(|p| p.records().len()).sum(),
         member_writes: members.iter().map(Proxy::writes).sum(),
         host_writes: host.writes(),
+        member_phase: match (first, last) {
+            (Some(first), Some(last)) => last.saturating_duration_since(first),
+            _ => Duration::ZERO,
+        },
     }
 }
 
@@ -245,6 +260,7 @@ fn main() {
     );
     ok("first run", &out);
     let k = counts(&host, &members);
+    let first_phase = k.member_phase;
     let placed = 2 * objects * n_members;
     let minimum = n_members * (2 + 3 + 1 + 2 * objects); // healthz, version, 3 lists, namespace + objects
     rows.push((
@@ -310,14 +326,26 @@ fn main() {
     let k = counts(&host, &members);
     let per_member = k.member_requests as f64 / n_members as f64;
     let expected = per_member / CONCURRENCY as f64 * 0.005;
-    let added = slow.as_secs_f64() - first.as_secs_f64();
+    let added = k.member_phase.as_secs_f64() - first_phase.as_secs_f64();
     rows.push((
         "5 ms latency run: wall time".into(),
         format!("{:.1} s", slow.as_secs_f64()),
-        "same work as the first run, in a fresh namespace".into(),
+        format!(
+            "same work as the first run ({:.1} s), in a fresh namespace; the difference is mostly noise of the ~8,000 host writes",
+            first.as_secs_f64()
+        ),
     ));
     rows.push((
-        "5 ms latency: added wall time".into(),
+        "member phase (first member write → last answered): first run / 5 ms run".into(),
+        format!(
+            "{:.1} s / {:.1} s",
+            first_phase.as_secs_f64(),
+            k.member_phase.as_secs_f64()
+        ),
+        "all members together, timed by the proxies".into(),
+    ));
+    rows.push((
+        "5 ms latency: added member-phase time".into(),
         format!("{added:.2} s"),
         format!(
             "bound 1.5 × ({per_member:.0} requests ÷ {CONCURRENCY} in flight × 5 ms) = {:.2} s: {}",

@@ -22,7 +22,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{oneshot, watch};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
@@ -123,6 +123,10 @@ pub struct RequestRecord {
     pub status: u16,
     /// True when the proxy answered with an injected error instead of forwarding.
     pub injected: bool,
+    /// When the proxy received the request (`None` from [`classify`] alone).
+    pub received: Option<Instant>,
+    /// When the proxy had the answer's status; `None` while unanswered.
+    pub answered: Option<Instant>,
 }
 
 impl RequestRecord {
@@ -151,6 +155,8 @@ pub fn classify(method: &str, path: &str, query: Option<&str>) -> RequestRecord 
         name: String::new(),
         status: 0,
         injected: false,
+        received: None,
+        answered: None,
     };
     let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let mut rest: &[&str] = match parts.as_slice() {
@@ -441,7 +447,8 @@ struct Shared {
 }
 
 impl Shared {
-    fn push_record(&self, rec: RequestRecord) -> (u64, usize) {
+    fn push_record(&self, mut rec: RequestRecord) -> (u64, usize) {
+        rec.received = Some(Instant::now());
         let mut r = lock(&self.records);
         r.list.push(rec);
         (r.epoch, r.list.len() - 1)
@@ -454,6 +461,7 @@ impl Shared {
         {
             rec.status = status;
             rec.injected = injected;
+            rec.answered = Some(Instant::now());
         }
     }
 

@@ -496,6 +496,11 @@ fn latency_delays_matching_requests() {
     assert_eq!(r.status, 200);
     assert!(took >= latency, "took {took:?}, latency {latency:?}");
     assert_eq!(proxy.count(|r| r.status == 200 && !r.injected), 1);
+    // Records carry when the request came and when it was answered.
+    let rec = proxy.records().pop().unwrap();
+    let (received, answered) = (rec.received.unwrap(), rec.answered.unwrap());
+    assert!(received >= start, "received before it was sent");
+    assert!(answered - received >= latency, "{:?}", answered - received);
 }
 
 #[test]
