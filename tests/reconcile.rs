@@ -123,6 +123,44 @@ impl Federation {
         assert_eq!(r.status, 201, "{}", r.body);
     }
 
+    /// A FederatedDeployment of one container, labelled `app: NAME`,
+    /// placed on every member.
+    fn create_deployment(&self, env: &TestEnv, name: &str) {
+        self.create(env, "FederatedDeployment", name, json!({
+            "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+            "placement": {"clusterSelector": {}}
+        }));
+    }
+
+    /// A ReplicaSchedulingPreference for the FederatedDeployment `name`:
+    /// `total` replicas over these (cluster, weight) pairs.
+    fn create_rsp(&self, env: &TestEnv, name: &str, total: i64, weights: &[(&str, i64)]) {
+        let clusters: serde_json::Map<String, Value> = weights
+            .iter()
+            .map(|(c, w)| (c.to_string(), json!({"weight": w})))
+            .collect();
+        let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+            "metadata": {"name": name, "namespace": self.ns},
+            "spec": {"targetKind": "FederatedDeployment", "totalReplicas": total, "clusters": clusters}});
+        let path = format!(
+            "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{}/replicaschedulingpreferences",
+            self.ns
+        );
+        let r = env
+            .request("host", "POST", &path, Some(&rsp.to_string()))
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+
+    /// `spec.replicas` of the Deployment `name` in a member.
+    fn replicas(&self, env: &TestEnv, cluster: &str, name: &str) -> i64 {
+        let path = format!("/apis/apps/v1/namespaces/{}/deployments/{name}", self.ns);
+        get(env, cluster, &path).unwrap()["spec"]["replicas"]
+            .as_i64()
+            .unwrap()
+    }
+
     fn fed(&self, env: &TestEnv, plural: &str, name: &str) -> Option<Value> {
         get(
             env,
@@ -169,26 +207,8 @@ fn converges_with_overrides_and_rsp_then_writes_nothing() {
         "placement": {"clusters": [{"name": m1}, {"name": m2}]},
         "overrides": [{"clusterName": m2, "clusterOverrides": [{"path": "/data/colour", "value": "green"}]}]
     }));
-    f.create(env, "FederatedDeployment", "web", json!({
-        "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
-        "placement": {"clusterSelector": {}}
-    }));
-    let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
-        "metadata": {"name": "web", "namespace": f.ns},
-        "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 9, "clusters": {m1.clone(): {"weight": 2}, m2.clone(): {"weight": 1}}}});
-    let r = env
-        .request(
-            "host",
-            "POST",
-            &format!(
-                "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{}/replicaschedulingpreferences",
-                f.ns
-            ),
-            Some(&rsp.to_string()),
-        )
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
+    f.create_deployment(env, "web");
+    f.create_rsp(env, "web", 9, &[(&m1, 2), (&m2, 1)]);
 
     f.reset();
     let dry = f.reconcile(&["--dry-run", "--exit-code"]);
@@ -217,18 +237,12 @@ fn converges_with_overrides_and_rsp_then_writes_nothing() {
     let green = cm(env, "member2", f.ns, "settings").unwrap();
     assert_eq!(green["data"]["colour"], "green");
     assert_eq!(green["metadata"]["labels"]["kubefed.io/managed"], "true");
-    let replicas = |c: &str| {
-        get(
-            env,
-            c,
-            &format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns),
-        )
-        .unwrap()["spec"]["replicas"]
-            .clone()
-    };
     assert_eq!(
-        (replicas("member1"), replicas("member2")),
-        (json!(6), json!(3)),
+        (
+            f.replicas(env, "member1", "web"),
+            f.replicas(env, "member2", "web")
+        ),
+        (6, 3),
         "RSP weights 2:1 of 9"
     );
     let web = f.fed(env, "federateddeployments", "web").unwrap();
@@ -316,36 +330,9 @@ fn long_unschedulable_pods_lower_a_members_capacity() {
         &["deployments.apps"],
     );
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
-    f.create(env, "FederatedDeployment", "api", json!({
-        "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}},
-            "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
-        "placement": {"clusterSelector": {}}
-    }));
-    let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
-        "metadata": {"name": "api", "namespace": f.ns},
-        "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 6, "clusters": {m1.clone(): {"weight": 1}, m2.clone(): {"weight": 1}}}});
-    let r = env
-        .request(
-            "host",
-            "POST",
-            &format!(
-                "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{}/replicaschedulingpreferences",
-                f.ns
-            ),
-            Some(&rsp.to_string()),
-        )
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    let replicas = |c: &str| {
-        get(
-            env,
-            c,
-            &format!("/apis/apps/v1/namespaces/{}/deployments/api", f.ns),
-        )
-        .unwrap()["spec"]["replicas"]
-            .as_i64()
-            .unwrap()
-    };
+    f.create_deployment(env, "api");
+    f.create_rsp(env, "api", 6, &[(&m1, 1), (&m2, 1)]);
+    let replicas = |c: &str| f.replicas(env, c, "api");
     f.reconcile(&[]).ok();
     assert_eq!((replicas("member1"), replicas("member2")), (3, 3));
 
