@@ -29,11 +29,7 @@ pub fn render<T: Serialize>(value: &T, format: DocumentFormat) -> Result<String>
 
 /// Writes `value` to stdout in `format`.
 pub fn print<T: Serialize>(value: &T, format: DocumentFormat) -> Result<()> {
-    write_stdout(&render(value, format)?)
-}
-
-/// Writes already rendered text to stdout in one go.
-pub fn write_stdout(text: &str) -> Result<()> {
+    let text = render(value, format)?;
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;

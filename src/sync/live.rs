@@ -870,7 +870,7 @@ async fn schedule_replicas(
             let pods = match &state {
                 MemberReplicas::Settled { .. } => PodAnalysis::default(),
                 MemberReplicas::NeedsPods { match_labels, .. } => {
-                    let member = members.iter().find(|m| &m.name == cluster);
+                    let member = members.iter().find(|m| &m.name == cluster).copied();
                     match member_pods(member, &ns, match_labels, o.timeout).await {
                         Ok(pods) => analyze_pods(&pods, crate::clock::now_unix()),
                         Err(e) => {
@@ -929,7 +929,7 @@ async fn schedule_replicas(
 
 /// The pods in `namespace` of a member that carry all `labels`.
 async fn member_pods(
-    member: Option<&&Member>,
+    member: Option<&Member>,
     namespace: &str,
     labels: &BTreeMap<String, String>,
     timeout: Duration,
