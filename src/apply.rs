@@ -139,6 +139,11 @@ impl fmt::Display for Outcome {
 pub enum OnExisting {
     /// Bring it in line (fields of `desired` replace the live ones).
     Update,
+    /// As `Update`, but `desired`'s top-level fields (other than
+    /// metadata) must be matched exactly: fields the live object has
+    /// beyond them are no longer wanted and go (KubeFed's join replaces
+    /// a KubeFedCluster's spec and a Secret's data).
+    Replace,
     /// Fail with this message (it exists, and the caller forbids that).
     Fail(String),
     /// Leave it as it is.
@@ -213,13 +218,15 @@ async fn reconcile_existing(
     live: Value,
     on_existing: &OnExisting,
 ) -> Result<(Outcome, Value)> {
-    if is_subset(desired, &live) {
+    if is_subset(desired, &live)
+        && (!matches!(on_existing, OnExisting::Replace) || nothing_beyond(desired, &live))
+    {
         return Ok((Outcome::Unchanged, live));
     }
     match on_existing {
         OnExisting::Keep => Ok((Outcome::Unchanged, live)),
         OnExisting::Fail(msg) => bail!("{msg}"),
-        OnExisting::Update => {
+        OnExisting::Update | OnExisting::Replace => {
             let body: DynamicObject = serde_json::from_value(overlay(&live, desired))?;
             let updated = target
                 .api()
@@ -232,12 +239,36 @@ async fn reconcile_existing(
     }
 }
 
+/// What kube says when a server's error body is not a Kubernetes Status
+/// (e.g. `404 page not found` for a resource the server does not serve).
+const NOT_A_STATUS: &str = "Failed to parse error data";
+
 /// kube's API errors as one clear line: the server's message and code.
+/// A body that is not a Status is quoted as the server's text after its
+/// HTTP code, never as kube's "Failed to parse error data".
 pub fn api_error(e: kube::Error) -> anyhow::Error {
     match e {
+        kube::Error::Api(s) if s.reason == NOT_A_STATUS => {
+            anyhow!("the server answered {}: {}", s.code, s.message.trim())
+        }
         kube::Error::Api(s) => anyhow!("{} ({} {})", s.message, s.code, s.reason),
         other => anyhow!(crate::error::source_chain(&other)),
     }
+}
+
+/// [`api_error`] as a line (for member results and reports).
+pub fn api_error_line(e: kube::Error) -> String {
+    crate::error::one_line(&api_error(e))
+}
+
+/// The live object's top-level fields named by `desired` (metadata
+/// aside) hold nothing `desired` does not say.
+fn nothing_beyond(desired: &Value, live: &Value) -> bool {
+    desired
+        .as_object()
+        .into_iter()
+        .flatten()
+        .all(|(k, d)| k == "metadata" || k == "apiVersion" || k == "kind" || is_subset(&live[k], d))
 }
 
 /// What `ensure` would do, reading only.
@@ -248,11 +279,17 @@ pub async fn preview(
 ) -> Result<Outcome> {
     Ok(match target.get().await? {
         None => Outcome::Created,
-        Some(live) if is_subset(desired, &live) => Outcome::Unchanged,
+        Some(live)
+            if is_subset(desired, &live)
+                && (!matches!(on_existing, OnExisting::Replace)
+                    || nothing_beyond(desired, &live)) =>
+        {
+            Outcome::Unchanged
+        }
         Some(_) => match on_existing {
             OnExisting::Keep => Outcome::Unchanged,
             OnExisting::Fail(msg) => bail!("{msg}"),
-            OnExisting::Update => Outcome::Updated,
+            OnExisting::Update | OnExisting::Replace => Outcome::Updated,
         },
     })
 }
@@ -266,4 +303,32 @@ pub fn outcome_line(target: &ObjectRef, outcome: Outcome, dry_run: bool) -> Stri
         (o, false) => o.to_string(),
     };
     format!("{} {verb} ({})", target.short(), target.cluster)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nothing_beyond;
+    use serde_json::json;
+
+    #[test]
+    fn replace_notices_fields_no_longer_wanted() {
+        let desired = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a"},
+                             "spec": {"apiEndpoint": "https://e", "secretRef": {"name": "s"}}});
+        let same = json!({"apiVersion": "x/v1", "kind": "K",
+                          "metadata": {"name": "a", "uid": "u", "labels": {"x": "y"}},
+                          "spec": {"apiEndpoint": "https://e", "secretRef": {"name": "s"}},
+                          "status": {"conditions": []}});
+        assert!(
+            nothing_beyond(&desired, &same),
+            "server metadata and status are not ours"
+        );
+        let mut insecure = same.clone();
+        insecure["spec"]["disabledTLSValidations"] = json!(["*"]);
+        assert!(!nothing_beyond(&desired, &insecure));
+        let secret = json!({"data": {"token": "dA=="}});
+        assert!(!nothing_beyond(
+            &secret,
+            &json!({"data": {"token": "dA==", "ca.crt": "Yw=="}})
+        ));
+    }
 }

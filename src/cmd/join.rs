@@ -401,7 +401,8 @@ async fn write(
         Some(name) => {
             let target = plan.host.object(resource_of::<Secret>(), true, name);
             let body = membership::host_secret(Some(name), &o.cluster_name, ns, &host_data);
-            let (outcome, _) = ensure(&target, &body, &OnExisting::Update, journal).await?;
+            // Replaced as upstream's join does: keys no longer wanted go.
+            let (outcome, _) = ensure(&target, &body, &OnExisting::Replace, journal).await?;
             println!("{}", outcome_line(&target, outcome, false));
             name.clone()
         }
@@ -432,7 +433,9 @@ async fn write(
     let kfc = plan
         .host
         .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
-    let (outcome, _) = ensure(&kfc, &kfc_body, &OnExisting::Update, journal).await?;
+    // The spec is replaced as upstream's join does (`join.go`): fields no
+    // longer wanted (e.g. disabledTLSValidations) disappear.
+    let (outcome, _) = ensure(&kfc, &kfc_body, &OnExisting::Replace, journal).await?;
     println!("{}", outcome_line(&kfc, outcome, false));
     Ok(())
 }

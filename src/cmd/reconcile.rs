@@ -5,6 +5,7 @@ use crate::cli::{GlobalOptions, parse_duration};
 use crate::error::ExitWith;
 use crate::host::Host;
 use crate::output::DocumentFormat;
+use crate::sync::observe::Selection;
 use crate::sync::{live, render};
 use anyhow::Result;
 use clap::Args;
@@ -91,6 +92,19 @@ pub struct ReconcileOptions {
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub attempts: u32,
 
+    /// Wait up to DURATION (default 5m) for member copies of deleted
+    /// federated objects that are still terminating, then complete the deletion
+    #[arg(
+        long,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "5m",
+        value_parser = parse_duration,
+        conflicts_with = "dry_run"
+    )]
+    pub wait: Option<Duration>,
+
     /// Summary (live) or manifests (--from) as yaml or json
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
@@ -139,19 +153,22 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let host = Host::connect(global, &factory).await?;
     host.require_initialised().await?;
     let opts = live::Options {
-        types: o.types.clone(),
-        namespace: if o.all_namespaces {
-            None
-        } else {
-            o.namespace.clone()
+        selection: Selection {
+            types: o.types.clone(),
+            namespace: if o.all_namespaces {
+                None
+            } else {
+                o.namespace.clone()
+            },
+            clusters: o.clusters.clone(),
+            selector: o.selector.clone(),
+            timeout: o.timeout,
+            probe_timeout: o.probe_timeout,
         },
-        clusters: o.clusters.clone(),
-        selector: o.selector.clone(),
         dry_run: o.dry_run,
         concurrency: o.concurrency,
-        timeout: o.timeout,
-        probe_timeout: o.probe_timeout,
         attempts: o.attempts.max(1),
+        wait: o.wait,
     };
     let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
         let bar = indicatif::ProgressBar::new(0);
@@ -187,6 +204,9 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     for n in &report.notes {
         eprintln!("note: {n}");
     }
+    for p in &report.pending {
+        eprintln!("pending: {p}");
+    }
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }
@@ -211,7 +231,7 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
 }
 
 /// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
-pub fn summary_table(r: &live::Report, dry_run: bool) -> String {
+pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
     let mut t = Table::new();
     t.load_preset(presets::NOTHING);
     t.force_no_tty();

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use super::overrides::{
     OverrideError, ParsedOverrides, apply_cluster_overrides, overrides_by_cluster, patched,
@@ -79,7 +80,7 @@ impl TemplateWarning {
 
 /// Why no desired object could be computed; [`DesiredError::status`] is the
 /// per-cluster status upstream records.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DesiredError {
     #[error("{object}: spec.template is not an object")]
     TemplateNotObject { object: String },
@@ -230,7 +231,7 @@ pub fn desired_for_cluster(
 pub struct DesiredObjects {
     object: String,
     /// The object of every cluster without overrides.
-    shared: Value,
+    shared: Arc<Value>,
     /// The rendered template before the managed label, kept only when
     /// some cluster has overrides.
     template: Option<Value>,
@@ -252,7 +253,7 @@ impl DesiredObjects {
         set_managed_label(&mut shared);
         Ok(DesiredObjects {
             object: describe(fed),
-            shared,
+            shared: Arc::new(shared),
             template: (!overrides.is_empty()).then_some(template),
             overrides,
         })
@@ -260,6 +261,11 @@ impl DesiredObjects {
 
     /// The object of every cluster without overrides.
     pub fn shared(&self) -> &Value {
+        &self.shared
+    }
+
+    /// The shared object itself (clusters holding it compare `Arc::ptr_eq`).
+    pub fn shared_arc(&self) -> &Arc<Value> {
         &self.shared
     }
 
@@ -279,6 +285,15 @@ impl DesiredObjects {
         })?;
         set_managed_label(&mut obj);
         Ok(Cow::Owned(obj))
+    }
+
+    /// [`Self::for_cluster`] as a shared pointer: clusters without overrides
+    /// get the one shared object, others their own.
+    pub fn for_cluster_shared(&self, cluster: &str) -> Result<Arc<Value>, DesiredError> {
+        Ok(match self.for_cluster(cluster)? {
+            Cow::Borrowed(_) => Arc::clone(&self.shared),
+            Cow::Owned(own) => Arc::new(own),
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod builtin_types;
 pub mod compare;
 pub mod convert;
+pub mod decide;
 pub mod desired;
 pub mod dns;
 pub mod legacy;
@@ -13,6 +14,7 @@ pub mod overrides;
 pub mod placement;
 pub mod plan;
 pub mod planner;
+pub mod record;
 pub mod retain;
 pub mod scheduling;
 pub mod typegen;

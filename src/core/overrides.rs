@@ -60,7 +60,7 @@ pub struct ClusterOverride {
 }
 
 /// Why overrides cannot be used (upstream: `ApplyOverridesFailed`).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OverrideError {
     #[error("cluster {0:?} appears more than once")]
     DuplicateCluster(String),

@@ -1,5 +1,7 @@
 //! What to do in each member cluster for one federated object, and the
-//! status KubeFed's sync controller would write for it (sections 3.2–3.9).
+//! status KubeFed's sync controller would write for it (upstream
+//! `pkg/controller/sync/controller.go`, `dispatch/managed.go`,
+//! `status/status.go`).
 //!
 //! The decisions mirror upstream's rules, including the surprising ones:
 //! unmanaged objects outside the placement are never touched, spec drift
@@ -10,7 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::desired::{DesiredError, MANAGED_LABEL, TargetType, desired_for_cluster};
+use std::sync::Arc;
+
+use super::desired::{
+    DesiredError, DesiredObjects, MANAGED_LABEL, TargetType, desired_for_cluster,
+};
 use super::version::{member_version, recorded_version};
 
 /// Annotation on a federated object asking deletion to keep member objects.
@@ -20,7 +26,8 @@ pub const DELETE_OPTION_ANNOTATION: &str = "kubefed.io/deleteoption";
 /// Finalizer the sync controller keeps on federated objects.
 pub const SYNC_FINALIZER: &str = "kubefed.io/sync-controller";
 
-/// Per-cluster propagation status (2.11); `Ok` is written as "no status".
+/// Per-cluster propagation status (upstream `pkg/controller/sync/status`);
+/// `Ok` is written as "no status".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ClusterStatus {
     Ok,
@@ -132,8 +139,8 @@ impl ClusterStatus {
 /// What the engine should do in one cluster.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// POST this object.
-    Create(Value),
+    /// POST this object (clusters without overrides share one).
+    Create(Arc<Value>),
     /// PUT this object (it carries the live resourceVersion); `adopt` when
     /// the live object was not yet labelled managed.
     Update { object: Value, adopt: bool },
@@ -142,6 +149,10 @@ pub enum Action {
     /// Merge-patch away the `kubefed.io/managed` label (orphaning, host
     /// namespace, objects whose federated object is gone).
     RemoveManagedLabel,
+    /// Deletion of the federated object: the member copy is already
+    /// terminating. No request; the deletion completes when it is gone
+    /// (`--wait` polls for that).
+    AwaitRemoval,
     /// Already as desired: no request.
     Unchanged,
     /// Nothing to do and nothing to record (e.g. unplaced, absent).
@@ -184,6 +195,9 @@ pub struct MemberState<'a> {
     /// when absent). Upstream only *sees* labelled ones; unlabelled ones
     /// are found when a create hits AlreadyExists.
     pub live: Option<&'a Value>,
+    /// Ready, but this type's objects could not be observed there (the
+    /// member does not serve the type, or its list failed): why.
+    pub unobserved: Option<&'a str>,
     /// Namespace type only: `live` is the host cluster's own namespace
     /// (same UID), which is never deleted, only unlabelled.
     pub is_host_namespace: bool,
@@ -224,9 +238,10 @@ fn terminating(obj: &Value) -> bool {
         .is_some_and(|t| !t.is_null())
 }
 
-/// Decisions for a federated object that is *not* being deleted (3.2
-/// `syncToClusters`). `selected` is the computed placement; `versions` is
-/// the PropagatedVersion's `status` (if any).
+/// Decisions for a federated object that is *not* being deleted
+/// (upstream `syncToClusters` in `pkg/controller/sync/controller.go`).
+/// `selected` is the computed placement; `versions` is the
+/// PropagatedVersion's `status` (if any).
 pub fn sync_decisions(
     fed: &Value,
     target: &TargetType,
@@ -235,8 +250,19 @@ pub fn sync_decisions(
     versions: Option<&Value>,
     settings: SyncSettings,
 ) -> Vec<Decision> {
-    let template_version = super::version::template_version(fed).unwrap_or_default();
-    let overrides_version = super::version::overrides_version(fed).unwrap_or_default();
+    // Hashed and rendered only when needed: an offline render has no live
+    // objects, and most clusters share one desired object.
+    let hashes = std::cell::OnceCell::new();
+    let hashes = || {
+        hashes.get_or_init(|| {
+            (
+                super::version::template_version(fed).unwrap_or_default(),
+                super::version::overrides_version(fed).unwrap_or_default(),
+            )
+        })
+    };
+    let desired_objects = std::cell::OnceCell::new();
+    let desired_objects = || desired_objects.get_or_init(|| DesiredObjects::new(fed, target));
     members
         .iter()
         .map(|m| {
@@ -254,6 +280,18 @@ pub fn sync_decisions(
                         Action::Skip,
                         Some(ClusterStatus::ClusterNotReady),
                         Some("Cluster not ready".into()),
+                    )
+                } else {
+                    decide(Action::Nothing, None, None)
+                };
+            }
+            if let Some(why) = m.unobserved {
+                // Upstream: the member's informer cannot list the type.
+                return if is_selected {
+                    decide(
+                        Action::Skip,
+                        Some(ClusterStatus::CachedRetrievalFailed),
+                        Some(why.to_string()),
                     )
                 } else {
                     decide(Action::Nothing, None, None)
@@ -280,7 +318,11 @@ pub fn sync_decisions(
                 };
             }
             let Some(live) = m.live else {
-                return match desired_for_cluster(fed, target, m.cluster, None) {
+                let created = desired_objects()
+                    .as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|d| d.for_cluster_shared(m.cluster));
+                return match created {
                     Ok(obj) => decide(Action::Create(obj), Some(ClusterStatus::Ok), None),
                     Err(e) => decide(
                         Action::Skip,
@@ -322,8 +364,9 @@ pub fn sync_decisions(
                     );
                 }
             };
+            let (template_version, overrides_version) = hashes();
             let recorded =
-                recorded_version(versions, &template_version, &overrides_version, m.cluster);
+                recorded_version(versions, template_version, overrides_version, m.cluster);
             let current = member_version(live);
             let needs_update = recorded.as_deref() != Some(current.as_str())
                 || (current.starts_with("gen:") && !metadata_equivalent(&desired, live));
@@ -341,6 +384,37 @@ pub fn sync_decisions(
             }
         })
         .collect()
+}
+
+/// A create or update met a conflict and the member object was read again
+/// (upstream `dispatch/managed.go`, create → AlreadyExists → adopt): the
+/// update to make now, or why the object cannot be managed.
+pub fn after_conflict(
+    fed: &Value,
+    target: &TargetType,
+    cluster: &str,
+    live: &Value,
+    settings: SyncSettings,
+) -> Result<Action, (ClusterStatus, String)> {
+    let label = managed_label(live);
+    if label == ManagedLabel::False {
+        return Err((
+            ClusterStatus::ManagedLabelFalse,
+            "the member object has label kubefed.io/managed: false".into(),
+        ));
+    }
+    if label == ManagedLabel::Absent && !settings.adopt_resources {
+        return Err((
+            ClusterStatus::AlreadyExists,
+            "the object exists in the member and adoption is disabled".into(),
+        ));
+    }
+    desired_for_cluster(fed, target, cluster, Some(live))
+        .map(|object| Action::Update {
+            object,
+            adopt: label == ManagedLabel::Absent,
+        })
+        .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
 }
 
 /// Namespaces the FederatedNamespace sync controller never propagates nor
@@ -378,18 +452,41 @@ pub fn metadata_equivalent(a: &Value, b: &Value) -> bool {
         && map_field(a, "annotations") == map_field(b, "annotations")
 }
 
-/// Outcome of planning the deletion of a federated object (3.7).
-#[derive(Clone, Debug, PartialEq)]
+/// Outcome of planning the deletion of a federated object (upstream
+/// `ensureDeletion` / `ensureRemovedOrUnmanaged`).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeletionPlan {
+    /// The object carries the sync finalizer (without it: nothing to do).
+    pub has_finalizer: bool,
+    /// `kubefed.io/orphan: "true"`: member copies lose the label, nothing
+    /// is deleted.
+    pub orphan: bool,
     pub decisions: Vec<Decision>,
     /// Placed clusters that are not ready: deletion is blocked (error
     /// "the following clusters were not ready: a, b").
     pub not_ready: Vec<String>,
-    /// Remove the sync finalizer now (orphaning: first; normal deletion:
-    /// once no cluster has anything left; without finalizer: nothing to do).
+    /// Placed ready clusters whose objects of this type could not be
+    /// listed: blocked as well, nothing is known of their copies.
+    pub unobserved: Vec<String>,
+    /// Release the sync finalizer now: nothing is left in any member and
+    /// nothing blocks (no member request needed).
     pub remove_finalizer: bool,
     /// Clusters still holding the object (event `WaitForRemovalInCluster`).
     pub remaining: Vec<String>,
+}
+
+impl DeletionPlan {
+    /// Clusters whose state keeps the finalizer whatever this run does.
+    /// Orphaning is not held up by unready clusters: their labelled copies
+    /// are unlabelled by the orphan cleanup once they are back.
+    pub fn blocked_by(&self) -> Vec<String> {
+        let mut out = self.unobserved.clone();
+        if !self.orphan {
+            out.extend(self.not_ready.iter().cloned());
+        }
+        out.sort();
+        out
+    }
 }
 
 /// Whether the federated object asks for orphaning (`kubefed.io/orphan: "true"` exactly).
@@ -436,25 +533,32 @@ fn has_finalizer(fed: &Value) -> bool {
 
 /// Decisions for a federated object with a deletionTimestamp, over the
 /// clusters of its current placement (others are not examined).
+///
+/// Unlike upstream, the finalizer is never removed before the member
+/// copies are dealt with, orphaning included: a one-shot run can be killed
+/// between two requests, and a federated object that is gone can no longer
+/// say what to delete. The record step releases it once every copy is
+/// confirmed deleted or unlabelled ([`crate::core::record`]).
 pub fn deletion_decisions(
     fed: &Value,
     placed: &BTreeSet<String>,
     members: &[MemberState],
 ) -> Result<DeletionPlan, String> {
-    let mut plan = DeletionPlan {
-        decisions: Vec::new(),
-        not_ready: Vec::new(),
-        remove_finalizer: false,
-        remaining: Vec::new(),
-    };
+    let mut plan = DeletionPlan::default();
     if !has_finalizer(fed) {
         return Ok(plan);
     }
+    plan.has_finalizer = true;
     let orphan = is_orphaning(fed);
+    plan.orphan = orphan;
     let options = if orphan { None } else { delete_options(fed)? };
     for m in members.iter().filter(|m| placed.contains(m.cluster)) {
         if !m.ready {
             plan.not_ready.push(m.cluster.to_string());
+            continue;
+        }
+        if m.unobserved.is_some() {
+            plan.unobserved.push(m.cluster.to_string());
             continue;
         }
         let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
@@ -470,7 +574,7 @@ pub fn deletion_decisions(
             }
             plan.remaining.push(m.cluster.to_string());
             if terminating(obj) {
-                continue;
+                Action::AwaitRemoval
             } else if m.is_host_namespace {
                 Action::RemoveManagedLabel
             } else {
@@ -486,7 +590,7 @@ pub fn deletion_decisions(
             message: None,
         });
     }
-    plan.remove_finalizer = orphan || (plan.remaining.is_empty() && plan.not_ready.is_empty());
+    plan.remove_finalizer = plan.decisions.is_empty() && plan.blocked_by().is_empty();
     Ok(plan)
 }
 
@@ -499,6 +603,9 @@ pub fn orphan_cleanup_decisions(members: &[MemberState]) -> (Vec<Decision>, Vec<
     for m in members {
         if !m.ready {
             not_ready.push(m.cluster.to_string());
+            continue;
+        }
+        if m.unobserved.is_some() {
             continue;
         }
         if let Some(o) = m.live
@@ -798,6 +905,7 @@ mod tests {
             ready,
             live,
             is_host_namespace: false,
+            unobserved: None,
         }
     }
 
@@ -984,6 +1092,7 @@ mod tests {
                 Action::Unchanged => "unchanged",
                 Action::Nothing => "nothing",
                 Action::Skip => "skip",
+                Action::AwaitRemoval => "await",
             };
             assert_eq!(action, want_action, "{name}");
             assert_eq!(d.status, want_status, "{name}");
@@ -1041,6 +1150,7 @@ mod tests {
             ready: true,
             live: Some(&host),
             is_host_namespace: true,
+            unobserved: None,
         };
         let d = sync_decisions(&fed_ns, &ns_target, &set(&[]), &[m], None, NO_ADOPT);
         assert_eq!(d[0].action, Action::RemoveManagedLabel);
@@ -1051,6 +1161,7 @@ mod tests {
             ready: true,
             live: Some(&host),
             is_host_namespace: true,
+            unobserved: None,
         };
         let d = sync_decisions(&fed_ns, &ns_target, &set(&["host"]), &[m], None, NO_ADOPT);
         assert!(matches!(d[0].action, Action::Update { adopt: true, .. }));
@@ -1091,13 +1202,21 @@ mod tests {
         ];
         let placed = set(&["a", "b", "c", "d"]);
         let plan = deletion_decisions(&deleting, &placed, &members).unwrap();
-        assert_eq!(plan.decisions.len(), 1);
+        assert_eq!(plan.decisions.len(), 2);
         assert_eq!(plan.decisions[0].cluster, "a");
         assert_eq!(
             plan.decisions[0].action,
             Action::Delete {
                 options: Some(json!({"propagationPolicy": "Orphan"}))
             }
+        );
+        assert_eq!(
+            (
+                plan.decisions[1].cluster.as_str(),
+                &plan.decisions[1].action
+            ),
+            ("b", &Action::AwaitRemoval),
+            "a terminating copy is waited for, not deleted again"
         );
         assert_eq!(plan.remaining, vec!["a", "b"]);
         assert_eq!(plan.not_ready, vec!["d"]);
@@ -1114,9 +1233,10 @@ mod tests {
         orphaning["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "true"});
         let plan = deletion_decisions(&orphaning, &placed, &members).unwrap();
         assert!(
-            plan.remove_finalizer,
-            "orphaning removes the finalizer first"
+            !plan.remove_finalizer,
+            "orphaning keeps the finalizer until the labels are gone"
         );
+        assert!(plan.blocked_by().is_empty(), "unready d is cleaned later");
         assert_eq!(
             plan.decisions
                 .iter()
@@ -1130,7 +1250,15 @@ mod tests {
         let mut no_finalizer = deleting.clone();
         no_finalizer["metadata"]["finalizers"] = json!([]);
         let plan = deletion_decisions(&no_finalizer, &placed, &members).unwrap();
-        assert!(plan.decisions.is_empty() && !plan.remove_finalizer);
+        assert!(plan.decisions.is_empty() && !plan.remove_finalizer && !plan.has_finalizer);
+
+        let unlisted = [MemberState {
+            unobserved: Some("list failed"),
+            ..member("a", true, None)
+        }];
+        let plan = deletion_decisions(&deleting, &set(&["a"]), &unlisted).unwrap();
+        assert_eq!(plan.unobserved, vec!["a"]);
+        assert!(!plan.remove_finalizer, "nothing is known of a's copy");
 
         let mut bad = deleting.clone();
         bad["metadata"]["annotations"] = json!({DELETE_OPTION_ANNOTATION: "nope"});

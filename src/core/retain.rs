@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 /// A live field has a type upstream cannot read (`FieldRetentionFailed`).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("field retention for {kind}: {field}: {problem}")]
 pub struct RetainError {
     pub kind: String,

@@ -10,7 +10,7 @@ use crate::core::dns::{
 };
 use crate::host::Host;
 use crate::members::{Health, Member};
-use crate::sync::live::Report;
+use crate::sync::report::Report;
 use anyhow::Result;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};

@@ -5,5 +5,10 @@
 
 pub mod diff;
 pub mod dns;
+pub mod execute;
 pub mod live;
+pub mod observe;
+pub mod record;
 pub mod render;
+pub mod report;
+pub mod rsp;

@@ -2,18 +2,21 @@
 //! KubeFedClusters from files → the objects each member cluster would hold.
 
 use crate::core::builtin_types::{builtin_by_kind, builtin_version};
-use crate::core::desired::{DesiredObjects, TargetType, describe};
+use crate::core::decide::{self, FederatedType, Federation, Listing, ObjectPlan};
+use crate::core::desired::{TargetType, describe};
 use crate::core::legacy;
 use crate::core::membership::Scope;
 use crate::core::overrides::validate_overrides;
 use crate::core::placement::{Cluster, is_federated_namespace, sync_placement};
+use crate::core::plan::{Action, AggregateReason, ClusterStatus, SyncSettings};
 use crate::core::scheduling::{Scheduled, schedule};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One input object and where it came from (for error messages).
 #[derive(Clone, Debug)]
@@ -193,11 +196,34 @@ pub struct RenderPlan {
     pub notes: Vec<String>,
 }
 
-/// A federated object placed on at least one cluster.
+/// A federated object placed on at least one cluster: what the decide
+/// step creates in each (members hold nothing offline).
 #[derive(Debug)]
 struct Placed {
-    source: String,
-    desired: DesiredObjects,
+    /// Cluster → the object to create there.
+    objects: BTreeMap<String, Arc<Value>>,
+    /// The object several clusters share (no overrides), if any.
+    shared: Option<Arc<Value>>,
+}
+
+impl Placed {
+    fn new(plan: ObjectPlan) -> Placed {
+        let objects: BTreeMap<String, Arc<Value>> = plan
+            .decisions
+            .into_iter()
+            .filter_map(|d| match d.action {
+                Action::Create(obj) => Some((d.cluster, obj)),
+                _ => None,
+            })
+            .collect();
+        let all: Vec<&Arc<Value>> = objects.values().collect();
+        let shared = all
+            .iter()
+            .enumerate()
+            .find(|(i, a)| all[i + 1..].iter().any(|b| Arc::ptr_eq(a, b)))
+            .map(|(_, a)| Arc::clone(a));
+        Placed { objects, shared }
+    }
 }
 
 /// One object of one member cluster: its federated object's shared object
@@ -205,12 +231,13 @@ struct Placed {
 pub struct MemberObject<'a> {
     /// The federated object's index in the plan.
     placed: usize,
-    object: Cow<'a, Value>,
+    object: &'a Arc<Value>,
+    shared: bool,
 }
 
 impl MemberObject<'_> {
     pub fn value(&self) -> &Value {
-        &self.object
+        self.object
     }
 
     /// The object as text: a shared object's from `shared` (written once
@@ -221,9 +248,10 @@ impl MemberObject<'_> {
         shared: &'t [String],
         write: impl Fn(&Value) -> Result<String>,
     ) -> Result<Cow<'t, str>> {
-        match &self.object {
-            Cow::Borrowed(_) => Ok(Cow::Borrowed(&shared[self.placed])),
-            Cow::Owned(own) => Ok(Cow::Owned(write(own)?)),
+        if self.shared {
+            Ok(Cow::Borrowed(&shared[self.placed]))
+        } else {
+            Ok(Cow::Owned(write(self.object)?))
         }
     }
 }
@@ -244,7 +272,7 @@ pub struct Rendered {
 pub fn render(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
     let plan = plan(inputs, extra_clusters)?;
     let clusters = plan.per_cluster(|cluster, objects| {
-        let objects = objects.into_iter().map(|o| o.object.into_owned()).collect();
+        let objects = objects.into_iter().map(|o| o.value().clone()).collect();
         Ok((cluster.to_string(), objects))
     })?;
     Ok(Rendered {
@@ -376,38 +404,69 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
         scheduling.push(format!("{ns}/{name}: {}", replicas_summary(&fed.object)));
     }
 
+    // The decide step, as a live run makes it, with members that hold
+    // nothing: each object is placed and rendered once, on all cores.
+    let kubefed_namespace = crate::cli::DEFAULT_KUBEFED_NAMESPACE;
+    let empty: BTreeMap<String, Listing> = clusters
+        .iter()
+        .map(|c| (c.name.clone(), Listing::Listed(HashMap::new())))
+        .collect();
+    let (host_namespaces, versions) = (HashMap::new(), HashMap::new());
+    let federation = Federation {
+        kubefed_namespace,
+        scope,
+        settings: SyncSettings {
+            adopt_resources: true,
+        },
+        clusters: &clusters,
+        touched: None,
+        fed_namespaces: &fed_namespaces,
+        host_namespaces: &host_namespaces,
+        versions: &versions,
+    };
     let placements = crate::parallel::map_owned(federated, |f| -> Result<_> {
         let obj = &f.object;
         let target = target_type(obj).map_err(|e| anyhow!("{}: {e}", f.source))?;
-        let namespaced_type = builtin_by_kind(&target.kind)
+        let namespaced = builtin_by_kind(&target.kind)
             .map_or(obj["metadata"]["namespace"].is_string(), |b| b.namespaced);
-        let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
-        let fedns = if namespaced_type {
-            fed_namespaces.get(ns)
-        } else {
-            None
+        let t = FederatedType {
+            federated_kind: obj["kind"].as_str().unwrap_or("").to_string(),
+            target_plural: format!("{}s", target.kind.to_lowercase()),
+            target,
+            namespaced,
         };
-        let placement = sync_placement(
-            obj,
-            fedns,
-            &clusters,
-            scope,
-            namespaced_type && !target.is_namespace(),
-        )
-        .map_err(|e| anyhow!("{}: {e}", f.source))?;
-        let note = placement.namespace_not_federated.then(|| {
-            format!(
-                "{}: {} is not placed: namespace {ns:?} has no FederatedNamespace in the input",
+        let plan = decide::decide_object(&federation, &t, obj, &empty);
+        if plan.reason == AggregateReason::ComputePlacementFailed {
+            let fedns = obj["metadata"]["namespace"]
+                .as_str()
+                .and_then(|ns| fed_namespaces.get(ns));
+            sync_placement(obj, fedns, &clusters, scope, namespaced)
+                .map_err(|e| anyhow!("{}: {e}", f.source))?;
+        }
+        for d in &plan.decisions {
+            if let (Action::Skip, Some(status)) = (&d.action, d.status) {
+                let why = d.message.clone().unwrap_or_default();
+                bail!(if status == ClusterStatus::ComputeResourceFailed {
+                    format!("{}: {why}", f.source)
+                } else {
+                    format!("{}: cluster {:?}: {why}", f.source, d.cluster)
+                });
+            }
+        }
+        let mut notes: Vec<String> = plan
+            .notes
+            .iter()
+            .map(|n| format!("{}: {n}", f.source))
+            .collect();
+        if plan.reason == AggregateReason::NamespaceNotFederated {
+            notes.push(format!(
+                "{}: {} is not placed: namespace {:?} has no FederatedNamespace in the input",
                 f.source,
-                describe(obj)
-            )
-        });
-        let desired = if placement.clusters.is_empty() {
-            None
-        } else {
-            Some(DesiredObjects::new(obj, &target).map_err(|e| anyhow!("{}: {e}", f.source))?)
-        };
-        Ok((f.source, placement.clusters, note, desired))
+                describe(obj),
+                plan.key.0
+            ));
+        }
+        Ok((plan, notes))
     });
     let mut placed = Vec::with_capacity(placements.len());
     let mut by_cluster: BTreeMap<String, Vec<usize>> = clusters
@@ -415,18 +474,19 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
         .map(|c| (c.name.clone(), Vec::new()))
         .collect();
     for result in placements {
-        let (source, on, note, desired) = result?;
+        let (plan, note) = result?;
         notes.extend(note);
-        let Some(desired) = desired else {
+        let object = Placed::new(plan);
+        if object.objects.is_empty() {
             continue;
-        };
-        for cluster in &on {
+        }
+        for cluster in object.objects.keys() {
             by_cluster
                 .get_mut(cluster)
                 .expect("placement picks known clusters")
                 .push(placed.len());
         }
-        placed.push(Placed { source, desired });
+        placed.push(object);
     }
     let host = render_dns(&inputs, &clusters, &mut notes)?;
     Ok(RenderPlan {
@@ -439,70 +499,51 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
     })
 }
 
-/// Why building one cluster's objects failed, and at which federated
-/// object (so parallel builds report the error a sequential one would).
-struct BuildError {
-    placed: usize,
-    error: anyhow::Error,
-}
-
 impl RenderPlan {
     /// The objects for `cluster`, in apply order (namespaces first, then by
     /// namespace, kind and name).
-    fn build(&self, cluster: &str) -> Result<Vec<MemberObject<'_>>, BuildError> {
+    fn build(&self, cluster: &str) -> Vec<MemberObject<'_>> {
         let indices = self.by_cluster.get(cluster).map_or(&[][..], Vec::as_slice);
-        let mut objects = Vec::with_capacity(indices.len());
-        for &i in indices {
-            let placed = &self.placed[i];
-            let object = placed
-                .desired
-                .for_cluster(cluster)
-                .map_err(|e| BuildError {
+        let objects = indices
+            .iter()
+            .map(|&i| {
+                let placed = &self.placed[i];
+                let object = &placed.objects[cluster];
+                let shared = placed
+                    .shared
+                    .as_ref()
+                    .is_some_and(|s| Arc::ptr_eq(s, object));
+                MemberObject {
                     placed: i,
-                    error: anyhow!("{}: cluster {cluster:?}: {e}", placed.source),
-                })?;
-            objects.push(MemberObject { placed: i, object });
-        }
-        Ok(in_apply_order(objects))
+                    object,
+                    shared,
+                }
+            })
+            .collect();
+        in_apply_order(objects)
     }
 
     /// Every federated object's shared object as text, on all cores: most
     /// clusters share it, so it is written once, not once per cluster.
     fn shared_texts(&self, write: impl Fn(&Value) -> Result<String> + Sync) -> Result<Vec<String>> {
-        crate::parallel::map(&self.placed, |p| write(p.desired.shared()))
-            .into_iter()
-            .collect()
+        crate::parallel::map(&self.placed, |p| match &p.shared {
+            Some(shared) => write(shared),
+            None => Ok(String::new()),
+        })
+        .into_iter()
+        .collect()
     }
 
     /// Builds every cluster's objects and hands them to `work`, clusters
-    /// spread over all cores; results come back in cluster order. On
-    /// failure the error is the one a sequential render would meet first
-    /// (the earliest federated object, then the first cluster).
+    /// spread over all cores; results come back in cluster order (on
+    /// failure, the first cluster's error).
     pub fn per_cluster<T: Send>(
         &self,
         work: impl Fn(&str, Vec<MemberObject<'_>>) -> Result<T> + Sync,
     ) -> Result<Vec<T>> {
-        let run = |cluster: &str| -> Result<T, BuildError> {
-            let objects = self.build(cluster)?;
-            work(cluster, objects).map_err(|error| BuildError {
-                placed: usize::MAX,
-                error,
-            })
-        };
-        let results = crate::parallel::map(&self.clusters, |c| run(&c.name));
-        let mut first: Option<BuildError> = None;
-        let mut out = Vec::with_capacity(results.len());
-        for r in results {
-            match r {
-                Ok(t) => out.push(t),
-                Err(e) if first.as_ref().is_none_or(|f| e.placed < f.placed) => first = Some(e),
-                Err(_) => {}
-            }
-        }
-        match first {
-            Some(e) => Err(e.error),
-            None => Ok(out),
-        }
+        crate::parallel::map(&self.clusters, |c| work(&c.name, self.build(&c.name)))
+            .into_iter()
+            .collect()
     }
 }
 
@@ -1181,8 +1222,8 @@ spec: {template: {}, placement: {clusters: [{name: 0a}]}}
             .collect();
         let e = render(inputs(&text), &clusters).unwrap_err().to_string();
         assert!(e.starts_with("in.yaml: document 1: cluster \"z\": "), "{e}");
-        let mut out = Vec::new();
-        assert!(write_stream(&plan(inputs(&text), &clusters).unwrap(), &mut out).is_err());
-        assert!(out.is_empty(), "nothing is written on error");
+        // The decide step finds it, before anything can be written.
+        let e = plan(inputs(&text), &clusters).unwrap_err().to_string();
+        assert!(e.starts_with("in.yaml: document 1: cluster \"z\": "), "{e}");
     }
 }

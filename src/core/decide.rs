@@ -1,0 +1,769 @@
+//! The decide step of a reconcile: from what was observed (the host's
+//! federated objects, the members' objects) to what each member should get,
+//! what the host must hold before member writes (the sync finalizer), and
+//! what to tell the user.
+//!
+//! One function for every mode: the live engine observes, then executes
+//! what this decides (`src/sync/live.rs`); the offline render calls the
+//! same step with members that hold nothing (`src/sync/render.rs`).
+//! Upstream's per-key reconcile is `pkg/controller/sync/controller.go`
+//! (`reconcile`, `syncToClusters`, `ensureDeletion`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use super::desired::TargetType;
+use super::membership::Scope;
+use super::placement::{Cluster, sync_placement};
+use super::plan::{
+    self, Action, AggregateReason, ClusterStatus, Decision, DeletionPlan, ManagedLabel,
+    MemberState, SYNC_FINALIZER, SyncSettings,
+};
+use super::version::{member_version, propagated_version_name};
+
+/// `(namespace, name)` of an object; cluster-scoped objects have `""`.
+pub type ObjectKey = (String, String);
+
+/// The key of any object.
+pub fn key_of(obj: &Value) -> ObjectKey {
+    let get = |k: &str| {
+        obj.get("metadata")
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    (get("namespace"), get("name"))
+}
+
+/// `Kind ns/name` (or `Kind name`), as messages name objects.
+pub fn describe(kind: &str, obj: &Value) -> String {
+    describe_key(kind, &key_of(obj))
+}
+
+/// [`describe`] from a key.
+pub fn describe_key(kind: &str, (ns, name): &ObjectKey) -> String {
+    if ns.is_empty() {
+        format!("{kind} {name}")
+    } else {
+        format!("{kind} {ns}/{name}")
+    }
+}
+
+/// The federation as one run sees it, the same for every object.
+#[derive(Clone, Copy, Debug)]
+pub struct Federation<'a> {
+    /// The federation's own namespace (a system namespace in members).
+    pub kubefed_namespace: &'a str,
+    pub scope: Scope,
+    pub settings: SyncSettings,
+    /// Every registered member, with labels and readiness: placement sees
+    /// all of them.
+    pub clusters: &'a [Cluster],
+    /// Members this run may touch (`--cluster`); `None`: every member.
+    pub touched: Option<&'a BTreeSet<String>>,
+    /// FederatedNamespaces by namespace.
+    pub fed_namespaces: &'a BTreeMap<String, Value>,
+    /// The host's namespaces: name → UID (a member that *is* the host
+    /// holds the host's own namespace, which is never deleted).
+    pub host_namespaces: &'a HashMap<String, String>,
+    /// PropagatedVersions and ClusterPropagatedVersions by key.
+    pub versions: &'a HashMap<ObjectKey, Value>,
+}
+
+impl Federation<'_> {
+    pub fn touches(&self, cluster: &str) -> bool {
+        self.touched.is_none_or(|t| t.contains(cluster))
+    }
+}
+
+/// One enabled federated type.
+#[derive(Clone, Debug)]
+pub struct FederatedType {
+    pub target: TargetType,
+    /// `FederatedDeployment`.
+    pub federated_kind: String,
+    /// `deployments`.
+    pub target_plural: String,
+    pub namespaced: bool,
+}
+
+impl FederatedType {
+    /// `deployments.apps/v1`, as messages name a target type.
+    pub fn target_name(&self) -> String {
+        match self.target.group.as_str() {
+            "" => format!("{}/{}", self.target_plural, self.target.version),
+            g => format!("{}.{g}/{}", self.target_plural, self.target.version),
+        }
+    }
+}
+
+/// What a ready member holds of one type.
+#[derive(Clone, Debug)]
+pub enum Listing {
+    /// Every object of the type in the listed scope, by key.
+    Listed(HashMap<ObjectKey, Value>),
+    /// The member does not serve the type (404 on its list): why.
+    NotServed(String),
+    /// The list failed for another reason: why.
+    Failed(String),
+}
+
+/// What the host must do with the sync finalizer before member writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinalizerStep {
+    /// Present, or not wanted.
+    Keep,
+    /// Add it before any member write (upstream `ensureFinalizer`), so
+    /// that a run killed after member writes still leaves the federated
+    /// object's deletion to reconcile.
+    AddFirst,
+    /// A system namespace's FederatedNamespace carries it (kubefedctl
+    /// before system namespaces were ignored added it): remove it, or
+    /// deleting that FederatedNamespace waits for ever.
+    RemoveStray,
+}
+
+/// Everything decided for one federated object.
+#[derive(Clone, Debug)]
+pub struct ObjectPlan {
+    pub key: ObjectKey,
+    /// One decision per touched member.
+    pub decisions: Vec<Decision>,
+    pub reason: AggregateReason,
+    /// The placement (clusters selected).
+    pub selected: BTreeSet<String>,
+    pub deletion: Option<DeletionPlan>,
+    pub pv_name: String,
+    pub pv_status: Option<Value>,
+    /// Member versions of `Unchanged` decisions (recorded as they are).
+    pub unchanged_versions: BTreeMap<String, String>,
+    pub finalizer: FinalizerStep,
+    /// Status and PropagatedVersion are written after the member phase
+    /// (not for ignored objects).
+    pub record: bool,
+    /// Lines for the report.
+    pub failures: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl ObjectPlan {
+    fn ignored(key: ObjectKey, pv_name: String) -> ObjectPlan {
+        ObjectPlan {
+            key,
+            decisions: Vec::new(),
+            reason: AggregateReason::Success,
+            selected: BTreeSet::new(),
+            deletion: None,
+            pv_name,
+            pv_status: None,
+            unchanged_versions: BTreeMap::new(),
+            finalizer: FinalizerStep::Keep,
+            record: false,
+            failures: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+fn has_sync_finalizer(obj: &Value) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x == SYNC_FINALIZER))
+}
+
+/// The key a member object of this type has in the member.
+fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
+    if t.namespaced {
+        key.clone()
+    } else {
+        (String::new(), key.1.clone())
+    }
+}
+
+/// The decisions for one federated object (upstream `reconcile` for one
+/// key). `members` holds the listing of every ready touched member.
+pub fn decide_object(
+    fed: &Federation,
+    t: &FederatedType,
+    obj: &Value,
+    members: &BTreeMap<String, Listing>,
+) -> ObjectPlan {
+    let key = key_of(obj);
+    let what = describe_key(&t.federated_kind, &key);
+    let pv_name = propagated_version_name(&t.target.kind, &key.1);
+    let is_namespace = t.target.is_namespace();
+    if is_namespace && plan::is_system_namespace(&key.1, fed.kubefed_namespace) {
+        // Upstream `pkg/controller/sync/accessor.go` (`isSystemNamespace`):
+        // never adopted, labelled, finalized or deleted; it still places
+        // the objects inside the namespace.
+        let mut p = ObjectPlan::ignored(key, pv_name);
+        if has_sync_finalizer(obj) {
+            p.finalizer = FinalizerStep::RemoveStray;
+        }
+        p.notes.push(format!(
+            "{what}: ignored: {:?} is a system namespace, never propagated (the objects in it still are)",
+            p.key.1
+        ));
+        return p;
+    }
+    if is_namespace && !plan::federated_namespace_name_is_valid(obj) {
+        let mut p = ObjectPlan::ignored(key, pv_name);
+        p.failures.push(format!(
+            "{what}: the name of a federated namespace must match its namespace"
+        ));
+        return p;
+    }
+    let deleting = obj
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
+    let live_key = member_key(t, &key);
+    let states: Vec<MemberState> = fed
+        .clusters
+        .iter()
+        .filter(|c| fed.touches(&c.name))
+        .map(|c| {
+            let (live, unobserved) = match members.get(&c.name) {
+                _ if !c.ready => (None, None),
+                Some(Listing::Listed(objects)) => (objects.get(&live_key), None),
+                // Nothing of the type can exist there: nothing to delete.
+                Some(Listing::NotServed(_)) if deleting => (None, None),
+                Some(Listing::NotServed(why) | Listing::Failed(why)) => (None, Some(why.as_str())),
+                None => (None, Some("not listed")),
+            };
+            let is_host_namespace = is_namespace
+                && live.is_some_and(|l| {
+                    fed.host_namespaces.get(&key.1).is_some_and(|uid| {
+                        l.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
+                    })
+                });
+            MemberState {
+                cluster: &c.name,
+                ready: c.ready,
+                live,
+                is_host_namespace,
+                unobserved,
+            }
+        })
+        .collect();
+    let fed_namespace = if t.namespaced {
+        fed.fed_namespaces.get(&key.0)
+    } else {
+        None
+    };
+    let placement = sync_placement(
+        obj,
+        fed_namespace,
+        fed.clusters,
+        fed.scope,
+        t.namespaced && !is_namespace,
+    );
+    let mut p = ObjectPlan::ignored(key, pv_name);
+    p.record = true;
+    p.pv_status = fed
+        .versions
+        .get(&(p.key.0.clone(), p.pv_name.clone()))
+        .map(|v| v.get("status").cloned().unwrap_or(Value::Null));
+    if deleting {
+        let placed = placement
+            .as_ref()
+            .map(|p| p.clusters.clone())
+            .unwrap_or_default();
+        match plan::deletion_decisions(obj, &placed, &states) {
+            Ok(d) => {
+                let blocked = d.blocked_by();
+                if !blocked.is_empty() {
+                    p.failures.push(format!(
+                        "{what}: deletion waits for clusters that are not ready or not observed: {}",
+                        blocked.join(", ")
+                    ));
+                }
+                p.decisions = d.decisions.clone();
+                p.deletion = Some(d);
+            }
+            Err(e) => {
+                p.record = false;
+                p.failures.push(format!("{what}: {e}"));
+            }
+        }
+        return p;
+    }
+    if !has_sync_finalizer(obj) {
+        p.finalizer = FinalizerStep::AddFirst;
+    }
+    match placement {
+        Ok(placement) => {
+            if placement.namespace_not_federated {
+                p.reason = AggregateReason::NamespaceNotFederated;
+            }
+            p.decisions = plan::sync_decisions(
+                obj,
+                &t.target,
+                &placement.clusters,
+                &states,
+                p.pv_status.as_ref(),
+                fed.settings,
+            );
+            p.selected = placement.clusters;
+        }
+        Err(e) => {
+            p.failures.push(format!("{what}: {e}"));
+            p.reason = AggregateReason::ComputePlacementFailed;
+        }
+    }
+    for d in &p.decisions {
+        match (&d.action, d.status) {
+            (Action::Unchanged, _) => {
+                if let Some(live) = states
+                    .iter()
+                    .find(|s| s.cluster == d.cluster)
+                    .and_then(|s| s.live)
+                {
+                    p.unchanged_versions
+                        .insert(d.cluster.clone(), member_version(live));
+                }
+            }
+            // Reported once per member and type (see [`decide`]).
+            (_, Some(ClusterStatus::ClusterNotReady | ClusterStatus::CachedRetrievalFailed)) => {}
+            (Action::Skip, status) => p.failures.push(format!(
+                "{}: {}: {}",
+                d.cluster,
+                describe_key(&t.target.kind, &p.key),
+                d.message
+                    .clone()
+                    .unwrap_or_else(|| status.map(|s| s.as_str().to_string()).unwrap_or_default())
+            )),
+            _ => {}
+        }
+    }
+    p
+}
+
+/// A labelled member object whose federated object is gone (upstream's
+/// "possible orphan"): it loses the managed label.
+#[derive(Clone, Debug)]
+pub struct Orphan {
+    pub decision: Decision,
+    pub live: Value,
+}
+
+/// What limits a run beyond the federation (flags).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunLimits<'a> {
+    /// `-n`: only this namespace (and, for namespaces, only it).
+    pub namespace: Option<&'a str>,
+    /// `-l` was given: members' labelled objects cannot be matched to
+    /// federated objects that were not listed, so no orphan cleanup.
+    pub selector: bool,
+}
+
+/// The possible orphans of one type in its members' listings.
+pub fn orphans(
+    fed: &Federation,
+    t: &FederatedType,
+    objects: &[Value],
+    members: &BTreeMap<String, Listing>,
+    limits: RunLimits,
+) -> Vec<Orphan> {
+    if limits.selector {
+        return Vec::new();
+    }
+    let federated: BTreeSet<ObjectKey> = objects.iter().map(key_of).collect();
+    let mut out = Vec::new();
+    for (cluster, listing) in members {
+        let Listing::Listed(objs) = listing else {
+            continue;
+        };
+        if !fed.touches(cluster) {
+            continue;
+        }
+        let mut keys: Vec<&ObjectKey> = objs.keys().collect();
+        keys.sort();
+        for k in keys {
+            let obj = &objs[k];
+            let fed_key = if t.target.is_namespace() {
+                (k.1.clone(), k.1.clone())
+            } else {
+                member_key(t, k)
+            };
+            if federated.contains(&fed_key) || plan::managed_label(obj) != ManagedLabel::True {
+                continue;
+            }
+            if t.target.is_namespace() && plan::is_system_namespace(&k.1, fed.kubefed_namespace) {
+                continue;
+            }
+            // -n limits what is touched: cluster-scoped objects other than
+            // the namespace itself are out of reach.
+            if let Some(only) = limits.namespace
+                && !t.namespaced
+                && !(t.target.is_namespace() && k.1 == only)
+            {
+                continue;
+            }
+            let state = MemberState {
+                cluster,
+                ready: true,
+                live: Some(obj),
+                is_host_namespace: false,
+                unobserved: None,
+            };
+            for decision in plan::orphan_cleanup_decisions(&[state]).0 {
+                out.push(Orphan {
+                    decision,
+                    live: obj.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Everything decided for one type.
+#[derive(Clone, Debug)]
+pub struct TypeDecisions {
+    /// Aligned with the type's federated objects.
+    pub objects: Vec<ObjectPlan>,
+    pub orphans: Vec<Orphan>,
+    /// One line per member whose objects of this type cannot be seen.
+    pub failures: Vec<String>,
+}
+
+/// The decide step for one type: every federated object, the orphans, and
+/// one line per member that does not serve the type or could not list it.
+pub fn decide_type(
+    fed: &Federation,
+    t: &FederatedType,
+    objects: &[Value],
+    members: &BTreeMap<String, Listing>,
+    limits: RunLimits,
+) -> TypeDecisions {
+    let plans: Vec<ObjectPlan> = objects
+        .iter()
+        .map(|o| decide_object(fed, t, o, members))
+        .collect();
+    let mut failures = Vec::new();
+    for (cluster, listing) in members {
+        let (why, served) = match listing {
+            Listing::Listed(_) => continue,
+            Listing::NotServed(why) => (why, false),
+            Listing::Failed(why) => (why, true),
+        };
+        let affected = plans
+            .iter()
+            .flat_map(|p| &p.decisions)
+            .filter(|d| {
+                &d.cluster == cluster && d.status == Some(ClusterStatus::CachedRetrievalFailed)
+            })
+            .count();
+        let consequence = if affected == 0 {
+            String::new()
+        } else {
+            format!("; {affected} {} not propagated there", t.federated_kind)
+        };
+        failures.push(if served {
+            format!("{cluster}: listing {}: {why}{consequence}", t.target_name())
+        } else {
+            format!(
+                "{cluster}: does not serve {} (install the CRD in {cluster}){consequence}",
+                t.target_name()
+            )
+        });
+    }
+    TypeDecisions {
+        orphans: orphans(fed, t, objects, members, limits),
+        objects: plans,
+        failures,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NS: &str = "kube-federation-system";
+
+    struct World {
+        clusters: Vec<Cluster>,
+        fed_namespaces: BTreeMap<String, Value>,
+        host_namespaces: HashMap<String, String>,
+        versions: HashMap<ObjectKey, Value>,
+    }
+
+    impl World {
+        fn new() -> World {
+            World {
+                clusters: vec![Cluster::new("a", &[], true), Cluster::new("b", &[], true)],
+                fed_namespaces: BTreeMap::new(),
+                host_namespaces: HashMap::new(),
+                versions: HashMap::new(),
+            }
+        }
+
+        fn federation(&self) -> Federation<'_> {
+            Federation {
+                kubefed_namespace: NS,
+                scope: Scope::Cluster,
+                settings: SyncSettings {
+                    adopt_resources: true,
+                },
+                clusters: &self.clusters,
+                touched: None,
+                fed_namespaces: &self.fed_namespaces,
+                host_namespaces: &self.host_namespaces,
+                versions: &self.versions,
+            }
+        }
+    }
+
+    fn configmaps() -> FederatedType {
+        FederatedType {
+            target: TargetType::new("", "v1", "ConfigMap"),
+            federated_kind: "FederatedConfigMap".into(),
+            target_plural: "configmaps".into(),
+            namespaced: true,
+        }
+    }
+
+    fn namespaces() -> FederatedType {
+        FederatedType {
+            target: TargetType::new("", "v1", "Namespace"),
+            federated_kind: "FederatedNamespace".into(),
+            target_plural: "namespaces".into(),
+            namespaced: false,
+        }
+    }
+
+    fn fed_ns(name: &str) -> Value {
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+               "metadata": {"name": name, "namespace": name},
+               "spec": {"placement": {"clusterSelector": {}}}})
+    }
+
+    fn fed_cm(name: &str) -> Value {
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
+               "metadata": {"name": name, "namespace": "shop", "finalizers": [SYNC_FINALIZER]},
+               "spec": {"template": {"data": {"k": "v"}}, "placement": {"clusterSelector": {}}}})
+    }
+
+    fn managed(kind: &str, ns: &str, name: &str) -> Value {
+        let mut o = json!({"apiVersion": "v1", "kind": kind,
+            "metadata": {"name": name, "resourceVersion": "3", "uid": format!("uid-{name}"),
+                         "labels": {"kubefed.io/managed": "true"}}});
+        if !ns.is_empty() {
+            o["metadata"]["namespace"] = json!(ns);
+        }
+        o
+    }
+
+    fn listed(objs: &[Value]) -> Listing {
+        Listing::Listed(objs.iter().map(|o| (key_of(o), o.clone())).collect())
+    }
+
+    fn both(a: Listing, b: Listing) -> BTreeMap<String, Listing> {
+        BTreeMap::from([("a".to_string(), a), ("b".to_string(), b)])
+    }
+
+    fn actions(p: &ObjectPlan) -> Vec<(String, &'static str, Option<ClusterStatus>)> {
+        p.decisions
+            .iter()
+            .map(|d| {
+                let a = match &d.action {
+                    Action::Create(_) => "create",
+                    Action::Update { .. } => "update",
+                    Action::Delete { .. } => "delete",
+                    Action::RemoveManagedLabel => "unlabel",
+                    Action::AwaitRemoval => "await",
+                    Action::Unchanged => "unchanged",
+                    Action::Nothing => "nothing",
+                    Action::Skip => "skip",
+                };
+                (d.cluster.clone(), a, d.status)
+            })
+            .collect()
+    }
+
+    fn row(
+        c: &str,
+        a: &'static str,
+        s: Option<ClusterStatus>,
+    ) -> (String, &'static str, Option<ClusterStatus>) {
+        (c.to_string(), a, s)
+    }
+
+    #[test]
+    fn system_namespaces_are_ignored_entirely() {
+        let w = World::new();
+        let f = w.federation();
+        let member_default = managed("Namespace", "", "default");
+        let members = both(listed(&[member_default]), listed(&[]));
+        for name in ["default", "kube-system", "kube-public", NS] {
+            let mut obj = fed_ns(name);
+            obj["metadata"]["finalizers"] = json!([SYNC_FINALIZER, "other"]);
+            let p = decide_object(&f, &namespaces(), &obj, &members);
+            assert!(p.decisions.is_empty(), "{name}: no member action");
+            assert!(!p.record, "{name}: no status");
+            assert_eq!(p.finalizer, FinalizerStep::RemoveStray, "{name}");
+            assert!(p.notes[0].contains("system namespace"), "{name}");
+            // Being deleted: still nothing in members, the stray finalizer goes.
+            obj["metadata"]["deletionTimestamp"] = json!("t");
+            let p = decide_object(&f, &namespaces(), &obj, &members);
+            assert!(p.decisions.is_empty() && p.deletion.is_none(), "{name}");
+            assert_eq!(p.finalizer, FinalizerStep::RemoveStray, "{name}");
+        }
+        // Without our finalizer: nothing at all.
+        let p = decide_object(&f, &namespaces(), &fed_ns("default"), &members);
+        assert_eq!(p.finalizer, FinalizerStep::Keep);
+        // A labelled member `default` without FederatedNamespace is no orphan.
+        let t = namespaces();
+        let orphans = orphans(&f, &t, &[], &members, RunLimits::default());
+        assert!(orphans.is_empty());
+        // An ordinary namespace is propagated, finalizer first.
+        let p = decide_object(&f, &namespaces(), &fed_ns("shop"), &members);
+        assert_eq!(p.finalizer, FinalizerStep::AddFirst);
+        assert_eq!(
+            actions(&p),
+            vec![
+                row("a", "create", Some(ClusterStatus::Ok)),
+                row("b", "create", Some(ClusterStatus::Ok))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_type_a_member_does_not_serve_fails_only_there() {
+        let mut w = World::new();
+        w.fed_namespaces.insert("shop".into(), fed_ns("shop"));
+        let f = w.federation();
+        let t = configmaps();
+        let members = both(listed(&[]), Listing::NotServed("404 page not found".into()));
+        let objects = [fed_cm("one"), fed_cm("two")];
+        let d = decide_type(&f, &t, &objects, &members, RunLimits::default());
+        for p in &d.objects {
+            assert_eq!(
+                actions(p),
+                vec![
+                    row("a", "create", Some(ClusterStatus::Ok)),
+                    row("b", "skip", Some(ClusterStatus::CachedRetrievalFailed)),
+                ]
+            );
+            assert!(p.failures.is_empty(), "reported once per member and type");
+        }
+        assert_eq!(
+            d.failures,
+            vec![
+                "b: does not serve configmaps/v1 (install the CRD in b); 2 FederatedConfigMap not propagated there"
+            ]
+        );
+        // Deleting: nothing of the type can be in b, so b does not block.
+        let mut deleting = fed_cm("one");
+        deleting["metadata"]["deletionTimestamp"] = json!("t");
+        let p = decide_object(&f, &t, &deleting, &members);
+        let del = p.deletion.unwrap();
+        assert!(del.remove_finalizer && del.blocked_by().is_empty());
+        // A list that failed for another reason blocks a deletion.
+        let failed = both(listed(&[]), Listing::Failed("500".into()));
+        let p = decide_object(&f, &t, &deleting, &failed);
+        assert_eq!(p.deletion.unwrap().blocked_by(), vec!["b"]);
+        assert!(p.failures[0].contains("not observed: b"));
+    }
+
+    #[test]
+    fn finalizer_first_and_deletion_waits_for_terminating_copies() {
+        let mut w = World::new();
+        w.fed_namespaces.insert("shop".into(), fed_ns("shop"));
+        let f = w.federation();
+        let t = configmaps();
+        let mut new = fed_cm("new");
+        new["metadata"]["finalizers"] = json!([]);
+        let p = decide_object(&f, &t, &new, &both(listed(&[]), listed(&[])));
+        assert_eq!(p.finalizer, FinalizerStep::AddFirst);
+        assert!(p.record);
+
+        let mut deleting = fed_cm("x");
+        deleting["metadata"]["deletionTimestamp"] = json!("t");
+        let copy = managed("ConfigMap", "shop", "x");
+        let mut terminating = copy.clone();
+        terminating["metadata"]["deletionTimestamp"] = json!("t");
+        let p = decide_object(
+            &f,
+            &t,
+            &deleting,
+            &both(listed(&[copy]), listed(&[terminating])),
+        );
+        assert_eq!(
+            p.finalizer,
+            FinalizerStep::Keep,
+            "never added while deleting"
+        );
+        assert_eq!(
+            actions(&p),
+            vec![row("a", "delete", None), row("b", "await", None)]
+        );
+        assert!(!p.deletion.unwrap().remove_finalizer);
+    }
+
+    #[test]
+    fn unready_and_untouched_members() {
+        let mut w = World::new();
+        w.clusters[1].ready = false;
+        w.fed_namespaces.insert("shop".into(), fed_ns("shop"));
+        let only_a: BTreeSet<String> = ["a".to_string()].into();
+        let mut f = w.federation();
+        let t = configmaps();
+        let members = BTreeMap::from([("a".to_string(), listed(&[]))]);
+        let p = decide_object(&f, &t, &fed_cm("x"), &members);
+        assert_eq!(
+            actions(&p),
+            vec![
+                row("a", "create", Some(ClusterStatus::Ok)),
+                row("b", "skip", Some(ClusterStatus::ClusterNotReady))
+            ]
+        );
+        assert!(p.failures.is_empty(), "unready clusters are reported once");
+        f.touched = Some(&only_a);
+        let p = decide_object(&f, &t, &fed_cm("x"), &members);
+        assert_eq!(
+            actions(&p),
+            vec![row("a", "create", Some(ClusterStatus::Ok))]
+        );
+        assert_eq!(p.selected.len(), 2, "placement sees every member");
+    }
+
+    #[test]
+    fn orphans_respect_the_namespace_limit_and_the_selector() {
+        let w = World::new();
+        let f = w.federation();
+        let t = configmaps();
+        let orphan = managed("ConfigMap", "shop", "gone");
+        let mut unlabelled = managed("ConfigMap", "shop", "mine");
+        unlabelled["metadata"]["labels"] = json!({});
+        let members = both(listed(&[orphan, unlabelled]), listed(&[]));
+        let found = orphans(&f, &t, &[fed_cm("kept")], &members, RunLimits::default());
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].decision.action, Action::RemoveManagedLabel);
+        assert_eq!(key_of(&found[0].live).1, "gone");
+        let with_selector = RunLimits {
+            selector: true,
+            ..RunLimits::default()
+        };
+        assert!(orphans(&f, &t, &[], &members, with_selector).is_empty());
+        // Namespace type under -n: only that namespace itself.
+        let ns = namespaces();
+        let members = both(
+            listed(&[
+                managed("Namespace", "", "a1"),
+                managed("Namespace", "", "shop"),
+            ]),
+            listed(&[]),
+        );
+        let limited = RunLimits {
+            namespace: Some("shop"),
+            selector: false,
+        };
+        let found = orphans(&f, &ns, &[], &members, limited);
+        assert_eq!(found.len(), 1);
+        assert_eq!(key_of(&found[0].live).1, "shop");
+    }
+}

@@ -1,0 +1,370 @@
+//! The record step of a reconcile: from what the member requests did to
+//! what the host must say afterwards — the federated object's `status`,
+//! its PropagatedVersion, and whether the sync finalizer can go.
+//! Upstream: `pkg/controller/sync/controller.go` (`setFederatedStatus`,
+//! `ensureRemovedOrUnmanaged`, `removeFinalizer`) and
+//! `pkg/controller/sync/version/manager.go`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::decide::ObjectPlan;
+use super::placement::Cluster;
+use super::plan::{Action, ClusterOutcome, ClusterStatus, federated_status};
+use super::version::{merged_status, overrides_version, template_version};
+
+/// What a member request achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    Created,
+    Updated,
+    /// `gone`: the member confirmed the object no longer exists (a DELETE
+    /// answered with a Status, or a later GET answered 404). Otherwise it
+    /// is still terminating (finalizers, graceful deletion).
+    Deleted {
+        gone: bool,
+    },
+    Unlabelled,
+}
+
+/// A member request's result: the effect and the member object's new
+/// version (`gen:`/`rv:`), when it has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Done {
+    pub effect: Effect,
+    pub version: Option<String>,
+}
+
+/// A member request's outcome; failures carry upstream's status and a message.
+pub type MemberResult = Result<Done, (ClusterStatus, String)>;
+
+/// What to write to the host for one federated object after the member phase.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WriteBack {
+    /// The new `status`, when it changed.
+    pub status: Option<Value>,
+    /// The PropagatedVersion's new `status`, when it changed.
+    pub versions: Option<Value>,
+    /// The PropagatedVersion does not exist yet (create, then write status).
+    pub create_versions: bool,
+    /// Deletion complete: every member copy is confirmed deleted or
+    /// unlabelled, nothing blocks: remove the sync finalizer.
+    pub release_finalizer: bool,
+    /// Deletion: clusters whose copy is still there (terminating).
+    pub pending: Vec<String>,
+}
+
+/// Whether a deletion decision's request confirmed the copy is gone or unlabelled.
+fn confirmed(action: &Action, result: Option<&MemberResult>) -> bool {
+    match (action, result) {
+        (Action::Delete { .. } | Action::AwaitRemoval, Some(Ok(done))) => {
+            done.effect == Effect::Deleted { gone: true }
+        }
+        (Action::RemoveManagedLabel, Some(Ok(_))) => true,
+        _ => false,
+    }
+}
+
+/// The host's write-backs for `fed` after its member requests.
+/// `clusters` are all registered members; `touched` the ones this run may
+/// change (others keep the status recorded for them); `now` is RFC 3339.
+pub fn write_back(
+    fed: &Value,
+    plan: &ObjectPlan,
+    results: &BTreeMap<String, MemberResult>,
+    clusters: &[Cluster],
+    touched: Option<&BTreeSet<String>>,
+    now: &str,
+) -> WriteBack {
+    let mut out = WriteBack::default();
+    if let Some(deletion) = &plan.deletion {
+        // A deleted object's status and versions are not written (its
+        // PropagatedVersion goes with it, by owner reference).
+        for d in &deletion.decisions {
+            let r = results.get(&d.cluster);
+            if !confirmed(&d.action, r) && !matches!(r, Some(Err(_))) {
+                out.pending.push(d.cluster.clone());
+            }
+        }
+        out.release_finalizer = deletion.has_finalizer
+            && deletion.blocked_by().is_empty()
+            && deletion
+                .decisions
+                .iter()
+                .all(|d| confirmed(&d.action, results.get(&d.cluster)));
+        return out;
+    }
+    if !plan.record {
+        return out;
+    }
+
+    // Outcomes: what happened, or what was decided.
+    let mut outcomes: Vec<ClusterOutcome> = plan
+        .decisions
+        .iter()
+        .filter_map(|d| {
+            let status = match results.get(&d.cluster) {
+                Some(Err((s, _))) => *s,
+                _ => d.status?,
+            };
+            Some(ClusterOutcome {
+                cluster: d.cluster.clone(),
+                status,
+                remote_status: None,
+            })
+        })
+        .collect();
+    // Clusters this run did not touch keep what was recorded for them.
+    if let Some(touched) = touched {
+        for c in fed
+            .pointer("/status/clusters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+            if !touched.contains(name) && clusters.iter().any(|k| k.name == name) {
+                outcomes.push(ClusterOutcome {
+                    cluster: name.to_string(),
+                    status: ClusterStatus::parse(
+                        c.get("status").and_then(Value::as_str).unwrap_or(""),
+                    )
+                    .unwrap_or(ClusterStatus::Ok),
+                    remote_status: None,
+                });
+            }
+        }
+    }
+    let updated_any = results.values().any(|r| {
+        matches!(
+            r,
+            Ok(Done {
+                effect: Effect::Created | Effect::Updated,
+                ..
+            })
+        )
+    });
+    let status = federated_status(fed, plan.reason, &outcomes, false, updated_any, now);
+    if status.changed {
+        out.status = Some(status.status);
+    }
+
+    // Versions of what each member now holds.
+    let mut recorded = plan.unchanged_versions.clone();
+    for (cluster, r) in results {
+        if let Ok(Done {
+            version: Some(v), ..
+        }) = r
+        {
+            recorded.insert(cluster.clone(), v.clone());
+        }
+    }
+    let versions = merged_status(
+        plan.pv_status.as_ref(),
+        &template_version(fed).unwrap_or_default(),
+        &overrides_version(fed).unwrap_or_default(),
+        &plan.selected,
+        &recorded,
+    );
+    if plan.pv_status.as_ref() != Some(&versions) {
+        out.create_versions = plan.pv_status.is_none();
+        out.versions = Some(versions);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::decide::{
+        FederatedType, Federation, Listing, ObjectKey, decide_object, key_of,
+    };
+    use crate::core::desired::TargetType;
+    use crate::core::membership::Scope;
+    use crate::core::plan::{SYNC_FINALIZER, SyncSettings};
+    use serde_json::json;
+    use std::collections::HashMap;
+
+    fn t() -> FederatedType {
+        FederatedType {
+            target: TargetType::new("", "v1", "ConfigMap"),
+            federated_kind: "FederatedConfigMap".into(),
+            target_plural: "configmaps".into(),
+            namespaced: true,
+        }
+    }
+
+    fn cm(name: &str) -> Value {
+        json!({"kind": "FederatedConfigMap", "metadata": {"name": name, "namespace": "ns",
+               "generation": 1, "finalizers": [SYNC_FINALIZER]},
+               "spec": {"template": {"data": {"k": "v"}}, "placement": {"clusters": [{"name": "a"}, {"name": "b"}]}}})
+    }
+
+    fn copy(name: &str, terminating: bool) -> Value {
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns",
+            "resourceVersion": "9", "labels": {"kubefed.io/managed": "true"}}});
+        if terminating {
+            o["metadata"]["deletionTimestamp"] = json!("t");
+        }
+        o
+    }
+
+    fn plan_for(fed: &Value, a: &[Value], b: &[Value]) -> ObjectPlan {
+        let clusters = vec![Cluster::new("a", &[], true), Cluster::new("b", &[], true)];
+        let fed_namespaces = BTreeMap::from([(
+            "ns".to_string(),
+            json!({"kind": "FederatedNamespace", "metadata": {"name": "ns", "namespace": "ns"},
+                   "spec": {"placement": {"clusterSelector": {}}}}),
+        )]);
+        let host_namespaces = HashMap::new();
+        let versions: HashMap<ObjectKey, Value> = HashMap::new();
+        let f = Federation {
+            kubefed_namespace: "kube-federation-system",
+            scope: Scope::Cluster,
+            settings: SyncSettings {
+                adopt_resources: true,
+            },
+            clusters: &clusters,
+            touched: None,
+            fed_namespaces: &fed_namespaces,
+            host_namespaces: &host_namespaces,
+            versions: &versions,
+        };
+        let listing =
+            |objs: &[Value]| Listing::Listed(objs.iter().map(|o| (key_of(o), o.clone())).collect());
+        let members = BTreeMap::from([("a".into(), listing(a)), ("b".into(), listing(b))]);
+        decide_object(&f, &t(), fed, &members)
+    }
+
+    fn ok(effect: Effect) -> MemberResult {
+        Ok(Done {
+            effect,
+            version: None,
+        })
+    }
+
+    fn results(rows: &[(&str, MemberResult)]) -> BTreeMap<String, MemberResult> {
+        rows.iter()
+            .map(|(c, r)| (c.to_string(), r.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn the_finalizer_goes_only_when_every_copy_is_confirmed_gone() {
+        let mut fed = cm("x");
+        fed["metadata"]["deletionTimestamp"] = json!("t");
+        let p = plan_for(&fed, &[copy("x", false)], &[copy("x", false)]);
+        let clusters = [];
+        type Case<'a> = (&'a str, BTreeMap<String, MemberResult>, bool, Vec<&'a str>);
+        let cases: Vec<Case> = vec![
+            (
+                "both gone",
+                results(&[
+                    ("a", ok(Effect::Deleted { gone: true })),
+                    ("b", ok(Effect::Deleted { gone: true })),
+                ]),
+                true,
+                vec![],
+            ),
+            (
+                "b accepted but still terminating",
+                results(&[
+                    ("a", ok(Effect::Deleted { gone: true })),
+                    ("b", ok(Effect::Deleted { gone: false })),
+                ]),
+                false,
+                vec!["b"],
+            ),
+            (
+                "b failed",
+                results(&[
+                    ("a", ok(Effect::Deleted { gone: true })),
+                    ("b", Err((ClusterStatus::DeletionFailed, "boom".into()))),
+                ]),
+                false,
+                vec![],
+            ),
+            (
+                "run killed before b (no result)",
+                results(&[("a", ok(Effect::Deleted { gone: true }))]),
+                false,
+                vec!["b"],
+            ),
+        ];
+        for (name, r, release, pending) in cases {
+            let w = write_back(&fed, &p, &r, &clusters, None, "now");
+            assert_eq!(w.release_finalizer, release, "{name}");
+            assert_eq!(w.pending, pending, "{name}");
+            assert!(w.status.is_none() && w.versions.is_none(), "{name}");
+        }
+        // A copy already terminating is waited for: released only once gone.
+        let p = plan_for(&fed, &[], &[copy("x", true)]);
+        let w = write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        assert!(!w.release_finalizer);
+        assert_eq!(w.pending, vec!["b"]);
+        let w = write_back(
+            &fed,
+            &p,
+            &results(&[("b", ok(Effect::Deleted { gone: true }))]),
+            &clusters,
+            None,
+            "now",
+        );
+        assert!(w.release_finalizer, "--wait saw it go");
+        // Nothing anywhere: released at once.
+        let p = plan_for(&fed, &[], &[]);
+        let w = write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        assert!(w.release_finalizer);
+    }
+
+    #[test]
+    fn orphaning_releases_once_labels_are_removed() {
+        let mut fed = cm("x");
+        fed["metadata"]["deletionTimestamp"] = json!("t");
+        fed["metadata"]["annotations"] = json!({"kubefed.io/orphan": "true"});
+        let p = plan_for(&fed, &[copy("x", false)], &[]);
+        let clusters = [];
+        let none = write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        assert!(!none.release_finalizer, "killed before the unlabel");
+        let done = write_back(
+            &fed,
+            &p,
+            &results(&[("a", ok(Effect::Unlabelled))]),
+            &clusters,
+            None,
+            "now",
+        );
+        assert!(done.release_finalizer);
+    }
+
+    #[test]
+    fn status_and_versions_after_a_sync() {
+        let fed = cm("x");
+        let p = plan_for(&fed, &[], &[]);
+        let clusters = [Cluster::new("a", &[], true), Cluster::new("b", &[], true)];
+        let r = results(&[
+            (
+                "a",
+                Ok(Done {
+                    effect: Effect::Created,
+                    version: Some("rv:5".into()),
+                }),
+            ),
+            ("b", Err((ClusterStatus::CreationFailed, "boom".into()))),
+        ]);
+        let w = write_back(&fed, &p, &r, &clusters, None, "now");
+        let status = w.status.unwrap();
+        assert_eq!(status["conditions"][0]["reason"], "CheckClusters");
+        assert_eq!(
+            status["clusters"],
+            json!([{"name": "a"}, {"name": "b", "status": "CreationFailed"}])
+        );
+        assert!(w.create_versions);
+        assert_eq!(
+            w.versions.unwrap()["clusterVersions"],
+            json!([{"clusterName": "a", "version": "rv:5"}])
+        );
+        assert!(!w.release_finalizer && w.pending.is_empty());
+    }
+}

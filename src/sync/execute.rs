@@ -1,0 +1,378 @@
+//! The execute step of a live reconcile: the member requests the decide
+//! step asked for, all members at once, a bounded number in flight per
+//! member, with retries (429 after Retry-After, 5xx, timeouts, connection
+//! errors) and a re-read on conflict. Requests are made lazily and borrow
+//! the federated objects, so memory stays flat however many there are.
+
+use crate::apply::api_error_line;
+use crate::core::decide::{ObjectKey, describe, key_of};
+use crate::core::desired::MANAGED_LABEL;
+use crate::core::plan::{self, Action, ClusterStatus, Decision, SyncSettings};
+use crate::core::record::{Done, Effect, MemberResult};
+use crate::core::version::member_version;
+use crate::members::Member;
+use crate::sync::observe::ObservedType;
+use futures::StreamExt;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How member requests are made.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Requests in flight per member.
+    pub concurrency: usize,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Attempts per request (first try included).
+    pub attempts: u32,
+    pub settings: SyncSettings,
+}
+
+/// One member request to make.
+#[derive(Clone, Debug)]
+pub struct Work {
+    pub type_index: usize,
+    /// The federated object's index in its type; `None` for an orphan.
+    pub object: Option<usize>,
+    pub decision: Decision,
+    /// The member object as listed (absent for creates).
+    pub live: Option<Value>,
+}
+
+impl Work {
+    /// The member object's key.
+    fn key(&self) -> ObjectKey {
+        match (&self.live, &self.decision.action) {
+            (Some(live), _) => key_of(live),
+            (None, Action::Create(obj)) => key_of(obj),
+            _ => ObjectKey::default(),
+        }
+    }
+
+    /// `Kind ns/name` of the member object.
+    pub fn describe(&self, kind: &str) -> String {
+        match (&self.live, &self.decision.action) {
+            (Some(live), _) => describe(kind, live),
+            (None, Action::Create(obj)) => describe(kind, obj),
+            (None, Action::Update { object, .. }) => describe(kind, object),
+            _ => kind.to_string(),
+        }
+    }
+
+    fn is_namespace(&self, types: &[ObservedType]) -> bool {
+        types[self.type_index].t.target.is_namespace()
+    }
+}
+
+/// Runs the work in three phases — namespaces created or updated, then
+/// everything else, then namespaces deleted — so that namespaced objects
+/// never race their namespace. Within a phase all members go at once.
+pub async fn execute(
+    members: &[Member],
+    types: &[ObservedType],
+    work: Vec<Work>,
+    limits: Limits,
+    progress: &indicatif::ProgressBar,
+) -> Vec<(Work, MemberResult)> {
+    let is_delete = |w: &Work| matches!(w.decision.action, Action::Delete { .. });
+    let (namespaces, rest): (Vec<Work>, Vec<Work>) = work
+        .into_iter()
+        .partition(|w| w.is_namespace(types) && !is_delete(w));
+    let (ns_deletes, rest): (Vec<Work>, Vec<Work>) = rest
+        .into_iter()
+        .partition(|w| w.is_namespace(types) && is_delete(w));
+    let mut out = Vec::new();
+    for phase in [namespaces, rest, ns_deletes] {
+        out.extend(execute_phase(members, types, phase, limits, progress).await);
+    }
+    out
+}
+
+async fn execute_phase(
+    members: &[Member],
+    types: &[ObservedType],
+    work: Vec<Work>,
+    limits: Limits,
+    progress: &indicatif::ProgressBar,
+) -> Vec<(Work, MemberResult)> {
+    let mut by_cluster: BTreeMap<String, Vec<Work>> = BTreeMap::new();
+    for w in work {
+        by_cluster
+            .entry(w.decision.cluster.clone())
+            .or_default()
+            .push(w);
+    }
+    let per_member = by_cluster.into_iter().map(|(cluster, items)| async move {
+        let client = members
+            .iter()
+            .find(|m| m.name == cluster)
+            .and_then(|m| m.client.clone().ok());
+        futures::stream::iter(items)
+            .map(|w| {
+                let client = client.clone();
+                async move {
+                    let t = &types[w.type_index];
+                    let result = match client {
+                        Some(client) => apply_one(&client, t, &w, limits).await,
+                        None => Err((
+                            ClusterStatus::ClientRetrievalFailed,
+                            "no client for this member".into(),
+                        )),
+                    };
+                    let result = result
+                        .map_err(|(s, m)| (s, format!("{}: {m}", w.describe(&t.target.kind))));
+                    progress.inc(1);
+                    (w, result)
+                }
+            })
+            .buffer_unordered(limits.concurrency.max(1))
+            .collect::<Vec<_>>()
+            .await
+    });
+    futures::future::join_all(per_member)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// One request with retries: 429 (after Retry-After), 5xx, timeouts and
+/// connection errors are retried with backoff; a conflict re-reads the
+/// member object and lets the core decide the update again.
+async fn apply_one(
+    client: &kube::Client,
+    t: &ObservedType,
+    w: &Work,
+    limits: Limits,
+) -> MemberResult {
+    let (ns, name) = w.key();
+    let api = crate::apply::dynamic_api(client, Some(&ns), &t.target);
+    let failed = w
+        .decision
+        .action
+        .failure_status()
+        .unwrap_or(ClusterStatus::UpdateFailed);
+    let mut action = w.decision.action.clone();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let err = match tokio::time::timeout(limits.timeout, run_action(&api, &name, &action)).await
+        {
+            Ok(Ok(done)) => return Ok(done),
+            Ok(Err(e)) => e,
+            Err(_) if attempt >= limits.attempts => {
+                let timed_out = match failed {
+                    ClusterStatus::CreationFailed => ClusterStatus::CreationTimedOut,
+                    ClusterStatus::DeletionFailed => ClusterStatus::DeletionTimedOut,
+                    ClusterStatus::LabelRemovalFailed => ClusterStatus::LabelRemovalTimedOut,
+                    _ => ClusterStatus::UpdateTimedOut,
+                };
+                return Err((timed_out, format!("no answer within {:?}", limits.timeout)));
+            }
+            Err(_) => {
+                backoff(attempt, None).await;
+                continue;
+            }
+        };
+        match err {
+            kube::Error::Api(s) if s.code == 409 => {
+                // Created meanwhile, or changed meanwhile: read it and decide again.
+                let creating_or_updating =
+                    matches!(w.decision.action, Action::Create(_) | Action::Update { .. });
+                let (Some(fed), true) = (w.object.map(|i| &t.objects[i]), creating_or_updating)
+                else {
+                    return Err((failed, s.message.clone()));
+                };
+                let live = match api.get_opt(&name).await {
+                    Ok(Some(l)) => serde_json::to_value(l).expect("objects serialize"),
+                    Ok(None) => {
+                        return Err((failed, format!("conflict, then gone: {}", s.message)));
+                    }
+                    Err(e) => return Err((ClusterStatus::RetrievalFailed, api_error_line(e))),
+                };
+                action = plan::after_conflict(
+                    fed,
+                    &t.t.target,
+                    &w.decision.cluster,
+                    &live,
+                    limits.settings,
+                )?;
+            }
+            kube::Error::Api(s) if s.code == 429 || s.code >= 500 => {
+                if attempt >= limits.attempts {
+                    return Err((failed, api_error_line(kube::Error::Api(s))));
+                }
+                let retry_after = s
+                    .details
+                    .as_ref()
+                    .map(|d| d.retry_after_seconds)
+                    .filter(|s| *s > 0)
+                    .map(|s| Duration::from_secs(u64::from(s)));
+                backoff(attempt, retry_after).await;
+                continue;
+            }
+            kube::Error::Api(s) => return Err((failed, api_error_line(kube::Error::Api(s)))),
+            other => {
+                if attempt >= limits.attempts {
+                    return Err((failed, crate::error::source_chain(&other)));
+                }
+                backoff(attempt, None).await;
+                continue;
+            }
+        }
+        if attempt >= limits.attempts {
+            return Err((failed, "gave up after conflicts".into()));
+        }
+    }
+}
+
+fn body(obj: &Value) -> DynamicObject {
+    serde_json::from_value(obj.clone()).expect("desired objects are objects")
+}
+
+async fn run_action(
+    api: &Api<DynamicObject>,
+    name: &str,
+    action: &Action,
+) -> Result<Done, kube::Error> {
+    let version = |o: DynamicObject| {
+        Some(member_version(
+            &serde_json::to_value(o).expect("objects serialize"),
+        ))
+    };
+    let done = |effect| Done {
+        effect,
+        version: None,
+    };
+    match action {
+        Action::Create(obj) => {
+            let created = api.create(&PostParams::default(), &body(obj)).await?;
+            Ok(Done {
+                effect: Effect::Created,
+                version: version(created),
+            })
+        }
+        Action::Update { object, .. } => {
+            let updated = api
+                .replace(name, &PostParams::default(), &body(object))
+                .await?;
+            Ok(Done {
+                effect: Effect::Updated,
+                version: version(updated),
+            })
+        }
+        Action::Delete { options } => {
+            let dp = delete_params(options.as_ref());
+            match api.delete(name, &dp).await {
+                // The server answers with the object while it still exists
+                // (finalizers, graceful deletion), with a Status once gone.
+                Ok(either) => Ok(done(Effect::Deleted {
+                    gone: either.is_right()
+                        || either
+                            .left()
+                            .is_some_and(|o| o.metadata.deletion_timestamp.is_none()),
+                })),
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    Ok(done(Effect::Deleted { gone: true }))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Action::RemoveManagedLabel => {
+            let patch = json!({"metadata": {"labels": {MANAGED_LABEL: null}}});
+            match api
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => Ok(done(Effect::Unlabelled)),
+                Err(kube::Error::Api(s)) if s.code == 404 => Ok(done(Effect::Unlabelled)),
+                Err(e) => Err(e),
+            }
+        }
+        Action::AwaitRemoval => match api.get_opt(name).await? {
+            None => Ok(done(Effect::Deleted { gone: true })),
+            Some(_) => Ok(done(Effect::Deleted { gone: false })),
+        },
+        Action::Unchanged | Action::Nothing | Action::Skip => {
+            unreachable!("no request is made for {action:?}")
+        }
+    }
+}
+
+fn delete_params(options: Option<&Value>) -> DeleteParams {
+    let mut dp = DeleteParams::background();
+    if let Some(opts) = options {
+        if let Some(p) = opts["propagationPolicy"].as_str() {
+            dp.propagation_policy = match p {
+                "Orphan" => Some(kube::api::PropagationPolicy::Orphan),
+                "Foreground" => Some(kube::api::PropagationPolicy::Foreground),
+                _ => Some(kube::api::PropagationPolicy::Background),
+            };
+        }
+        dp.grace_period_seconds = opts["gracePeriodSeconds"].as_u64().map(|g| g as u32);
+    }
+    dp
+}
+
+/// 100 ms, 200 ms, 400 ms ... capped at 5 s; a server's Retry-After wins.
+async fn backoff(attempt: u32, retry_after: Option<Duration>) {
+    let exp = Duration::from_millis(100u64 << attempt.min(6)).min(Duration::from_secs(5));
+    tokio::time::sleep(retry_after.map_or(exp, |r| r.min(Duration::from_secs(30)))).await;
+}
+
+/// `--wait`: polls member copies that are still terminating until they
+/// are gone or `deadline` passes (one GET per copy per second).
+pub async fn wait_for_removal(
+    members: &[Member],
+    types: &[ObservedType],
+    results: &mut [(Work, MemberResult)],
+    deadline: Instant,
+    limits: Limits,
+) {
+    let still_there = |r: &MemberResult| {
+        matches!(
+            r,
+            Ok(Done {
+                effect: Effect::Deleted { gone: false },
+                ..
+            })
+        )
+    };
+    loop {
+        let waiting: Vec<usize> = (0..results.len())
+            .filter(|&i| still_there(&results[i].1))
+            .collect();
+        if waiting.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let checks = waiting.iter().map(|&i| {
+            let w = &results[i].0;
+            let poll = Work {
+                decision: Decision {
+                    action: Action::AwaitRemoval,
+                    ..w.decision.clone()
+                },
+                ..w.clone()
+            };
+            async move {
+                let client = members
+                    .iter()
+                    .find(|m| m.name == poll.decision.cluster)
+                    .and_then(|m| m.client.clone().ok());
+                let r = match client {
+                    Some(c) => apply_one(&c, &types[poll.type_index], &poll, limits).await,
+                    None => return (i, None),
+                };
+                (i, Some(r))
+            }
+        });
+        for (i, r) in futures::future::join_all(checks).await {
+            if let Some(Ok(done)) = r {
+                results[i].1 = Ok(done);
+            }
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! The observe step of a live reconcile: everything the decide step needs,
+//! read once — the KubeFedConfig, the members and their health, the enabled
+//! types and their federated objects, one list per type and ready member,
+//! PropagatedVersions and the host's namespaces. Reads only.
+
+use crate::api::core::{FederatedTypeConfig, KubeFedConfig};
+use crate::apply::{api_error, api_error_line, api_resource, dynamic_api};
+use crate::core::decide::{FederatedType, Listing, ObjectKey, key_of};
+use crate::core::desired::TargetType;
+use crate::core::membership::Scope;
+use crate::core::placement::Cluster;
+use crate::core::plan::{SyncSettings, federated_namespace_name_is_valid};
+use crate::host::Host;
+use crate::members::{self, Health, Member};
+use anyhow::{Context, Result, bail};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+/// What to observe.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// FederatedTypeConfig names or target plurals/kinds; empty = all enabled.
+    pub types: Vec<String>,
+    /// `-n`.
+    pub namespace: Option<String>,
+    /// Members to touch; empty = all.
+    pub clusters: Vec<String>,
+    /// `-l`.
+    pub selector: Option<String>,
+    pub timeout: Duration,
+    pub probe_timeout: Duration,
+}
+
+/// One enabled type and what was read of it.
+pub struct ObservedType {
+    pub t: FederatedType,
+    pub federated: ApiResource,
+    pub target: ApiResource,
+    pub objects: Vec<Value>,
+    /// Ready touched member → its objects of the type (or why not).
+    pub members: BTreeMap<String, Listing>,
+}
+
+/// Everything one run reads before it decides.
+pub struct Observation {
+    pub scope: Scope,
+    pub settings: SyncSettings,
+    /// Every member, sorted by name, with its probe result.
+    pub members: Vec<Member>,
+    pub health: Vec<Health>,
+    /// The members as placement sees them.
+    pub clusters: Vec<Cluster>,
+    /// `--cluster` (None: all).
+    pub touched: Option<BTreeSet<String>>,
+    /// The namespace federated objects are read from (`-n`, or the
+    /// federation namespace of a namespace-scoped federation).
+    pub namespace: Option<String>,
+    pub types: Vec<ObservedType>,
+    pub fed_namespaces: BTreeMap<String, Value>,
+    pub host_namespaces: HashMap<String, String>,
+    pub versions: HashMap<ObjectKey, Value>,
+}
+
+impl Observation {
+    pub fn touches(&self, cluster: &str) -> bool {
+        self.touched.as_ref().is_none_or(|t| t.contains(cluster))
+    }
+
+    /// Ready members this run may touch.
+    pub fn ready_members(&self) -> impl Iterator<Item = &Member> {
+        self.members
+            .iter()
+            .zip(&self.health)
+            .filter(|(m, h)| h.is_ready() && self.touches(&m.name))
+            .map(|(m, _)| m)
+    }
+}
+
+/// Reads the host and the members.
+pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
+    // The KubeFedConfig is read once: scope and adoption.
+    let config = Api::<KubeFedConfig>::namespaced(host.client.clone(), &host.namespace)
+        .get_opt(crate::api::KUBEFED_CONFIG_NAME)
+        .await
+        .map_err(api_error)?;
+    let scope = match config.as_ref().map(|c| c.spec.scope.as_str()) {
+        Some("Namespaced") => Scope::Namespaced,
+        _ => Scope::Cluster,
+    };
+    let settings = SyncSettings {
+        adopt_resources: config
+            .as_ref()
+            .and_then(|c| c.spec.sync_controller.as_ref())
+            .and_then(|s| s.adopt_resources.as_deref())
+            != Some("Disabled"),
+    };
+
+    // Members: all of them for placement (labels), the chosen ones to touch.
+    let members = members::load(host, o.timeout, &[]).await?;
+    for c in &o.clusters {
+        if !members.iter().any(|m| &m.name == c) {
+            bail!(
+                "no KubeFedCluster {c:?} in {} (joined: {})",
+                host.namespace,
+                members
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let touched = (!o.clusters.is_empty()).then(|| o.clusters.iter().cloned().collect());
+    let health = members::probe_all(&members, o.probe_timeout).await;
+    let clusters = members
+        .iter()
+        .zip(&health)
+        .map(|(m, h)| Cluster {
+            name: m.name.clone(),
+            labels: m.labels.clone(),
+            ready: h.is_ready(),
+        })
+        .collect();
+
+    // Namespace-scoped federations only ever look in their own namespace.
+    let namespace = match scope {
+        Scope::Namespaced => Some(host.namespace.clone()),
+        Scope::Cluster => o.namespace.clone(),
+    };
+    let mut seen = Observation {
+        scope,
+        settings,
+        members,
+        health,
+        clusters,
+        touched,
+        namespace,
+        types: Vec::new(),
+        fed_namespaces: BTreeMap::new(),
+        host_namespaces: HashMap::new(),
+        versions: HashMap::new(),
+    };
+    seen.types = federated_types(host, o, &seen.namespace).await?;
+    list_members(&mut seen, o.timeout).await;
+    seen.fed_namespaces = seen
+        .types
+        .iter()
+        .filter(|t| t.t.target.is_namespace())
+        .flat_map(|t| t.objects.iter())
+        // The FTC says which type federates namespaces, whatever its group.
+        .filter(|o| federated_namespace_name_is_valid(o))
+        .map(|o| (key_of(o).1, o.clone()))
+        .collect();
+    seen.versions = read_versions(host, &seen.namespace).await?;
+    if seen.types.iter().any(|t| t.t.target.is_namespace()) {
+        let api = dynamic_api(
+            &host.client,
+            None,
+            &api_resource("", "v1", "Namespace", "namespaces"),
+        );
+        seen.host_namespaces = list_all(&api, &ListParams::default())
+            .await?
+            .into_iter()
+            .map(|n| {
+                let uid = n["metadata"]["uid"].as_str().unwrap_or("").to_string();
+                (key_of(&n).1, uid)
+            })
+            .collect();
+    }
+    Ok(seen)
+}
+
+/// The enabled types (all, or those asked for) and their federated objects.
+async fn federated_types(
+    host: &Host,
+    o: &Selection,
+    namespace: &Option<String>,
+) -> Result<Vec<ObservedType>> {
+    let ftc_api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
+    let mut ftcs: Vec<FederatedTypeConfig> = ftc_api
+        .list(&ListParams::default())
+        .await
+        .map_err(api_error)?
+        .items;
+    ftcs.retain(|f| f.spec.propagation == "Enabled");
+    ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    for t in &o.types {
+        if !ftcs.iter().any(|f| crate::host::names_federated_type(f, t)) {
+            bail!("no enabled federated type {t:?} (see kubefedctl status types)");
+        }
+    }
+    let mut params = ListParams::default();
+    if let Some(sel) = &o.selector {
+        params = params.labels(sel);
+    }
+    let mut types = Vec::new();
+    for f in &ftcs {
+        let (t, fd) = (&f.spec.target_type, &f.spec.federated_type);
+        let target_group = t.group.clone().unwrap_or_default();
+        let federated = api_resource(
+            fd.group.as_deref().unwrap_or(""),
+            &fd.version,
+            &fd.kind,
+            &fd.plural_name,
+        );
+        let in_namespace = namespace.as_deref().filter(|_| fd.scope == "Namespaced");
+        let objects = list_all(
+            &dynamic_api(&host.client, in_namespace, &federated),
+            &params,
+        )
+        .await
+        .with_context(|| format!("listing {}", fd.kind))?;
+        types.push(ObservedType {
+            t: FederatedType {
+                target: TargetType::new(&target_group, &t.version, &t.kind),
+                federated_kind: fd.kind.clone(),
+                target_plural: t.plural_name.clone(),
+                namespaced: t.scope == "Namespaced",
+            },
+            target: api_resource(&target_group, &t.version, &t.kind, &t.plural_name),
+            federated,
+            objects,
+            members: BTreeMap::new(),
+        });
+    }
+    Ok(types)
+}
+
+/// One list per type and ready touched member, all at once. A 404 means
+/// the member does not serve the type: that type alone is affected there.
+async fn list_members(seen: &mut Observation, timeout: Duration) {
+    let mut lists = tokio::task::JoinSet::new();
+    for (i, t) in seen.types.iter().enumerate() {
+        for m in seen.ready_members() {
+            let client = m.client.clone().expect("ready members have clients");
+            let ar = t.target.clone();
+            let ns = seen.namespace.clone().filter(|_| t.t.namespaced);
+            let name = m.name.clone();
+            lists.spawn(async move {
+                let api = dynamic_api(&client, ns.as_deref(), &ar);
+                let listing = match tokio::time::timeout(
+                    timeout * 4,
+                    list_pages(&api, &ListParams::default()),
+                )
+                .await
+                {
+                    Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
+                    Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
+                        Listing::NotServed(api_error_line(kube::Error::Api(s)))
+                    }
+                    Ok(Err(e)) => Listing::Failed(api_error_line(e)),
+                    Ok(Ok(items)) => {
+                        Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect())
+                    }
+                };
+                (i, name, listing)
+            });
+        }
+    }
+    while let Some(joined) = lists.join_next().await {
+        let (i, cluster, listing) = joined.expect("list tasks do not panic");
+        seen.types[i].members.insert(cluster, listing);
+    }
+}
+
+/// Every page of a list, as JSON values carrying their apiVersion.
+async fn list_pages(
+    api: &Api<DynamicObject>,
+    params: &ListParams,
+) -> std::result::Result<Vec<Value>, kube::Error> {
+    let mut out = Vec::new();
+    let mut params = params.clone().limit(500);
+    loop {
+        let page = api.list(&params).await?;
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        let api_version = Some(page.types.api_version.clone()).filter(|a| !a.is_empty());
+        for item in page.items {
+            let mut v = serde_json::to_value(item).expect("objects serialize");
+            if v.get("apiVersion").is_none()
+                && let Some(av) = &api_version
+            {
+                v["apiVersion"] = json!(av);
+            }
+            out.push(v);
+        }
+        match next {
+            Some(c) => params = params.continue_token(&c),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// [`list_pages`] with errors as one clear line.
+pub async fn list_all(api: &Api<DynamicObject>, params: &ListParams) -> Result<Vec<Value>> {
+    list_pages(api, params).await.map_err(api_error)
+}
+
+/// PropagatedVersions and ClusterPropagatedVersions by (namespace, name).
+async fn read_versions(
+    host: &Host,
+    namespace: &Option<String>,
+) -> Result<HashMap<ObjectKey, Value>> {
+    let pv = api_resource(
+        "core.kubefed.io",
+        "v1alpha1",
+        "PropagatedVersion",
+        "propagatedversions",
+    );
+    let cpv = api_resource(
+        "core.kubefed.io",
+        "v1alpha1",
+        "ClusterPropagatedVersion",
+        "clusterpropagatedversions",
+    );
+    let mut out = HashMap::new();
+    for (ar, ns) in [(pv, namespace.as_deref()), (cpv, None)] {
+        for v in list_all(&dynamic_api(&host.client, ns, &ar), &ListParams::default()).await? {
+            out.insert(key_of(&v), v);
+        }
+    }
+    Ok(out)
+}

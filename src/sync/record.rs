@@ -1,0 +1,275 @@
+//! The record step of a live reconcile, and the host writes around the
+//! member phase: KubeFedCluster health, the sync finalizer *before* any
+//! member write, and after it the federated objects' status,
+//! PropagatedVersions and the finalizer's release, as KubeFed writes them.
+//! What to write is decided by the pure core (`core::record`).
+
+use crate::apply::{api_error, api_resource, dynamic_api};
+use crate::core::decide::{FinalizerStep, ObjectKey, ObjectPlan, key_of};
+use crate::core::plan::SYNC_FINALIZER;
+use crate::core::record::WriteBack;
+use crate::host::Host;
+use crate::members::{Health, Member};
+use anyhow::{Context, Result};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+/// Write-backs to the host in flight at once.
+pub const HOST_WRITES_IN_FLIGHT: usize = 16;
+
+fn federated_api(host: &Host, ar: &ApiResource, key: &ObjectKey) -> Api<DynamicObject> {
+    dynamic_api(&host.client, Some(&key.0), ar)
+}
+
+/// The finalizers of `fed` with ours added or removed.
+fn finalizers_with(fed: &Value, ours: bool) -> Vec<Value> {
+    let mut list: Vec<Value> = fed
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|f| *f != SYNC_FINALIZER)
+        .cloned()
+        .collect();
+    if ours {
+        list.push(json!(SYNC_FINALIZER));
+    }
+    list
+}
+
+/// The finalizer step decided before the member phase: add it (so a run
+/// killed after member writes leaves deletion to reconcile) or remove a
+/// stray one. Returns the object as the host now has it.
+pub async fn finalizer_first(
+    host: &Host,
+    ar: &ApiResource,
+    fed: &Value,
+    step: FinalizerStep,
+) -> Result<Option<Value>> {
+    let ours = match step {
+        FinalizerStep::Keep => return Ok(None),
+        FinalizerStep::AddFirst => true,
+        FinalizerStep::RemoveStray => false,
+    };
+    // Guarded by resourceVersion: a concurrent change makes this fail
+    // (reported; the next run decides again) instead of clobbering it.
+    let patch = json!({"metadata": {
+        "finalizers": finalizers_with(fed, ours),
+        "resourceVersion": fed["metadata"]["resourceVersion"],
+    }});
+    let key = key_of(fed);
+    let patched = federated_api(host, ar, &key)
+        .patch(&key.1, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(api_error)
+        .context(if ours {
+            "adding the finalizer"
+        } else {
+            "removing the finalizer of an ignored system namespace"
+        })?;
+    Ok(Some(serde_json::to_value(patched)?))
+}
+
+/// Status, PropagatedVersion and finalizer release of one federated
+/// object. Returns the number of host writes.
+pub async fn write_back(
+    host: &Host,
+    ar: &ApiResource,
+    fed: &Value,
+    plan: &ObjectPlan,
+    w: WriteBack,
+) -> Result<usize> {
+    let mut writes = 0;
+    let api = federated_api(host, ar, &plan.key);
+    let name = &plan.key.1;
+    if w.release_finalizer {
+        let patch = json!({"metadata": {
+            "finalizers": finalizers_with(fed, false),
+            "resourceVersion": fed["metadata"]["resourceVersion"],
+        }});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(api_error)
+            .context("removing the finalizer")?;
+        writes += 1;
+    }
+    if let Some(status) = w.status {
+        let mut obj = fed.clone();
+        obj["status"] = status.clone();
+        match api
+            .replace_status(name, &PostParams::default(), &serde_json::from_value(obj)?)
+            .await
+        {
+            Ok(_) => writes += 1,
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Changed meanwhile: write the status onto the current object.
+                let mut current = serde_json::to_value(api.get(name).await.map_err(api_error)?)?;
+                current["status"] = status;
+                api.replace_status(
+                    name,
+                    &PostParams::default(),
+                    &serde_json::from_value(current)?,
+                )
+                .await
+                .map_err(api_error)?;
+                writes += 1;
+            }
+            Err(e) => return Err(api_error(e)).context("writing status"),
+        }
+    }
+    if let Some(versions) = w.versions {
+        writes += write_versions(host, ar, fed, plan, versions, w.create_versions).await?;
+    }
+    Ok(writes)
+}
+
+/// Creates the (Cluster)PropagatedVersion when missing (owned by the
+/// federated object, so it goes with it), then writes its status.
+async fn write_versions(
+    host: &Host,
+    federated: &ApiResource,
+    fed: &Value,
+    plan: &ObjectPlan,
+    status: Value,
+    create: bool,
+) -> Result<usize> {
+    let (ns, pv_name) = (&plan.key.0, &plan.pv_name);
+    let (kind, plural) = if ns.is_empty() {
+        ("ClusterPropagatedVersion", "clusterpropagatedversions")
+    } else {
+        ("PropagatedVersion", "propagatedversions")
+    };
+    let ar = api_resource("core.kubefed.io", "v1alpha1", kind, plural);
+    let api = dynamic_api(&host.client, Some(ns), &ar);
+    let mut writes = 0;
+    let mut obj = if create {
+        let mut meta = json!({"name": pv_name, "ownerReferences": [{
+            "apiVersion": federated.api_version, "kind": federated.kind,
+            "name": fed["metadata"]["name"], "uid": fed["metadata"]["uid"]
+        }]});
+        if !ns.is_empty() {
+            meta["namespace"] = json!(ns);
+        }
+        let body: DynamicObject = serde_json::from_value(
+            json!({"apiVersion": "core.kubefed.io/v1alpha1", "kind": kind, "metadata": meta, "spec": {}}),
+        )?;
+        let created = match api.create(&PostParams::default(), &body).await {
+            Ok(c) => c,
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                api.get(pv_name).await.map_err(api_error)?
+            }
+            Err(e) => return Err(api_error(e)).context("creating the propagated version"),
+        };
+        writes += 1;
+        serde_json::to_value(created)?
+    } else {
+        serde_json::to_value(api.get(pv_name).await.map_err(api_error)?)?
+    };
+    obj["status"] = status;
+    api.replace_status(
+        pv_name,
+        &PostParams::default(),
+        &serde_json::from_value(obj)?,
+    )
+    .await
+    .map_err(api_error)
+    .context("writing the propagated version")?;
+    Ok(writes + 1)
+}
+
+/// KubeFed's conditions for a probe result.
+fn health_conditions(h: &Health, now: &str) -> Vec<Value> {
+    let c = |t: &str, s: &str, reason: &str, msg: &str| json!({"type": t, "status": s, "reason": reason, "message": msg, "lastProbeTime": now, "lastTransitionTime": now});
+    match h {
+        Health::Ready { .. } => vec![c(
+            "Ready",
+            "True",
+            "ClusterReady",
+            "/healthz responded with ok",
+        )],
+        Health::NotReady { .. } => vec![
+            c(
+                "Ready",
+                "False",
+                "ClusterNotReady",
+                "/healthz responded without ok",
+            ),
+            c(
+                "Offline",
+                "False",
+                "ClusterReachable",
+                "cluster is reachable",
+            ),
+        ],
+        Health::Offline { message } => vec![c("Offline", "True", "ClusterNotReachable", message)],
+        Health::ConfigMalformed { .. } => vec![c(
+            "ConfigMalformed",
+            "True",
+            "ClusterConfigMalformed",
+            "cluster's configuration may be malformed",
+        )],
+    }
+}
+
+/// Writes each KubeFedCluster's status when its readiness changed (the
+/// probe time alone is not worth a write).
+pub async fn write_cluster_health(host: &Host, all: &[Member], health: &[Health]) -> Result<usize> {
+    let now = crate::clock::now_rfc3339();
+    let ar = crate::apply::resource_of::<crate::api::core::KubeFedCluster>();
+    let api = dynamic_api(&host.client, Some(&host.namespace), &ar);
+    let mut writes = 0;
+    for (m, h) in all.iter().zip(health) {
+        let old = serde_json::to_value(&m.cluster.status).unwrap_or(Value::Null);
+        let essence = |conds: &Value| -> Vec<(String, String, String)> {
+            conds
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    let f = |k: &str| c[k].as_str().unwrap_or("").to_string();
+                    (f("type"), f("status"), f("reason"))
+                })
+                .collect()
+        };
+        let mut conditions = health_conditions(h, &now);
+        // Keep the transition time while readiness does not change.
+        for c in conditions.iter_mut() {
+            if let Some(prev) = old["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["type"] == c["type"] && p["status"] == c["status"])
+            {
+                c["lastTransitionTime"] = prev["lastTransitionTime"].clone();
+            }
+        }
+        let version = match h {
+            Health::Ready { version } if !version.is_empty() => json!(version),
+            _ => old["kubernetesVersion"].clone(),
+        };
+        if essence(&old["conditions"]) == essence(&json!(conditions))
+            && old["kubernetesVersion"] == version
+        {
+            continue;
+        }
+        let mut status = json!({"conditions": conditions});
+        if !version.is_null() {
+            status["kubernetesVersion"] = version;
+        }
+        for k in ["zones", "region"] {
+            if !old[k].is_null() {
+                status[k] = old[k].clone();
+            }
+        }
+        api.patch_status(
+            &m.name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": status})),
+        )
+        .await
+        .map_err(api_error)
+        .with_context(|| format!("writing the status of KubeFedCluster {}", m.name))?;
+        writes += 1;
+    }
+    Ok(writes)
+}

@@ -1,0 +1,53 @@
+//! What a live reconcile did (or, dry, would do): per-member counts and
+//! the lines the user reads. Printed by `kubefedctl reconcile` as a table
+//! or as JSON/YAML.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Per-member counts, for the summary.
+#[derive(Serialize, Debug, Default, Clone, PartialEq, Eq)]
+pub struct ClusterReport {
+    pub ready: bool,
+    pub created: usize,
+    pub updated: usize,
+    pub deleted: usize,
+    pub unchanged: usize,
+    pub failed: usize,
+}
+
+/// What a run did (or, dry, would do).
+#[derive(Serialize, Debug, Default)]
+pub struct Report {
+    pub clusters: BTreeMap<String, ClusterReport>,
+    /// `cluster: kind ns/name: message` for every failure.
+    pub failures: Vec<String>,
+    /// Dry run: one line per pending member change.
+    pub plan: Vec<String>,
+    /// Writes to the host (status, versions, finalizers, RSP results).
+    pub host_writes: usize,
+    /// Deletions that wait for member copies still terminating: the
+    /// federated object keeps its finalizer until they are gone
+    /// (`--wait`, or the next run, completes them).
+    pub pending: Vec<String>,
+    /// Things worth knowing that are not failures.
+    pub warnings: Vec<String>,
+    /// Informational lines.
+    pub notes: Vec<String>,
+    #[serde(skip)]
+    pub diffs: Vec<String>,
+}
+
+impl Report {
+    pub fn pending_changes(&self) -> usize {
+        self.clusters
+            .values()
+            .map(|c| c.created + c.updated + c.deleted)
+            .sum()
+    }
+
+    /// The counts of `cluster` (every touched member has an entry).
+    pub fn cluster(&mut self, cluster: &str) -> &mut ClusterReport {
+        self.clusters.entry(cluster.to_string()).or_default()
+    }
+}

@@ -1,0 +1,206 @@
+//! The RSP pass of a live reconcile (KubeFed's scheduling controller,
+//! `pkg/controller/schedulingpreference`): before anything is decided,
+//! each ReplicaSchedulingPreference rewrites its federated object's
+//! placement and replicas overrides from what the members run now.
+
+use crate::apply::{api_error_line, api_resource, dynamic_api};
+use crate::core::decide::{Listing, describe, key_of};
+use crate::core::placement::Cluster;
+use crate::core::plan::{ManagedLabel, managed_label};
+use crate::core::scheduling::{
+    MemberReplicas, PodAnalysis, Scheduled, analyze_pods, current_and_capacity, observe_member,
+    schedule,
+};
+use crate::host::Host;
+use crate::members::Member;
+use crate::sync::observe::{Observation, list_all};
+use crate::sync::report::Report;
+use anyhow::{Result, bail};
+use kube::api::{ListParams, PostParams};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What one member says of an RSP's target.
+enum Seen {
+    /// Replicas it runs now, and its capacity when pods are stuck.
+    Replicas(i64, Option<i64>),
+    /// It holds no managed copy.
+    Nothing,
+    /// It cannot run the type at all (does not serve it).
+    CannotHold,
+}
+
+/// Runs every RSP of the observed namespace. Returns the number of host writes.
+pub async fn schedule_replicas(
+    host: &Host,
+    seen: &mut Observation,
+    dry_run: bool,
+    timeout: Duration,
+    report: &mut Report,
+) -> Result<usize> {
+    let ar = api_resource(
+        "scheduling.kubefed.io",
+        "v1alpha1",
+        "ReplicaSchedulingPreference",
+        "replicaschedulingpreferences",
+    );
+    let api = dynamic_api(&host.client, seen.namespace.as_deref(), &ar);
+    let rsps = list_all(&api, &ListParams::default()).await?;
+    let mut writes = 0;
+    for rsp in rsps {
+        let target_kind = rsp["spec"]["targetKind"].as_str().unwrap_or("").to_string();
+        let Some(ti) = seen
+            .types
+            .iter()
+            .position(|t| t.federated.kind == target_kind)
+        else {
+            continue;
+        };
+        let key = key_of(&rsp);
+        let Some(idx) = seen.types[ti].objects.iter().position(|f| key_of(f) == key) else {
+            continue;
+        };
+        let what = describe(&target_kind, &rsp);
+        // Current replicas and capacity per member, as upstream's RSP
+        // controller observes them.
+        let mut current = BTreeMap::new();
+        let mut capacity = BTreeMap::new();
+        let mut clusters: Vec<Cluster> = seen.clusters.clone();
+        let mut unobservable = Vec::new();
+        for m in seen.ready_members() {
+            match observe(m, &seen.types[ti].members, &key, timeout, &what, report).await {
+                Ok(Seen::Replicas(now, cap)) => {
+                    current.insert(m.name.clone(), now);
+                    if let Some(cap) = cap {
+                        capacity.insert(m.name.clone(), cap);
+                    }
+                }
+                Ok(Seen::Nothing) => {}
+                // Chosen here: a member that does not serve the type is
+                // scheduled over as an unready cluster is (upstream schedules
+                // over ready clusters only), so no replicas go where they
+                // cannot run.
+                Ok(Seen::CannotHold) => {
+                    if let Some(c) = clusters.iter_mut().find(|c| c.name == m.name) {
+                        c.ready = false;
+                    }
+                }
+                Err(e) => unobservable.push(format!("{}: {e}", m.name)),
+            }
+        }
+        if !unobservable.is_empty() {
+            // Planning without a member's replicas could move all of them
+            // elsewhere: leave the placement as it is this run.
+            report.failures.push(format!(
+                "host: replica scheduling of {what} skipped, replicas not observable in {}",
+                unobservable.join("; ")
+            ));
+            continue;
+        }
+        let fedns = seen.fed_namespaces.get(&key.0);
+        let t = &mut seen.types[ti];
+        match schedule(&rsp, &t.objects[idx], fedns, &clusters, &current, &capacity) {
+            Ok(Scheduled::Unchanged) => {}
+            Ok(Scheduled::Updated(obj)) if dry_run => {
+                report.plan.push(format!(
+                    "host: update {} (replica scheduling)",
+                    describe(&target_kind, &obj)
+                ));
+                t.objects[idx] = obj;
+            }
+            Ok(Scheduled::Updated(obj)) => {
+                let fapi = dynamic_api(&host.client, Some(&key.0), &t.federated);
+                match fapi
+                    .replace(
+                        &key.1,
+                        &PostParams::default(),
+                        &serde_json::from_value(obj)?,
+                    )
+                    .await
+                {
+                    Ok(updated) => {
+                        t.objects[idx] = serde_json::to_value(updated)?;
+                        writes += 1;
+                    }
+                    Err(e) => report
+                        .failures
+                        .push(format!("host: scheduling {what}: {}", api_error_line(e))),
+                }
+            }
+            Err(e) => report.failures.push(format!("host: {e}")),
+        }
+    }
+    Ok(writes)
+}
+
+/// One member's replicas of the RSP's target: only a *managed* copy counts
+/// (upstream's informer sees only `kubefed.io/managed=true` objects); a
+/// settled copy's ready replicas, else its pods (running and ready ones
+/// count; pods unschedulable for over 60 s lower the capacity).
+async fn observe(
+    m: &Member,
+    listings: &BTreeMap<String, Listing>,
+    key: &(String, String),
+    timeout: Duration,
+    what: &str,
+    report: &mut Report,
+) -> Result<Seen> {
+    let obj = match listings.get(&m.name) {
+        Some(Listing::Listed(objs)) => objs.get(key),
+        Some(Listing::NotServed(_)) => return Ok(Seen::CannotHold),
+        Some(Listing::Failed(why)) => bail!("{why}"),
+        None => bail!("not listed"),
+    };
+    let Some(obj) = obj.filter(|o| managed_label(o) == ManagedLabel::True) else {
+        return Ok(Seen::Nothing);
+    };
+    let state = match observe_member(obj) {
+        Ok(state) => state,
+        Err(e) => bail!("{e}"),
+    };
+    let pods = match &state {
+        MemberReplicas::Settled { .. } => PodAnalysis::default(),
+        MemberReplicas::NeedsPods { match_labels, .. } => {
+            let pods = member_pods(m, &key.0, match_labels, timeout).await?;
+            analyze_pods(&pods, crate::clock::now_unix())
+        }
+    };
+    if pods.needs_recheck {
+        report.warnings.push(format!(
+            "{}: some pods of {what} are unschedulable for less than 60 s and do not lower its capacity yet; run again later",
+            m.name
+        ));
+    }
+    let (now, cap) = current_and_capacity(&state, &pods);
+    Ok(Seen::Replicas(now, cap))
+}
+
+/// The pods in `namespace` of a member that carry all `labels`.
+async fn member_pods(
+    member: &Member,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    timeout: Duration,
+) -> Result<Vec<Value>> {
+    let Ok(client) = member.client.as_ref() else {
+        bail!("no client for this member");
+    };
+    let pods = dynamic_api(
+        client,
+        Some(namespace),
+        &api_resource("", "v1", "Pod", "pods"),
+    );
+    let selector = labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    tokio::time::timeout(
+        timeout,
+        list_all(&pods, &ListParams::default().labels(&selector)),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("listing pods: no answer within {timeout:?}"))?
+    .map_err(|e| e.context("listing pods"))
+}
