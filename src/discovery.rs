@@ -115,3 +115,20 @@ pub async fn openapi_v2(client: &Client) -> Result<Value> {
         .context("reading /openapi/v2")?;
     serde_json::from_str(&text).context("parsing /openapi/v2")
 }
+
+/// Whether the cluster serves `plural` in `group`/`version` (`""` is the
+/// core group). A group version the cluster does not know is a plain no.
+pub async fn serves(client: &Client, group: &str, version: &str, plural: &str) -> Result<bool> {
+    let list = if group.is_empty() {
+        client.list_core_api_resources(version).await
+    } else {
+        client
+            .list_api_group_resources(&format!("{group}/{version}"))
+            .await
+    };
+    match list {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == plural)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(api_error(e)).context("discovery"),
+    }
+}

@@ -443,3 +443,227 @@ fn files_and_stdin_need_no_cluster_and_match_the_golden_file() {
         bad.stderr
     );
 }
+
+#[test]
+fn names_that_are_not_dns_1123_subdomains_are_skipped_with_a_warning() {
+    let env = TestEnv::shared();
+    let kc = setup(env, "federate-c", "federate-c", "src-c");
+    let ns = "src-c";
+    create(
+        env,
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        json!({"metadata": {"name": "settings"}, "data": {"k": "v"}}),
+    );
+    // RBAC names may hold colons; a federated (custom) resource's may not.
+    create(
+        env,
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
+        json!({"metadata": {"name": "system:reader"}, "rules": []}),
+    );
+    create(
+        env,
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        json!({"metadata": {"name": "system:controller:federate-c"}, "rules": []}),
+    );
+    let federate = |args: &[&str]| {
+        kubefedctl(
+            &kc,
+            &[
+                &["federate"][..],
+                args,
+                &["--kubefed-namespace", "federate-c"][..],
+            ]
+            .concat(),
+        )
+    };
+
+    // --contents: the Role is left out with a warning, the rest goes on.
+    let out = federate(&["namespaces", ns, "--contents", "-o", "yaml"]).ok();
+    let kinds: Vec<String> = docs(&out.stdout)
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&"FederatedConfigMap/settings".to_string())
+            && !kinds.iter().any(|k| k.starts_with("FederatedRole/")),
+        "{kinds:?}"
+    );
+    assert!(
+        out.stderr.contains(
+            "warning: skipping Role \"src-c/system:reader\" because its name does not conform to the DNS-1123 subdomain spec"
+        ),
+        "{}",
+        out.stderr
+    );
+    let live = federate(&["namespaces", ns, "--contents"]).ok();
+    assert!(
+        live.stderr
+            .contains("skipping Role \"src-c/system:reader\"")
+            && !live.stderr.contains("roles.rbac.authorization.k8s.io ("),
+        "a skipped object does not count as unfederated: {}",
+        live.stderr
+    );
+    assert!(
+        live.stdout
+            .contains("federatedconfigmap.types.kubefed.io/settings in namespace src-c created"),
+        "{}",
+        live.stdout
+    );
+
+    // One named object: skipped with a warning, nothing written.
+    let one = federate(&[
+        "clusterroles.rbac.authorization.k8s.io",
+        "system:controller:federate-c",
+    ])
+    .ok();
+    assert!(
+        one.stderr.contains(
+            "warning: skipping ClusterRole \"system:controller:federate-c\" because its name does not conform to the DNS-1123 subdomain spec"
+        ),
+        "{}",
+        one.stderr
+    );
+    assert!(one.stdout.trim().is_empty(), "{}", one.stdout);
+    let fcrs = get(
+        env,
+        "host",
+        "/apis/types.kubefed.io/v1beta1/federatedclusterroles",
+    )
+    .unwrap();
+    assert!(
+        !fcrs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["metadata"]["name"] == "system:controller:federate-c")
+    );
+
+    // -f (offline): the same rule, the file's other objects still federated.
+    let mut child = Command::new(common::KUBEFEDCTL)
+        .args(["federate", "-f", "-"])
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"apiVersion: v1\nkind: List\nitems:\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: 'system:controller:x'}\n  rules: []\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: viewer}\n  rules: []\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let objs = docs(&stdout);
+    assert_eq!(objs.len(), 1, "{stdout}");
+    assert_eq!(objs[0]["metadata"]["name"], "viewer");
+    assert!(
+        stderr.contains(
+            "warning: stdin: document 1: skipping ClusterRole \"system:controller:x\" because its name does not conform to the DNS-1123 subdomain spec"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn system_namespaces_get_a_note_that_reconcile_leaves_them_alone() {
+    let env = TestEnv::shared();
+    let kc = setup(env, "federate-d", "federate-d", "src-d");
+    let proxy = env.proxy("host").unwrap();
+    let kcp = write_kubeconfig(
+        env,
+        "federate-d-proxy",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &proxy.url()),
+    );
+    let note = |ns: &str| {
+        format!(
+            "note: {ns:?} is a system namespace: reconcile will not propagate the namespace itself"
+        )
+    };
+
+    // default, with its contents: the note, and the FederatedNamespace is still made.
+    let dry = kubefedctl(
+        &kcp,
+        &[
+            "federate",
+            "namespaces",
+            "default",
+            "--contents",
+            "--dry-run",
+            "--kubefed-namespace",
+            "federate-d",
+        ],
+    )
+    .ok();
+    assert!(dry.stderr.contains(&note("default")), "{}", dry.stderr);
+    assert!(
+        dry.stderr
+            .contains("but the federated resources inside it are still propagated"),
+        "{}",
+        dry.stderr
+    );
+    assert!(
+        dry.stdout
+            .contains("federatednamespace.types.kubefed.io/default in namespace default"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(proxy.writes(), 0, "--dry-run writes nothing");
+
+    // The other system namespaces, and the federation's own (--kubefed-namespace).
+    for ns in ["kube-system", "kube-public", "federate-d"] {
+        let out = kubefedctl(
+            &kc,
+            &[
+                "federate",
+                "namespaces",
+                ns,
+                "--contents",
+                "-o",
+                "yaml",
+                "--kubefed-namespace",
+                "federate-d",
+            ],
+        )
+        .ok();
+        assert!(out.stderr.contains(&note(ns)), "{ns}: {}", out.stderr);
+        assert_eq!(
+            docs(&out.stdout)[0]["kind"],
+            "FederatedNamespace",
+            "{ns}: still federated"
+        );
+    }
+
+    // Any other namespace: no note.
+    let plain = kubefedctl(
+        &kc,
+        &[
+            "federate",
+            "namespaces",
+            "src-d",
+            "-o",
+            "yaml",
+            "--kubefed-namespace",
+            "federate-d",
+        ],
+    )
+    .ok();
+    assert!(
+        !plain.stderr.contains("system namespace"),
+        "{}",
+        plain.stderr
+    );
+}

@@ -510,6 +510,35 @@ fn dry_run_and_output_write_nothing_and_rejoin_is_idempotent() {
         .filter(|s| s["metadata"]["name"].as_str().unwrap().starts_with("m1c-"))
         .count();
     assert_eq!(ours, 1, "no leaked secrets");
+
+    // Back to a verifying context: the spec is replaced, TLS checks are on again.
+    let secure = join(&["--error-on-existing=false"]).ok();
+    assert!(
+        secure
+            .stdout
+            .contains("kubefedcluster.core.kubefed.io/m1c updated (host)"),
+        "{}",
+        secure.stdout
+    );
+    let kfc = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/fed-c/kubefedclusters/m1c",
+    )
+    .unwrap();
+    assert!(
+        kfc["spec"].get("disabledTLSValidations").is_none(),
+        "disabledTLSValidations is gone: {}",
+        kfc["spec"]
+    );
+    assert_eq!(kfc["spec"]["secretRef"]["name"], first_secret);
+    let again = join(&["--error-on-existing=false"]).ok();
+    assert_eq!(
+        again.stdout.matches(" unchanged (").count(),
+        7,
+        "{}",
+        again.stdout
+    );
 }
 
 #[test]

@@ -820,3 +820,473 @@ fn bad_input_is_a_clear_error_and_writes_no_output_directory() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An object at `path` in `cluster` (POST to `path`), created or already there.
+fn post(env: &TestEnv, cluster: &str, path: &str, body: Value) {
+    let r = env
+        .request(cluster, "POST", path, Some(&body.to_string()))
+        .unwrap();
+    assert!(
+        r.status == 201 || r.status == 409,
+        "{path}: {} {}",
+        r.status,
+        r.body
+    );
+}
+
+/// Merge-patches the object at `path` in `cluster`.
+fn patch(env: &TestEnv, cluster: &str, path: &str, body: Value) {
+    let r = env
+        .request(cluster, "PATCH", path, Some(&body.to_string()))
+        .unwrap();
+    assert_eq!(r.status, 200, "{path}: {}", r.body);
+}
+
+fn labels(obj: &Value) -> Value {
+    obj["metadata"]["labels"].clone()
+}
+
+#[test]
+fn system_namespaces_are_never_touched_and_their_deletion_completes() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-sys", "rcsys.kubefed.io", "rc-sys-objs", &[]);
+    let fedns_path = |ns: &str| {
+        format!(
+            "/apis/{}/v1beta1/namespaces/{ns}/federatednamespaces",
+            f.group
+        )
+    };
+    // `default` and the federation's own namespace, as `federate
+    // namespaces default` makes them; the second carries the finalizer an
+    // older kubefedctl added.
+    for (ns, finalizers) in [
+        ("default", json!([])),
+        (f.fedns, json!(["kubefed.io/sync-controller"])),
+    ] {
+        post(
+            env,
+            "host",
+            &fedns_path(ns),
+            json!({
+            "apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedNamespace",
+            "metadata": {"name": ns, "namespace": ns, "finalizers": finalizers},
+            "spec": {"placement": {"clusterSelector": {}}}}),
+        );
+    }
+    let sa_path = format!(
+        "/api/v1/namespaces/{}/serviceaccounts/{}-host",
+        f.fedns,
+        f.cluster("m1")
+    );
+    assert!(
+        get(env, "member1", &sa_path).is_some(),
+        "join's service account"
+    );
+
+    f.reset();
+    for ns in ["default", f.fedns] {
+        let run = f.run(&["reconcile", "-n", ns]).ok();
+        assert!(
+            run.stderr.contains("system namespace"),
+            "says why: {}",
+            run.stderr
+        );
+    }
+    for c in ["member1", "member2"] {
+        for ns in ["default", f.fedns] {
+            let member_ns = get(env, c, &format!("/api/v1/namespaces/{ns}")).unwrap();
+            assert!(
+                labels(&member_ns).get("kubefed.io/managed").is_none(),
+                "{c}/{ns} is never adopted: {member_ns}"
+            );
+        }
+    }
+    let member_requests = |p: &Proxy| p.count(|r| r.resource == "namespaces" && r.is_write());
+    assert_eq!(member_requests(&f.m1) + member_requests(&f.m2), 0);
+    let default = get(env, "host", &format!("{}/default", fedns_path("default"))).unwrap();
+    assert!(
+        default["metadata"]["finalizers"].is_null()
+            || default["metadata"]["finalizers"] == json!([])
+    );
+    assert!(
+        default["status"].is_null(),
+        "no status for an ignored object"
+    );
+
+    // Deleting the FederatedNamespace of the federation's namespace completes,
+    // and the member's federation namespace (with join's account) stays.
+    let own = format!("{}/{}", fedns_path(f.fedns), f.fedns);
+    let r = env.request("host", "DELETE", &own, None).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        get(env, "host", &own).is_none(),
+        "the stray finalizer was removed by the first run"
+    );
+    f.run(&["reconcile", "-n", f.fedns]).ok();
+    assert!(get(env, "member1", &sa_path).is_some());
+    assert!(get(env, "member1", &format!("/api/v1/namespaces/{}", f.fedns)).is_some());
+
+    // status shows them as ignored, not as unpropagated.
+    let st = f
+        .run(&["status", "namespaces", "-n", "default", "-o", "json"])
+        .ok();
+    let rows: Value = serde_json::from_str(&st.stdout).unwrap();
+    assert_eq!(rows[0]["propagation"], "Ignored", "{}", st.stdout);
+    assert_eq!(rows[0]["reason"], "SystemNamespace");
+}
+
+#[test]
+fn a_run_killed_after_some_member_writes_leaves_nothing_behind_once_deleted() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-kill",
+        "rckill.kubefed.io",
+        "rc-kill-objs",
+        &["configmaps"],
+    );
+    let names: Vec<String> = (0..30).map(|i| format!("cfg-{i:02}")).collect();
+    for n in &names {
+        f.create(
+            env,
+            "FederatedConfigMap",
+            n,
+            json!({
+            "template": {"data": {"n": n}}, "placement": {"clusterSelector": {}}}),
+        );
+    }
+    // Slow members, so that the run can be cut off in the middle.
+    let slow = testenv::Faults {
+        latency: std::time::Duration::from_millis(150),
+        ..Default::default()
+    };
+    f.m1.set_faults(slow.clone());
+    f.m2.set_faults(slow);
+    f.reset();
+    let mut child = std::process::Command::new(common::KUBEFEDCTL)
+        .args(["--kubeconfig"])
+        .arg(&f.kc)
+        .args([
+            "reconcile",
+            "-n",
+            f.ns,
+            "--kubefed-namespace",
+            f.fedns,
+            "--concurrency",
+            "1",
+        ])
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let creates = |p: &Proxy| {
+        p.count(|r| r.verb == "create" && r.resource == "configmaps" && r.status == 201)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while creates(&f.m1) + creates(&f.m2) < 6 {
+        assert!(std::time::Instant::now() < deadline, "no member writes");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended too early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    f.m1.clear_faults();
+    f.m2.clear_faults();
+    let copies = |c: &str| {
+        names
+            .iter()
+            .filter(|n| cm(env, c, f.ns, n).is_some())
+            .count()
+    };
+    let written = copies("member1") + copies("member2");
+    assert!(
+        written >= 6 && written < 60,
+        "cut off part-way: {written} copies"
+    );
+    // Every copy written belongs to a federated object that already holds
+    // the finalizer: deleting them all goes through reconcile.
+    for n in &names {
+        let path = format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/{n}",
+            f.group, f.ns
+        );
+        let fed = get(env, "host", &path).unwrap();
+        let has = fed["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|x| x == "kubefed.io/sync-controller"));
+        let placed = cm(env, "member1", f.ns, n).is_some() || cm(env, "member2", f.ns, n).is_some();
+        assert!(
+            has || !placed,
+            "{n}: a member copy exists without the finalizer"
+        );
+        assert_eq!(
+            env.request("host", "DELETE", &path, None).unwrap().status,
+            200
+        );
+    }
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        copies("member1") + copies("member2"),
+        0,
+        "no member copy left behind"
+    );
+    for n in &names {
+        assert!(
+            f.fed(env, "federatedconfigmaps", n).is_none(),
+            "{n} deleted"
+        );
+    }
+}
+
+#[test]
+fn a_terminating_member_copy_keeps_the_finalizer_until_it_is_gone() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-term",
+        "rcterm.kubefed.io",
+        "rc-term-objs",
+        &["configmaps"],
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "held",
+        json!({
+        "template": {"data": {"k": "v"}}, "placement": {"clusterSelector": {}}}),
+    );
+    f.reconcile(&[]).ok();
+    let copy = format!("/api/v1/namespaces/{}/configmaps/held", f.ns);
+    patch(
+        env,
+        "member1",
+        &copy,
+        json!({"metadata": {"finalizers": ["example.com/hold"]}}),
+    );
+    let fed_path = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/held",
+        f.group, f.ns
+    );
+    assert_eq!(
+        env.request("host", "DELETE", &fed_path, None)
+            .unwrap()
+            .status,
+        200
+    );
+
+    for extra in [&[][..], &["--wait=2s"][..]] {
+        let run = f.reconcile(extra).ok();
+        assert!(
+            run.stderr.contains(&format!(
+                "pending: {}: ConfigMap {}/held is still being deleted",
+                f.cluster("m1"),
+                f.ns
+            )),
+            "{extra:?}: {}",
+            run.stderr
+        );
+        let fed = f
+            .fed(env, "federatedconfigmaps", "held")
+            .expect("kept while member1 holds a copy");
+        assert_eq!(
+            fed["metadata"]["finalizers"],
+            json!(["kubefed.io/sync-controller"])
+        );
+        assert!(get(env, "member1", &copy).unwrap()["metadata"]["deletionTimestamp"].is_string());
+        assert!(
+            get(env, "member2", &copy).is_none(),
+            "member2's copy is gone"
+        );
+    }
+    // The hold goes while a run waits: the deletion completes in that run.
+    let kc = f.kc.clone();
+    let (fedns, ns) = (f.fedns, f.ns);
+    let waiting = std::thread::spawn(move || {
+        common::kubefedctl(
+            &kc,
+            &[
+                "reconcile",
+                "-n",
+                ns,
+                "--kubefed-namespace",
+                fedns,
+                "--wait=60s",
+            ],
+        )
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    patch(
+        env,
+        "member1",
+        &copy,
+        json!({"metadata": {"finalizers": null}}),
+    );
+    let run = waiting.join().unwrap().ok();
+    assert!(!run.stderr.contains("pending:"), "{}", run.stderr);
+    assert!(get(env, "member1", &copy).is_none());
+    assert!(f.fed(env, "federatedconfigmaps", "held").is_none());
+}
+
+#[test]
+fn rsp_counts_only_managed_member_copies() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-rspu",
+        "rcrspu.kubefed.io",
+        "rc-rspu-objs",
+        &["deployments.apps"],
+    );
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    // member2 already runs an unmanaged `web` that wants 3 replicas.
+    post(
+        env,
+        "member2",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": f.ns}}),
+    );
+    post(
+        env,
+        "member2",
+        &format!("/apis/apps/v1/namespaces/{}/deployments", f.ns),
+        json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    );
+    f.create_deployment(env, "web");
+    f.create_rsp(env, "web", 4, &[(&m1, 1), (&m2, 1)]);
+    f.reset();
+    f.reconcile(&[]).ok();
+    let pod_lists = f.m2.count(|r| r.resource == "pods" && r.verb == "list");
+    assert_eq!(
+        pod_lists, 0,
+        "the unmanaged Deployment is not observed for scheduling"
+    );
+    assert_eq!(f.replicas(env, "member1", "web"), 2);
+    assert_eq!(
+        f.replicas(env, "member2", "web"),
+        2,
+        "adopted with its scheduled replicas"
+    );
+}
+
+#[test]
+fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
+    let env = TestEnv::shared();
+    let group = "t17.example.com";
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for c in ["host", "member1"] {
+        post(env, c, crds, crd.clone());
+    }
+    let served = |c: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while get(env, c, &format!("/apis/{group}/v1")).is_none() {
+            assert!(std::time::Instant::now() < deadline, "{c} serves widgets");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    served("host");
+    served("member1");
+    let f = Federation::new(
+        env,
+        "rc-t17",
+        "rct17.kubefed.io",
+        "rc-t17-objs",
+        &["configmaps", &format!("widgets.{group}")],
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "cfg",
+        json!({
+        "template": {"data": {"k": "v"}}, "placement": {"clusterSelector": {}}}),
+    );
+    f.create(
+        env,
+        "FederatedWidget",
+        "w",
+        json!({
+        "template": {"spec": {"size": 1}}, "placement": {"clusterSelector": {}}}),
+    );
+    let m2 = f.cluster("m2");
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "failed: {m2}: does not serve widgets.{group}/v1 (install the CRD in {m2}); 1 FederatedWidget not propagated there"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("Failed to parse error data"),
+        "{}",
+        run.stderr
+    );
+    for c in ["member1", "member2"] {
+        assert!(
+            cm(env, c, f.ns, "cfg").is_some(),
+            "{c}: the ConfigMap arrives"
+        );
+        assert!(get(env, c, &format!("/api/v1/namespaces/{}", f.ns)).is_some());
+    }
+    let widget = format!("/apis/{group}/v1/namespaces/{}/widgets/w", f.ns);
+    assert!(get(env, "member1", &widget).is_some());
+    let fed = f.fed(env, "federatedwidgets", "w").unwrap();
+    assert!(
+        fed["status"]["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == m2.as_str() && c["status"] == "CachedRetrievalFailed"),
+        "{}",
+        fed["status"]
+    );
+    let cfg = f.fed(env, "federatedconfigmaps", "cfg").unwrap();
+    assert_eq!(
+        cfg["status"]["conditions"][0]["status"], "True",
+        "not ClusterNotReady"
+    );
+    let st = f
+        .run(&[
+            "status",
+            &format!("widgets.{group}"),
+            "-n",
+            f.ns,
+            "-o",
+            "wide",
+        ])
+        .ok();
+    assert!(
+        st.stdout.contains(&format!("{m2}:TypeNotServed")),
+        "{}",
+        st.stdout
+    );
+    assert!(st.stdout.contains("install the CRD"), "{}", st.stdout);
+    let types = f.run(&["status", "types", "--probe"]).ok();
+    assert!(
+        types
+            .stdout
+            .contains(&format!("{} (not served: {m2})", f.cluster("m1"))),
+        "{}",
+        types.stdout
+    );
+
+    post(env, "member2", crds, crd);
+    served("member2");
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(get(env, "member2", &widget).is_some());
+}

@@ -1,11 +1,15 @@
 //! `kubefedctl federate TYPE NAME` / `federate -f FILE`: turn existing
 //! resources into `Federated<Kind>` resources.
 //!
-//! As KubeFed's federate, with its faults fixed: `-f` works offline with no
+//! As KubeFed's federate (upstream `pkg/kubefedctl/federate/federate.go`
+//! and `util.go`), with its faults fixed: `-f` works offline with no
 //! kubeconfig at all and knows built-in scopes; `--contents` skips (and
 //! reports) types that are not federated instead of aborting, fails on list
 //! errors before writing instead of dropping them, skips objects a
 //! controller owns, and prints in a stable order; a re-run is idempotent.
+//! Objects whose name is not a DNS-1123 subdomain are skipped with a
+//! warning in every mode (upstream: only with `--contents`), and federating
+//! a system namespace says that reconcile will not propagate it.
 
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
@@ -14,7 +18,10 @@ use crate::cli::GlobalOptions;
 use crate::cmd::enable::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::core::builtin_types::{builtin, guess_plural};
 use crate::core::compare::{is_subset, overlay};
-use crate::core::convert::{FederatedType, Placement, federated_object, parse_labels};
+use crate::core::convert::{
+    FederatedType, Placement, federated_object, invalid_name_warning, parse_labels,
+    skipped_in_contents, system_namespace_note,
+};
 use crate::core::lookup::{self, ServedResource};
 use crate::core::typegen::TemplateSchema;
 use crate::discovery;
@@ -113,7 +120,12 @@ impl FederateOptions {
 pub fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
     let placement = o.placement()?;
     if let Some(path) = &o.filename {
-        return federate_file(path, &placement, o.output.unwrap_or(DocumentFormat::Yaml));
+        return federate_file(
+            path,
+            &placement,
+            &global.kubefed_namespace,
+            o.output.unwrap_or(DocumentFormat::Yaml),
+        );
     }
     if o.contents && !is_namespaces(o.type_name.as_deref().unwrap_or("")) {
         bail!("--contents can only be used with type namespaces");
@@ -126,7 +138,12 @@ fn is_namespaces(t: &str) -> bool {
 }
 
 /// Offline: every object in the file (or stdin), in file order.
-fn federate_file(path: &PathBuf, placement: &Placement, format: DocumentFormat) -> Result<()> {
+fn federate_file(
+    path: &PathBuf,
+    placement: &Placement,
+    kubefed_namespace: &str,
+    format: DocumentFormat,
+) -> Result<()> {
     let source = path.display().to_string();
     let text = if source == "-" {
         let mut s = String::new();
@@ -137,27 +154,44 @@ fn federate_file(path: &PathBuf, placement: &Placement, format: DocumentFormat) 
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {source}"))?
     };
-    let (objects, warnings) = federate_documents(
+    let out = federate_documents(
         &text,
         if source == "-" { "stdin" } else { &source },
         placement,
+        kubefed_namespace,
     )?;
-    for w in warnings {
+    for w in &out.warnings {
         eprintln!("warning: {w}");
     }
+    for n in &out.notes {
+        eprintln!("note: {n}");
+    }
+    let objects = out.objects;
     crate::output::print_objects(&objects, format)
 }
 
-/// The federated form of every object in a YAML stream (`List`s expanded).
+/// What `federate -f` makes of a YAML stream.
+#[derive(Debug, Default)]
+pub struct Federated {
+    /// The federated objects, in file order.
+    pub objects: Vec<Value>,
+    /// What did not travel or was skipped (printed as `warning:`).
+    pub warnings: Vec<String>,
+    /// What to know about the result (printed as `note:`).
+    pub notes: Vec<String>,
+}
+
+/// The federated form of every object in a YAML stream (`List`s expanded);
+/// objects whose name no federated object can carry are skipped.
 pub fn federate_documents(
     text: &str,
     source: &str,
     placement: &Placement,
-) -> Result<(Vec<Value>, Vec<String>)> {
+    kubefed_namespace: &str,
+) -> Result<Federated> {
     let docs: Vec<Value> =
         crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
-    let mut objects = Vec::new();
-    let mut warnings = Vec::new();
+    let mut out = Federated::default();
     for (i, doc) in docs.iter().enumerate() {
         let items: Vec<&Value> = if doc["kind"] == "List" {
             doc["items"]
@@ -177,11 +211,15 @@ pub fn federate_documents(
             if obj["metadata"]["name"].as_str().is_none_or(str::is_empty) {
                 bail!("{at}: {kind} has no metadata.name");
             }
+            if let Some(w) = invalid_name_warning(obj) {
+                out.warnings.push(format!("{at}: {w}"));
+                continue;
+            }
             let namespaced = match builtin(api_version, kind) {
                 Some(t) => t.namespaced,
                 None => {
                     let guess = obj["metadata"]["namespace"].is_string();
-                    warnings.push(format!(
+                    out.warnings.push(format!(
                         "{at}: {kind} ({api_version}) is not a built-in type; assuming it is {} ({}) because it {} a namespace",
                         if guess { "namespaced" } else { "cluster-scoped" },
                         guess_plural(kind),
@@ -202,29 +240,19 @@ pub fn federate_documents(
                 namespaced: namespaced || kind == "Namespace",
             };
             let (fobj, w) = federated_object(obj, &fed, placement);
-            warnings.extend(w);
-            objects.push(fobj);
+            out.warnings.extend(w);
+            if kind == "Namespace"
+                && !api_version.contains('/')
+                && let Some(n) = fobj["metadata"]["name"]
+                    .as_str()
+                    .and_then(|name| system_namespace_note(name, kubefed_namespace))
+            {
+                out.notes.push(format!("{at}: {n}"));
+            }
+            out.objects.push(fobj);
         }
     }
-    Ok((objects, warnings))
-}
-
-/// Groups and resources `--contents` never federates: derived, or ours.
-const ALWAYS_SKIPPED: &[&str] = &[
-    "endpoints",
-    "events",
-    "events.events.k8s.io",
-    "endpointslices.discovery.k8s.io",
-    "propagatedversions.core.kubefed.io",
-];
-
-fn skipped(r: &ServedResource, skip: &[String]) -> bool {
-    r.group == "extensions"
-        || !r.namespaced
-        || !r.verbs.iter().any(|v| v == "list")
-        || r.group.ends_with("kubefed.io")
-        || ALWAYS_SKIPPED.contains(&r.qualified_name().as_str())
-        || skip.iter().any(|s| r.matches(s) || *s == r.group)
+    Ok(out)
 }
 
 /// A controller made it (a Deployment's ReplicaSets, a Job's Pods) or the
@@ -258,19 +286,29 @@ async fn federate_live(
 
     // (resource, objects) to federate, the named object first.
     let first = get_object(&host, &target, &namespace, name).await?;
-    let object_ns = if target.plural == "namespaces" && target.group.is_empty() {
+    let is_namespace = target.plural == "namespaces" && target.group.is_empty();
+    let object_ns = if is_namespace {
         name.to_string()
     } else {
         namespace.clone()
     };
-    let mut work: Vec<(ServedResource, Vec<Value>)> = vec![(target.clone(), vec![first])];
+    if is_namespace && let Some(note) = system_namespace_note(name, &host.namespace) {
+        eprintln!("note: {note}");
+    }
+    let mut work: Vec<(ServedResource, Vec<Value>)> = match invalid_name_warning(&first) {
+        Some(w) => {
+            eprintln!("warning: {w}");
+            Vec::new()
+        }
+        None => vec![(target.clone(), vec![first])],
+    };
     if o.contents {
         let mut list_errors = Vec::new();
         let mut by_type: BTreeMap<String, (ServedResource, Vec<Value>)> = BTreeMap::new();
         let mut controlled = 0usize;
         for r in served
             .iter()
-            .filter(|r| r.preferred && !skipped(r, &o.skip_api_resources))
+            .filter(|r| r.preferred && !skipped_in_contents(r, &o.skip_api_resources))
         {
             let api: Api<DynamicObject> = Api::namespaced_with(
                 host.client.clone(),
@@ -286,6 +324,8 @@ async fn federate_live(
                         v["kind"] = Value::String(r.kind.clone());
                         if generated_by_cluster(&v) {
                             controlled += 1;
+                        } else if let Some(w) = invalid_name_warning(&v) {
+                            eprintln!("warning: {w}");
                         } else {
                             items.push(v);
                         }
@@ -512,11 +552,17 @@ async fn write_federated(
 mod tests {
     use super::*;
 
+    const FED_NS: &str = "kube-federation-system";
+
     #[test]
     fn documents_federate_with_built_in_scopes() {
         let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a, namespace: demo}\n  data: {k: v}\n- apiVersion: example.com/v1\n  kind: Gizmo\n  metadata: {name: g}\n";
-        let (objs, warnings) =
-            federate_documents(text, "app.yaml", &Placement::AllClusters).unwrap();
+        let Federated {
+            objects: objs,
+            warnings,
+            notes,
+        } = federate_documents(text, "app.yaml", &Placement::AllClusters, FED_NS).unwrap();
+        assert!(notes.is_empty());
         let kinds: Vec<&str> = objs.iter().map(|o| o["kind"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
@@ -538,16 +584,22 @@ mod tests {
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
             "x.yaml",
             &Placement::AllClusters,
+            FED_NS,
         )
         .unwrap_err()
         .to_string();
         assert_eq!(e, "x.yaml: document 1: ConfigMap has no metadata.name");
-        let e = federate_documents("metadata: {name: a}\n", "-", &Placement::AllClusters)
-            .unwrap_err()
-            .to_string();
+        let e = federate_documents(
+            "metadata: {name: a}\n",
+            "-",
+            &Placement::AllClusters,
+            FED_NS,
+        )
+        .unwrap_err()
+        .to_string();
         assert_eq!(e, "-: document 1: apiVersion and kind are required");
         assert!(
-            federate_documents("a: [", "y.yaml", &Placement::AllClusters)
+            federate_documents("a: [", "y.yaml", &Placement::AllClusters, FED_NS)
                 .unwrap_err()
                 .to_string()
                 .starts_with("y.yaml: invalid YAML")
@@ -555,31 +607,49 @@ mod tests {
     }
 
     #[test]
-    fn contents_skip_rules() {
-        let r = |group: &str, plural: &str, namespaced: bool| ServedResource {
-            group: group.into(),
-            plural: plural.into(),
-            kind: "K".into(),
-            namespaced,
-            preferred: true,
-            verbs: vec!["list".into()],
-            ..Default::default()
-        };
-        assert!(skipped(&r("", "events", true), &[]));
-        assert!(skipped(&r("extensions", "ingresses", true), &[]));
-        assert!(skipped(&r("", "nodes", false), &[]));
-        assert!(skipped(
-            &r("types.kubefed.io", "federatedconfigmaps", true),
-            &[]
-        ));
-        assert!(skipped(&r("apps", "deployments", true), &["apps".into()]));
-        assert!(skipped(&r("", "pods", true), &["pods".into()]));
-        assert!(!skipped(&r("", "configmaps", true), &["pods".into()]));
+    fn objects_made_by_controllers_or_the_cluster() {
         assert!(generated_by_cluster(
             &serde_json::json!({"metadata": {"ownerReferences": [{"controller": true}]}})
         ));
-        assert!(!generated_by_cluster(
-            &serde_json::json!({"metadata": {"name": "x"}})
+        assert!(generated_by_cluster(
+            &serde_json::json!({"metadata": {"name": "t"}, "type": "kubernetes.io/service-account-token"})
         ));
+        assert!(!generated_by_cluster(
+            &serde_json::json!({"metadata": {"name": "x", "ownerReferences": [{"controller": false}]}})
+        ));
+    }
+
+    #[test]
+    fn documents_skip_names_no_federated_object_can_carry() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: 'system:controller:x'}\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: view}\n";
+        let out = federate_documents(text, "roles.yaml", &Placement::AllClusters, FED_NS).unwrap();
+        let names: Vec<&str> = out
+            .objects
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["view"]);
+        assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
+        assert!(
+            out.warnings[0].starts_with(
+                "roles.yaml: document 1: skipping ClusterRole \"system:controller:x\" because its name does not conform to the DNS-1123 subdomain spec"
+            ),
+            "{:?}",
+            out.warnings
+        );
+    }
+
+    #[test]
+    fn documents_note_system_namespaces() {
+        let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: default}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: fed}\n";
+        let out = federate_documents(text, "ns.yaml", &Placement::AllClusters, "fed").unwrap();
+        assert_eq!(out.objects.len(), 3, "still federated");
+        assert_eq!(out.notes.len(), 2, "{:?}", out.notes);
+        assert!(
+            out.notes[0].starts_with("ns.yaml: document 1: \"default\" is a system namespace"),
+            "{:?}",
+            out.notes
+        );
+        assert!(out.notes[1].starts_with("ns.yaml: document 3: \"fed\""));
     }
 }

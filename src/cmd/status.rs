@@ -17,6 +17,7 @@ use comfy_table::{Cell, Color, Table, presets};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -101,6 +102,12 @@ pub struct TypeRow {
     pub propagation: String,
     pub objects: usize,
     pub propagated: usize,
+    /// FederatedNamespaces of system namespaces: reconcile never
+    /// propagates them (KubeFed ignores them too).
+    pub ignored: usize,
+    /// With `--probe`: member → `serves`, `does not serve` or why unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -123,6 +130,9 @@ pub struct ClusterPropagation {
     /// With `--live`: in-sync, drifted, missing, unmanaged or unreachable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<String>,
+    /// Why the status is what it is, when we can say more (shown by `-o wide|yaml|json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 pub fn run(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
@@ -148,12 +158,12 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
                 Vec::new()
             };
             let types = if show_types {
-                type_rows(&host).await?
+                type_rows(&host, o).await?
             } else {
                 Vec::new()
             };
             unhealthy |= clusters.iter().any(|c| c.ready != "True");
-            unhealthy |= types.iter().any(|t| t.propagated < t.objects);
+            unhealthy |= types.iter().any(|t| t.propagated + t.ignored < t.objects);
             match o.output {
                 Some(StatusFormat::Json) | Some(StatusFormat::Yaml) => {
                     let format = if o.output == Some(StatusFormat::Json) {
@@ -221,6 +231,7 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
         }
         Some(type_name) => {
             let (ftc, mut rows) = object_rows(&host, &factory, o, type_name).await?;
+            explain_unlisted(&host, o, &ftc, &mut rows).await?;
             if o.live {
                 check_members(&host, o, &ftc, &mut rows).await?;
                 unhealthy |= rows
@@ -228,7 +239,9 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
                     .flat_map(|r| &r.clusters)
                     .any(|c| c.live.as_deref() != Some("in-sync"));
             }
-            unhealthy |= rows.iter().any(|r| r.propagation != "True");
+            unhealthy |= rows
+                .iter()
+                .any(|r| r.propagation != "True" && r.propagation != IGNORED);
             match o.output {
                 Some(StatusFormat::Json) => {
                     crate::output::print(&rows, crate::output::DocumentFormat::Json)?
@@ -311,7 +324,7 @@ async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<ClusterRow>>
         .collect())
 }
 
-async fn type_rows(host: &Host) -> Result<Vec<TypeRow>> {
+async fn type_rows(host: &Host, o: &StatusOptions) -> Result<Vec<TypeRow>> {
     let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let mut ftcs = api
         .list(&ListParams::default())
@@ -319,13 +332,27 @@ async fn type_rows(host: &Host) -> Result<Vec<TypeRow>> {
         .map_err(api_error)?
         .items;
     ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let members = if o.probe {
+        members::load(host, o.probe_timeout, &[]).await?
+    } else {
+        Vec::new()
+    };
     let mut rows = Vec::new();
     for f in ftcs {
         let objects = list_federated(host, &f, None).await.unwrap_or_default();
+        let ignored = objects
+            .iter()
+            .filter(|obj| is_ignored(host, &f, obj))
+            .count();
         let propagated = objects
             .iter()
-            .filter(|o| propagation(o).0 == "True")
+            .filter(|obj| propagation(obj).0 == "True" && !is_ignored(host, &f, obj))
             .count();
+        let serving = if o.probe {
+            Some(serving(&members, &f, o.probe_timeout).await)
+        } else {
+            None
+        };
         let t = &f.spec.federated_type;
         rows.push(TypeRow {
             name: f.metadata.name.clone().unwrap_or_default(),
@@ -339,9 +366,107 @@ async fn type_rows(host: &Host) -> Result<Vec<TypeRow>> {
             propagation: f.spec.propagation.clone(),
             objects: objects.len(),
             propagated,
+            ignored,
+            members: serving,
         });
     }
     Ok(rows)
+}
+
+/// Propagation of an object reconcile never propagates.
+const IGNORED: &str = "Ignored";
+
+/// A FederatedNamespace of a system namespace (`kube-system`,
+/// `kube-public`, `default`, the federation's): ignored by reconcile as by
+/// KubeFed (`pkg/controller/sync/accessor.go`, `isSystemNamespace`).
+fn is_ignored(host: &Host, f: &FederatedTypeConfig, obj: &Value) -> bool {
+    let t = &f.spec.target_type;
+    t.kind == "Namespace"
+        && t.group.as_deref().unwrap_or("").is_empty()
+        && obj["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| crate::core::plan::is_system_namespace(n, &host.namespace))
+}
+
+/// Whether each member serves the type's target (`--probe`).
+async fn serving(
+    members: &[members::Member],
+    f: &FederatedTypeConfig,
+    timeout: Duration,
+) -> BTreeMap<String, String> {
+    let t = &f.spec.target_type;
+    let group = t.group.clone().unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for m in members {
+        let verdict = match &m.client {
+            Err(e) => format!("unknown ({e})"),
+            Ok(client) => match tokio::time::timeout(
+                timeout,
+                crate::discovery::serves(client, &group, &t.version, &t.plural_name),
+            )
+            .await
+            {
+                Ok(Ok(true)) => SERVES.to_string(),
+                Ok(Ok(false)) => NOT_SERVED.to_string(),
+                Ok(Err(e)) => format!("unknown ({})", crate::error::one_line(&e)),
+                Err(_) => format!("unknown (no answer within {timeout:?})"),
+            },
+        };
+        out.insert(m.name.clone(), verdict);
+    }
+    out
+}
+
+const SERVES: &str = "serves";
+const NOT_SERVED: &str = "does not serve";
+
+/// Per-cluster `CachedRetrievalFailed` says reconcile could not list the
+/// type in that member; ask the member whether it serves the type at all
+/// (one discovery request per member) and name the cause.
+async fn explain_unlisted(
+    host: &Host,
+    o: &StatusOptions,
+    ftc: &FederatedTypeConfig,
+    rows: &mut [ObjectRow],
+) -> Result<()> {
+    let unlisted: BTreeSet<String> = rows
+        .iter()
+        .flat_map(|r| &r.clusters)
+        .filter(|c| c.status == "CachedRetrievalFailed")
+        .map(|c| c.name.clone())
+        .collect();
+    if unlisted.is_empty() {
+        return Ok(());
+    }
+    let only: Vec<String> = unlisted.into_iter().collect();
+    let members = members::load(host, o.probe_timeout, &only).await?;
+    let verdicts = serving(&members, ftc, o.probe_timeout).await;
+    let t = &ftc.spec.target_type;
+    let target = match t.group.as_deref().unwrap_or("") {
+        "" => format!("{}/{}", t.plural_name, t.version),
+        g => format!("{}.{g}/{}", t.plural_name, t.version),
+    };
+    for c in rows.iter_mut().flat_map(|r| r.clusters.iter_mut()) {
+        if c.status != "CachedRetrievalFailed" {
+            continue;
+        }
+        match verdicts.get(&c.name).map(String::as_str) {
+            Some(NOT_SERVED) => {
+                c.status = "TypeNotServed".into();
+                c.message = Some(format!(
+                    "{} does not serve {target} (install the CRD in {}); recorded as CachedRetrievalFailed",
+                    c.name, c.name
+                ));
+            }
+            _ => {
+                c.message = Some(format!(
+                    "the last reconcile could not list {target} in {}",
+                    c.name
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `--live`: what each placed member really holds, compared with what it
@@ -419,10 +544,16 @@ async fn check_members(
                 .iter()
                 .find(|c| c.name == m.name)
                 .map_or("-".to_string(), |c| c.status.clone());
+            let message = row
+                .clusters
+                .iter()
+                .find(|c| c.name == m.name)
+                .and_then(|c| c.message.clone());
             checked.push(ClusterPropagation {
                 name: m.name.clone(),
                 status,
                 live: Some(verdict),
+                message,
             });
         }
         row.clusters = checked;
@@ -538,11 +669,17 @@ async fn object_rows(
                                 .unwrap_or("OK")
                                 .to_string(),
                             live: None,
+                            message: None,
                         })
                         .collect()
                 })
                 .unwrap_or_default();
             clusters.sort_by(|a, b| a.name.cmp(&b.name));
+            let (prop, reason) = if is_ignored(host, ftc, obj) {
+                (IGNORED.to_string(), "SystemNamespace".to_string())
+            } else {
+                (prop, reason)
+            };
             ObjectRow {
                 namespace: obj["metadata"]["namespace"]
                     .as_str()
@@ -772,9 +909,13 @@ pub fn types_table(rows: &[TypeRow], wide: bool) -> String {
     if rows.is_empty() {
         return "No federated types (kubefedctl enable TYPE).\n".into();
     }
+    let probed = rows.iter().any(|r| r.members.is_some());
     let mut headers = vec!["TYPE", "FEDERATED KIND", "PROPAGATION", "OBJECTS"];
     if wide {
         headers.extend(["PROPAGATED", "FEDERATED TYPE"]);
+    }
+    if probed {
+        headers.push("MEMBERS");
     }
     let mut t = table(&headers);
     for r in rows {
@@ -787,18 +928,62 @@ pub fn types_table(rows: &[TypeRow], wide: bool) -> String {
         if wide {
             cells.extend([Cell::new(r.propagated), Cell::new(&r.federated_type)]);
         }
+        if probed {
+            cells.push(Cell::new(serving_text(r.members.as_ref())));
+        }
         t.add_row(cells);
     }
     render(&t)
+}
+
+/// `m1,m2`, or `m1 (not served: m2)`, or `m1 (unknown: m3)`.
+fn serving_text(members: Option<&BTreeMap<String, String>>) -> String {
+    let Some(members) = members else {
+        return "-".into();
+    };
+    let with = |want: &dyn Fn(&str) -> bool| {
+        members
+            .iter()
+            .filter(|(_, v)| want(v))
+            .map(|(k, _)| k.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let serves = with(&|v| v == SERVES);
+    let mut text = if serves.is_empty() {
+        "none".to_string()
+    } else {
+        serves
+    };
+    for (label, rule) in [
+        (
+            "not served",
+            &(|v: &str| v == NOT_SERVED) as &dyn Fn(&str) -> bool,
+        ),
+        ("unknown", &|v: &str| v.starts_with("unknown")),
+    ] {
+        let names = with(rule);
+        if !names.is_empty() {
+            text.push_str(&format!(" ({label}: {names})"));
+        }
+    }
+    text
 }
 
 pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
     if rows.is_empty() {
         return "No federated objects found.\n".into();
     }
+    let explained = rows
+        .iter()
+        .flat_map(|r| &r.clusters)
+        .any(|c| c.message.is_some());
     let mut headers = vec!["NAMESPACE", "NAME", "PLACEMENT", "PROPAGATED", "CLUSTERS"];
     if wide {
         headers.push("REASON");
+        if explained {
+            headers.push("MESSAGE");
+        }
     }
     let mut t = table(&headers);
     if colour {
@@ -826,7 +1011,16 @@ pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
             Cell::new(clusters),
         ];
         if wide {
+            let messages: Vec<String> = r
+                .clusters
+                .iter()
+                .filter_map(|c| c.message.as_ref())
+                .cloned()
+                .collect();
             cells.push(Cell::new(&r.reason));
+            if explained {
+                cells.push(Cell::new(messages.join("; ")));
+            }
         }
         t.add_row(cells);
     }
@@ -836,7 +1030,7 @@ pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
 /// One line: how much of the federation is healthy.
 pub fn summary(clusters: &[ClusterRow], types: &[TypeRow]) -> String {
     let ready = clusters.iter().filter(|c| c.ready == "True").count();
-    let objects: usize = types.iter().map(|t| t.objects).sum();
+    let objects: usize = types.iter().map(|t| t.objects - t.ignored).sum();
     let propagated: usize = types.iter().map(|t| t.propagated).sum();
     format!(
         "Propagation: {propagated} of {objects} federated object(s) propagated; {ready} of {} cluster(s) ready.",

@@ -1,11 +1,20 @@
-//! A target object → its `Federated<Kind>` object (what `federate` writes).
+//! A target object → its `Federated<Kind>` object (what `federate` writes),
+//! and which objects and types `federate` leaves out.
 //!
-//! As KubeFed: the template is the object without apiVersion, kind, status
-//! and server metadata (labels stay); what a member must allocate itself is
-//! scrubbed (Service clusterIP(s), nodePorts and healthCheckNodePort,
-//! ServiceAccount secrets, Namespace finalizers); annotations do not travel
-//! (a warning says which). Placement: all clusters unless told otherwise.
+//! As KubeFed (`FederatedResourceFromTargetResource` in upstream
+//! `pkg/kubefedctl/federate/federate.go`): the template is the object
+//! without apiVersion, kind, status and metadata other than labels;
+//! annotations do not travel (a warning says which); Service `clusterIP` and
+//! every port's `nodePort`, ServiceAccount `secrets` and Namespace
+//! `spec.finalizers` are scrubbed. Ours, beyond KubeFed: Service
+//! `clusterIPs` and `healthCheckNodePort` are scrubbed too (each member
+//! allocates its own; see [`scrub`]), server-written annotations raise no
+//! warning, and placement may be chosen (KubeFed: all clusters).
 
+use crate::api::DEFAULT_FEDERATED_GROUP;
+use crate::core::lookup::ServedResource;
+use crate::core::names::subdomain_error;
+use crate::core::plan::is_system_namespace;
 use serde_json::{Map, Value, json};
 
 /// Where the federated object goes: its type's group/version/kind and scope.
@@ -111,7 +120,14 @@ fn is_server_annotation(key: &str) -> bool {
         || key.starts_with("kubernetes.io/service-account")
 }
 
-/// Removes what each member must allocate or own itself.
+/// Removes what each member must allocate or own itself. KubeFed removes
+/// Namespace `spec.finalizers`, ServiceAccount `secrets`, Service
+/// `spec.clusterIP` and each port's `nodePort`. Ours besides: Service
+/// `spec.clusterIPs` (dual-stack, newer than KubeFed's federate: left in, a
+/// member would be asked for the host's IPs) and `spec.healthCheckNodePort`
+/// (allocated per cluster like a nodePort for `externalTrafficPolicy:
+/// Local` load balancers: left in, a member would be asked for the host's
+/// port, which may be taken or out of its range).
 fn scrub(kind: &str, template: &mut Map<String, Value>) {
     match kind {
         "Namespace" => {
@@ -143,6 +159,89 @@ fn scrub(kind: &str, template: &mut Map<String, Value>) {
     {
         template.remove("spec");
     }
+}
+
+/// The warning for an object `federate` skips because a federated object
+/// cannot carry its name, or `None` when the name is fine. As upstream
+/// `getResourcesInNamespace` (`pkg/kubefedctl/federate/util.go`), which
+/// skips contained objects whose name is not a DNS-1123 subdomain ("Skipping
+/// resource ... because it does not conform to the DNS-1123 subdomain
+/// spec"): federated types are custom resources, whose names must be DNS-1123
+/// subdomains, while some built-in types accept more (RBAC names such as
+/// `system:controller:x`). Ours applies it to every object federate reads.
+pub fn invalid_name_warning(obj: &Value) -> Option<String> {
+    let kind = obj["kind"].as_str().unwrap_or("");
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    let namespace = obj["metadata"]["namespace"].as_str().unwrap_or("");
+    let error = subdomain_error(name)?;
+    let qualified = if namespace.is_empty() {
+        name.to_string()
+    } else {
+        format!("{namespace}/{name}")
+    };
+    Some(format!(
+        "skipping {kind} {qualified:?} because its name does not conform to the DNS-1123 subdomain spec ({error}): a federated resource cannot be named so"
+    ))
+}
+
+/// The note for federating a system namespace (`kube-system`,
+/// `kube-public`, `default`, the federation's own), or `None`. Reconcile,
+/// as KubeFed (`isSystemNamespace` in upstream
+/// `pkg/controller/sync/accessor.go`), never propagates such a namespace
+/// itself; the FederatedNamespace still places the resources federated
+/// inside it.
+pub fn system_namespace_note(name: &str, kubefed_namespace: &str) -> Option<String> {
+    is_system_namespace(name, kubefed_namespace).then(|| {
+        format!(
+            "{name:?} is a system namespace: reconcile will not propagate the namespace itself (KubeFed ignores kube-system, kube-public, default and the federation namespace {kubefed_namespace:?}), but the federated resources inside it are still propagated"
+        )
+    })
+}
+
+/// Resources controllers create in every cluster: upstream's
+/// `controllerCreatedAPIResourceNames` (`pkg/kubefedctl/federate/federate.go`),
+/// matched as a `-s` name is (so `events` also covers `events.events.k8s.io`).
+pub const CONTROLLER_CREATED: &[&str] = &[
+    "endpoints",
+    "events",
+    "events.events.k8s.io",
+    "propagatedversions.core.kubefed.io",
+];
+
+/// Ours, beyond upstream: EndpointSlices are derived from Services by each
+/// cluster's endpointslice controller, as Endpoints are (KubeFed predates
+/// them; its scripts pass `-s endpointslices`).
+pub const ALSO_CONTROLLER_CREATED: &[&str] = &["endpointslices.discovery.k8s.io"];
+
+/// Whether `federate --contents` leaves the resource type out. Upstream
+/// (`namespacedAPIResourceMap` in `pkg/kubefedctl/federate/util.go`): a
+/// group named by `-s`, the `extensions` group, cluster-scoped types,
+/// federated types (`Federated*` kinds in `types.kubefed.io`),
+/// [`CONTROLLER_CREATED`] and any type a `-s` name matches; empty names are
+/// ignored. Ours besides, each with its reason in docs/federate.md:
+/// [`ALSO_CONTROLLER_CREATED`]; every type of KubeFed's own API groups
+/// (`*.kubefed.io`: the control plane's objects, which members do not
+/// serve); types that cannot be listed (upstream lists them and drops the
+/// error; we do not ask, so that other list errors can stop the command).
+pub fn skipped_in_contents(r: &ServedResource, skip: &[String]) -> bool {
+    let skip: Vec<&str> = skip
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let federated = r.kind.starts_with("Federated") && r.group == DEFAULT_FEDERATED_GROUP;
+    let kubefed_group = r.group == "kubefed.io" || r.group.ends_with(".kubefed.io");
+    skip.contains(&r.group.as_str())
+        || r.group == "extensions"
+        || !r.namespaced
+        || federated
+        || kubefed_group
+        || !r.verbs.iter().any(|v| v == "list")
+        || CONTROLLER_CREATED
+            .iter()
+            .chain(ALSO_CONTROLLER_CREATED)
+            .chain(skip.iter())
+            .any(|s| r.matches(s))
 }
 
 /// Parses `a,b,c` cluster names and `k=v,k2=v2` selectors from flags.
@@ -179,6 +278,7 @@ mod tests {
             "metadata": {"name": "web", "namespace": "demo", "uid": "u", "resourceVersion": "5",
                          "labels": {"app": "web"}, "annotations": {"team": "a"}},
             "spec": {"type": "NodePort", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"],
+                     "healthCheckNodePort": 31000,
                      "ports": [{"port": 80, "nodePort": 30080}], "selector": {"app": "web"}},
             "status": {"loadBalancer": {}}
         });
@@ -242,5 +342,173 @@ mod tests {
             json!({"clusterSelector": {"matchLabels": {"region": "eu", "tier": "web"}}})
         );
         assert!(parse_labels("novalue").is_err());
+    }
+
+    #[test]
+    fn names_that_are_not_dns_1123_subdomains_are_skipped_with_a_warning() {
+        let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                        "metadata": {"name": "system:controller:x"}});
+        let w = invalid_name_warning(&cr).expect("a colon is not allowed");
+        assert!(
+            w.starts_with("skipping ClusterRole \"system:controller:x\" because its name does not conform to the DNS-1123 subdomain spec ("),
+            "{w}"
+        );
+        assert!(w.contains("(found ':')"), "{w}");
+        let role = json!({"kind": "Role", "metadata": {"name": "Reader", "namespace": "demo"}});
+        assert!(
+            invalid_name_warning(&role)
+                .unwrap()
+                .contains("Role \"demo/Reader\""),
+            "names the namespace too"
+        );
+        for ok in ["web", "a.b-c", "kube-root-ca.crt", "x1"] {
+            let cm = json!({"kind": "ConfigMap", "metadata": {"name": ok, "namespace": "d"}});
+            assert_eq!(invalid_name_warning(&cm), None, "{ok}");
+        }
+        let long = json!({"kind": "Role", "metadata": {"name": "a".repeat(254)}});
+        assert!(invalid_name_warning(&long).is_some());
+    }
+
+    #[test]
+    fn system_namespaces_get_a_note() {
+        for ns in ["default", "kube-system", "kube-public", "fed-system"] {
+            let note = system_namespace_note(ns, "fed-system").expect(ns);
+            assert!(
+                note.starts_with(&format!("{ns:?} is a system namespace"))
+                    && note.contains("will not propagate the namespace itself")
+                    && note.contains("still propagated"),
+                "{note}"
+            );
+        }
+        assert_eq!(system_namespace_note("shop", "fed-system"), None);
+        assert_eq!(
+            system_namespace_note("kube-federation-system", "fed-system"),
+            None,
+            "only the federation namespace in use"
+        );
+    }
+
+    fn served(group: &str, kind: &str, plural: &str, namespaced: bool) -> ServedResource {
+        ServedResource {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+            preferred: true,
+            verbs: vec!["list".into(), "create".into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn contents_skip_list_is_upstreams_plus_ours() {
+        let none: &[String] = &[];
+        // Upstream's: controller-created types, matched as -s names are.
+        assert!(skipped_in_contents(
+            &served("", "Endpoints", "endpoints", true),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served("", "Event", "events", true),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served("events.k8s.io", "Event", "events", true),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served(
+                "core.kubefed.io",
+                "PropagatedVersion",
+                "propagatedversions",
+                true
+            ),
+            none
+        ));
+        // Upstream's: extensions, cluster-scoped, federated types.
+        assert!(skipped_in_contents(
+            &served("extensions", "Ingress", "ingresses", true),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served("", "Node", "nodes", false),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served(
+                "types.kubefed.io",
+                "FederatedConfigMap",
+                "federatedconfigmaps",
+                true
+            ),
+            none
+        ));
+        assert!(
+            !skipped_in_contents(
+                &served("example.com", "FederatedThing", "federatedthings", true),
+                none
+            ),
+            "as upstream, only the default federated group counts as federated"
+        );
+        // Ours: EndpointSlices, KubeFed's own groups, types that cannot be listed.
+        assert!(skipped_in_contents(
+            &served("discovery.k8s.io", "EndpointSlice", "endpointslices", true),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served(
+                "scheduling.kubefed.io",
+                "ReplicaSchedulingPreference",
+                "replicaschedulingpreferences",
+                true
+            ),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served(
+                "multiclusterdns.kubefed.io",
+                "ServiceDNSRecord",
+                "servicednsrecords",
+                true
+            ),
+            none
+        ));
+        assert!(skipped_in_contents(
+            &served("core.kubefed.io", "KubeFedCluster", "kubefedclusters", true),
+            none
+        ));
+        let mut binding = served("", "Binding", "bindings", true);
+        binding.verbs = vec!["create".into()];
+        assert!(skipped_in_contents(&binding, none));
+        // What is left is federated.
+        for r in [
+            served("", "ConfigMap", "configmaps", true),
+            served("", "Secret", "secrets", true),
+            served("apps", "Deployment", "deployments", true),
+            served("rbac.authorization.k8s.io", "Role", "roles", true),
+            served("networking.k8s.io", "Ingress", "ingresses", true),
+            served("example.com", "Gizmo", "gizmos", true),
+        ] {
+            assert!(!skipped_in_contents(&r, none), "{}", r.qualified_name());
+        }
+    }
+
+    #[test]
+    fn contents_skip_names_from_the_command_line() {
+        let s = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let mut pods = served("", "Pod", "pods", true);
+        pods.short_names = vec!["po".into()];
+        let deploy = served("apps", "Deployment", "deployments", true);
+        for key in ["pods", "pod", "Pod", "po"] {
+            assert!(skipped_in_contents(&pods, &s(&[key])), "{key}");
+        }
+        assert!(skipped_in_contents(&deploy, &s(&["deployments.apps"])));
+        assert!(skipped_in_contents(&deploy, &s(&["apps"])), "a whole group");
+        assert!(!skipped_in_contents(&deploy, &s(&["pods"])));
+        assert!(
+            !skipped_in_contents(&pods, &s(&["", "apps", " "])),
+            "an empty name (from `-s pods,`) does not name the core group"
+        );
     }
 }
