@@ -1,4 +1,5 @@
-//! The object a member cluster should hold for a federated object (3.3):
+//! The object a member cluster should hold for a federated object
+//! (upstream `pkg/controller/sync/resource.go`, `dispatch/retain.go`):
 //! template, identity, retention (updates only), overrides, managed label —
 //! in that order, so overrides beat retention and nothing removes the label.
 

@@ -1,4 +1,4 @@
-//! Multi-cluster DNS (section 5, KubeFed v0.6.1): the `status.dns[]` the
+//! Multi-cluster DNS (KubeFed v0.6.1, upstream `pkg/controller/dnsendpoint`): the `status.dns[]` the
 //! ServiceDNS/IngressDNS controllers write into a record, and the
 //! `DNSEndpoint` the DNSEndpoint controller derives from that status for
 //! ExternalDNS' CRD source.
@@ -441,7 +441,8 @@ pub enum DnsError {
     MissingTopology { record: String, cluster: String },
 }
 
-/// The `status` the ServiceDNS (5.2) or IngressDNS (5.3) controller writes.
+/// The `status` the ServiceDNS or IngressDNS controller writes (upstream
+/// `pkg/controller/servicedns`, `pkg/controller/ingressdns`).
 ///
 /// `domain` is the Domain `<kubefed ns>/<domainRef>` (`None` when it does
 /// not exist: a service record's status is then left alone, as upstream
@@ -638,7 +639,8 @@ impl EndpointsPlan {
     }
 }
 
-/// The DNSEndpoint the DNSEndpoint controller (5.4) derives from a record
+/// The DNSEndpoint the DNSEndpoint controller (upstream
+/// `pkg/controller/dnsendpoint`) derives from a record
 /// and its status.
 ///
 /// Service records: for each `status.dns` entry, zone names

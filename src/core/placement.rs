@@ -45,7 +45,7 @@ pub enum PlacementError {
     InvalidPlacement { object: String, problem: String },
 }
 
-/// Selected cluster names (rules 1–3 of 2.9): explicit list if present,
+/// Selected cluster names (upstream `pkg/controller/util/placement.go`): explicit list if present,
 /// else the selector, intersected with the registered clusters.
 pub fn selected_clusters(
     fed: &Value,
@@ -54,7 +54,8 @@ pub fn selected_clusters(
     compute(fed, clusters, false)
 }
 
-/// The RSP's selector-only variant (rule 5): `clusters` lists are ignored,
+/// The RSP's selector-only variant (upstream
+/// `pkg/controller/schedulingpreference`): `clusters` lists are ignored,
 /// an absent selector selects nothing, `{}` selects all.
 pub fn selector_only_clusters(
     fed: &Value,
@@ -63,7 +64,8 @@ pub fn selector_only_clusters(
     compute(fed, clusters, true)
 }
 
-/// Placement of a namespaced federated object (3.8).
+/// Placement of a namespaced federated object (upstream
+/// `pkg/controller/sync/placement.go`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NamespacedPlacement {
     pub clusters: BTreeSet<String>,
@@ -98,7 +100,7 @@ pub fn namespaced_placement(
     }
 }
 
-/// The placement the sync controller uses for `fed` (2.9 rules 1–4): its
+/// The placement the sync controller uses for `fed`: its
 /// own placement, and for namespaced types other than FederatedNamespace
 /// the intersection with `federated_namespace` (the `<ns>/<ns>` object, or
 /// `None` when it does not exist) as [`namespaced_placement`] decides.

@@ -661,7 +661,7 @@ pub struct StatusUpdate {
     pub changed: bool,
 }
 
-/// Upstream's status update (2.11): `observedGeneration`, the Propagation
+/// Upstream's status update (`pkg/controller/sync/status/status.go`): `observedGeneration`, the Propagation
 /// condition (`CheckClusters` when a cluster is not OK, or lacks a remote
 /// status while `remote_status_collection`), `clusters[]` sorted by name.
 /// Empty fields are omitted as Go's `omitempty` does. `now` is an RFC 3339

@@ -101,7 +101,8 @@ struct Named<'a> {
     prefs: ClusterPreferences,
 }
 
-/// Distribute `prefs.total_replicas` over `available` (section 4.1).
+/// Distribute `prefs.total_replicas` over `available` (upstream
+/// `pkg/controller/util/planner/planner.go`).
 /// `current`/`capacity` are optional per cluster; `key` is the RSP's
 /// `<namespace>/<name>` (upstream's unit tests use `""`). Never fails.
 pub fn plan(

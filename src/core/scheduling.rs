@@ -1,4 +1,5 @@
-//! The ReplicaSchedulingPreference controller's pure part (4.3): from an
+//! The ReplicaSchedulingPreference controller's pure part (upstream
+//! `pkg/controller/schedulingpreference`): from an
 //! RSP, its federated Deployment/ReplicaSet and the ready clusters, the new
 //! `spec.placement.clusters` and per-cluster `/spec/replicas` overrides,
 //! written exactly where and how upstream writes them so that a Go KubeFed
@@ -532,7 +533,7 @@ mod tests {
         list.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     }
 
-    // E2E expectations of upstream test/e2e/scheduling.go (4.3), run on the pure part.
+    // E2E expectations of upstream test/e2e/scheduling.go, run on the pure part.
     #[test]
     fn upstream_two_cluster_expectations() {
         let cases = [

@@ -181,7 +181,8 @@ pub fn recorded_version(
         .map(str::to_string)
 }
 
-/// The PropagatedVersion `status` after a pass (3.6): with unchanged hashes
+/// The PropagatedVersion `status` after a pass (upstream
+/// `pkg/controller/sync/version/manager.go`): with unchanged hashes
 /// the old entries of still-selected clusters that were not re-recorded
 /// survive; with changed hashes only this pass's versions count. Entries
 /// with an empty version are dropped; `clusterVersions` sorted by name.

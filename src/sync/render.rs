@@ -2,7 +2,7 @@
 //! KubeFedClusters from files → the objects each member cluster would hold.
 
 use crate::core::builtin_types::{builtin_by_kind, builtin_version};
-use crate::core::decide::{self, FederatedType, Federation, Listing, ObjectPlan};
+use crate::core::decide::{self, FederatedType, Federation, Listing, ObjectPlan, key_of};
 use crate::core::desired::{TargetType, describe};
 use crate::core::legacy;
 use crate::core::membership::Scope;
@@ -289,14 +289,41 @@ pub fn render(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<Rendered> {
 pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
     let mut inputs = inputs;
     let mut notes = std::mem::take(&mut inputs.notes);
-    let mut scheduling = Vec::new();
-    let mut clusters: Vec<Cluster> = Vec::new();
-    for c in &inputs.clusters {
-        clusters.push(Cluster {
-            name: c.object["metadata"]["name"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
+    let clusters = clusters_of(&inputs, extra_clusters)?;
+    let mut federated = std::mem::take(&mut inputs.federated);
+    check_federated(&federated)?;
+    let fed_namespaces: BTreeMap<String, Value> = federated
+        .iter()
+        .filter(|f| is_federated_namespace(&f.object))
+        .map(|f| (key_of(&f.object).1, f.object.clone()))
+        .collect();
+    // RSP pass first: it rewrites placement and replicas overrides.
+    let scheduling = schedule_rsps(
+        &inputs,
+        &mut federated,
+        &fed_namespaces,
+        &clusters,
+        &mut notes,
+    )?;
+    let (placed, by_cluster) = decide_all(federated, &fed_namespaces, &clusters, &mut notes)?;
+    let host = render_dns(&inputs, &clusters, &mut notes)?;
+    Ok(RenderPlan {
+        clusters,
+        placed,
+        by_cluster,
+        host,
+        scheduling,
+        notes,
+    })
+}
+
+/// The clusters to render for, sorted: KubeFedClusters of the input and `--cluster`s.
+fn clusters_of(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result<Vec<Cluster>> {
+    let mut clusters: Vec<Cluster> = inputs
+        .clusters
+        .iter()
+        .map(|c| Cluster {
+            name: key_of(&c.object).1,
             labels: c.object["metadata"]["labels"]
                 .as_object()
                 .map(|m| {
@@ -306,8 +333,8 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
                 })
                 .unwrap_or_default(),
             ready: true,
-        });
-    }
+        })
+        .collect();
     clusters.extend(extra_clusters.iter().cloned());
     let mut seen = BTreeSet::new();
     for c in &clusters {
@@ -322,161 +349,109 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
         bail!("no clusters: give KubeFedCluster objects in the input, or --cluster NAME[:k=v,...]");
     }
     clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(clusters)
+}
 
-    let mut federated = std::mem::take(&mut inputs.federated);
-    let key = |o: &Value| {
-        (
-            o["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-            o["metadata"]["name"].as_str().unwrap_or("").to_string(),
-        )
-    };
+/// Every federated object once, with overrides that can be read (checked
+/// on all cores; errors in input order).
+fn check_federated(federated: &[Sourced]) -> Result<()> {
     let mut names = BTreeSet::new();
-    for f in &federated {
-        let (ns, name) = key(&f.object);
-        if !names.insert((
-            f.object["kind"].as_str().unwrap_or("").to_string(),
-            ns,
-            name,
-        )) {
+    for f in federated {
+        let kind = f.object["kind"].as_str().unwrap_or("");
+        if !names.insert((kind.to_string(), key_of(&f.object))) {
             bail!(
-                "{}: {} {:?} is given twice",
+                "{}: {kind} {:?} is given twice",
                 f.source,
-                f.object["kind"].as_str().unwrap_or(""),
                 describe(&f.object)
             );
         }
     }
-    // Per-object work runs on all cores; errors come in input order.
-    crate::parallel::map(&federated, |f| {
+    crate::parallel::map(federated, |f| {
         validate_overrides(&f.object)
             .map_err(|e| anyhow!("{}: {}: {e}", f.source, describe(&f.object)))
     })
     .into_iter()
-    .collect::<Result<()>>()?;
-    let fed_namespaces: BTreeMap<String, Value> = federated
-        .iter()
-        .filter(|f| is_federated_namespace(&f.object))
-        .map(|f| {
-            (
-                f.object["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-                f.object.clone(),
-            )
-        })
-        .collect();
-    // Without any FederatedNamespace in the input, namespaces are not a
-    // constraint (as in a namespace-scoped control plane).
-    let scope = if fed_namespaces.is_empty() {
-        Scope::Namespaced
-    } else {
-        Scope::Cluster
-    };
+    .collect()
+}
 
-    // RSP pass first: it rewrites placement and replicas overrides.
+/// The RSP pass over the input: each RSP rewrites its federated object.
+/// Returns one line per RSP decision.
+fn schedule_rsps(
+    inputs: &Inputs,
+    federated: &mut [Sourced],
+    fed_namespaces: &BTreeMap<String, Value>,
+    clusters: &[Cluster],
+    notes: &mut Vec<String>,
+) -> Result<Vec<String>> {
+    let mut scheduling = Vec::new();
     for rsp in &inputs.rsps {
-        let (ns, name) = key(&rsp.object);
+        let (ns, name) = key_of(&rsp.object);
         let target_kind = rsp.object["spec"]["targetKind"].as_str().unwrap_or("");
         let Some(fed) = federated.iter_mut().find(|f| {
-            key(&f.object) == (ns.clone(), name.clone()) && f.object["kind"] == target_kind
+            key_of(&f.object) == (ns.clone(), name.clone()) && f.object["kind"] == target_kind
         }) else {
             notes.push(format!("{}: no {target_kind} {ns}/{name} in the input for this ReplicaSchedulingPreference", rsp.source));
             continue;
         };
         let fedns = fed_namespaces.get(&ns);
-        match schedule(
-            &rsp.object,
-            &fed.object,
-            fedns,
-            &clusters,
-            &BTreeMap::new(),
-            &BTreeMap::new(),
-        )
-        .map_err(|e| anyhow!("{}: {e}", rsp.source))?
+        let empty = BTreeMap::new();
+        match schedule(&rsp.object, &fed.object, fedns, clusters, &empty, &empty)
+            .map_err(|e| anyhow!("{}: {e}", rsp.source))?
         {
             Scheduled::Updated(obj) => fed.object = obj,
             Scheduled::Unchanged => {}
         }
         scheduling.push(format!("{ns}/{name}: {}", replicas_summary(&fed.object)));
     }
+    Ok(scheduling)
+}
 
-    // The decide step, as a live run makes it, with members that hold
-    // nothing: each object is placed and rendered once, on all cores.
-    let kubefed_namespace = crate::cli::DEFAULT_KUBEFED_NAMESPACE;
+/// Cluster → indices into the placed objects, in input order.
+type ByCluster = BTreeMap<String, Vec<usize>>;
+
+/// The decide step, as a live run makes it, with members that hold
+/// nothing: each object is placed and rendered once, on all cores.
+/// Without any FederatedNamespace in the input, namespaces are not a
+/// constraint (as in a namespace-scoped control plane).
+fn decide_all(
+    federated: Vec<Sourced>,
+    fed_namespaces: &BTreeMap<String, Value>,
+    clusters: &[Cluster],
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Placed>, ByCluster)> {
+    let scope = if fed_namespaces.is_empty() {
+        Scope::Namespaced
+    } else {
+        Scope::Cluster
+    };
     let empty: BTreeMap<String, Listing> = clusters
         .iter()
         .map(|c| (c.name.clone(), Listing::Listed(HashMap::new())))
         .collect();
     let (host_namespaces, versions) = (HashMap::new(), HashMap::new());
     let federation = Federation {
-        kubefed_namespace,
+        kubefed_namespace: crate::cli::DEFAULT_KUBEFED_NAMESPACE,
         scope,
         settings: SyncSettings {
             adopt_resources: true,
         },
-        clusters: &clusters,
+        clusters,
         touched: None,
-        fed_namespaces: &fed_namespaces,
+        fed_namespaces,
         host_namespaces: &host_namespaces,
         versions: &versions,
     };
-    let placements = crate::parallel::map_owned(federated, |f| -> Result<_> {
-        let obj = &f.object;
-        let target = target_type(obj).map_err(|e| anyhow!("{}: {e}", f.source))?;
-        let namespaced = builtin_by_kind(&target.kind)
-            .map_or(obj["metadata"]["namespace"].is_string(), |b| b.namespaced);
-        let t = FederatedType {
-            federated_kind: obj["kind"].as_str().unwrap_or("").to_string(),
-            target_plural: format!("{}s", target.kind.to_lowercase()),
-            target,
-            namespaced,
-        };
-        let plan = decide::decide_object(&federation, &t, obj, &empty);
-        if plan.reason == AggregateReason::ComputePlacementFailed {
-            let fedns = obj["metadata"]["namespace"]
-                .as_str()
-                .and_then(|ns| fed_namespaces.get(ns));
-            sync_placement(obj, fedns, &clusters, scope, namespaced)
-                .map_err(|e| anyhow!("{}: {e}", f.source))?;
-        }
-        for d in &plan.decisions {
-            if let (Action::Skip, Some(status)) = (&d.action, d.status) {
-                let why = d.message.clone().unwrap_or_default();
-                bail!(if status == ClusterStatus::ComputeResourceFailed {
-                    format!("{}: {why}", f.source)
-                } else {
-                    format!("{}: cluster {:?}: {why}", f.source, d.cluster)
-                });
-            }
-        }
-        let mut notes: Vec<String> = plan
-            .notes
-            .iter()
-            .map(|n| format!("{}: {n}", f.source))
-            .collect();
-        if plan.reason == AggregateReason::NamespaceNotFederated {
-            notes.push(format!(
-                "{}: {} is not placed: namespace {:?} has no FederatedNamespace in the input",
-                f.source,
-                describe(obj),
-                plan.key.0
-            ));
-        }
-        Ok((plan, notes))
+    let decided = crate::parallel::map_owned(federated, |f| {
+        decide_one(&federation, &empty, &f).map_err(|e| anyhow!("{}: {e}", f.source))
     });
-    let mut placed = Vec::with_capacity(placements.len());
-    let mut by_cluster: BTreeMap<String, Vec<usize>> = clusters
+    let mut placed = Vec::with_capacity(decided.len());
+    let mut by_cluster: ByCluster = clusters
         .iter()
         .map(|c| (c.name.clone(), Vec::new()))
         .collect();
-    for result in placements {
-        let (plan, note) = result?;
+    for result in decided {
+        let (object, note) = result?;
         notes.extend(note);
-        let object = Placed::new(plan);
         if object.objects.is_empty() {
             continue;
         }
@@ -488,15 +463,60 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
         }
         placed.push(object);
     }
-    let host = render_dns(&inputs, &clusters, &mut notes)?;
-    Ok(RenderPlan {
-        clusters,
-        placed,
-        by_cluster,
-        host,
-        scheduling,
-        notes,
-    })
+    Ok((placed, by_cluster))
+}
+
+/// One federated object of the input through the decide step; every
+/// problem is an error (offline there is nothing to retry).
+fn decide_one(
+    federation: &Federation,
+    empty: &BTreeMap<String, Listing>,
+    f: &Sourced,
+) -> Result<(Placed, Vec<String>)> {
+    let obj = &f.object;
+    let target = target_type(obj)?;
+    let namespaced = builtin_by_kind(&target.kind)
+        .map_or(obj["metadata"]["namespace"].is_string(), |b| b.namespaced);
+    let t = FederatedType {
+        federated_kind: obj["kind"].as_str().unwrap_or("").to_string(),
+        target_plural: format!("{}s", target.kind.to_lowercase()),
+        target,
+        namespaced,
+    };
+    let plan = decide::decide_object(federation, &t, obj, empty);
+    if plan.reason == AggregateReason::ComputePlacementFailed {
+        let fedns = federation.fed_namespaces.get(&plan.key.0);
+        sync_placement(
+            obj,
+            fedns,
+            federation.clusters,
+            federation.scope,
+            namespaced,
+        )?;
+    }
+    for d in &plan.decisions {
+        if let (Action::Skip, Some(status)) = (&d.action, d.status) {
+            let why = d.message.clone().unwrap_or_default();
+            if status == ClusterStatus::ComputeResourceFailed {
+                bail!("{why}");
+            }
+            bail!("cluster {:?}: {why}", d.cluster);
+        }
+    }
+    let mut notes: Vec<String> = plan
+        .notes
+        .iter()
+        .map(|n| format!("{}: {n}", f.source))
+        .collect();
+    if plan.reason == AggregateReason::NamespaceNotFederated {
+        notes.push(format!(
+            "{}: {} is not placed: namespace {:?} has no FederatedNamespace in the input",
+            f.source,
+            describe(obj),
+            plan.key.0
+        ));
+    }
+    Ok((Placed::new(plan), notes))
 }
 
 impl RenderPlan {
