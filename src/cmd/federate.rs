@@ -166,8 +166,7 @@ fn federate_file(
     for n in &out.notes {
         eprintln!("note: {n}");
     }
-    let objects = out.objects;
-    crate::output::print_objects(&objects, format)
+    crate::output::print_objects(&out.objects, format)
 }
 
 /// What `federate -f` makes of a YAML stream.

@@ -731,6 +731,159 @@ mod tests {
         assert_eq!(p.selected.len(), 2, "placement sees every member");
     }
 
+    /// One federated object against one member holding `live`: the cases
+    /// the live integration tests run against real clusters.
+    #[test]
+    fn decide_object_table() {
+        use crate::core::version::{overrides_version, template_version};
+        let mut w = World::new();
+        w.clusters.truncate(1);
+        w.fed_namespaces.insert("shop".into(), fed_ns("shop"));
+        let fed = fed_cm("x");
+        let copy = |labels: Value, rv: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "shop",
+                   "resourceVersion": rv, "labels": labels}, "data": {"k": "v"}})
+        };
+        let managed = copy(json!({"kubefed.io/managed": "true"}), "7");
+        let recorded = json!({"status": {"templateVersion": template_version(&fed).unwrap(),
+            "overridesVersion": overrides_version(&fed).unwrap(),
+            "clusterVersions": [{"clusterName": "a", "version": "rv:7"}]}});
+        let mut orphaning = fed.clone();
+        orphaning["metadata"]["deletionTimestamp"] = json!("t");
+        orphaning["metadata"]["annotations"] = json!({"kubefed.io/orphan": "true"});
+        let mut deleting = fed.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("t");
+        let mut unplaced = fed.clone();
+        unplaced["spec"]["placement"] = json!({"clusters": []});
+        let mut bad_placement = fed.clone();
+        bad_placement["spec"]["placement"] =
+            json!({"clusterSelector": {"matchExpressions": [{"key": "k", "operator": "Nope"}]}});
+        type Row<'a> = (
+            &'a str,
+            &'a Value,
+            Option<Value>,
+            bool,
+            bool,
+            Vec<(String, &'static str, Option<ClusterStatus>)>,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "absent: create",
+                &fed,
+                None,
+                true,
+                false,
+                vec![row("a", "create", Some(ClusterStatus::Ok))],
+            ),
+            (
+                "recorded version matches: unchanged",
+                &fed,
+                Some(managed.clone()),
+                true,
+                true,
+                vec![row("a", "unchanged", Some(ClusterStatus::Ok))],
+            ),
+            (
+                "no recorded version: update",
+                &fed,
+                Some(managed.clone()),
+                true,
+                false,
+                vec![row("a", "update", Some(ClusterStatus::Ok))],
+            ),
+            (
+                "unlabelled: adopt",
+                &fed,
+                Some(copy(json!({}), "7")),
+                true,
+                false,
+                vec![row("a", "update", Some(ClusterStatus::Ok))],
+            ),
+            (
+                "unlabelled, adoption disabled",
+                &fed,
+                Some(copy(json!({}), "7")),
+                false,
+                false,
+                vec![row("a", "skip", Some(ClusterStatus::AlreadyExists))],
+            ),
+            (
+                "managed=false is never touched",
+                &fed,
+                Some(copy(json!({"kubefed.io/managed": "false"}), "7")),
+                true,
+                false,
+                vec![row("a", "skip", Some(ClusterStatus::ManagedLabelFalse))],
+            ),
+            (
+                "no longer placed: delete",
+                &unplaced,
+                Some(managed.clone()),
+                true,
+                false,
+                vec![row("a", "delete", Some(ClusterStatus::WaitingForRemoval))],
+            ),
+            (
+                "no longer placed, unmanaged: left alone",
+                &unplaced,
+                Some(copy(json!({}), "7")),
+                true,
+                false,
+                vec![row("a", "nothing", None)],
+            ),
+            (
+                "invalid placement: nothing",
+                &bad_placement,
+                Some(managed.clone()),
+                true,
+                false,
+                vec![],
+            ),
+            (
+                "deleted: delete",
+                &deleting,
+                Some(managed.clone()),
+                true,
+                false,
+                vec![row("a", "delete", None)],
+            ),
+            (
+                "deleted, orphaning: unlabel",
+                &orphaning,
+                Some(managed.clone()),
+                true,
+                false,
+                vec![row("a", "unlabel", None)],
+            ),
+        ];
+        for (name, obj, live, adopt, with_version, want) in rows {
+            let mut versions = HashMap::new();
+            if with_version {
+                versions.insert(
+                    ("shop".to_string(), "configmap-x".to_string()),
+                    recorded.clone(),
+                );
+            }
+            let mut f = w.federation();
+            f.versions = &versions;
+            f.settings.adopt_resources = adopt;
+            let members = BTreeMap::from([(
+                "a".to_string(),
+                listed(&live.into_iter().collect::<Vec<_>>()),
+            )]);
+            let p = decide_object(&f, &configmaps(), obj, &members);
+            assert_eq!(actions(&p), want, "{name}");
+            if name.starts_with("invalid") {
+                assert_eq!(p.reason, AggregateReason::ComputePlacementFailed, "{name}");
+                assert!(
+                    p.failures[0].contains("clusterSelector"),
+                    "{name}: {:?}",
+                    p.failures
+                );
+            }
+        }
+    }
+
     #[test]
     fn orphans_respect_the_namespace_limit_and_the_selector() {
         let w = World::new();
