@@ -131,6 +131,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Entry point of every binary: `kubefedctl`, or `kubectl fed` as a plugin.
 pub fn main(bin_name: &str) -> ExitCode {
+    crate::output::quiet_broken_pipes();
     crate::completion::complete_from_env();
     let cmd = Cli::command().bin_name(bin_name);
     let matches = match cmd.try_get_matches() {
@@ -144,6 +145,7 @@ pub fn main(bin_name: &str) -> ExitCode {
     init_diagnostics(cli.global.verbosity);
     match run(cli) {
         Ok(()) => ExitCode::from(EXIT_OK),
+        Err(err) if err.is::<crate::output::StdoutClosed>() => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("error: {}", one_line(&err));
             ExitCode::from(exit_code(&err))

@@ -31,9 +31,46 @@ pub fn render<T: Serialize>(value: &T, format: DocumentFormat) -> Result<String>
 pub fn print<T: Serialize>(value: &T, format: DocumentFormat) -> Result<()> {
     let text = render(value, format)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
+    on_stdout(
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(anyhow::Error::from),
+    )
+}
+
+/// The reader of stdout went away (`kubefedctl ... | head -1`): the command
+/// stops quietly with exit 0, as ripgrep does; not an error to report.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed by its reader")]
+pub struct StdoutClosed;
+
+/// The result of writing to stdout, a closed pipe made [`StdoutClosed`].
+pub fn on_stdout<T>(result: Result<T>) -> Result<T> {
+    result.map_err(|e| {
+        let closed = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        });
+        if closed { StdoutClosed.into() } else { e }
+    })
+}
+
+/// `println!` and `eprintln!` panic when their reader has gone; that too
+/// ends the command quietly (exit 0) instead of with a backtrace.
+pub fn quiet_broken_pipes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info)
+    }));
 }
 
 /// Several objects: a multi-document YAML stream, or a JSON `List`, both of

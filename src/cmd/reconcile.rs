@@ -4,7 +4,9 @@
 use crate::cli::{GlobalOptions, parse_duration};
 use crate::error::ExitWith;
 use crate::host::Host;
-use crate::output::DocumentFormat;
+use crate::output::{DocumentFormat, on_stdout};
+use crate::core::lease::RECONCILE_LEASE;
+use crate::sync::lock::{self, RunLock};
 use crate::sync::observe::Selection;
 use crate::sync::{live, render};
 use anyhow::Result;
@@ -20,8 +22,10 @@ pub const EXIT_PARTIAL: u8 = 3;
 #[derive(Args, Debug)]
 #[command(
     after_help = "Exit codes: 0 converged (or, with --dry-run --exit-code, nothing to do);
-1 error before any change, or changes pending with --dry-run --exit-code;
-3 partial: some objects or clusters failed (listed on stderr).
+1 error before any change (the federation lock held by another run included),
+  or changes pending with --dry-run --exit-code;
+3 partial: some objects or clusters failed (listed on stderr);
+130/143 interrupted by Ctrl-C/SIGTERM (the lock is released).
 
 Examples:
   kubefedctl reconcile --from testdata/demo                    # offline: print member manifests
@@ -105,6 +109,14 @@ pub struct ReconcileOptions {
     )]
     pub wait: Option<Duration>,
 
+    /// Wait up to DURATION for the federation lock another run holds (0: fail at once)
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    pub lock_timeout: Duration,
+
+    /// Do not take the federation lock (only when no other run can overlap)
+    #[arg(long, conflicts_with = "lock_timeout")]
+    pub no_lock: bool,
+
     /// Summary (live) or manifests (--from) as yaml or json
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
@@ -115,6 +127,16 @@ pub fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         return run_render(o);
     }
     crate::cli::runtime()?.block_on(run_live(global, o))
+}
+
+/// Ctrl-C or SIGTERM: the signal's number.
+async fn interrupted() -> u8 {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => 2,
+        _ = term.recv() => 15,
+    }
 }
 
 fn run_render(o: &ReconcileOptions) -> Result<()> {
@@ -141,9 +163,9 @@ fn run_render(o: &ReconcileOptions) -> Result<()> {
             );
         }
         (None, Some(DocumentFormat::Json)) => {
-            render::write_json(&plan, &mut std::io::stdout().lock())?
+            on_stdout(render::write_json(&plan, &mut std::io::stdout().lock()))?
         }
-        (None, _) => render::write_stream(&plan, &mut std::io::stdout().lock())?,
+        (None, _) => on_stdout(render::write_stream(&plan, &mut std::io::stdout().lock()))?,
     }
     Ok(())
 }
@@ -184,7 +206,40 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let report = live::reconcile(&host, &opts, &progress).await?;
+    // The run lock: one live reconcile of a federation at a time.
+    let lock = if o.dry_run || o.no_lock {
+        None
+    } else {
+        let lock = RunLock::acquire(&host, RECONCILE_LEASE, lock::this_run(), o.lock_timeout)
+            .await?;
+        if let Some(previous) = &lock.took_over {
+            eprintln!("note: took over the federation lock from {previous}");
+        }
+        Some(lock)
+    };
+    let run = live::reconcile(&host, &opts, &progress);
+    let report = tokio::select! {
+        report = run => report,
+        signal = interrupted() => {
+            // The run stops between requests; a later run converges.
+            progress.finish_and_clear();
+            if let Some(lock) = lock {
+                lock.release().await?;
+            }
+            return Err(ExitWith {
+                code: 128 + signal,
+                message: "interrupted; the federation lock is released and the next run completes the work".into(),
+            }
+            .into());
+        }
+    };
+    // Released whatever the run's outcome; the run's own error comes first.
+    let released = match lock {
+        Some(lock) => lock.release().await,
+        None => Ok(()),
+    };
+    let report = report?;
+    released?;
     progress.finish_and_clear();
 
     if o.dry_run {

@@ -332,7 +332,9 @@ async fn type_rows(host: &Host, o: &StatusOptions) -> Result<Vec<TypeRow>> {
         .map_err(api_error)?
         .items;
     ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let members = if o.probe {
+    // `status types --probe` asks the members; the overview's `--probe` is for clusters.
+    let probe = o.probe && o.what.as_deref() == Some("types");
+    let members = if probe {
         members::load(host, o.probe_timeout, &[]).await?
     } else {
         Vec::new()
@@ -348,7 +350,7 @@ async fn type_rows(host: &Host, o: &StatusOptions) -> Result<Vec<TypeRow>> {
             .iter()
             .filter(|obj| propagation(obj).0 == "True" && !is_ignored(host, &f, obj))
             .count();
-        let serving = if o.probe {
+        let serving = if probe {
             Some(serving(&members, &f, o.probe_timeout).await)
         } else {
             None

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use super::overrides::overrides_for_cluster;
+use super::time::parse_rfc3339;
 use super::placement::{Cluster, selector_only_clusters};
 use super::planner::{ClusterPreferences, Preferences, plan};
 
@@ -438,47 +439,6 @@ pub fn current_and_capacity(state: &MemberReplicas, pods: &PodAnalysis) -> (i64,
     }
 }
 
-/// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.
-fn parse_rfc3339(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &text[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        rest = frac.trim_start_matches(|c: char| c.is_ascii_digit());
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 => {
-            let sign = match &rest[..1] {
-                "+" => 1,
-                "-" => -1,
-                _ => return None,
-            };
-            sign * (rest[1..3].parse::<i64>().ok()? * 3600 + rest[4..6].parse::<i64>().ok()? * 60)
-        }
-        _ => return None,
-    };
-    // days from civil (Howard Hinnant)
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
-}
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@ pub mod diff;
 pub mod dns;
 pub mod execute;
 pub mod live;
+pub mod lock;
 pub mod observe;
 pub mod record;
 pub mod render;

@@ -1,0 +1,141 @@
+//! The run lock's rules: who holds a `coordination.k8s.io/v1` Lease, whether
+//! it has expired, and what a run that wants it should do. Time is an
+//! argument (seconds since the epoch); the shell reads and writes the Lease.
+
+use serde_json::{Value, json};
+
+use super::time::{parse_rfc3339, rfc3339};
+
+/// The Lease a whole-federation reconcile takes in the federation namespace.
+pub const RECONCILE_LEASE: &str = "kubefedctl-reconcile";
+
+/// How long a lease lasts without renewal; the holder renews it every third.
+pub const LEASE_SECONDS: i64 = 15;
+
+/// Who a run is, as the Lease's `holderIdentity` says it:
+/// `ci-runner-7 (pid 4121, job 88231)`.
+pub fn identity(host: &str, pid: u32, job: Option<&str>) -> String {
+    match job.filter(|j| !j.is_empty()) {
+        Some(job) => format!("{host} (pid {pid}, job {job})"),
+        None => format!("{host} (pid {pid})"),
+    }
+}
+
+/// What a run that wants the lease does about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Acquire {
+    /// No Lease yet: create it.
+    Create,
+    /// Free (released, or expired since `expired_for` seconds): take it.
+    Take { previous: Option<(String, i64)> },
+    /// Someone holds it, since `held_for` seconds.
+    Held { holder: String, held_for: i64 },
+}
+
+/// Seconds since the epoch as the MicroTime a Lease carries.
+pub fn micro_time(secs: i64) -> String {
+    rfc3339(secs).replace('Z', ".000000Z")
+}
+
+/// The decision for `lease` (the object, if any) at `now`.
+pub fn acquire(lease: Option<&Value>, now: i64) -> Acquire {
+    let Some(lease) = lease else {
+        return Acquire::Create;
+    };
+    let spec = lease.get("spec").cloned().unwrap_or(Value::Null);
+    let holder = spec
+        .get("holderIdentity")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if holder.is_empty() {
+        return Acquire::Take { previous: None };
+    }
+    let time = |k: &str| spec.get(k).and_then(Value::as_str).and_then(parse_rfc3339);
+    let duration = spec
+        .get("leaseDurationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(LEASE_SECONDS);
+    let renewed = time("renewTime").or(time("acquireTime")).unwrap_or(0);
+    let expires = renewed + duration;
+    if expires < now {
+        return Acquire::Take {
+            previous: Some((holder.to_string(), now - expires)),
+        };
+    }
+    Acquire::Held {
+        holder: holder.to_string(),
+        held_for: now - time("acquireTime").unwrap_or(renewed),
+    }
+}
+
+/// The Lease's spec when `me` takes it at `now` (`transitions` so far).
+pub fn taken(me: &str, now: i64, transitions: i64) -> Value {
+    json!({
+        "holderIdentity": me,
+        "leaseDurationSeconds": LEASE_SECONDS,
+        "acquireTime": micro_time(now),
+        "renewTime": micro_time(now),
+        "leaseTransitions": transitions,
+    })
+}
+
+/// `12s`, `3m4s`, `2h5m`: how long ago, for messages.
+pub fn ago(secs: i64) -> String {
+    let s = secs.max(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{}s", s / 60, s % 60),
+        _ => format!("{}h{}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(holder: &str, acquired: i64, renewed: i64) -> Value {
+        json!({"metadata": {"name": RECONCILE_LEASE},
+               "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                        "acquireTime": micro_time(acquired), "renewTime": micro_time(renewed)}})
+    }
+
+    #[test]
+    fn who_gets_the_lease() {
+        let now = 1_800_000_000;
+        assert_eq!(acquire(None, now), Acquire::Create);
+        assert_eq!(
+            acquire(Some(&lease("ci-7 (pid 1)", now - 12, now - 2)), now),
+            Acquire::Held {
+                holder: "ci-7 (pid 1)".into(),
+                held_for: 12
+            },
+            "renewed 2s ago: held since it was acquired"
+        );
+        assert_eq!(
+            acquire(Some(&lease("ci-7 (pid 1)", now - 100, now - 20)), now),
+            Acquire::Take {
+                previous: Some(("ci-7 (pid 1)".into(), 5))
+            },
+            "a holder that stopped renewing 20s ago (15s lease) has crashed"
+        );
+        assert_eq!(
+            acquire(Some(&lease("", now - 100, now - 1)), now),
+            Acquire::Take { previous: None },
+            "released"
+        );
+        let no_spec = json!({"metadata": {"name": RECONCILE_LEASE}});
+        assert_eq!(acquire(Some(&no_spec), now), Acquire::Take { previous: None });
+    }
+
+    #[test]
+    fn identities_and_times_read_well() {
+        assert_eq!(identity("ci-runner-7", 4121, Some("88231")), "ci-runner-7 (pid 4121, job 88231)");
+        assert_eq!(identity("laptop", 9, None), "laptop (pid 9)");
+        assert_eq!(identity("laptop", 9, Some("")), "laptop (pid 9)");
+        assert_eq!(micro_time(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(parse_rfc3339(&micro_time(1_800_000_000)), Some(1_800_000_000));
+        assert_eq!(ago(12), "12s");
+        assert_eq!(ago(184), "3m4s");
+        assert_eq!(ago(7500), "2h5m");
+    }
+}
