@@ -184,6 +184,14 @@ pub async fn probe(member: &Member, timeout: Duration) -> Health {
         Err(_) => Health::Offline {
             message: format!("cluster is not reachable: no answer within {timeout:?}"),
         },
+        Ok(Err(kube::Error::Api(s))) if s.code == 401 => Health::NotReady {
+            message: format!(
+                "the member refused its credentials ({} {}): the token in the KubeFedCluster's Secret no longer works; join it again (kubefedctl join {} --error-on-existing=false)",
+                s.code,
+                s.message.trim(),
+                member.name
+            ),
+        },
         Ok(Err(kube::Error::Api(s))) => Health::NotReady {
             message: format!("/healthz responded without ok ({} {})", s.code, s.message),
         },

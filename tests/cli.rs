@@ -184,3 +184,51 @@ fn kubectl_finds_the_plugin_on_path() {
         stdout(&o)
     );
 }
+
+/// Runs the binary with a stdout whose reader is already gone, as in
+/// `kubefedctl ... | head -0`: every write meets a broken pipe.
+fn run_into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(KUBEFEDCTL)
+        .args(args)
+        .env_remove("COMPLETE")
+        .env_remove("KUBECONFIG")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("running the binary")
+}
+
+#[test]
+fn printing_commands_stop_quietly_when_the_reader_goes_away() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let demo = root.join("testdata/demo");
+    let demo = demo.to_str().unwrap();
+    let seed = root.join("testdata/seeds/federated-deployment.yaml");
+    let seed = seed.to_str().unwrap();
+    for args in [
+        &["version"][..],
+        &["version", "-o", "json"],
+        &["completion", "bash"],
+        &["completion", "fish"],
+        &["reconcile", "--from", demo],
+        &["reconcile", "--from", demo, "-o", "json"],
+        &["reconcile", "--from", seed, "--cluster", "c1"],
+        &["federate", "-f", seed],
+        &["federate", "-f", seed, "-o", "json"],
+        &["--help"],
+    ] {
+        let out = run_into_closed_pipe(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("error:") && !err.contains("Broken pipe"),
+            "{args:?} says nothing about the pipe: {err}"
+        );
+    }
+    // A real error still is one.
+    let out = run_into_closed_pipe(&["reconcile", "--from", "/no/such/dir"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("error:"));
+}

@@ -277,15 +277,16 @@ fn converges_with_overrides_and_rsp_then_writes_nothing() {
 
     f.reset();
     let again = f.reconcile(&[]).ok();
-    let writes: Vec<RequestRecord> = [&f.host, &f.m1, &f.m2]
+    let (lock, writes): (Vec<RequestRecord>, Vec<RequestRecord>) = [&f.host, &f.m1, &f.m2]
         .iter()
         .flat_map(|p| p.records())
         .filter(|r| r.is_write())
-        .collect();
+        .partition(|r| r.resource == "leases");
     assert!(
         writes.is_empty(),
-        "a second run writes nothing at all: {writes:?}"
+        "a second run writes nothing at all but its lock: {writes:?}"
     );
+    assert_eq!(lock.len(), 2, "the lock is taken and released: {lock:?}");
     assert!(again.stdout.contains("UNCHANGED"));
 
     // A template change is one update per cluster.
@@ -1028,7 +1029,7 @@ fn a_run_killed_after_some_member_writes_leaves_nothing_behind_once_deleted() {
             200
         );
     }
-    let run = f.reconcile(&[]);
+    let run = f.reconcile(&["--lock-timeout", "40s"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         copies("member1") + copies("member2"),
@@ -1289,4 +1290,419 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     let run = f.reconcile(&[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(get(env, "member2", &widget).is_some());
+}
+
+/// The federation lock's Lease, if any.
+fn lease(env: &TestEnv, fedns: &str) -> Option<Value> {
+    get(
+        env,
+        "host",
+        &format!("/apis/coordination.k8s.io/v1/namespaces/{fedns}/leases/kubefedctl-reconcile"),
+    )
+}
+
+fn holder(env: &TestEnv, fedns: &str) -> String {
+    lease(env, fedns)
+        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+impl Federation {
+    /// `kubefedctl reconcile` started in the background, output discarded.
+    fn spawn_reconcile(&self, extra: &[&str]) -> std::process::Child {
+        std::process::Command::new(common::KUBEFEDCTL)
+            .arg("--kubeconfig")
+            .arg(&self.kc)
+            .args([
+                "reconcile",
+                "-n",
+                self.ns,
+                "--kubefed-namespace",
+                self.fedns,
+            ])
+            .args(extra)
+            .env_remove("KUBECONFIG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// `count` FederatedConfigMaps `<prefix>-NN` placed everywhere.
+    fn create_configmaps(&self, env: &TestEnv, prefix: &str, count: usize) -> Vec<String> {
+        let names: Vec<String> = (0..count).map(|i| format!("{prefix}-{i:02}")).collect();
+        for n in &names {
+            self.create(
+                env,
+                "FederatedConfigMap",
+                n,
+                json!({
+                "template": {"data": {"n": n}}, "placement": {"clusterSelector": {}}}),
+            );
+        }
+        names
+    }
+
+    fn slow_members(&self, latency_ms: u64) {
+        let slow = Faults {
+            latency: std::time::Duration::from_millis(latency_ms),
+            ..Default::default()
+        };
+        self.m1.set_faults(slow.clone());
+        self.m2.set_faults(slow);
+    }
+}
+
+/// Polls `done` every 20 ms for up to 60 s.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_second_run_is_told_who_holds_the_federation_and_can_wait_for_it() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-lock",
+        "rclock.kubefed.io",
+        "rc-lock-objs",
+        &["configmaps"],
+    );
+    f.create_configmaps(env, "cfg", 10);
+    f.slow_members(250);
+    let mut first = f.spawn_reconcile(&["--concurrency", "1"]);
+    wait_until("the first run to hold the lock", || {
+        !holder(env, f.fedns).is_empty()
+    });
+    let held = holder(env, f.fedns);
+    assert!(held.contains(&format!("(pid {}", first.id())), "{held}");
+
+    let refused = f.reconcile(&[]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!(
+            "error: federation is being reconciled by {held} since "
+        )) && refused.stderr.contains("ago; --lock-timeout waits"),
+        "{}",
+        refused.stderr
+    );
+    let waited = f.reconcile(&["--lock-timeout", "60s"]);
+    assert_eq!(waited.code, 0, "waits, then runs: {}", waited.stderr);
+    assert!(
+        first.wait().unwrap().success(),
+        "the first run was not disturbed"
+    );
+    f.m1.clear_faults();
+    f.m2.clear_faults();
+    assert_eq!(holder(env, f.fedns), "", "released at the end");
+
+    // A holder that stopped renewing (crashed) is taken over.
+    let path = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases/kubefedctl-reconcile",
+        f.fedns
+    );
+    let old = "2020-01-01T00:00:00.000000Z";
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": {"holderIdentity": "ghost (pid 1)", "acquireTime": old, "renewTime": old, "leaseDurationSeconds": 15}}),
+    );
+    let run = f.reconcile(&[]).ok();
+    assert!(
+        run.stderr
+            .contains("note: took over the federation lock from ghost (pid 1), expired"),
+        "{}",
+        run.stderr
+    );
+    let l = lease(env, f.fedns).unwrap();
+    assert_eq!(l["spec"]["holderIdentity"], Value::Null);
+    assert!(l["spec"]["leaseTransitions"].as_i64().unwrap() >= 1);
+
+    // --dry-run and --no-lock do not take it.
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": {"holderIdentity": "someone (pid 2)", "acquireTime": null,
+        "renewTime": "2999-01-01T00:00:00.000000Z"}}),
+    );
+    f.reconcile(&["--dry-run"]).ok();
+    f.reconcile(&["--no-lock"]).ok();
+    assert_eq!(holder(env, f.fedns), "someone (pid 2)");
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": {"holderIdentity": null, "renewTime": null}}),
+    );
+}
+
+#[test]
+fn sigterm_stops_a_run_and_releases_the_lock() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-term2",
+        "rcterm2.kubefed.io",
+        "rc-term2-objs",
+        &["configmaps"],
+    );
+    f.create_configmaps(env, "cfg", 10);
+    f.slow_members(250);
+    f.reset();
+    let mut run = f.spawn_reconcile(&["--concurrency", "1"]);
+    wait_until("a member write", || f.m1.writes() + f.m2.writes() > 2);
+    assert!(!holder(env, f.fedns).is_empty());
+    unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
+    let status = run.wait().unwrap();
+    f.m1.clear_faults();
+    f.m2.clear_faults();
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM");
+    assert_eq!(holder(env, f.fedns), "", "released");
+    // The next run completes the work, without waiting for the lock.
+    f.reconcile(&[]).ok();
+    for i in 0..10 {
+        assert!(cm(env, "member2", f.ns, &format!("cfg-{i:02}")).is_some());
+    }
+}
+
+/// Everything a clean run leaves, for comparison: member objects (data and
+/// labels), PropagatedVersions' cluster versions against the members, and
+/// the federated objects' propagation.
+fn converged(env: &TestEnv, f: &Federation, names: &[String]) {
+    for n in names {
+        for (c, short) in [("member1", "m1"), ("member2", "m2")] {
+            let obj = cm(env, c, f.ns, n).unwrap_or_else(|| panic!("{c}: {n} missing"));
+            assert_eq!(obj["data"], json!({"n": n}), "{c}/{n}");
+            assert_eq!(
+                labels(&obj),
+                json!({"kubefed.io/managed": "true"}),
+                "{c}/{n}"
+            );
+            let pv = get(
+                env,
+                "host",
+                &format!(
+                    "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/configmap-{n}",
+                    f.ns
+                ),
+            )
+            .unwrap_or_else(|| panic!("propagated version of {n}"));
+            let recorded = pv["status"]["clusterVersions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["clusterName"] == f.cluster(short).as_str())
+                .map(|v| v["version"].clone());
+            assert_eq!(
+                recorded,
+                Some(json!(format!(
+                    "rv:{}",
+                    obj["metadata"]["resourceVersion"].as_str().unwrap()
+                ))),
+                "{n}: the recorded version is the member's"
+            );
+        }
+        let fed = f.fed(env, "federatedconfigmaps", n).unwrap();
+        assert_eq!(fed["status"]["conditions"][0]["status"], "True", "{n}");
+        assert_eq!(
+            fed["metadata"]["finalizers"],
+            json!(["kubefed.io/sync-controller"])
+        );
+    }
+    // Nothing stray: the member holds exactly the federated objects.
+    for c in ["member1", "member2"] {
+        let list = get(
+            env,
+            c,
+            &format!(
+                "/api/v1/namespaces/{}/configmaps?labelSelector=kubefed.io/managed",
+                f.ns
+            ),
+        )
+        .unwrap();
+        assert_eq!(list["items"].as_array().unwrap().len(), names.len(), "{c}");
+    }
+}
+
+#[test]
+fn killed_anywhere_a_rerun_converges_as_a_clean_run_would() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-any",
+        "rcany.kubefed.io",
+        "rc-any-objs",
+        &["configmaps"],
+    );
+    let mut all = Vec::new();
+    type Moment<'a> = (&'a str, Box<dyn Fn(&Federation) -> bool + 'a>);
+    let moments: Vec<Moment> = vec![
+        (
+            "before any member write",
+            Box::new(|f: &Federation| {
+                f.host.count(|r| {
+                    r.resource == "federatedconfigmaps" && r.verb == "patch" && r.status == 200
+                }) >= 3
+            }),
+        ),
+        (
+            "after some member writes",
+            Box::new(|f: &Federation| {
+                f.m1.count(|r| r.verb == "create" && r.status == 201)
+                    + f.m2.count(|r| r.verb == "create" && r.status == 201)
+                    >= 5
+            }),
+        ),
+        (
+            "during the host write-back",
+            Box::new(|f: &Federation| {
+                f.host.count(|r| {
+                    r.subresource == "status"
+                        && r.resource == "federatedconfigmaps"
+                        && r.status == 200
+                }) >= 1
+            }),
+        ),
+    ];
+    for (i, (moment, reached)) in moments.iter().enumerate() {
+        let names = f.create_configmaps(env, &format!("k{i}"), 12);
+        all.extend(names);
+        f.reset();
+        f.slow_members(100);
+        // Slow status writes too, so that the write-back can be cut off.
+        f.host.set_faults(Faults {
+            latency: std::time::Duration::from_millis(300),
+            only: Some(std::sync::Arc::new(|r: &RequestRecord| {
+                r.subresource == "status"
+            })),
+            ..Default::default()
+        });
+        let mut run = f.spawn_reconcile(&["--concurrency", "1"]);
+        wait_until(moment, || reached(&f));
+        run.kill().unwrap();
+        run.wait().unwrap();
+        for p in [&f.host, &f.m1, &f.m2] {
+            p.clear_faults();
+        }
+        assert!(
+            !holder(env, f.fedns).is_empty(),
+            "{moment}: a killed run cannot release"
+        );
+        let rerun = f.reconcile(&["--lock-timeout", "40s"]);
+        assert_eq!(rerun.code, 0, "{moment}: {}", rerun.stderr);
+        assert!(
+            rerun.stderr.contains("took over the federation lock"),
+            "{moment}: {}",
+            rerun.stderr
+        );
+        converged(env, &f, &all);
+        f.reset();
+        f.reconcile(&[]).ok();
+        let writes = f.host.writes() + f.member_writes();
+        assert_eq!(
+            writes,
+            2,
+            "{moment}: a further run writes nothing but its lock (take, release): {:?}",
+            f.host
+                .records()
+                .iter()
+                .filter(|r| r.is_write())
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn revoked_credentials_fail_that_member_only() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-cred",
+        "rccred.kubefed.io",
+        "rc-cred-objs",
+        &["configmaps"],
+    );
+    let names = f.create_configmaps(env, "cfg", 2);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    // member2's service account loses its rights: 403 on every list.
+    let binding = format!(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubefed-controller-manager:{m2}-host"
+    );
+    assert_eq!(
+        env.request("member2", "DELETE", &binding, None)
+            .unwrap()
+            .status,
+        200
+    );
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("failed: {m2}: listing configmaps/v1: "))
+            && run.stderr.contains("forbidden"),
+        "the member's own message: {}",
+        run.stderr
+    );
+    for n in &names {
+        assert!(cm(env, "member1", f.ns, n).is_some(), "member1 converges");
+        assert!(cm(env, "member2", f.ns, n).is_none());
+    }
+    // Its token no longer works (revoked, rotated): 401, the cluster is not
+    // ready, status says why.
+    let kfc = get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m2}",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    let secret = kfc["spec"]["secretRef"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    patch(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{}/secrets/{secret}", f.fedns),
+        json!({"data": {"token": "cmV2b2tlZA=="}}),
+    );
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "failed: {m2}: cluster not ready (the member refused its credentials (401"
+        )),
+        "{}",
+        run.stderr
+    );
+    let st = f.run(&["status", "clusters", "-o", "json"]).ok();
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    let row = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == m2.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(row["ready"], "False", "{row}");
+    assert!(row["message"].as_str().unwrap().contains("401"), "{row}");
+    let ok = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == m1.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(ok["ready"], "True");
 }

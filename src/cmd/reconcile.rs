@@ -2,10 +2,10 @@
 //! its members; or offline (`--from PATH`), rendering member manifests.
 
 use crate::cli::{GlobalOptions, parse_duration};
+use crate::core::lease::RECONCILE_LEASE;
 use crate::error::ExitWith;
 use crate::host::Host;
 use crate::output::{DocumentFormat, on_stdout};
-use crate::core::lease::RECONCILE_LEASE;
 use crate::sync::lock::{self, RunLock};
 use crate::sync::observe::Selection;
 use crate::sync::{live, render};
@@ -210,8 +210,8 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let lock = if o.dry_run || o.no_lock {
         None
     } else {
-        let lock = RunLock::acquire(&host, RECONCILE_LEASE, lock::this_run(), o.lock_timeout)
-            .await?;
+        let lock =
+            RunLock::acquire(&host, RECONCILE_LEASE, lock::this_run(), o.lock_timeout).await?;
         if let Some(previous) = &lock.took_over {
             eprintln!("note: took over the federation lock from {previous}");
         }

@@ -124,16 +124,25 @@ mod tests {
             "released"
         );
         let no_spec = json!({"metadata": {"name": RECONCILE_LEASE}});
-        assert_eq!(acquire(Some(&no_spec), now), Acquire::Take { previous: None });
+        assert_eq!(
+            acquire(Some(&no_spec), now),
+            Acquire::Take { previous: None }
+        );
     }
 
     #[test]
     fn identities_and_times_read_well() {
-        assert_eq!(identity("ci-runner-7", 4121, Some("88231")), "ci-runner-7 (pid 4121, job 88231)");
+        assert_eq!(
+            identity("ci-runner-7", 4121, Some("88231")),
+            "ci-runner-7 (pid 4121, job 88231)"
+        );
         assert_eq!(identity("laptop", 9, None), "laptop (pid 9)");
         assert_eq!(identity("laptop", 9, Some("")), "laptop (pid 9)");
         assert_eq!(micro_time(0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(parse_rfc3339(&micro_time(1_800_000_000)), Some(1_800_000_000));
+        assert_eq!(
+            parse_rfc3339(&micro_time(1_800_000_000)),
+            Some(1_800_000_000)
+        );
         assert_eq!(ago(12), "12s");
         assert_eq!(ago(184), "3m4s");
         assert_eq!(ago(7500), "2h5m");

@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use super::overrides::overrides_for_cluster;
-use super::time::parse_rfc3339;
 use super::placement::{Cluster, selector_only_clusters};
 use super::planner::{ClusterPreferences, Preferences, plan};
+use super::time::parse_rfc3339;
 
 /// RSP API groups accepted on input (current and pre-v0.1 spelling).
 pub const SCHEDULING_GROUPS: [&str; 2] = ["scheduling.kubefed.io", "scheduling.kubefed.k8s.io"];
@@ -438,7 +438,6 @@ pub fn current_and_capacity(state: &MemberReplicas, pods: &PodAnalysis) -> (i64,
         ),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,6 @@ pub fn rfc3339(secs: i64) -> String {
     )
 }
 
-
 /// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
     let b = text.as_bytes();

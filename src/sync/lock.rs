@@ -112,7 +112,11 @@ impl RunLock {
             return Ok(());
         };
         let current = serde_json::to_value(current)?;
-        if current.pointer("/spec/holderIdentity").and_then(Value::as_str) != Some(&self.me) {
+        if current
+            .pointer("/spec/holderIdentity")
+            .and_then(Value::as_str)
+            != Some(&self.me)
+        {
             return Ok(());
         }
         let patch = json!({"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
@@ -184,7 +188,10 @@ async fn renew(api: Api<DynamicObject>, name: String, me: String) {
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            tracing::warn!("renewing the federation lock: {}", crate::apply::api_error_line(e));
+            tracing::warn!(
+                "renewing the federation lock: {}",
+                crate::apply::api_error_line(e)
+            );
         }
     }
 }

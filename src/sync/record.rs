@@ -187,13 +187,10 @@ fn health_conditions(h: &Health, now: &str) -> Vec<Value> {
             "ClusterReady",
             "/healthz responded with ok",
         )],
-        Health::NotReady { .. } => vec![
-            c(
-                "Ready",
-                "False",
-                "ClusterNotReady",
-                "/healthz responded without ok",
-            ),
+        // Upstream's message is "/healthz responded without ok"; ours says
+        // more where we know more (e.g. credentials refused).
+        Health::NotReady { message } => vec![
+            c("Ready", "False", "ClusterNotReady", message),
             c(
                 "Offline",
                 "False",
