@@ -105,28 +105,47 @@ pub enum Command {
 }
 
 /// Parses durations the way kubectl's `--request-timeout` does: a number of
-/// seconds, or a number with `ms`, `s`, `m` or `h`.
+/// seconds, or numbers with `ms`, `s`, `m` or `h`, one after another as Go
+/// writes them (`1m30s`, `1.5h`, `250ms`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let invalid = || format!("invalid duration {text:?} (examples: 30s, 500ms, 2m, 1m30s)");
     let t = text.trim();
-    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => (&t[..i], &t[i..]),
-        None => (t, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration {text:?} (examples: 30s, 500ms, 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => {
-            return Err(format!(
-                "invalid duration unit in {text:?} (use ms, s, m or h)"
-            ));
-        }
-    };
-    Ok(Duration::from_secs_f64(secs))
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return seconds(t.parse().map_err(|_| invalid())?, text);
+    }
+    let mut rest = t;
+    let mut total = 0.0f64;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(invalid)?;
+        let n: f64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => {
+                return Err(format!(
+                    "invalid duration unit in {text:?} (use ms, s, m or h)"
+                ));
+            }
+        };
+        total += n * scale;
+        rest = &rest[unit_len..];
+    }
+    if t.is_empty() {
+        return Err(invalid());
+    }
+    seconds(total, text)
+}
+
+fn seconds(secs: f64, text: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("duration {text:?} is too long"))
 }
 
 /// Entry point of every binary: `kubefedctl`, or `kubectl fed` as a plugin.
@@ -213,6 +232,26 @@ mod tests {
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("3d").is_err());
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(
+            parse_duration("1h0m0.5s"),
+            Ok(Duration::from_millis(3_600_500))
+        );
+        for bad in ["", "s", "m5", "1x", "1..5s", "5s5"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+        // Found by fuzzing (hack/fuzz.sh): values past Duration's range
+        // were a panic, not an error.
+        for huge in [
+            "        5555555555555555555555555555",
+            "00202002202000200220200220h",
+        ] {
+            assert_eq!(
+                parse_duration(huge),
+                Err(format!("duration {huge:?} is too long"))
+            );
+        }
     }
 
     #[test]

@@ -352,6 +352,24 @@ fn push_go_string(out: &mut String, s: &str) {
 mod tests {
     use super::*;
 
+    // Found by fuzzing (hack/fuzz.sh, target go_json): without serde_json's
+    // correctly rounded float parsing, `3.222222222222e+36` read back one
+    // unit in the last place off, so a hash could differ from Go's.
+    #[test]
+    fn go_json_reads_back_exactly() {
+        for text in [
+            "3222222222222000012743110316963455889",
+            "1e21",
+            "5e-324",
+            "0.1",
+            "123456789012345680000",
+        ] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let back: Value = serde_json::from_str(&go_json(&v)).unwrap();
+            assert_eq!(back.as_f64(), v.as_f64(), "{text} -> {}", go_json(&v));
+        }
+    }
+
     // Upstream sync/resource_test.go: the template hash vector.
     #[test]
     fn template_hash_matches_upstream_vector() {
