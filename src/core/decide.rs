@@ -920,3 +920,98 @@ mod tests {
         assert_eq!(key_of(&found[0].live).1, "shop");
     }
 }
+
+/// Properties of the decide step (proptest).
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::core::version::{merged_status, overrides_version, template_version};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn federated() -> impl Strategy<Value = Value> {
+        (
+            proptest::collection::btree_map("[a-z]{1,3}", "[a-z0-9]{0,4}", 0..3),
+            proptest::sample::subsequence(vec!["a", "b", "c"], 0..=3),
+            proptest::collection::btree_map(proptest::sample::select(vec!["a", "b", "c"]), "[a-z]{0,3}", 0..3),
+            any::<bool>(),
+        )
+            .prop_map(|(data, placed, overrides, finalized)| {
+                let overrides: Vec<Value> = overrides
+                    .into_iter()
+                    .map(|(c, v)| json!({"clusterName": c, "clusterOverrides": [{"path": "/data/o", "value": v}]}))
+                    .collect();
+                let finalizers = if finalized { json!([SYNC_FINALIZER]) } else { json!([]) };
+                json!({"kind": "FederatedConfigMap",
+                       "metadata": {"name": "x", "namespace": "shop", "finalizers": finalizers},
+                       "spec": {"template": {"data": data},
+                                "placement": {"clusters": placed.iter().map(|c| json!({"name": c})).collect::<Vec<_>>()},
+                                "overrides": overrides}})
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Members holding exactly what the decide step created, with the
+        /// versions recorded: the next decide changes nothing (a converged
+        /// federation stays converged), whatever the object and placement.
+        #[test]
+        fn applying_the_decisions_converges(obj in federated()) {
+            let clusters = vec![
+                Cluster::new("a", &[], true),
+                Cluster::new("b", &[], true),
+                Cluster::new("c", &[], true),
+            ];
+            let fed_namespaces = BTreeMap::from([("shop".to_string(), json!({
+                "kind": "FederatedNamespace", "metadata": {"name": "shop", "namespace": "shop"},
+                "spec": {"placement": {"clusterSelector": {}}}}))]);
+            let host_namespaces = HashMap::new();
+            let t = FederatedType {
+                target: TargetType::new("", "v1", "ConfigMap"),
+                federated_kind: "FederatedConfigMap".into(),
+                target_plural: "configmaps".into(),
+                namespaced: true,
+            };
+            let empty = HashMap::new();
+            let mut f = Federation {
+                kubefed_namespace: "kube-federation-system",
+                scope: Scope::Cluster,
+                settings: SyncSettings { adopt_resources: true },
+                clusters: &clusters,
+                touched: None,
+                fed_namespaces: &fed_namespaces,
+                host_namespaces: &host_namespaces,
+                versions: &empty,
+            };
+            let nothing: BTreeMap<String, Listing> = clusters
+                .iter()
+                .map(|c| (c.name.clone(), Listing::Listed(HashMap::new())))
+                .collect();
+            let first = decide_object(&f, &t, &obj, &nothing);
+            // Apply: every create lands with resourceVersion 1.
+            let mut members = BTreeMap::new();
+            let mut recorded = BTreeMap::new();
+            for c in &clusters {
+                let mut held = HashMap::new();
+                if let Some(Action::Create(o)) = first.decisions.iter().find(|d| d.cluster == c.name).map(|d| &d.action) {
+                    let mut live = (**o).clone();
+                    live["metadata"]["resourceVersion"] = json!("1");
+                    held.insert(key_of(&live), live);
+                    recorded.insert(c.name.clone(), "rv:1".to_string());
+                }
+                members.insert(c.name.clone(), Listing::Listed(held));
+            }
+            prop_assert_eq!(recorded.len(), first.selected.len());
+            let status = merged_status(None, &template_version(&obj).unwrap(), &overrides_version(&obj).unwrap(), &first.selected, &recorded);
+            let versions = HashMap::from([(("shop".to_string(), first.pv_name.clone()), json!({"status": status}))]);
+            f.versions = &versions;
+            let second = decide_object(&f, &t, &obj, &members);
+            for d in &second.decisions {
+                let expected = if first.selected.contains(&d.cluster) { Action::Unchanged } else { Action::Nothing };
+                prop_assert_eq!(&d.action, &expected, "cluster {}", d.cluster);
+            }
+            prop_assert!(second.failures.is_empty());
+        }
+    }
+}
