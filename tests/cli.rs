@@ -217,6 +217,7 @@ fn printing_commands_stop_quietly_when_the_reader_goes_away() {
         &["reconcile", "--from", seed, "--cluster", "c1"],
         &["federate", "-f", seed],
         &["federate", "-f", seed, "-o", "json"],
+        &["init", "-o", "yaml"],
         &["--help"],
     ] {
         let out = run_into_closed_pipe(args);

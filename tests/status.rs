@@ -134,6 +134,31 @@ fn overview_tables_json_and_a_cluster_that_is_down() {
     );
     assert_eq!(gate.code, 0, "{}", gate.stderr);
 
+    // Printing into a reader that has gone away: quiet, exit 0.
+    for args in [
+        &["status"][..],
+        &["status", "-o", "json"],
+        &["status", "types", "-o", "name"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(common::KUBEFEDCTL)
+            .arg("--kubeconfig")
+            .arg(&kc)
+            .args(with(args))
+            .env_remove("KUBECONFIG")
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("error"),
+            "{args:?}: {err}"
+        );
+    }
+
     let names = kubefedctl(&kc, &with(&["status", "types", "-o", "name"])).ok();
     assert_eq!(
         names.stdout,

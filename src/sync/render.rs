@@ -1348,11 +1348,44 @@ mod properties {
                     })
                     .map(|f| desired_for_cluster(&f.object, &target, &c.name, None).unwrap())
                     .collect();
+                // The decide step itself, object by object, with empty members.
+                let federation = crate::core::decide::Federation {
+                    kubefed_namespace: crate::cli::DEFAULT_KUBEFED_NAMESPACE,
+                    scope: Scope::Namespaced,
+                    settings: SyncSettings { adopt_resources: true },
+                    clusters: &clusters,
+                    touched: None,
+                    fed_namespaces: &BTreeMap::new(),
+                    host_namespaces: &HashMap::new(),
+                    versions: &HashMap::new(),
+                };
+                let empty: BTreeMap<String, Listing> = clusters
+                    .iter()
+                    .map(|c| (c.name.clone(), Listing::Listed(HashMap::new())))
+                    .collect();
+                let t = FederatedType {
+                    target: target.clone(),
+                    federated_kind: "FederatedConfigMap".into(),
+                    target_plural: "configmaps".into(),
+                    namespaced: true,
+                };
+                let mut decided: Vec<Value> = inputs(&objects)
+                    .federated
+                    .iter()
+                    .flat_map(|f| decide::decide_object(&federation, &t, &f.object, &empty).decisions)
+                    .filter(|d| d.cluster == c.name)
+                    .filter_map(|d| match d.action {
+                        Action::Create(o) => Some((*o).clone()),
+                        _ => None,
+                    })
+                    .collect();
                 let mut got = rendered.clusters.get(&c.name).cloned().unwrap_or_default();
                 let name = |o: &Value| o["metadata"]["name"].as_str().unwrap_or("").to_string();
                 want.sort_by_key(name);
                 got.sort_by_key(name);
-                prop_assert_eq!(got, want, "cluster {}", c.name);
+                decided.sort_by_key(name);
+                prop_assert_eq!(&got, &want, "cluster {}", c.name);
+                prop_assert_eq!(&decided, &want, "cluster {}: the decide step", c.name);
             }
         }
     }
