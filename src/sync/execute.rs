@@ -1,8 +1,7 @@
-//! The execute step of a live reconcile: the member requests the decide
-//! step asked for, all members at once, a bounded number in flight per
-//! member, with retries (429 after Retry-After, 5xx, timeouts, connection
-//! errors) and a re-read on conflict. Requests are made lazily and borrow
-//! the federated objects, so memory stays flat however many there are.
+//! One member request of the execute step, with retries (429 after
+//! Retry-After, 5xx, timeouts, connection errors) and a re-read on
+//! conflict that lets the core decide the update again. The pipeline
+//! (`pipeline.rs`) decides when and how many at once.
 
 use crate::apply::api_error_line;
 use crate::core::decide::{ObjectKey, describe, key_of};
@@ -10,13 +9,10 @@ use crate::core::desired::MANAGED_LABEL;
 use crate::core::plan::{self, Action, ClusterStatus, Decision, SyncSettings};
 use crate::core::record::{Done, Effect, MemberResult};
 use crate::core::version::member_version;
-use crate::members::Member;
 use crate::sync::observe::ObservedType;
-use futures::StreamExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How member requests are made.
 #[derive(Clone, Copy, Debug)]
@@ -60,88 +56,12 @@ impl Work {
             _ => kind.to_string(),
         }
     }
-
-    fn is_namespace(&self, types: &[ObservedType]) -> bool {
-        types[self.type_index].t.target.is_namespace()
-    }
-}
-
-/// Runs the work in three phases — namespaces created or updated, then
-/// everything else, then namespaces deleted — so that namespaced objects
-/// never race their namespace. Within a phase all members go at once.
-pub async fn execute(
-    members: &[Member],
-    types: &[ObservedType],
-    work: Vec<Work>,
-    limits: Limits,
-    progress: &indicatif::ProgressBar,
-) -> Vec<(Work, MemberResult)> {
-    let is_delete = |w: &Work| matches!(w.decision.action, Action::Delete { .. });
-    let (namespaces, rest): (Vec<Work>, Vec<Work>) = work
-        .into_iter()
-        .partition(|w| w.is_namespace(types) && !is_delete(w));
-    let (ns_deletes, rest): (Vec<Work>, Vec<Work>) = rest
-        .into_iter()
-        .partition(|w| w.is_namespace(types) && is_delete(w));
-    let mut out = Vec::new();
-    for phase in [namespaces, rest, ns_deletes] {
-        out.extend(execute_phase(members, types, phase, limits, progress).await);
-    }
-    out
-}
-
-async fn execute_phase(
-    members: &[Member],
-    types: &[ObservedType],
-    work: Vec<Work>,
-    limits: Limits,
-    progress: &indicatif::ProgressBar,
-) -> Vec<(Work, MemberResult)> {
-    let mut by_cluster: BTreeMap<String, Vec<Work>> = BTreeMap::new();
-    for w in work {
-        by_cluster
-            .entry(w.decision.cluster.clone())
-            .or_default()
-            .push(w);
-    }
-    let per_member = by_cluster.into_iter().map(|(cluster, items)| async move {
-        let client = members
-            .iter()
-            .find(|m| m.name == cluster)
-            .and_then(|m| m.client.clone().ok());
-        futures::stream::iter(items)
-            .map(|w| {
-                let client = client.clone();
-                async move {
-                    let t = &types[w.type_index];
-                    let result = match client {
-                        Some(client) => apply_one(&client, t, &w, limits).await,
-                        None => Err((
-                            ClusterStatus::ClientRetrievalFailed,
-                            "no client for this member".into(),
-                        )),
-                    };
-                    let result = result
-                        .map_err(|(s, m)| (s, format!("{}: {m}", w.describe(&t.target.kind))));
-                    progress.inc(1);
-                    (w, result)
-                }
-            })
-            .buffer_unordered(limits.concurrency.max(1))
-            .collect::<Vec<_>>()
-            .await
-    });
-    futures::future::join_all(per_member)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
 }
 
 /// One request with retries: 429 (after Retry-After), 5xx, timeouts and
 /// connection errors are retried with backoff; a conflict re-reads the
 /// member object and lets the core decide the update again.
-async fn apply_one(
+pub async fn apply_one(
     client: &kube::Client,
     t: &ObservedType,
     w: &Work,
@@ -320,59 +240,4 @@ fn delete_params(options: Option<&Value>) -> DeleteParams {
 async fn backoff(attempt: u32, retry_after: Option<Duration>) {
     let exp = Duration::from_millis(100u64 << attempt.min(6)).min(Duration::from_secs(5));
     tokio::time::sleep(retry_after.map_or(exp, |r| r.min(Duration::from_secs(30)))).await;
-}
-
-/// `--wait`: polls member copies that are still terminating until they
-/// are gone or `deadline` passes (one GET per copy per second).
-pub async fn wait_for_removal(
-    members: &[Member],
-    types: &[ObservedType],
-    results: &mut [(Work, MemberResult)],
-    deadline: Instant,
-    limits: Limits,
-) {
-    let still_there = |r: &MemberResult| {
-        matches!(
-            r,
-            Ok(Done {
-                effect: Effect::Deleted { gone: false },
-                ..
-            })
-        )
-    };
-    loop {
-        let waiting: Vec<usize> = (0..results.len())
-            .filter(|&i| still_there(&results[i].1))
-            .collect();
-        if waiting.is_empty() || Instant::now() >= deadline {
-            return;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let checks = waiting.iter().map(|&i| {
-            let w = &results[i].0;
-            let poll = Work {
-                decision: Decision {
-                    action: Action::AwaitRemoval,
-                    ..w.decision.clone()
-                },
-                ..w.clone()
-            };
-            async move {
-                let client = members
-                    .iter()
-                    .find(|m| m.name == poll.decision.cluster)
-                    .and_then(|m| m.client.clone().ok());
-                let r = match client {
-                    Some(c) => apply_one(&c, &types[poll.type_index], &poll, limits).await,
-                    None => return (i, None),
-                };
-                (i, Some(r))
-            }
-        });
-        for (i, r) in futures::future::join_all(checks).await {
-            if let Some(Ok(done)) = r {
-                results[i].1 = Ok(done);
-            }
-        }
-    }
 }

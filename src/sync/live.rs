@@ -12,20 +12,16 @@
 //! The RSP pass (`rsp.rs`) runs between observe and decide, as it rewrites
 //! placement and overrides. A run with nothing to do writes nothing.
 
-use crate::core::decide::{
-    self, Federation, FinalizerStep, ObjectPlan, RunLimits, TypeDecisions, describe, describe_key,
-};
+use crate::core::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions, describe};
 use crate::core::plan::{Action, ClusterStatus};
-use crate::core::record::{self as decide_record, MemberResult};
 use crate::host::Host;
 use crate::members::{Health, Member};
-use crate::sync::execute::{self, Limits, Work};
+use crate::sync::execute::{Limits, Work};
 use crate::sync::observe::{self, Observation, Selection};
-use crate::sync::record::{self, HOST_WRITES_IN_FLIGHT};
+use crate::sync::pipeline::{self, Finished, Job, Pipeline};
+use crate::sync::record;
 use crate::sync::report::Report;
 use anyhow::Result;
-use futures::StreamExt;
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// What to reconcile and how.
@@ -40,9 +36,6 @@ pub struct Options {
     /// `--wait`: how long to wait for member copies still terminating.
     pub wait: Option<Duration>,
 }
-
-/// A federated object: its type's index and its own.
-type ObjectIndex = (usize, usize);
 
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
 /// failures while applying are in the report.
@@ -75,27 +68,22 @@ pub async fn reconcile(
             report.notes.extend(p.notes.iter().cloned());
         }
     }
+    let jobs = jobs(&seen, &decided, o.wait.is_some(), &mut report);
     if o.dry_run {
-        dry_run_plan(&seen, &decided, &mut report);
+        dry_run_plan(&seen, &jobs, &mut report);
     } else {
-        let refused = finalizers_first(host, &mut seen, &decided, &mut report).await;
-        let work = work_items(&seen, &decided, &refused, o.wait.is_some(), &mut report);
-        progress.set_length(work.len() as u64);
+        progress.set_length(jobs.iter().map(|j| j.work.len() as u64).sum());
         let limits = Limits {
             concurrency: o.concurrency,
             timeout: o.selection.timeout,
             attempts: o.attempts,
             settings: seen.settings,
         };
-        let mut results =
-            execute::execute(&seen.members, &seen.types, work, limits, progress).await;
-        if let Some(wait) = o.wait {
-            let deadline = Instant::now() + wait;
-            execute::wait_for_removal(&seen.members, &seen.types, &mut results, deadline, limits)
-                .await;
-        }
-        let by_object = count_results(results, &mut report);
-        record_all(host, &seen, &decided, &refused, by_object, &mut report).await;
+        let wait_until = o.wait.map(|w| Instant::now() + w);
+        let finished = Pipeline::new(host, &seen, limits, wait_until, progress)
+            .run(jobs)
+            .await;
+        account(&seen, finished, &mut report);
     }
     dns(host, &seen, o.dry_run, &mut report).await?;
     Ok(report)
@@ -151,9 +139,8 @@ fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions
 }
 
 /// Member changes a dry run would make, with diffs.
-fn dry_run_plan(seen: &Observation, decided: &[TypeDecisions], report: &mut Report) {
-    let work = work_items(seen, decided, &BTreeSet::new(), false, report);
-    for w in &work {
+fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
+    for w in jobs.iter().flat_map(|j| &j.work) {
         let kind = &seen.types[w.type_index].t.target.kind;
         let (verb, desired) = match &w.decision.action {
             Action::Create(obj) => ("create", Some(obj.as_ref())),
@@ -184,73 +171,19 @@ fn dry_run_plan(seen: &Observation, decided: &[TypeDecisions], report: &mut Repo
     }
 }
 
-/// The sync finalizer before any member write (and stray ones of ignored
-/// system namespaces removed). Returns the objects whose finalizer could
-/// not be written: their member work waits for the next run.
-async fn finalizers_first(
-    host: &Host,
-    seen: &mut Observation,
-    decided: &[TypeDecisions],
-    report: &mut Report,
-) -> BTreeSet<ObjectIndex> {
-    let steps: Vec<(ObjectIndex, FinalizerStep)> = decided
-        .iter()
-        .enumerate()
-        .flat_map(|(ti, d)| {
-            d.objects
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.finalizer != FinalizerStep::Keep)
-                .map(move |(oi, p)| ((ti, oi), p.finalizer))
-        })
-        .collect();
-    let types = &seen.types;
-    let done: Vec<_> = futures::stream::iter(steps)
-        .map(|((ti, oi), step)| async move {
-            let t = &types[ti];
-            let r = record::finalizer_first(host, &t.federated, &t.objects[oi], step).await;
-            ((ti, oi), r)
-        })
-        .buffer_unordered(HOST_WRITES_IN_FLIGHT)
-        .collect()
-        .await;
-    let mut refused = BTreeSet::new();
-    for ((ti, oi), r) in done {
-        let t = &mut seen.types[ti];
-        match r {
-            Ok(Some(updated)) => {
-                report.host_writes += 1;
-                t.objects[oi] = updated;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                report.failures.push(format!(
-                    "host: {}: {}",
-                    describe(&t.federated.kind, &t.objects[oi]),
-                    crate::error::one_line(&e)
-                ));
-                refused.insert((ti, oi));
-            }
-        }
-    }
-    refused
-}
-
-/// The member requests to make, counting what needs none.
-fn work_items(
+/// One job per federated object (and per orphan), with the member requests
+/// its decisions need; what needs no request is counted here.
+fn jobs<'d>(
     seen: &Observation,
-    decided: &[TypeDecisions],
-    refused: &BTreeSet<ObjectIndex>,
+    decided: &'d [TypeDecisions],
     wait: bool,
     report: &mut Report,
-) -> Vec<Work> {
-    let mut work = Vec::new();
+) -> Vec<Job<'d>> {
+    let mut jobs = Vec::new();
     for (ti, d) in decided.iter().enumerate() {
         let t = &seen.types[ti];
         for (oi, p) in d.objects.iter().enumerate() {
-            if refused.contains(&(ti, oi)) {
-                continue;
-            }
+            let mut work = Vec::new();
             for dec in &p.decisions {
                 match (&dec.action, dec.status) {
                     (Action::Unchanged, _) => report.cluster(&dec.cluster).unchanged += 1,
@@ -266,17 +199,26 @@ fn work_items(
                     }),
                 }
             }
+            jobs.push(Job {
+                type_index: ti,
+                object: Some((oi, p)),
+                work,
+            });
         }
         for orphan in &d.orphans {
-            work.push(Work {
+            jobs.push(Job {
                 type_index: ti,
                 object: None,
-                decision: orphan.decision.clone(),
-                live: Some(orphan.live.clone()),
+                work: vec![Work {
+                    type_index: ti,
+                    object: None,
+                    decision: orphan.decision.clone(),
+                    live: Some(orphan.live.clone()),
+                }],
             });
         }
     }
-    work
+    jobs
 }
 
 /// The member's copy of a federated object, as listed.
@@ -296,94 +238,38 @@ fn live_copy(
     }
 }
 
-/// Counts results per member and files them per federated object.
-fn count_results(
-    results: Vec<(Work, MemberResult)>,
-    report: &mut Report,
-) -> BTreeMap<ObjectIndex, BTreeMap<String, MemberResult>> {
+/// Counts what the pipeline did per member, and its failures and pending
+/// deletions, into the report.
+fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) {
     use crate::core::record::Effect;
-    let mut by_object: BTreeMap<ObjectIndex, BTreeMap<String, MemberResult>> = BTreeMap::new();
-    for (w, result) in results {
-        let r = report.cluster(&w.decision.cluster);
-        match &result {
-            Ok(done) => match done.effect {
-                Effect::Created => r.created += 1,
-                Effect::Updated | Effect::Unlabelled => r.updated += 1,
-                Effect::Deleted { .. } if w.decision.action == Action::AwaitRemoval => {}
-                Effect::Deleted { .. } => r.deleted += 1,
-            },
-            Err((_, msg)) => {
-                r.failed += 1;
-                report
-                    .failures
-                    .push(format!("{}: {msg}", w.decision.cluster));
-            }
-        }
-        if let Some(oi) = w.object {
-            by_object
-                .entry((w.type_index, oi))
-                .or_default()
-                .insert(w.decision.cluster.clone(), result);
-        }
-    }
-    by_object
-}
-
-/// The record step: status, PropagatedVersion and finalizer release of
-/// every federated object, a bounded number at a time (thousands of
-/// objects, one host).
-async fn record_all(
-    host: &Host,
-    seen: &Observation,
-    decided: &[TypeDecisions],
-    refused: &BTreeSet<ObjectIndex>,
-    mut by_object: BTreeMap<ObjectIndex, BTreeMap<String, MemberResult>>,
-    report: &mut Report,
-) {
-    let now = crate::clock::now_rfc3339();
-    let mut writes = Vec::new();
-    for (ti, d) in decided.iter().enumerate() {
-        let t = &seen.types[ti];
-        for (oi, p) in d.objects.iter().enumerate() {
-            if refused.contains(&(ti, oi)) {
-                continue;
-            }
-            let results = by_object.remove(&(ti, oi)).unwrap_or_default();
-            let fed = &t.objects[oi];
-            let w = decide_record::write_back(
-                fed,
-                p,
-                &results,
-                &seen.clusters,
-                seen.touched.as_ref(),
-                &now,
-            );
-            for cluster in &w.pending {
-                report.pending.push(format!(
-                    "{cluster}: {} is still being deleted; {} keeps its finalizer until it is gone (--wait waits; the next run completes the deletion)",
-                    describe_key(&t.t.target.kind, &p.key),
-                    describe(&t.federated.kind, fed),
-                ));
-            }
-            if w != decide_record::WriteBack::default() {
-                writes.push((t, fed, p, w));
-            }
-        }
-    }
-    let written: Vec<_> = futures::stream::iter(writes)
-        .map(|(t, fed, p, w)| async move {
-            let r = record::write_back(host, &t.federated, fed, p, w).await;
-            (describe(&t.federated.kind, fed), r)
-        })
-        .buffer_unordered(HOST_WRITES_IN_FLIGHT)
-        .collect()
-        .await;
-    for (what, result) in written {
-        match result {
-            Ok(n) => report.host_writes += n,
-            Err(e) => report
+    for f in finished {
+        report.host_writes += f.host_writes;
+        let fed_kind = &seen.types[f.type_index].federated.kind;
+        let what = pipeline::subject(seen, &f)
+            .map(|o| describe(fed_kind, o))
+            .unwrap_or_default();
+        for e in f.refused.iter().chain(&f.write_failed) {
+            report
                 .failures
-                .push(format!("host: {what}: {}", crate::error::one_line(&e))),
+                .push(format!("host: {what}: {}", crate::error::one_line(e)));
+        }
+        report.pending.extend(f.pending);
+        for (w, result) in &f.results {
+            let r = report.cluster(&w.decision.cluster);
+            match result {
+                Ok(done) => match done.effect {
+                    Effect::Created => r.created += 1,
+                    Effect::Updated | Effect::Unlabelled => r.updated += 1,
+                    Effect::Deleted { .. } if w.decision.action == Action::AwaitRemoval => {}
+                    Effect::Deleted { .. } => r.deleted += 1,
+                },
+                Err((_, msg)) => {
+                    r.failed += 1;
+                    report
+                        .failures
+                        .push(format!("{}: {msg}", w.decision.cluster));
+                }
+            }
         }
     }
 }

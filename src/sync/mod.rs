@@ -9,6 +9,7 @@ pub mod execute;
 pub mod live;
 pub mod lock;
 pub mod observe;
+pub mod pipeline;
 pub mod record;
 pub mod render;
 pub mod report;

@@ -163,7 +163,17 @@ async fn write_versions(
         writes += 1;
         serde_json::to_value(created)?
     } else {
-        serde_json::to_value(api.get(pv_name).await.map_err(api_error)?)?
+        // An update needs no read first: the status is merged whole (its
+        // list replaced), as the status subresource takes it.
+        api.patch_status(
+            pv_name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": status})),
+        )
+        .await
+        .map_err(api_error)
+        .context("writing the propagated version")?;
+        return Ok(1);
     };
     obj["status"] = status;
     api.replace_status(

@@ -1,0 +1,250 @@
+//! The execute and record steps as one pipeline: each federated object goes
+//! through finalizer → member requests → host write-back on its own, so
+//! one object's write-back overlaps other objects' member requests instead
+//! of all write-backs waiting for the whole member phase.
+//!
+//! Concurrency is bounded per lane: at most `--concurrency` requests in
+//! flight per member, [`HOST_WRITES_IN_FLIGHT`] writes to the host. Objects
+//! go in three stages so that namespaced objects never race their
+//! namespace: namespaces created or updated, then everything else, then
+//! namespaces being deleted somewhere.
+
+use crate::core::decide::{FinalizerStep, ObjectPlan, describe, describe_key};
+use crate::core::plan::{Action, ClusterStatus};
+use crate::core::record::{self as decide_record, Done, Effect, MemberResult};
+use crate::host::Host;
+use crate::sync::execute::{Limits, Work, apply_one};
+use crate::sync::observe::Observation;
+use crate::sync::record::{self, HOST_WRITES_IN_FLIGHT};
+use futures::StreamExt;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Objects in the pipeline at once: enough to keep every lane busy, few
+/// enough that memory stays flat however many objects there are.
+const OBJECTS_IN_FLIGHT: usize = 256;
+
+/// One federated object's way through the pipeline (or an orphan's request).
+pub struct Job<'a> {
+    pub type_index: usize,
+    /// The federated object and its plan; `None` for an orphan's unlabel.
+    pub object: Option<(usize, &'a ObjectPlan)>,
+    pub work: Vec<Work>,
+}
+
+impl Job<'_> {
+    /// The stage the job runs in (namespaces before their contents, namespace
+    /// deletions after).
+    fn stage(&self, seen: &Observation) -> usize {
+        if !seen.types[self.type_index].t.target.is_namespace() {
+            return 1;
+        }
+        let deletes = self
+            .work
+            .iter()
+            .any(|w| matches!(w.decision.action, Action::Delete { .. }));
+        if deletes { 2 } else { 0 }
+    }
+}
+
+/// What became of one job.
+pub struct Finished {
+    pub type_index: usize,
+    pub object: Option<usize>,
+    pub results: Vec<(Work, MemberResult)>,
+    /// Host writes made (finalizer, status, versions, release).
+    pub host_writes: usize,
+    /// The finalizer could not be written: no member request was made.
+    pub refused: Option<anyhow::Error>,
+    pub write_failed: Option<anyhow::Error>,
+    /// Deletions still waiting for member copies, as report lines.
+    pub pending: Vec<String>,
+}
+
+/// The lanes and what every job shares.
+pub struct Pipeline<'a> {
+    pub host: &'a Host,
+    pub seen: &'a Observation,
+    pub limits: Limits,
+    /// `--wait`: until when to wait for member copies being deleted.
+    pub wait_until: Option<Instant>,
+    pub progress: &'a indicatif::ProgressBar,
+    pub now: String,
+    host_lane: Semaphore,
+    member_lanes: HashMap<String, (Option<kube::Client>, Semaphore)>,
+}
+
+impl<'a> Pipeline<'a> {
+    pub fn new(
+        host: &'a Host,
+        seen: &'a Observation,
+        limits: Limits,
+        wait_until: Option<Instant>,
+        progress: &'a indicatif::ProgressBar,
+    ) -> Pipeline<'a> {
+        let member_lanes = seen
+            .members
+            .iter()
+            .map(|m| {
+                let lane = Semaphore::new(limits.concurrency.max(1));
+                (m.name.clone(), (m.client.clone().ok(), lane))
+            })
+            .collect();
+        Pipeline {
+            host,
+            seen,
+            limits,
+            wait_until,
+            progress,
+            now: crate::clock::now_rfc3339(),
+            host_lane: Semaphore::new(HOST_WRITES_IN_FLIGHT),
+            member_lanes,
+        }
+    }
+
+    /// Runs every job, stage by stage.
+    pub async fn run(&self, jobs: Vec<Job<'_>>) -> Vec<Finished> {
+        let mut stages: [Vec<Job>; 3] = Default::default();
+        for job in jobs {
+            stages[job.stage(self.seen)].push(job);
+        }
+        let mut out = Vec::new();
+        for stage in stages {
+            out.extend(
+                futures::stream::iter(stage)
+                    .map(|job| self.run_job(job))
+                    .buffer_unordered(OBJECTS_IN_FLIGHT)
+                    .collect::<Vec<_>>()
+                    .await,
+            );
+        }
+        out
+    }
+
+    async fn run_job(&self, job: Job<'_>) -> Finished {
+        let mut done = Finished {
+            type_index: job.type_index,
+            object: job.object.map(|(oi, _)| oi),
+            results: Vec::new(),
+            host_writes: 0,
+            refused: None,
+            write_failed: None,
+            pending: Vec::new(),
+        };
+        let t = &self.seen.types[job.type_index];
+        let Some((oi, plan)) = job.object else {
+            done.results = self.member_requests(job.work).await;
+            return done;
+        };
+        // 1. The finalizer before any member write.
+        let mut fed = Cow::Borrowed(&t.objects[oi]);
+        if plan.finalizer != FinalizerStep::Keep {
+            let _lane = self.host_lane.acquire().await.expect("open");
+            match record::finalizer_first(self.host, &t.federated, &fed, plan.finalizer).await {
+                Ok(Some(updated)) => {
+                    done.host_writes += 1;
+                    fed = Cow::Owned(updated);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    done.refused = Some(e);
+                    return done;
+                }
+            }
+        }
+        // 2. Its member requests, all members at once.
+        let mut results = self.member_requests(job.work).await;
+        if let Some(deadline) = self.wait_until {
+            self.wait_for_removal(&mut results, deadline).await;
+        }
+        // 3. Record, as soon as this object's members are settled.
+        let by_cluster: BTreeMap<String, MemberResult> = results
+            .iter()
+            .map(|(w, r)| (w.decision.cluster.clone(), r.clone()))
+            .collect();
+        let seen = self.seen;
+        let write = decide_record::write_back(
+            &fed,
+            plan,
+            &by_cluster,
+            &seen.clusters,
+            seen.touched.as_ref(),
+            &self.now,
+        );
+        for cluster in &write.pending {
+            done.pending.push(format!(
+                "{cluster}: {} is still being deleted; {} keeps its finalizer until it is gone (--wait waits; the next run completes the deletion)",
+                describe_key(&t.t.target.kind, &plan.key),
+                describe(&t.federated.kind, &fed),
+            ));
+        }
+        if write != decide_record::WriteBack::default() {
+            let _lane = self.host_lane.acquire().await.expect("open");
+            match record::write_back(self.host, &t.federated, &fed, plan, write).await {
+                Ok(n) => done.host_writes += n,
+                Err(e) => done.write_failed = Some(e),
+            }
+        }
+        done.results = results;
+        done
+    }
+
+    /// Requests of one job, each in its member's lane.
+    async fn member_requests(&self, work: Vec<Work>) -> Vec<(Work, MemberResult)> {
+        futures::future::join_all(work.into_iter().map(|w| self.member_request(w))).await
+    }
+
+    async fn member_request(&self, w: Work) -> (Work, MemberResult) {
+        let t = &self.seen.types[w.type_index];
+        let result = match self.member_lanes.get(&w.decision.cluster) {
+            Some((Some(client), lane)) => {
+                let _lane = lane.acquire().await.expect("open");
+                apply_one(client, t, &w, self.limits).await
+            }
+            _ => Err((
+                ClusterStatus::ClientRetrievalFailed,
+                "no client for this member".into(),
+            )),
+        };
+        let result = result.map_err(|(s, m)| (s, format!("{}: {m}", w.describe(&t.target.kind))));
+        self.progress.inc(1);
+        (w, result)
+    }
+
+    /// `--wait`: polls member copies still terminating (one GET per copy per
+    /// second) until they are gone or `deadline` passes.
+    async fn wait_for_removal(&self, results: &mut [(Work, MemberResult)], deadline: Instant) {
+        let still_there = |r: &MemberResult| {
+            matches!(
+                r,
+                Ok(Done {
+                    effect: Effect::Deleted { gone: false },
+                    ..
+                })
+            )
+        };
+        while results.iter().any(|(_, r)| still_there(r)) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for (w, r) in results.iter_mut().filter(|(_, r)| still_there(r)) {
+                let poll = Work {
+                    decision: crate::core::plan::Decision {
+                        action: Action::AwaitRemoval,
+                        ..w.decision.clone()
+                    },
+                    ..w.clone()
+                };
+                if let (_, Ok(done)) = self.member_request(poll).await {
+                    *r = Ok(done);
+                }
+            }
+        }
+    }
+}
+
+/// The federated object a finished job was about, for messages.
+pub fn subject<'s>(seen: &'s Observation, f: &Finished) -> Option<&'s Value> {
+    f.object.map(|oi| &seen.types[f.type_index].objects[oi])
+}
