@@ -366,8 +366,139 @@ fn main() {
         ),
     ));
 
+    side_by_side(&env, &kc_path, &mut rows);
+
     println!("\n| measure | result | notes |\n|---|---|---|");
     for (a, b, n) in rows {
         println!("| {a} | {b} | {n} |");
     }
+}
+
+/// The federated objects of `populate`, as a file for the offline render.
+fn federated_yaml(ns: &str, objects: usize) -> String {
+    let mut text = format!(
+        "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedNamespace\nmetadata: {{name: {ns}, namespace: {ns}}}\nspec: {{placement: {{clusterSelector: {{}}}}}}\n"
+    );
+    for i in 0..objects {
+        text.push_str(&format!(
+            "---\napiVersion: types.kubefed.io/v1beta1\nkind: FederatedDeployment\nmetadata: {{name: web-{i:05}, namespace: {ns}}}\nspec:\n  placement: {{clusterSelector: {{}}}}\n  template: {{spec: {{replicas: 1, selector: {{matchLabels: {{app: web}}}}, template: {{metadata: {{labels: {{app: web}}}}, spec: {{containers: [{{name: c, image: \"nginx:1.25\"}}]}}}}}}}}\n---\napiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {{name: cfg-{i:05}, namespace: {ns}}}\nspec:\n  placement: {{clusterSelector: {{}}}}\n  template: {{data: {{i: \"{i}\"}}}}\n"
+        ));
+    }
+    text
+}
+
+/// `kubectl apply` of each member's rendered objects, all members at once.
+fn kubectl_apply(kc: &Path, dirs: &[(String, std::path::PathBuf)], server_side: bool) -> Duration {
+    let start = Instant::now();
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|(context, dir)| {
+            let mut cmd = Command::new("kubectl");
+            cmd.arg("--kubeconfig")
+                .arg(kc)
+                .args(["--context", context, "apply", "-R", "-f"])
+                .arg(dir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped());
+            if server_side {
+                cmd.arg("--server-side");
+            }
+            cmd.spawn().expect("kubectl")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    start.elapsed()
+}
+
+/// The first and the no-op run of kubefedctl beside `kubectl apply`
+/// (server-side and client-side) of the same objects rendered per member,
+/// on 3 members, at 1k, 2k and 4k federated objects: what a CI user would
+/// otherwise run.
+fn side_by_side(env: &TestEnv, kc: &Path, rows: &mut Vec<(String, String, String)>) {
+    let members = ["m01", "m02", "m03"];
+    let fedns = ["--kubefed-namespace", "side-fed"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> { [args, &fedns[..]].concat() };
+    ok("init", &kubefedctl(kc, &with(&["init"])).1);
+    for m in members {
+        ok("join", &kubefedctl(kc, &with(&["join", m])).1);
+    }
+    for t in ["namespaces", "configmaps", "deployments.apps"] {
+        ok("enable", &kubefedctl(kc, &with(&["enable", t])).1);
+    }
+    let sizes: Vec<usize> = std::env::var("KUBEFEDCTL_BENCH_SIDE")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1000, 2000, 4000]);
+    let dir = std::env::temp_dir().join(format!("kubefedctl-side-{}", std::process::id()));
+    for total in sizes {
+        let half = total / 2;
+        let ns = format!("side-{total}");
+        populate(env, &ns, half);
+        let c = CONCURRENCY.to_string();
+        let mut args: Vec<&str> = with(&["reconcile"]);
+        args.extend(["--concurrency", c.as_str(), "-n", ns.as_str()]);
+        let (first, out, rss) = measured(kc, &args);
+        ok("side first run", &out);
+        let (noop, out) = kubefedctl(kc, &args);
+        ok("side no-op run", &out);
+
+        let mut baseline = Vec::new();
+        for server_side in [true, false] {
+            let bns = format!("{}-{total}", if server_side { "ssa" } else { "csa" });
+            let file = dir.join(format!("{bns}.yaml"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&file, federated_yaml(&bns, half)).unwrap();
+            let out_dir = dir.join(&bns);
+            let mut render = vec![
+                "reconcile",
+                "--from",
+                file.to_str().unwrap(),
+                "--output-dir",
+                out_dir.to_str().unwrap(),
+            ];
+            for m in members {
+                render.extend(["--cluster", m]);
+            }
+            ok("render", &kubefedctl(Path::new("/nonexistent"), &render).1);
+            let dirs: Vec<(String, std::path::PathBuf)> = members
+                .iter()
+                .map(|m| (m.to_string(), out_dir.join(m)))
+                .collect();
+            let first = kubectl_apply(kc, &dirs, server_side);
+            let noop = kubectl_apply(kc, &dirs, server_side);
+            baseline.push((first, noop));
+        }
+        let ((ssa, ssa_noop), (csa, csa_noop)) = (baseline[0], baseline[1]);
+        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+        rows.push((
+            format!("side by side, {total} objects × 3 members: first run"),
+            format!("{:.1} s", first.as_secs_f64()),
+            format!(
+                "kubectl apply --server-side {:.1} s (ratio {:.2}, target ≤ 0.5), client-side {:.1} s (ratio {:.2}); all of KubeFed's host write-backs included; peak RSS {rss:.0} MiB",
+                ssa.as_secs_f64(),
+                ratio(first, ssa),
+                csa.as_secs_f64(),
+                ratio(first, csa)
+            ),
+        ));
+        rows.push((
+            format!("side by side, {total} objects × 3 members: no-op run"),
+            format!("{:.1} s", noop.as_secs_f64()),
+            format!(
+                "kubectl apply --server-side {:.1} s (ratio {:.2}, target ≤ 0.1), client-side {:.1} s (ratio {:.2})",
+                ssa_noop.as_secs_f64(),
+                ratio(noop, ssa_noop),
+                csa_noop.as_secs_f64(),
+                ratio(noop, csa_noop)
+            ),
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
