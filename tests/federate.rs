@@ -22,6 +22,20 @@ fn create(env: &TestEnv, path: &str, body: Value) {
     );
 }
 
+/// kubefedctl with `input` on stdin (no kubeconfig needed).
+fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = Command::new(common::KUBEFEDCTL)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 fn docs(text: &str) -> Vec<Value> {
     text.split("---\n")
         .filter(|d| !d.trim().is_empty())
@@ -400,8 +414,8 @@ fn files_and_stdin_need_no_cluster_and_match_the_golden_file() {
     );
 
     // stdin, JSON out, a placement.
-    let mut child = Command::new(common::KUBEFEDCTL)
-        .args([
+    let out = with_stdin(
+        &[
             "federate",
             "-f",
             "-",
@@ -409,21 +423,9 @@ fn files_and_stdin_need_no_cluster_and_match_the_golden_file() {
             "json",
             "--placement-clusters",
             "member1,member2",
-        ])
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(
-            b"apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {k: dg==}\n",
-        )
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        ],
+        b"apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata: {k: dg==}\n",
+    );
     assert!(out.status.success());
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list["items"][0]["kind"], "FederatedSecret");
@@ -545,23 +547,7 @@ fn names_that_are_not_dns_1123_subdomains_are_skipped_with_a_warning() {
     );
 
     // -f (offline): the same rule, the file's other objects still federated.
-    let mut child = Command::new(common::KUBEFEDCTL)
-        .args(["federate", "-f", "-"])
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(
-            b"apiVersion: v1\nkind: List\nitems:\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: 'system:controller:x'}\n  rules: []\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: viewer}\n  rules: []\n",
-        )
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = with_stdin(&["federate", "-f", "-"], b"apiVersion: v1\nkind: List\nitems:\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: 'system:controller:x'}\n  rules: []\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: ClusterRole\n  metadata: {name: viewer}\n  rules: []\n");
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -17,8 +17,6 @@ pub const DEFAULT_FEDERATED_GROUP: &str = "types.kubefed.io";
 pub const SCHEDULING_GROUP: &str = "scheduling.kubefed.io";
 /// The one `KubeFedConfig` KubeFed reads, in the kubefed namespace.
 pub const KUBEFED_CONFIG_NAME: &str = "kubefed";
-/// Label on every object the federation propagated (`"false"`: never touch).
-pub const MANAGED_LABEL: &str = "kubefed.io/managed";
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

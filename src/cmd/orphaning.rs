@@ -11,8 +11,7 @@ use clap::{Args, Subcommand};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
-/// The annotation KubeFed's sync controller reads; only `"true"` counts.
-pub const ORPHAN_ANNOTATION: &str = "kubefed.io/orphan";
+use crate::core::plan::ORPHAN_ANNOTATION;
 
 #[derive(Args, Debug)]
 #[command(

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::desired::{
     DesiredError, DesiredObjects, MANAGED_LABEL, TargetType, desired_for_cluster,
 };
-use super::version::{member_version, recorded_version};
+use super::version::{floats_only, member_version, recorded_version};
 
 /// Annotation on a federated object asking deletion to keep member objects.
 pub const ORPHAN_ANNOTATION: &str = "kubefed.io/orphan";
@@ -720,7 +720,7 @@ pub fn federated_status(
         list.iter()
             .map(|e| {
                 let name = e.get("name").and_then(Value::as_str).unwrap_or("");
-                (name.to_string(), floats(e))
+                (name.to_string(), floats_only(e))
             })
             .collect()
     };
@@ -805,17 +805,6 @@ pub fn federated_status(
     StatusUpdate {
         status: Value::Object(status),
         changed: generation_updated || update_required,
-    }
-}
-
-fn floats(v: &Value) -> Value {
-    match v {
-        Value::Number(n) => serde_json::Number::from_f64(n.as_f64().unwrap_or(0.0))
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
-        Value::Array(a) => Value::Array(a.iter().map(floats).collect()),
-        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), floats(v))).collect()),
-        other => other.clone(),
     }
 }
 

@@ -315,7 +315,7 @@ pub fn go_float(f: f64) -> String {
 }
 
 /// Numbers as Go sees them after decoding into `interface{}`: float64.
-fn floats_only(v: &Value) -> Value {
+pub fn floats_only(v: &Value) -> Value {
     match v {
         Value::Number(n) => Number::from_f64(n.as_f64().unwrap_or(0.0))
             .map(Value::Number)
