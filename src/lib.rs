@@ -22,5 +22,7 @@ pub mod kubeconfig;
 pub mod members;
 pub mod output;
 pub mod parallel;
+pub mod poll;
 pub mod sync;
 pub mod version;
+pub mod yaml;

@@ -88,7 +88,7 @@ pub struct Directive {
 /// Parses EnableTypeDirective documents; errors name the file and document.
 pub fn parse_directives(text: &str, source: &str) -> Result<Vec<Directive>> {
     let docs: Vec<Value> =
-        crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+        crate::yaml::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
     let mut out = Vec::new();
     for (i, doc) in docs.iter().enumerate() {
         let at = format!("{source}: document {}", i + 1);
@@ -353,15 +353,23 @@ async fn wait_served(host: &Host, names: &FederatedNames) -> Result<()> {
         plural: names.plural.clone(),
     };
     let api: Api<DynamicObject> = Api::all_with(host.client.clone(), &ar);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while api.list(&ListParams::default().limit(1)).await.is_err() {
-        if std::time::Instant::now() > deadline {
-            bail!(
-                "the API server did not serve {} within 30s",
-                names.crd_name()
-            );
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let served = crate::poll::poll_until(
+        std::time::Duration::from_secs(30),
+        std::time::Duration::from_millis(200),
+        || async {
+            Ok(api
+                .list(&ListParams::default().limit(1))
+                .await
+                .ok()
+                .map(|_| ()))
+        },
+    )
+    .await?;
+    if served.is_none() {
+        bail!(
+            "the API server did not serve {} within 30s",
+            names.crd_name()
+        );
     }
     Ok(())
 }

@@ -34,7 +34,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -189,7 +189,7 @@ pub fn federate_documents(
     kubefed_namespace: &str,
 ) -> Result<Federated> {
     let docs: Vec<Value> =
-        crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+        crate::yaml::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
     let mut out = Federated::default();
     for (i, doc) in docs.iter().enumerate() {
         let items: Vec<&Value> = if doc["kind"] == "List" {
@@ -530,17 +530,22 @@ async fn write_federated(
         None => {
             let body: DynamicObject = serde_json::from_value(obj.clone())?;
             // A type enabled a moment ago may not be served yet.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
+            let create = || async {
                 match api.create(&PostParams::default(), &body).await {
-                    Ok(_) => break,
-                    Err(kube::Error::Api(s)) if s.code == 404 && Instant::now() < deadline => {
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                    Err(e) => {
-                        return Err(api_error(e)).with_context(|| format!("creating {shown}"));
-                    }
+                    Ok(_) => Ok(Some(())),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+                    Err(e) => Err(api_error(e)),
                 }
+            };
+            let created = crate::poll::poll_until(
+                Duration::from_secs(10),
+                Duration::from_millis(500),
+                create,
+            )
+            .await
+            .with_context(|| format!("creating {shown}"))?;
+            if created.is_none() {
+                bail!("creating {shown}: its type is not served (enabled a moment ago?)");
             }
         }
     }

@@ -18,7 +18,7 @@ use clap::Args;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -168,22 +168,25 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
 /// New CRDs are served only once `Established`; objects of their kinds
 /// cannot be written before that.
 async fn wait_established(crds: &[ObjectRef]) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
     for crd in crds {
-        loop {
-            let live = crd.get().await?.unwrap_or_default();
-            let established = live["status"]["conditions"].as_array().is_some_and(|c| {
-                c.iter()
-                    .any(|c| c["type"] == "Established" && c["status"] == "True")
-            });
-            if established {
-                break;
-            }
-            if Instant::now() > deadline {
-                return Err(anyhow::anyhow!("{crd} was not established within 30s"))
-                    .context("waiting for the API server to serve KubeFed's CRDs");
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        let established = crate::poll::poll_until(
+            Duration::from_secs(30),
+            Duration::from_millis(200),
+            || async {
+                let live = crd.get().await?.unwrap_or_default();
+                Ok(live["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["type"] == "Established" && c["status"] == "True")
+                    })
+                    .then_some(()))
+            },
+        )
+        .await?;
+        if established.is_none() {
+            return Err(anyhow::anyhow!("{crd} was not established within 30s"))
+                .context("waiting for the API server to serve KubeFed's CRDs");
         }
     }
     Ok(())

@@ -28,7 +28,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -460,30 +460,29 @@ async fn ensure_binding(
 /// Waits (bounded, visibly) until the token controller has filled the
 /// service account's token secret; returns its `data`.
 async fn wait_for_token(secret: &ObjectRef, timeout: Duration) -> Result<Value> {
-    let deadline = Instant::now() + timeout;
-    let mut told = false;
-    loop {
+    let told = std::cell::Cell::new(false);
+    let filled = crate::poll::poll_until(timeout, Duration::from_millis(500), || async {
         if let Some(s) = secret.get().await?
             && s["data"]["token"].as_str().is_some_and(|t| !t.is_empty())
         {
-            return Ok(s["data"].clone());
+            return Ok(Some(s["data"].clone()));
         }
-        if Instant::now() >= deadline {
-            bail!(
-                "the token controller of {:?} did not fill {} within {timeout:?} (is kube-controller-manager running there?)",
-                secret.cluster,
-                secret.short()
-            );
-        }
-        if !told {
+        if !told.replace(true) {
             eprintln!(
                 "waiting up to {timeout:?} for the token controller to fill {}",
                 secret
             );
-            told = true;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+        Ok(None)
+    })
+    .await?;
+    filled.ok_or_else(|| {
+        anyhow!(
+            "the token controller of {:?} did not fill {} within {timeout:?} (is kube-controller-manager running there?)",
+            secret.cluster,
+            secret.short()
+        )
+    })
 }
 
 #[cfg(test)]

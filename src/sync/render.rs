@@ -94,7 +94,7 @@ fn files(path: &Path) -> Result<Vec<PathBuf>> {
 /// Sorts the documents of one file into [`Inputs`].
 pub fn add_documents(inputs: &mut Inputs, source: &str, text: &str) -> Result<()> {
     let docs: Vec<Value> =
-        crate::output::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+        crate::yaml::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
     for (i, doc) in docs.into_iter().enumerate() {
         let at = format!("{source}: document {}", i + 1);
         let items = match doc {
