@@ -19,6 +19,7 @@ pub mod discovery;
 pub mod error;
 pub mod host;
 pub mod kubeconfig;
+pub mod man;
 pub mod members;
 pub mod output;
 pub mod parallel;

@@ -91,7 +91,7 @@ fn completions_directory_is_current() {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == generated,
-            "{} is out of date: run hack/update-completions.sh",
+            "{} is out of date: run hack/update-generated.sh",
             path.display()
         );
     }
@@ -232,4 +232,51 @@ fn printing_commands_stop_quietly_when_the_reader_goes_away() {
     let out = run_into_closed_pipe(&["reconcile", "--from", "/no/such/dir"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("error:"));
+}
+
+/// `docs/man/` is what the clap tree renders (UPDATE_MAN=1 rewrites it, as
+/// `hack/update-generated.sh` does).
+#[test]
+fn man_pages_are_current() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/man");
+    let pages = kubefedctl::man::pages();
+    if std::env::var_os("UPDATE_MAN").is_some() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in &pages {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
+    let mut names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort();
+    assert!(names.contains(&"kubefedctl.1") && names.contains(&"kubefedctl-reconcile.1"));
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    on_disk.sort();
+    assert_eq!(
+        on_disk, names,
+        "docs/man is stale: run hack/update-generated.sh"
+    );
+    for (name, text) in &pages {
+        let old = std::fs::read(dir.join(name)).unwrap_or_default();
+        assert!(
+            old == *text,
+            "docs/man/{name} is stale: run hack/update-generated.sh"
+        );
+        let page = String::from_utf8_lossy(text);
+        assert!(page.contains(".TH"), "{name} is a man page");
+    }
+    let reconcile = String::from_utf8_lossy(
+        &pages
+            .iter()
+            .find(|(n, _)| n == "kubefedctl-reconcile.1")
+            .unwrap()
+            .1,
+    )
+    .into_owned();
+    assert!(reconcile.contains("lock\\-timeout"), "flags are documented");
 }

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates completions/ from the current binary (a test fails when stale).
+# Regenerates what is generated from the command tree: completions/ (from
+# the current binary) and the man pages in docs/man/. A test fails while
+# either is stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --bin kubefedctl
@@ -9,3 +11,5 @@ bin=target/debug/kubefedctl
 "$bin" completion fish >completions/kubefedctl.fish
 "$bin" completion powershell >completions/_kubefedctl.ps1
 echo "completions/ updated"
+UPDATE_MAN=1 cargo test --quiet --test cli man_pages_are_current >/dev/null
+echo "docs/man/ updated"
