@@ -2,7 +2,6 @@
 //! there, and the federation's scope.
 
 use crate::apply::{ObjectRef, api_error, resource_of};
-use crate::cli::GlobalOptions;
 use crate::client::ClientFactory;
 use crate::core::membership::Scope;
 use anyhow::{Result, bail};
@@ -20,15 +19,19 @@ pub struct Host {
 }
 
 impl Host {
-    pub async fn connect(global: &GlobalOptions, factory: &ClientFactory) -> Result<Host> {
-        let context = factory
-            .kubeconfig()
-            .resolve_context(global.host_cluster_context.as_deref())?;
+    /// The host of `context` (the kubeconfig's current one when `None`),
+    /// with the federation in `namespace`.
+    pub async fn connect(
+        factory: &ClientFactory,
+        context: Option<&str>,
+        namespace: &str,
+    ) -> Result<Host> {
+        let context = factory.kubeconfig().resolve_context(context)?;
         let client = factory.client(&context).await?;
         Ok(Host {
             context,
             client,
-            namespace: global.kubefed_namespace.clone(),
+            namespace: namespace.to_string(),
         })
     }
 

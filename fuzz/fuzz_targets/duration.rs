@@ -2,7 +2,7 @@
 //! absurd value.
 #![no_main]
 
-use kubefedctl::cli::parse_duration;
+use kubefedctl::cmd::options::parse_duration;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

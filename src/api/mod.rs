@@ -17,6 +17,8 @@ pub const DEFAULT_FEDERATED_GROUP: &str = "types.kubefed.io";
 pub const SCHEDULING_GROUP: &str = "scheduling.kubefed.io";
 /// The one `KubeFedConfig` KubeFed reads, in the kubefed namespace.
 pub const KUBEFED_CONFIG_NAME: &str = "kubefed";
+/// The federation's own namespace in the host, unless told otherwise (KubeFed's default).
+pub const DEFAULT_KUBEFED_NAMESPACE: &str = "kube-federation-system";
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

@@ -8,8 +8,8 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error, resource_of};
-use crate::cli::GlobalOptions;
 use crate::cmd::enable::{DEFAULT_FEDERATED_VERSION, crd_object};
+use crate::cmd::options::GlobalOptions;
 use crate::core::typegen::FederatedNames;
 use crate::discovery;
 use crate::host::Host;
@@ -61,13 +61,18 @@ pub struct DisableOptions {
     pub dry_run: bool,
 }
 
-pub fn run(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
-    crate::cli::runtime()?.block_on(disable(global, o))
+pub async fn run(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
+    disable(global, o).await
 }
 
 async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     host.require_initialised().await?;
     let name = if o.name.contains('.') {
         o.name.clone()

@@ -10,7 +10,7 @@ use crate::api::core::FederatedTypeConfig;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
 };
-use crate::cli::GlobalOptions;
+use crate::cmd::options::GlobalOptions;
 use crate::core::lookup::{self, ServedResource};
 use crate::core::typegen::{self, FederatedNames, TemplateSchema};
 use crate::discovery;
@@ -123,7 +123,7 @@ pub fn parse_directives(text: &str, source: &str) -> Result<Vec<Directive>> {
     Ok(out)
 }
 
-pub fn run(global: &GlobalOptions, o: &EnableOptions) -> Result<()> {
+pub async fn run(global: &GlobalOptions, o: &EnableOptions) -> Result<()> {
     let directives = match (&o.filename, &o.name) {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path)
@@ -138,7 +138,7 @@ pub fn run(global: &GlobalOptions, o: &EnableOptions) -> Result<()> {
         }],
         (None, None) => unreachable!("clap requires NAME or --filename"),
     };
-    crate::cli::runtime()?.block_on(enable(global, o, &directives))
+    enable(global, o, &directives).await
 }
 
 /// A generated federated type, ready to write or print.
@@ -208,7 +208,12 @@ fn is_custom(target: &ServedResource) -> bool {
 
 async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directive]) -> Result<()> {
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     if o.output.is_none() {
         host.require_initialised().await?;
     }

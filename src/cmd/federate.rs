@@ -14,8 +14,8 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error};
-use crate::cli::GlobalOptions;
 use crate::cmd::enable::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
+use crate::cmd::options::GlobalOptions;
 use crate::core::builtin_types::{builtin, guess_plural};
 use crate::core::compare::{is_subset, overlay};
 use crate::core::convert::{
@@ -117,7 +117,7 @@ impl FederateOptions {
     }
 }
 
-pub fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
+pub async fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
     let placement = o.placement()?;
     if let Some(path) = &o.filename {
         return federate_file(
@@ -130,7 +130,7 @@ pub fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
     if o.contents && !is_namespaces(o.type_name.as_deref().unwrap_or("")) {
         bail!("--contents can only be used with type namespaces");
     }
-    crate::cli::runtime()?.block_on(federate_live(global, o, &placement))
+    federate_live(global, o, &placement).await
 }
 
 fn is_namespaces(t: &str) -> bool {
@@ -269,7 +269,12 @@ async fn federate_live(
     placement: &Placement,
 ) -> Result<()> {
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     let writing = o.output.is_none();
     if writing {
         host.require_initialised().await?;

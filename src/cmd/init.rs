@@ -9,7 +9,7 @@ use crate::api::{KUBEFED_CONFIG_NAME, core_crds};
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
 };
-use crate::cli::GlobalOptions;
+use crate::cmd::options::GlobalOptions;
 use crate::core::membership::Scope;
 use crate::host::Host;
 use crate::output::{self, DocumentFormat};
@@ -73,7 +73,7 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
     serde_json::to_value(cfg).expect("KubeFedConfig serializes")
 }
 
-pub fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
+pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
     let scope = o.scope.unwrap_or(Scope::Cluster);
     if let Some(format) = o.output {
         return output::print_objects(
@@ -81,12 +81,17 @@ pub fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
             format,
         );
     }
-    crate::cli::runtime()?.block_on(run_live(global, o, scope))
+    run_live(global, o, scope).await
 }
 
 async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Result<()> {
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     let ns = host.namespace.clone();
     let namespace = host.object(resource_of::<Namespace>(), false, &ns);
     let crds: Vec<(ObjectRef, Value)> = all_crds(o.with_dns)

@@ -12,8 +12,8 @@ use crate::api::core::KubeFedCluster;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, api_error, ensure, outcome_line, preview, resource_of,
 };
-use crate::cli::{GlobalOptions, parse_duration};
 use crate::client::ClientFactory;
+use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::completion::complete_context;
 use crate::core::membership::{self, JoinNames, MemberEndpoint, Scope};
 use crate::core::names::{sanitize_label, subdomain_error};
@@ -141,14 +141,14 @@ impl MemberOptions {
     }
 }
 
-pub fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
+pub async fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
     validate_cluster_name(&o.cluster_name)?;
     if let Some(s) = &o.secret_name
         && let Some(e) = subdomain_error(s)
     {
         bail!("invalid --secret-name {s:?}: {e}");
     }
-    crate::cli::runtime()?.block_on(join(global, o))
+    join(global, o).await
 }
 
 /// Everything a join needs to know before writing anything.
@@ -248,7 +248,12 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
 
 async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
     let names = JoinNames::new(&o.cluster_name, &host_name, &host.namespace);
     if let Some(e) = subdomain_error(&names.service_account) {

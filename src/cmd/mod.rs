@@ -6,6 +6,7 @@ pub mod enable;
 pub mod federate;
 pub mod init;
 pub mod join;
+pub mod options;
 pub mod orphaning;
 pub mod reconcile;
 pub mod status;

@@ -3,7 +3,7 @@
 //! (the `kubefed.io/orphan: "true"` annotation, as KubeFed).
 
 use crate::apply::api_error;
-use crate::cli::GlobalOptions;
+use crate::cmd::options::GlobalOptions;
 use crate::discovery;
 use crate::host::Host;
 use anyhow::{Result, bail};
@@ -49,8 +49,8 @@ pub struct Target {
     pub namespace: Option<String>,
 }
 
-pub fn run(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
-    crate::cli::runtime()?.block_on(orphaning(global, o))
+pub async fn run(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
+    orphaning(global, o).await
 }
 
 async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
@@ -60,7 +60,12 @@ async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
         OrphaningAction::Status(t) => (t, None),
     };
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     let resource = discovery::find_resource(&host.client, &target.type_name, None).await?;
     if !resource.kind.starts_with("Federated") {
         eprintln!(

@@ -1,7 +1,7 @@
 //! `kubefedctl reconcile`: the one-shot sync. Live, against the host and
 //! its members; or offline (`--from PATH`), rendering member manifests.
 
-use crate::cli::{GlobalOptions, parse_duration};
+use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::lease::RECONCILE_LEASE;
 use crate::error::ExitWith;
 use crate::host::Host;
@@ -122,11 +122,11 @@ pub struct ReconcileOptions {
     pub output: Option<DocumentFormat>,
 }
 
-pub fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     if !o.from.is_empty() {
         return run_render(o);
     }
-    crate::cli::runtime()?.block_on(run_live(global, o))
+    run_live(global, o).await
 }
 
 /// Ctrl-C or SIGTERM: the signal's number.
@@ -172,7 +172,12 @@ fn run_render(o: &ReconcileOptions) -> Result<()> {
 
 async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     host.require_initialised().await?;
     let opts = live::Options {
         selection: Selection {

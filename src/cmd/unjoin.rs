@@ -8,8 +8,8 @@
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::{ObjectRef, api_error, resource_of};
-use crate::cli::GlobalOptions;
 use crate::cmd::join::{MemberOptions, host_cluster_name, validate_cluster_name};
+use crate::cmd::options::GlobalOptions;
 use crate::completion::complete_context;
 use crate::core::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
 use crate::error::one_line;
@@ -54,14 +54,19 @@ pub struct UnjoinOptions {
     pub dry_run: bool,
 }
 
-pub fn run(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
+pub async fn run(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     validate_cluster_name(&o.cluster_name)?;
-    crate::cli::runtime()?.block_on(unjoin(global, o))
+    unjoin(global, o).await
 }
 
 async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
     host.require_initialised().await?;
     let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
     let ns = host.namespace.clone();

@@ -430,7 +430,7 @@ fn decide_all(
         .collect();
     let (host_namespaces, versions) = (HashMap::new(), HashMap::new());
     let federation = Federation {
-        kubefed_namespace: crate::cli::DEFAULT_KUBEFED_NAMESPACE,
+        kubefed_namespace: crate::api::DEFAULT_KUBEFED_NAMESPACE,
         scope,
         settings: SyncSettings {
             adopt_resources: true,
@@ -1350,7 +1350,7 @@ mod properties {
                     .collect();
                 // The decide step itself, object by object, with empty members.
                 let federation = crate::core::decide::Federation {
-                    kubefed_namespace: crate::cli::DEFAULT_KUBEFED_NAMESPACE,
+                    kubefed_namespace: crate::api::DEFAULT_KUBEFED_NAMESPACE,
                     scope: Scope::Namespaced,
                     settings: SyncSettings { adopt_resources: true },
                     clusters: &clusters,

@@ -1,84 +1,17 @@
-//! `kubefedctl status`: where the federation stands — clusters, federated
-//! types, and per-cluster propagation of federated objects.
-//!
-//! Reads only. Cluster readiness comes from each KubeFedCluster's status
-//! (written by `reconcile`'s probe, or by a KubeFed controller) or, with
-//! `--probe`, from probing every member now, in parallel.
+//! What `status` observes: rows for clusters, types, federated objects
+//! and DNS names, read from the host (and, when asked, the members).
 
+use super::StatusOptions;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::api_error;
-use crate::cli::GlobalOptions;
-use crate::error::ExitWith;
 use crate::host::Host;
 use crate::members::{self, Health};
 use anyhow::{Result, bail};
-use clap::{Args, ValueEnum};
-use comfy_table::{Cell, Color, Table, presets};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::IsTerminal;
 use std::time::Duration;
-
-#[derive(Args, Debug)]
-#[command(after_help = "Examples:
-  kubefedctl status                          # clusters, types and a propagation summary
-  kubefedctl status clusters --probe         # probe every member now
-  kubefedctl status types
-  kubefedctl status deployments.apps -A      # one row per FederatedDeployment
-  kubefedctl status configmaps web -n demo -o yaml
-  kubefedctl status --exit-code              # exit 3 when anything is not ready or not propagated")]
-pub struct StatusOptions {
-    /// clusters, types, or a federated type by its target's name (deployments.apps, configmaps)
-    #[arg(value_name = "WHAT")]
-    pub what: Option<String>,
-
-    /// With a type: one federated object
-    #[arg(value_name = "NAME")]
-    pub name: Option<String>,
-
-    /// Namespace of the federated objects [default: the context's namespace]
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAMESPACE",
-        conflicts_with = "all_namespaces"
-    )]
-    pub namespace: Option<String>,
-
-    /// Federated objects in every namespace
-    #[arg(short = 'A', long)]
-    pub all_namespaces: bool,
-
-    /// Output format: wide, json, yaml or name [default: tables]
-    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
-    pub output: Option<StatusFormat>,
-
-    /// Probe every member cluster now instead of reading the recorded status
-    #[arg(long)]
-    pub probe: bool,
-
-    /// Timeout of each probe
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::cli::parse_duration)]
-    pub probe_timeout: Duration,
-
-    /// With a type: check the member clusters themselves (in-sync, drifted, missing, unmanaged)
-    #[arg(long)]
-    pub live: bool,
-
-    /// Exit with 3 when a cluster is not ready or an object is not propagated
-    #[arg(long)]
-    pub exit_code: bool,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StatusFormat {
-    Wide,
-    Json,
-    Yaml,
-    Name,
-}
 
 #[derive(Serialize, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
@@ -135,147 +68,7 @@ pub struct ClusterPropagation {
     pub message: Option<String>,
 }
 
-pub fn run(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
-    crate::cli::runtime()?.block_on(status(global, o))
-}
-
-async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(global, &factory).await?;
-    host.require_initialised().await?;
-    let colour = o.output.is_none()
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none();
-    let wide = o.output == Some(StatusFormat::Wide);
-    let mut unhealthy = false;
-    match o.what.as_deref() {
-        None | Some("clusters") | Some("types") => {
-            let show_clusters = o.what.as_deref() != Some("types");
-            let show_types = o.what.as_deref() != Some("clusters");
-            let clusters = if show_clusters {
-                cluster_rows(&host, o).await?
-            } else {
-                Vec::new()
-            };
-            let types = if show_types {
-                type_rows(&host, o).await?
-            } else {
-                Vec::new()
-            };
-            unhealthy |= clusters.iter().any(|c| c.ready != "True");
-            unhealthy |= types.iter().any(|t| t.propagated + t.ignored < t.objects);
-            match o.output {
-                Some(StatusFormat::Json) | Some(StatusFormat::Yaml) => {
-                    let format = if o.output == Some(StatusFormat::Json) {
-                        crate::output::DocumentFormat::Json
-                    } else {
-                        crate::output::DocumentFormat::Yaml
-                    };
-                    let mut doc = serde_json::Map::new();
-                    doc.insert(
-                        "host".into(),
-                        serde_json::json!({"context": host.context, "namespace": host.namespace}),
-                    );
-                    if show_clusters {
-                        doc.insert("clusters".into(), serde_json::to_value(&clusters)?);
-                    }
-                    if show_types {
-                        doc.insert("types".into(), serde_json::to_value(&types)?);
-                    }
-                    crate::output::print(&doc, format)?;
-                }
-                Some(StatusFormat::Name) => {
-                    for c in &clusters {
-                        println!("kubefedcluster.core.kubefed.io/{}", c.name);
-                    }
-                    for t in &types {
-                        println!("federatedtypeconfig.core.kubefed.io/{}", t.name);
-                    }
-                }
-                _ => {
-                    if o.what.is_none() {
-                        let scope = host.scope().await?;
-                        println!(
-                            "Host: context {:?}, namespace {}, scope {}\n",
-                            host.context,
-                            host.namespace,
-                            scope.as_str()
-                        );
-                    }
-                    if show_clusters {
-                        print!("{}", clusters_table(&clusters, wide, colour));
-                    }
-                    if show_clusters && show_types {
-                        println!();
-                    }
-                    if show_types {
-                        print!("{}", types_table(&types, wide));
-                    }
-                    if o.what.is_none() {
-                        println!("\n{}", summary(&clusters, &types));
-                    }
-                }
-            }
-        }
-        Some("dns") => {
-            let rows = dns_rows(&host, o).await?;
-            match o.output {
-                Some(StatusFormat::Json) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
-                }
-                Some(StatusFormat::Yaml) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
-                }
-                _ => print!("{}", dns_table(&rows)),
-            }
-        }
-        Some(type_name) => {
-            let (ftc, mut rows) = object_rows(&host, &factory, o, type_name).await?;
-            explain_unlisted(&host, o, &ftc, &mut rows).await?;
-            if o.live {
-                check_members(&host, o, &ftc, &mut rows).await?;
-                unhealthy |= rows
-                    .iter()
-                    .flat_map(|r| &r.clusters)
-                    .any(|c| c.live.as_deref() != Some("in-sync"));
-            }
-            unhealthy |= rows
-                .iter()
-                .any(|r| r.propagation != "True" && r.propagation != IGNORED);
-            match o.output {
-                Some(StatusFormat::Json) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
-                }
-                Some(StatusFormat::Yaml) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
-                }
-                Some(StatusFormat::Name) => {
-                    for r in &rows {
-                        println!(
-                            "{}",
-                            if r.namespace.is_empty() {
-                                r.name.clone()
-                            } else {
-                                format!("{}/{}", r.namespace, r.name)
-                            }
-                        );
-                    }
-                }
-                _ => print!("{}", objects_table(&rows, wide, colour)),
-            }
-        }
-    }
-    if o.exit_code && unhealthy {
-        return Err(ExitWith {
-            code: 3,
-            message: "not everything is ready and propagated".into(),
-        }
-        .into());
-    }
-    Ok(())
-}
-
-async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<ClusterRow>> {
+pub(super) async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<ClusterRow>> {
     let list = members::load(host, o.probe_timeout, &[]).await?;
     let health: Vec<Option<Health>> = if o.probe {
         members::probe_all(&list, o.probe_timeout)
@@ -324,7 +117,8 @@ async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<ClusterRow>>
         .collect())
 }
 
-async fn type_rows(host: &Host, o: &StatusOptions) -> Result<Vec<TypeRow>> {
+/// `probe`: ask each member whether it serves each type (`status types --probe`).
+pub(super) async fn type_rows(host: &Host, o: &StatusOptions, probe: bool) -> Result<Vec<TypeRow>> {
     let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let mut ftcs = api
         .list(&ListParams::default())
@@ -332,8 +126,6 @@ async fn type_rows(host: &Host, o: &StatusOptions) -> Result<Vec<TypeRow>> {
         .map_err(api_error)?
         .items;
     ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    // `status types --probe` asks the members; the overview's `--probe` is for clusters.
-    let probe = o.probe && o.what.as_deref() == Some("types");
     let members = if probe {
         members::load(host, o.probe_timeout, &[]).await?
     } else {
@@ -376,12 +168,12 @@ async fn type_rows(host: &Host, o: &StatusOptions) -> Result<Vec<TypeRow>> {
 }
 
 /// Propagation of an object reconcile never propagates.
-const IGNORED: &str = "Ignored";
+pub(super) const IGNORED: &str = "Ignored";
 
 /// A FederatedNamespace of a system namespace (`kube-system`,
 /// `kube-public`, `default`, the federation's): ignored by reconcile as by
 /// KubeFed (`pkg/controller/sync/accessor.go`, `isSystemNamespace`).
-fn is_ignored(host: &Host, f: &FederatedTypeConfig, obj: &Value) -> bool {
+pub(super) fn is_ignored(host: &Host, f: &FederatedTypeConfig, obj: &Value) -> bool {
     let t = &f.spec.target_type;
     t.kind == "Namespace"
         && t.group.as_deref().unwrap_or("").is_empty()
@@ -391,7 +183,7 @@ fn is_ignored(host: &Host, f: &FederatedTypeConfig, obj: &Value) -> bool {
 }
 
 /// Whether each member serves the type's target (`--probe`).
-async fn serving(
+pub(super) async fn serving(
     members: &[members::Member],
     f: &FederatedTypeConfig,
     timeout: Duration,
@@ -419,13 +211,13 @@ async fn serving(
     out
 }
 
-const SERVES: &str = "serves";
-const NOT_SERVED: &str = "does not serve";
+pub(super) const SERVES: &str = "serves";
+pub(super) const NOT_SERVED: &str = "does not serve";
 
 /// Per-cluster `CachedRetrievalFailed` says reconcile could not list the
 /// type in that member; ask the member whether it serves the type at all
 /// (one discovery request per member) and name the cause.
-async fn explain_unlisted(
+pub(super) async fn explain_unlisted(
     host: &Host,
     o: &StatusOptions,
     ftc: &FederatedTypeConfig,
@@ -473,7 +265,7 @@ async fn explain_unlisted(
 
 /// `--live`: what each placed member really holds, compared with what it
 /// should hold (the desired object, with its live fields retained).
-async fn check_members(
+pub(super) async fn check_members(
     host: &Host,
     o: &StatusOptions,
     ftc: &FederatedTypeConfig,
@@ -564,7 +356,7 @@ async fn check_members(
 }
 
 /// The desired object minus what only the server decides.
-fn strip_server_fields(d: &Value) -> Value {
+pub(super) fn strip_server_fields(d: &Value) -> Value {
     let mut d = d.clone();
     if let Some(m) = d.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
@@ -572,14 +364,14 @@ fn strip_server_fields(d: &Value) -> Value {
     d
 }
 
-fn federated_resource(f: &FederatedTypeConfig) -> ApiResource {
+pub(super) fn federated_resource(f: &FederatedTypeConfig) -> ApiResource {
     let t = &f.spec.federated_type;
     let group = t.group.clone().unwrap_or_default();
     crate::apply::api_resource(&group, &t.version, &t.kind, &t.plural_name)
 }
 
 /// Federated objects of a type, in `namespace` or everywhere.
-async fn list_federated(
+pub(super) async fn list_federated(
     host: &Host,
     f: &FederatedTypeConfig,
     namespace: Option<&str>,
@@ -600,7 +392,7 @@ async fn list_federated(
 }
 
 /// The `Propagation` condition: (status, reason).
-fn propagation(obj: &Value) -> (String, String) {
+pub(super) fn propagation(obj: &Value) -> (String, String) {
     obj["status"]["conditions"]
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["type"] == "Propagation"))
@@ -613,7 +405,7 @@ fn propagation(obj: &Value) -> (String, String) {
         .unwrap_or_else(|| ("Unknown".into(), "NotReconciled".into()))
 }
 
-async fn object_rows(
+pub(super) async fn object_rows(
     host: &Host,
     factory: &crate::client::ClientFactory,
     o: &StatusOptions,
@@ -715,7 +507,7 @@ pub struct DnsRow {
     pub targets: Vec<String>,
 }
 
-async fn dns_rows(host: &Host, o: &StatusOptions) -> Result<Vec<DnsRow>> {
+pub(super) async fn dns_rows(host: &Host, o: &StatusOptions) -> Result<Vec<DnsRow>> {
     if !crate::sync::dns::installed(host).await? {
         bail!("multi-cluster DNS is not installed in the host (kubefedctl init --with-dns)");
     }
@@ -762,33 +554,8 @@ async fn dns_rows(host: &Host, o: &StatusOptions) -> Result<Vec<DnsRow>> {
     Ok(rows)
 }
 
-fn dns_table(rows: &[DnsRow]) -> String {
-    if rows.is_empty() {
-        return "No DNS records (ServiceDNSRecord / IngressDNSRecord, then kubefedctl reconcile).\n".into();
-    }
-    let mut t = table(&[
-        "NAMESPACE",
-        "ENDPOINT",
-        "DNS NAME",
-        "TYPE",
-        "TTL",
-        "TARGETS",
-    ]);
-    for r in rows {
-        t.add_row(vec![
-            Cell::new(&r.namespace),
-            Cell::new(&r.endpoint),
-            Cell::new(&r.dns_name),
-            Cell::new(&r.record_type),
-            Cell::new(r.ttl),
-            Cell::new(r.targets.join(",")),
-        ]);
-    }
-    render(&t)
-}
-
 /// `member1,member2`, `selector region=eu`, `all clusters` or `none`.
-fn placement_text(p: &Value) -> String {
+pub(super) fn placement_text(p: &Value) -> String {
     if let Some(list) = p["clusters"].as_array() {
         let names: Vec<&str> = list.iter().filter_map(|c| c["name"].as_str()).collect();
         return if names.is_empty() {
@@ -826,270 +593,9 @@ fn placement_text(p: &Value) -> String {
     }
 }
 
-fn created(meta: &kube::api::ObjectMeta) -> String {
+pub(super) fn created(meta: &kube::api::ObjectMeta) -> String {
     meta.creation_timestamp
         .as_ref()
         .map(|t| t.0.to_string())
         .unwrap_or_default()
-}
-
-fn table(headers: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::NOTHING);
-    t.set_header(headers.iter().map(Cell::new).collect::<Vec<_>>());
-    t.force_no_tty();
-    t
-}
-
-/// Table text with trailing blanks trimmed (no borders, kubectl style).
-fn render(t: &Table) -> String {
-    t.lines()
-        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string() + "\n")
-        .collect()
-}
-
-fn ready_cell(text: &str, colour: bool) -> Cell {
-    let cell = Cell::new(text);
-    if !colour {
-        return cell;
-    }
-    if text == "True" {
-        cell.fg(Color::Green)
-    } else {
-        cell.fg(Color::Red)
-    }
-}
-
-pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
-    let mut headers = vec![
-        "NAME",
-        "READY",
-        "KUBERNETES VERSION",
-        "ENDPOINT",
-        "REGION/ZONES",
-    ];
-    if wide {
-        headers.push("MESSAGE");
-    }
-    let mut t = table(&headers);
-    if colour {
-        t.enforce_styling();
-    }
-    for r in rows {
-        let zones = match (r.region.as_str(), r.zones.is_empty()) {
-            ("", true) => "-".to_string(),
-            (region, _) => format!(
-                "{}{}{}",
-                region,
-                if r.zones.is_empty() { "" } else { "/" },
-                r.zones.join(",")
-            ),
-        };
-        let mut cells = vec![
-            Cell::new(&r.name),
-            ready_cell(&r.ready, colour),
-            Cell::new(if r.kubernetes_version.is_empty() {
-                "-"
-            } else {
-                &r.kubernetes_version
-            }),
-            Cell::new(&r.endpoint),
-            Cell::new(zones),
-        ];
-        if wide {
-            cells.push(Cell::new(&r.message));
-        }
-        t.add_row(cells);
-    }
-    if rows.is_empty() {
-        return "No member clusters joined (kubefedctl join CLUSTER).\n".into();
-    }
-    render(&t)
-}
-
-pub fn types_table(rows: &[TypeRow], wide: bool) -> String {
-    if rows.is_empty() {
-        return "No federated types (kubefedctl enable TYPE).\n".into();
-    }
-    let probed = rows.iter().any(|r| r.members.is_some());
-    let mut headers = vec!["TYPE", "FEDERATED KIND", "PROPAGATION", "OBJECTS"];
-    if wide {
-        headers.extend(["PROPAGATED", "FEDERATED TYPE"]);
-    }
-    if probed {
-        headers.push("MEMBERS");
-    }
-    let mut t = table(&headers);
-    for r in rows {
-        let mut cells = vec![
-            Cell::new(&r.name),
-            Cell::new(&r.federated_kind),
-            Cell::new(&r.propagation),
-            Cell::new(r.objects),
-        ];
-        if wide {
-            cells.extend([Cell::new(r.propagated), Cell::new(&r.federated_type)]);
-        }
-        if probed {
-            cells.push(Cell::new(serving_text(r.members.as_ref())));
-        }
-        t.add_row(cells);
-    }
-    render(&t)
-}
-
-/// `m1,m2`, or `m1 (not served: m2)`, or `m1 (unknown: m3)`.
-fn serving_text(members: Option<&BTreeMap<String, String>>) -> String {
-    let Some(members) = members else {
-        return "-".into();
-    };
-    let with = |want: &dyn Fn(&str) -> bool| {
-        members
-            .iter()
-            .filter(|(_, v)| want(v))
-            .map(|(k, _)| k.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let serves = with(&|v| v == SERVES);
-    let mut text = if serves.is_empty() {
-        "none".to_string()
-    } else {
-        serves
-    };
-    for (label, rule) in [
-        (
-            "not served",
-            &(|v: &str| v == NOT_SERVED) as &dyn Fn(&str) -> bool,
-        ),
-        ("unknown", &|v: &str| v.starts_with("unknown")),
-    ] {
-        let names = with(rule);
-        if !names.is_empty() {
-            text.push_str(&format!(" ({label}: {names})"));
-        }
-    }
-    text
-}
-
-pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
-    if rows.is_empty() {
-        return "No federated objects found.\n".into();
-    }
-    let explained = rows
-        .iter()
-        .flat_map(|r| &r.clusters)
-        .any(|c| c.message.is_some());
-    let mut headers = vec!["NAMESPACE", "NAME", "PLACEMENT", "PROPAGATED", "CLUSTERS"];
-    if wide {
-        headers.push("REASON");
-        if explained {
-            headers.push("MESSAGE");
-        }
-    }
-    let mut t = table(&headers);
-    if colour {
-        t.enforce_styling();
-    }
-    for r in rows {
-        let clusters = if r.clusters.is_empty() {
-            "-".to_string()
-        } else {
-            r.clusters
-                .iter()
-                .map(|c| format!("{}:{}", c.name, c.live.as_deref().unwrap_or(&c.status)))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let mut cells = vec![
-            Cell::new(if r.namespace.is_empty() {
-                "-"
-            } else {
-                &r.namespace
-            }),
-            Cell::new(&r.name),
-            Cell::new(&r.placement),
-            ready_cell(&r.propagation, colour),
-            Cell::new(clusters),
-        ];
-        if wide {
-            let messages: Vec<String> = r
-                .clusters
-                .iter()
-                .filter_map(|c| c.message.as_ref())
-                .cloned()
-                .collect();
-            cells.push(Cell::new(&r.reason));
-            if explained {
-                cells.push(Cell::new(messages.join("; ")));
-            }
-        }
-        t.add_row(cells);
-    }
-    render(&t)
-}
-
-/// One line: how much of the federation is healthy.
-pub fn summary(clusters: &[ClusterRow], types: &[TypeRow]) -> String {
-    let ready = clusters.iter().filter(|c| c.ready == "True").count();
-    let objects: usize = types.iter().map(|t| t.objects - t.ignored).sum();
-    let propagated: usize = types.iter().map(|t| t.propagated).sum();
-    format!(
-        "Propagation: {propagated} of {objects} federated object(s) propagated; {ready} of {} cluster(s) ready.",
-        clusters.len()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn placement_reads_like_kubefed_decides() {
-        assert_eq!(
-            placement_text(
-                &json!({"clusters": [{"name": "a"}, {"name": "b"}], "clusterSelector": {}})
-            ),
-            "a,b"
-        );
-        assert_eq!(placement_text(&json!({"clusters": []})), "none");
-        assert_eq!(
-            placement_text(&json!({"clusterSelector": {}})),
-            "all clusters"
-        );
-        assert_eq!(
-            placement_text(&json!({"clusterSelector": {"matchLabels": {"region": "eu"}}})),
-            "selector region=eu"
-        );
-        assert_eq!(placement_text(&json!({})), "none");
-    }
-
-    #[test]
-    fn tables_without_colour_are_plain_text() {
-        let rows = vec![ClusterRow {
-            name: "member1".into(),
-            ready: "True".into(),
-            kubernetes_version: "v1.20.2".into(),
-            endpoint: "https://10.0.0.1:6443".into(),
-            region: "eu".into(),
-            zones: vec!["eu-1a".into()],
-            message: String::new(),
-            created: String::new(),
-        }];
-        let text = clusters_table(&rows, false, false);
-        let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("NAME     READY"), "{text}");
-        assert!(
-            lines[1].contains("member1")
-                && lines[1].contains("True")
-                && lines[1].contains("eu/eu-1a"),
-            "{text}"
-        );
-        assert!(!text.contains('\u{1b}'), "no escape codes without colour");
-        assert!(
-            clusters_table(&rows, false, true).contains('\u{1b}'),
-            "colour when asked"
-        );
-    }
 }

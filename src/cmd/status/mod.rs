@@ -1,0 +1,308 @@
+//! `kubefedctl status`: where the federation stands — clusters, federated
+//! types, and per-cluster propagation of federated objects.
+//!
+//! Reads only. Cluster readiness comes from each KubeFedCluster's status
+//! (written by `reconcile`'s probe, or by a KubeFed controller) or, with
+//! `--probe`, from probing every member now, in parallel.
+
+use crate::cmd::options::GlobalOptions;
+use crate::error::ExitWith;
+use crate::host::Host;
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use data::{
+    IGNORED, check_members, cluster_rows, dns_rows, explain_unlisted, object_rows, type_rows,
+};
+use std::io::IsTerminal;
+use std::time::Duration;
+use tables::{clusters_table, dns_table, objects_table, summary, types_table};
+
+mod data;
+mod tables;
+
+pub use data::{ClusterPropagation, ClusterRow, ObjectRow, TypeRow};
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  kubefedctl status                          # clusters, types and a propagation summary
+  kubefedctl status clusters --probe         # probe every member now
+  kubefedctl status types
+  kubefedctl status deployments.apps -A      # one row per FederatedDeployment
+  kubefedctl status configmaps web -n demo -o yaml
+  kubefedctl status --exit-code              # exit 3 when anything is not ready or not propagated")]
+pub struct StatusOptions {
+    /// clusters, types, or a federated type by its target's name (deployments.apps, configmaps)
+    #[arg(value_name = "WHAT")]
+    pub what: Option<String>,
+
+    /// With a type: one federated object
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Namespace of the federated objects [default: the context's namespace]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+
+    /// Federated objects in every namespace
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Output format: wide, json, yaml or name [default: tables]
+    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    pub output: Option<StatusFormat>,
+
+    /// Probe every member cluster now instead of reading the recorded status
+    #[arg(long)]
+    pub probe: bool,
+
+    /// Timeout of each probe
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::cmd::options::parse_duration)]
+    pub probe_timeout: Duration,
+
+    /// With a type: check the member clusters themselves (in-sync, drifted, missing, unmanaged)
+    #[arg(long)]
+    pub live: bool,
+
+    /// Exit with 3 when a cluster is not ready or an object is not propagated
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusFormat {
+    Wide,
+    Json,
+    Yaml,
+    Name,
+}
+
+/// What `status` shows, from its first word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum What<'a> {
+    /// Host, clusters, types and a one-line summary.
+    Overview,
+    Clusters,
+    Types,
+    Dns,
+    /// One federated type's objects (FTC name, target plural or kind).
+    Type(&'a str),
+}
+
+impl<'a> What<'a> {
+    pub fn of(word: Option<&'a str>) -> What<'a> {
+        match word {
+            None => What::Overview,
+            Some("clusters") => What::Clusters,
+            Some("types") => What::Types,
+            Some("dns") => What::Dns,
+            Some(t) => What::Type(t),
+        }
+    }
+}
+
+pub async fn run(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
+    status(global, o).await
+}
+
+async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
+    let factory = global.client_factory()?;
+    let host = Host::connect(
+        &factory,
+        global.host_cluster_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await?;
+    host.require_initialised().await?;
+    let colour = o.output.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
+    let wide = o.output == Some(StatusFormat::Wide);
+    let mut unhealthy = false;
+    let what = What::of(o.what.as_deref());
+    match what {
+        What::Overview | What::Clusters | What::Types => {
+            let show_clusters = what != What::Types;
+            let show_types = what != What::Clusters;
+            let clusters = if show_clusters {
+                cluster_rows(&host, o).await?
+            } else {
+                Vec::new()
+            };
+            let types = if show_types {
+                type_rows(&host, o, what == What::Types && o.probe).await?
+            } else {
+                Vec::new()
+            };
+            unhealthy |= clusters.iter().any(|c| c.ready != "True");
+            unhealthy |= types.iter().any(|t| t.propagated + t.ignored < t.objects);
+            match o.output {
+                Some(StatusFormat::Json) | Some(StatusFormat::Yaml) => {
+                    let format = if o.output == Some(StatusFormat::Json) {
+                        crate::output::DocumentFormat::Json
+                    } else {
+                        crate::output::DocumentFormat::Yaml
+                    };
+                    let mut doc = serde_json::Map::new();
+                    doc.insert(
+                        "host".into(),
+                        serde_json::json!({"context": host.context, "namespace": host.namespace}),
+                    );
+                    if show_clusters {
+                        doc.insert("clusters".into(), serde_json::to_value(&clusters)?);
+                    }
+                    if show_types {
+                        doc.insert("types".into(), serde_json::to_value(&types)?);
+                    }
+                    crate::output::print(&doc, format)?;
+                }
+                Some(StatusFormat::Name) => {
+                    for c in &clusters {
+                        println!("kubefedcluster.core.kubefed.io/{}", c.name);
+                    }
+                    for t in &types {
+                        println!("federatedtypeconfig.core.kubefed.io/{}", t.name);
+                    }
+                }
+                _ => {
+                    if what == What::Overview {
+                        let scope = host.scope().await?;
+                        println!(
+                            "Host: context {:?}, namespace {}, scope {}\n",
+                            host.context,
+                            host.namespace,
+                            scope.as_str()
+                        );
+                    }
+                    if show_clusters {
+                        print!("{}", clusters_table(&clusters, wide, colour));
+                    }
+                    if show_clusters && show_types {
+                        println!();
+                    }
+                    if show_types {
+                        print!("{}", types_table(&types, wide));
+                    }
+                    if what == What::Overview {
+                        println!("\n{}", summary(&clusters, &types));
+                    }
+                }
+            }
+        }
+        What::Dns => {
+            let rows = dns_rows(&host, o).await?;
+            match o.output {
+                Some(StatusFormat::Json) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+                }
+                Some(StatusFormat::Yaml) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+                }
+                _ => print!("{}", dns_table(&rows)),
+            }
+        }
+        What::Type(type_name) => {
+            let (ftc, mut rows) = object_rows(&host, &factory, o, type_name).await?;
+            explain_unlisted(&host, o, &ftc, &mut rows).await?;
+            if o.live {
+                check_members(&host, o, &ftc, &mut rows).await?;
+                unhealthy |= rows
+                    .iter()
+                    .flat_map(|r| &r.clusters)
+                    .any(|c| c.live.as_deref() != Some("in-sync"));
+            }
+            unhealthy |= rows
+                .iter()
+                .any(|r| r.propagation != "True" && r.propagation != IGNORED);
+            match o.output {
+                Some(StatusFormat::Json) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+                }
+                Some(StatusFormat::Yaml) => {
+                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+                }
+                Some(StatusFormat::Name) => {
+                    for r in &rows {
+                        println!(
+                            "{}",
+                            if r.namespace.is_empty() {
+                                r.name.clone()
+                            } else {
+                                format!("{}/{}", r.namespace, r.name)
+                            }
+                        );
+                    }
+                }
+                _ => print!("{}", objects_table(&rows, wide, colour)),
+            }
+        }
+    }
+    if o.exit_code && unhealthy {
+        return Err(ExitWith {
+            code: 3,
+            message: "not everything is ready and propagated".into(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::data::placement_text;
+    use super::tables::clusters_table;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn placement_reads_like_kubefed_decides() {
+        assert_eq!(
+            placement_text(
+                &json!({"clusters": [{"name": "a"}, {"name": "b"}], "clusterSelector": {}})
+            ),
+            "a,b"
+        );
+        assert_eq!(placement_text(&json!({"clusters": []})), "none");
+        assert_eq!(
+            placement_text(&json!({"clusterSelector": {}})),
+            "all clusters"
+        );
+        assert_eq!(
+            placement_text(&json!({"clusterSelector": {"matchLabels": {"region": "eu"}}})),
+            "selector region=eu"
+        );
+        assert_eq!(placement_text(&json!({})), "none");
+    }
+
+    #[test]
+    fn tables_without_colour_are_plain_text() {
+        let rows = vec![ClusterRow {
+            name: "member1".into(),
+            ready: "True".into(),
+            kubernetes_version: "v1.20.2".into(),
+            endpoint: "https://10.0.0.1:6443".into(),
+            region: "eu".into(),
+            zones: vec!["eu-1a".into()],
+            message: String::new(),
+            created: String::new(),
+        }];
+        let text = clusters_table(&rows, false, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("NAME     READY"), "{text}");
+        assert!(
+            lines[1].contains("member1")
+                && lines[1].contains("True")
+                && lines[1].contains("eu/eu-1a"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "no escape codes without colour");
+        assert!(
+            clusters_table(&rows, false, true).contains('\u{1b}'),
+            "colour when asked"
+        );
+    }
+}
