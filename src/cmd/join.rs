@@ -12,11 +12,12 @@ use crate::api::core::KubeFedCluster;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, api_error, ensure, outcome_line, preview, resource_of,
 };
-use crate::client::ClientFactory;
-use crate::cmd::options::{GlobalOptions, parse_duration};
+use crate::cmd::options::{
+    GlobalOptions, MemberOptions, host_cluster_name, parse_duration, validate_cluster_name,
+};
 use crate::completion::complete_context;
 use crate::core::membership::{self, JoinNames, MemberEndpoint, Scope};
-use crate::core::names::{sanitize_label, subdomain_error};
+use crate::core::names::subdomain_error;
 use crate::host::Host;
 use crate::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
@@ -27,7 +28,6 @@ use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -67,78 +67,6 @@ pub struct JoinOptions {
     /// Print the objects (yaml or json) instead of writing them
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
-}
-
-/// Where the member is, shared by join and unjoin.
-#[derive(Args, Debug, Clone)]
-pub struct MemberOptions {
-    /// Context of the member cluster in the kubeconfig [default: CLUSTER_NAME]
-    #[arg(long, value_name = "CONTEXT", add = ArgValueCompleter::new(complete_context))]
-    pub cluster_context: Option<String>,
-
-    /// A kubeconfig file holding the member's context, when it is not in --kubeconfig
-    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
-    pub cluster_kubeconfig: Option<PathBuf>,
-
-    /// Name of the host inside the member's object names [default: the host context, made a valid name]
-    #[arg(long, value_name = "NAME")]
-    pub host_cluster_name: Option<String>,
-}
-
-/// The cluster name, checked: it names the KubeFedCluster.
-pub fn validate_cluster_name(name: &str) -> Result<()> {
-    if let Some(e) = subdomain_error(name) {
-        bail!("invalid cluster name {name:?}: {e}");
-    }
-    Ok(())
-}
-
-/// The host's name as used in member object names: `--host-cluster-name`
-/// (must be valid), else the host context, made a DNS-1123 label when it is
-/// not one (an EKS ARN, `user@cluster`), with a note on stderr.
-pub fn host_cluster_name(explicit: Option<&str>, host_context: &str) -> Result<String> {
-    if let Some(name) = explicit {
-        if let Some(e) = subdomain_error(name) {
-            bail!("invalid --host-cluster-name {name:?}: {e}");
-        }
-        return Ok(name.to_string());
-    }
-    if subdomain_error(host_context).is_none() {
-        return Ok(host_context.to_string());
-    }
-    let Some(clean) = sanitize_label(host_context) else {
-        bail!(
-            "host context {host_context:?} gives no valid Kubernetes name: set --host-cluster-name"
-        );
-    };
-    eprintln!(
-        "note: host context {host_context:?} is not a valid Kubernetes name; using {clean:?} in the member's object names (set --host-cluster-name to choose)"
-    );
-    Ok(clean)
-}
-
-impl MemberOptions {
-    pub fn context<'a>(&'a self, cluster_name: &'a str) -> &'a str {
-        self.cluster_context.as_deref().unwrap_or(cluster_name)
-    }
-
-    /// Clients for the member come from `--cluster-kubeconfig` when given.
-    pub fn factory(
-        &self,
-        host_factory: &ClientFactory,
-        global: &GlobalOptions,
-    ) -> Result<ClientFactory> {
-        match &self.cluster_kubeconfig {
-            None => Ok(host_factory.clone()),
-            Some(path) => {
-                let g = GlobalOptions {
-                    kubeconfig: Some(path.clone()),
-                    ..global.clone()
-                };
-                g.client_factory()
-            }
-        }
-    }
 }
 
 pub async fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {

@@ -8,8 +8,7 @@
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::{ObjectRef, api_error, resource_of};
-use crate::cmd::join::{MemberOptions, host_cluster_name, validate_cluster_name};
-use crate::cmd::options::GlobalOptions;
+use crate::cmd::options::{GlobalOptions, MemberOptions, host_cluster_name, validate_cluster_name};
 use crate::completion::complete_context;
 use crate::core::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
 use crate::error::one_line;

@@ -11,7 +11,7 @@
 //! allocates its own; see [`scrub`]), server-written annotations raise no
 //! warning, and placement may be chosen (KubeFed: all clusters).
 
-use crate::api::DEFAULT_FEDERATED_GROUP;
+use super::typegen::DEFAULT_FEDERATED_GROUP;
 use crate::core::lookup::ServedResource;
 use crate::core::names::subdomain_error;
 use crate::core::plan::is_system_namespace;

@@ -13,6 +13,9 @@
 use crate::core::lookup::ServedResource;
 use serde_json::{Map, Value, json};
 
+/// Default group of generated federated types.
+pub const DEFAULT_FEDERATED_GROUP: &str = "types.kubefed.io";
+
 /// What `spec.template` of the federated CRD says about its content.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TemplateSchema {
