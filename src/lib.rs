@@ -17,6 +17,7 @@ pub mod completion;
 pub mod core;
 pub mod discovery;
 pub mod error;
+pub mod federated_types;
 pub mod host;
 pub mod kubeconfig;
 pub mod man;

@@ -8,10 +8,10 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error, resource_of};
-use crate::cmd::enable::{DEFAULT_FEDERATED_VERSION, crd_object};
 use crate::cmd::options::GlobalOptions;
 use crate::core::typegen::FederatedNames;
 use crate::discovery;
+use crate::federated_types::{DEFAULT_FEDERATED_VERSION, crd_object};
 use crate::host::Host;
 use anyhow::{Result, bail};
 use clap::Args;

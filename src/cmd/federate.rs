@@ -14,7 +14,6 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error};
-use crate::cmd::enable::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::cmd::options::GlobalOptions;
 use crate::core::builtin_types::{builtin, guess_plural};
 use crate::core::compare::{is_subset, overlay};
@@ -25,6 +24,7 @@ use crate::core::convert::{
 use crate::core::lookup::{self, ServedResource};
 use crate::core::typegen::TemplateSchema;
 use crate::discovery;
+use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::host::Host;
 use crate::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
