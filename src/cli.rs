@@ -50,7 +50,7 @@ pub enum Command {
 /// Entry point of every binary: `kubefedctl`, or `kubectl fed` as a plugin.
 pub fn main(bin_name: &str) -> ExitCode {
     crate::output::quiet_broken_pipes();
-    crate::completion::complete_from_env();
+    crate::completion::complete_from_env(Cli::command);
     let cmd = Cli::command().bin_name(bin_name);
     let matches = match cmd.try_get_matches() {
         Ok(m) => m,

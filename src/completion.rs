@@ -6,7 +6,6 @@
 //! calls back `COMPLETE=<shell> kubefedctl -- <words>`, so completions always
 //! match the installed binary and can read the user's kubeconfig.
 
-use clap::CommandFactory;
 use clap_complete::CompletionCandidate;
 use clap_complete::env::{Bash, EnvCompleter, Fish, Powershell, Zsh};
 use std::ffi::OsStr;
@@ -59,9 +58,10 @@ pub fn script(shell: Shell) -> String {
     String::from_utf8(buf).expect("scripts are UTF-8")
 }
 
-/// Answers a completion request when `COMPLETE` is set (then exits).
-pub fn complete_from_env() {
-    clap_complete::CompleteEnv::with_factory(crate::cli::Cli::command)
+/// Answers a completion request for the command tree `command` when
+/// `COMPLETE` is set (then exits).
+pub fn complete_from_env(command: fn() -> clap::Command) {
+    clap_complete::CompleteEnv::with_factory(command)
         .var(COMPLETE_VAR)
         .bin(PROGRAM)
         .completer(PROGRAM)
@@ -111,8 +111,8 @@ fn kubeconfig_flag(args: impl IntoIterator<Item = String>) -> Option<PathBuf> {
 /// `kubectl_complete-fed ARGS... CURRENT`: kubectl passes the plugin's words
 /// (the last one being completed, possibly empty) and reads one candidate per
 /// line (`value<TAB>help`), then `:<directive>` (4 = no file completion).
-pub fn kubectl_plugin_completions(words: Vec<String>) -> String {
-    let mut cmd = crate::cli::Cli::command().bin_name("kubectl fed");
+pub fn kubectl_plugin_completions(command: clap::Command, words: Vec<String>) -> String {
+    let mut cmd = command.bin_name("kubectl fed");
     let mut args: Vec<std::ffi::OsString> = vec![PROGRAM.into()];
     args.extend(words.iter().map(Into::into));
     if words.is_empty() {
@@ -164,7 +164,8 @@ mod tests {
 
     #[test]
     fn plugin_completion_lists_subcommands_and_ends_with_a_directive() {
-        let out = kubectl_plugin_completions(vec!["ver".into()]);
+        use clap::CommandFactory;
+        let out = kubectl_plugin_completions(crate::cli::Cli::command(), vec!["ver".into()]);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.last(), Some(&":4"));
         assert!(lines.iter().any(|l| l.starts_with("version")), "{out}");
