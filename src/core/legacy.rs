@@ -5,6 +5,11 @@
 
 use serde_json::Value;
 
+/// RSP API groups accepted on input (current and pre-v0.1 spelling).
+pub const SCHEDULING_GROUPS: [&str; 2] = ["scheduling.kubefed.io", "scheduling.kubefed.k8s.io"];
+/// Federated type groups of the default FTCs (current and older spelling).
+pub const TYPES_GROUPS: [&str; 2] = ["types.kubefed.io", "types.kubefed.k8s.io"];
+
 /// The object in today's spelling, and a note per rewrite.
 pub fn normalize(obj: Value) -> (Value, Vec<String>) {
     let mut out = obj;

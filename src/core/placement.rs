@@ -132,7 +132,7 @@ pub fn is_federated_namespace(fed: &Value) -> bool {
         None => true,
         Some(av) => {
             let group = av.split_once('/').map(|(g, _)| g).unwrap_or("");
-            super::scheduling::TYPES_GROUPS.contains(&group)
+            super::legacy::TYPES_GROUPS.contains(&group)
         }
     };
     kind_ok && group_ok

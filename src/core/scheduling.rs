@@ -12,15 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::legacy::SCHEDULING_GROUPS;
 use super::overrides::overrides_for_cluster;
 use super::placement::{Cluster, selector_only_clusters};
 use super::planner::{ClusterPreferences, Preferences, plan};
 use super::time::parse_rfc3339;
 
-/// RSP API groups accepted on input (current and pre-v0.1 spelling).
-pub const SCHEDULING_GROUPS: [&str; 2] = ["scheduling.kubefed.io", "scheduling.kubefed.k8s.io"];
-/// Federated type groups of the default FTCs (current and older spelling).
-pub const TYPES_GROUPS: [&str; 2] = ["types.kubefed.io", "types.kubefed.k8s.io"];
 /// The only kinds upstream schedules.
 pub const SCHEDULABLE_KINDS: [&str; 2] = ["FederatedDeployment", "FederatedReplicaSet"];
 /// Override path the RSP controller owns.
