@@ -28,6 +28,15 @@ if [ "${1:-}" = "--check" ]; then
   have_binaries && exit 0 || exit 1
 fi
 
+# kubectl: a test (kubectl finds the plugin) and the benchmark's side-by-side
+# comparison run it; Debian's kubernetes-client when none is installed.
+if ! command -v kubectl >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  log "installing kubectl (Debian's kubernetes-client)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubernetes-client >/dev/null; } ||
+    log "kubectl could not be installed; the kubectl plugin test will fail"
+fi
+
 if have_binaries; then
   echo "$BIN_DIR"
   exit 0

@@ -163,13 +163,11 @@ fn kubectl_plugin_binary_works_and_names_itself() {
 /// `kubectl fed version` through the real kubectl, when one is installed.
 #[test]
 fn kubectl_finds_the_plugin_on_path() {
-    let Some(kubectl) = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
+    // hack/test.sh (through hack/testenv.sh) installs kubectl when missing.
+    let kubectl = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"]
         .into_iter()
         .find(|p| Path::new(p).exists())
-    else {
-        eprintln!("no kubectl on this machine: skipped");
-        return;
-    };
+        .expect("kubectl is needed here: run the tests with hack/test.sh, which installs it");
     let bin_dir = Path::new(KUBECTL_FED).parent().unwrap();
     let path = format!(
         "{}:{}",

@@ -3,8 +3,10 @@
 //! types and their federated objects, one list per type and ready member,
 //! PropagatedVersions and the host's namespaces. Reads only.
 
-use crate::api::core::{FederatedTypeConfig, KubeFedConfig};
-use crate::apply::{api_error, api_error_line, api_resource, dynamic_api};
+use crate::api::core::{
+    ClusterPropagatedVersion, FederatedTypeConfig, KubeFedConfig, PropagatedVersion,
+};
+use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
 use crate::core::decide::{FederatedType, Listing, ObjectKey, key_of};
 use crate::core::desired::TargetType;
 use crate::core::membership::Scope;
@@ -302,18 +304,8 @@ async fn read_versions(
     host: &Host,
     namespace: &Option<String>,
 ) -> Result<HashMap<ObjectKey, Value>> {
-    let pv = api_resource(
-        "core.kubefed.io",
-        "v1alpha1",
-        "PropagatedVersion",
-        "propagatedversions",
-    );
-    let cpv = api_resource(
-        "core.kubefed.io",
-        "v1alpha1",
-        "ClusterPropagatedVersion",
-        "clusterpropagatedversions",
-    );
+    let pv = resource_of::<PropagatedVersion>();
+    let cpv = resource_of::<ClusterPropagatedVersion>();
     let mut out = HashMap::new();
     for (ar, ns) in [(pv, namespace.as_deref()), (cpv, None)] {
         for v in list_all(&dynamic_api(&host.client, ns, &ar), &ListParams::default()).await? {

@@ -4,7 +4,8 @@
 //! PropagatedVersions and the finalizer's release, as KubeFed writes them.
 //! What to write is decided by the pure core (`core::record`).
 
-use crate::apply::{api_error, api_resource, dynamic_api};
+use crate::api::core::{ClusterPropagatedVersion, PropagatedVersion};
+use crate::apply::{api_error, dynamic_api, resource_of};
 use crate::core::decide::{FinalizerStep, ObjectKey, ObjectPlan, key_of};
 use crate::core::plan::SYNC_FINALIZER;
 use crate::core::record::WriteBack;
@@ -134,12 +135,12 @@ async fn write_versions(
     create: bool,
 ) -> Result<usize> {
     let (ns, pv_name) = (&plan.key.0, &plan.pv_name);
-    let (kind, plural) = if ns.is_empty() {
-        ("ClusterPropagatedVersion", "clusterpropagatedversions")
+    let ar = if ns.is_empty() {
+        resource_of::<ClusterPropagatedVersion>()
     } else {
-        ("PropagatedVersion", "propagatedversions")
+        resource_of::<PropagatedVersion>()
     };
-    let ar = api_resource("core.kubefed.io", "v1alpha1", kind, plural);
+    let kind = ar.kind.as_str();
     let api = dynamic_api(&host.client, Some(ns), &ar);
     let mut writes = 0;
     let mut obj = if create {

@@ -3,7 +3,8 @@
 //! each ReplicaSchedulingPreference rewrites its federated object's
 //! placement and replicas overrides from what the members run now.
 
-use crate::apply::{api_error_line, api_resource, dynamic_api};
+use crate::api::scheduling::ReplicaSchedulingPreference;
+use crate::apply::{api_error_line, api_resource, dynamic_api, resource_of};
 use crate::core::decide::{Listing, describe, key_of};
 use crate::core::placement::Cluster;
 use crate::core::plan::{ManagedLabel, managed_label};
@@ -39,12 +40,7 @@ pub async fn schedule_replicas(
     timeout: Duration,
     report: &mut Report,
 ) -> Result<usize> {
-    let ar = api_resource(
-        "scheduling.kubefed.io",
-        "v1alpha1",
-        "ReplicaSchedulingPreference",
-        "replicaschedulingpreferences",
-    );
+    let ar = resource_of::<ReplicaSchedulingPreference>();
     let api = dynamic_api(&host.client, seen.namespace.as_deref(), &ar);
     let rsps = list_all(&api, &ListParams::default()).await?;
     let mut writes = 0;
