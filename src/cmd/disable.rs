@@ -66,13 +66,7 @@ pub async fn run(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
 }
 
 async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
     let name = if o.name.contains('.') {
         o.name.clone()

@@ -10,7 +10,6 @@ use crate::apply::resource_of;
 use crate::cmd::options::GlobalOptions;
 use crate::core::typegen::TemplateSchema;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
-use crate::host::Host;
 use crate::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
@@ -124,13 +123,7 @@ pub async fn run(global: &GlobalOptions, o: &EnableOptions) -> Result<()> {
 }
 
 async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directive]) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (_, host) = global.connect_host().await?;
     if o.output.is_none() {
         host.require_initialised().await?;
     }

@@ -268,13 +268,7 @@ async fn federate_live(
     o: &FederateOptions,
     placement: &Placement,
 ) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (factory, host) = global.connect_host().await?;
     let writing = o.output.is_none();
     if writing {
         host.require_initialised().await?;

@@ -11,7 +11,6 @@ use crate::apply::{
 };
 use crate::cmd::options::GlobalOptions;
 use crate::core::membership::Scope;
-use crate::host::Host;
 use crate::output::{self, DocumentFormat};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -85,13 +84,7 @@ pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
 }
 
 async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (_, host) = global.connect_host().await?;
     let ns = host.namespace.clone();
     let namespace = host.object(resource_of::<Namespace>(), false, &ns);
     let crds: Vec<(ObjectRef, Value)> = all_crds(o.with_dns)

@@ -175,13 +175,7 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
 }
 
 async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (factory, host) = global.connect_host().await?;
     let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
     let names = JoinNames::new(&o.cluster_name, &host_name, &host.namespace);
     if let Some(e) = subdomain_error(&names.service_account) {

@@ -47,6 +47,18 @@ pub struct GlobalOptions {
 }
 
 impl GlobalOptions {
+    /// The kubeconfig's clients, and the host cluster they name.
+    pub async fn connect_host(&self) -> anyhow::Result<(ClientFactory, crate::host::Host)> {
+        let factory = self.client_factory()?;
+        let host = crate::host::Host::connect(
+            &factory,
+            self.host_cluster_context.as_deref(),
+            &self.kubefed_namespace,
+        )
+        .await?;
+        Ok((factory, host))
+    }
+
     /// Loads the kubeconfig and returns a factory for clients of its contexts.
     pub fn client_factory(&self) -> anyhow::Result<ClientFactory> {
         let kubeconfig = crate::kubeconfig::load(self.kubeconfig.as_deref())?;

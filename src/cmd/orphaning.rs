@@ -5,7 +5,6 @@
 use crate::apply::api_error;
 use crate::cmd::options::GlobalOptions;
 use crate::discovery;
-use crate::host::Host;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -59,13 +58,7 @@ async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
         OrphaningAction::Disable(t) => (t, Some(false)),
         OrphaningAction::Status(t) => (t, None),
     };
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (factory, host) = global.connect_host().await?;
     let resource = discovery::find_resource(&host.client, &target.type_name, None).await?;
     if !resource.kind.starts_with("Federated") {
         eprintln!(

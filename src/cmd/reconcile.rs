@@ -4,7 +4,6 @@
 use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::lease::RECONCILE_LEASE;
 use crate::error::ExitWith;
-use crate::host::Host;
 use crate::output::{DocumentFormat, on_stdout};
 use crate::sync::lock::{self, RunLock};
 use crate::sync::observe::Selection;
@@ -171,13 +170,7 @@ fn run_render(o: &ReconcileOptions) -> Result<()> {
 }
 
 async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
     let opts = live::Options {
         selection: Selection {

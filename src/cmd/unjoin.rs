@@ -59,13 +59,7 @@ pub async fn run(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
 }
 
 async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (factory, host) = global.connect_host().await?;
     host.require_initialised().await?;
     let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
     let ns = host.namespace.clone();

@@ -7,7 +7,6 @@
 
 use crate::cmd::options::GlobalOptions;
 use crate::error::ExitWith;
-use crate::host::Host;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use data::{
@@ -110,13 +109,7 @@ pub async fn run(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
 }
 
 async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
-    let factory = global.client_factory()?;
-    let host = Host::connect(
-        &factory,
-        global.host_cluster_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await?;
+    let (factory, host) = global.connect_host().await?;
     host.require_initialised().await?;
     let colour = o.output.is_none()
         && std::io::stdout().is_terminal()
