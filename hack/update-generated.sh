@@ -11,5 +11,5 @@ bin=target/debug/kubefedctl
 "$bin" completion fish >completions/kubefedctl.fish
 "$bin" completion powershell >completions/_kubefedctl.ps1
 echo "completions/ updated"
-UPDATE_MAN=1 cargo test --quiet --test cli man_pages_are_current >/dev/null
+UPDATE_MAN=1 cargo test --quiet --test it cli::man_pages_are_current >/dev/null
 echo "docs/man/ updated"

@@ -45,6 +45,16 @@ impl Host {
         ObjectRef::new("host", &self.client, resource, ns, name)
     }
 
+    /// Whether the host has the multi-cluster DNS API (`init --with-dns`).
+    pub async fn dns_installed(&self) -> Result<bool> {
+        let crd = self.object(
+            resource_of::<CustomResourceDefinition>(),
+            false,
+            "servicednsrecords.multiclusterdns.kubefed.io",
+        );
+        Ok(crd.get().await?.is_some())
+    }
+
     /// Fails with "host not initialised" when KubeFed's CRDs are missing.
     pub async fn require_initialised(&self) -> Result<()> {
         let crd = self.object(resource_of::<CustomResourceDefinition>(), false, MARKER_CRD);

@@ -2,7 +2,9 @@
 //!
 //! `--kubeconfig PATH` wins; else `KUBECONFIG` (a `:`-separated list, merged
 //! with kubectl's rules: the first file to set a value wins); else
-//! `~/.kube/config`. The loading itself is kube's own.
+//! `~/.kube/config`; else, inside a pod, the pod's service account (context
+//! `in-cluster`, as client-go's in-cluster config). The loading itself is
+//! kube's own.
 
 use anyhow::{Result, anyhow, bail};
 use kube::config::Kubeconfig;
@@ -43,6 +45,12 @@ pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
             crate::error::source_chain(&e)
         ),
     }
+    let default = default_path().filter(|p| p.exists());
+    if default.is_none()
+        && let Some(in_cluster) = in_cluster()?
+    {
+        return Ok(in_cluster);
+    }
     let default = default_path().ok_or_else(|| {
         anyhow!("no kubeconfig: set --kubeconfig or KUBECONFIG (no home directory)")
     })?;
@@ -63,6 +71,56 @@ pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
         config,
         source: default.display().to_string(),
     })
+}
+
+/// The context name of the in-cluster configuration.
+pub const IN_CLUSTER: &str = "in-cluster";
+
+/// Where a pod's service account credentials are mounted.
+const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Inside a pod (`KUBERNETES_SERVICE_HOST` set and a service account token
+/// mounted): a kubeconfig with one context, `in-cluster`, for the API
+/// server's service address, the mounted CA and token (re-read as kube
+/// rotates it) and the pod's namespace. `KUBEFEDCTL_SERVICE_ACCOUNT_DIR`
+/// points elsewhere than the standard mount (tests, unusual mounts).
+fn in_cluster() -> Result<Option<LoadedKubeconfig>> {
+    let (Some(host), Some(port)) = (
+        std::env::var_os("KUBERNETES_SERVICE_HOST"),
+        std::env::var_os("KUBERNETES_SERVICE_PORT"),
+    ) else {
+        return Ok(None);
+    };
+    let dir = std::env::var_os("KUBEFEDCTL_SERVICE_ACCOUNT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(SERVICE_ACCOUNT_DIR));
+    let token = dir.join("token");
+    if !token.exists() {
+        return Ok(None);
+    }
+    let (host, port) = (host.to_string_lossy(), port.to_string_lossy());
+    let server = if host.contains(':') {
+        format!("https://[{host}]:{port}")
+    } else {
+        format!("https://{host}:{port}")
+    };
+    let namespace = std::fs::read_to_string(dir.join("namespace"))
+        .map(|n| n.trim().to_string())
+        .unwrap_or_else(|_| "default".into());
+    let config = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": IN_CLUSTER,
+        "clusters": [{"name": IN_CLUSTER, "cluster": {
+            "server": server, "certificate-authority": dir.join("ca.crt")}}],
+        "users": [{"name": IN_CLUSTER, "user": {"tokenFile": token}}],
+        "contexts": [{"name": IN_CLUSTER, "context": {
+            "cluster": IN_CLUSTER, "user": IN_CLUSTER, "namespace": namespace}}],
+    });
+    let config: Kubeconfig = serde_json::from_value(config)
+        .map_err(|e| anyhow!("in-cluster configuration from {}: {e}", dir.display()))?;
+    Ok(Some(LoadedKubeconfig {
+        config,
+        source: format!("the pod's service account ({})", dir.display()),
+    }))
 }
 
 /// `~/.kube/config`.

@@ -25,6 +25,7 @@ pub mod members;
 pub mod output;
 pub mod parallel;
 pub mod poll;
+pub mod reconciler;
 pub mod sync;
 pub mod version;
 pub mod yaml;

@@ -9,6 +9,7 @@ use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error, resource_of};
 use crate::cmd::options::GlobalOptions;
+use crate::core::reconciler::FederatedResource;
 use crate::core::typegen::FederatedNames;
 use crate::discovery;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, crd_object};
@@ -147,7 +148,7 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
         {
             println!("{} would be deleted (host)", crd.short());
         }
-        return Ok(());
+        return refresh_reconciler_rules(&host, ftc.as_ref(), true).await;
     }
 
     // Propagation off first, CRD next, FTC last: KubeFed's order, so that a
@@ -173,6 +174,26 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
     }
     if ftc.is_some() && ftc_ref.delete().await? {
         println!("{} deleted (host)", ftc_ref.short());
+    }
+    refresh_reconciler_rules(&host, ftc.as_ref(), false).await
+}
+
+/// The reconciler (when installed) loses the disabled type's rules.
+async fn refresh_reconciler_rules(
+    host: &crate::host::Host,
+    ftc: Option<&FederatedTypeConfig>,
+    dry_run: bool,
+) -> Result<()> {
+    let gone = ftc.map(|f| FederatedResource {
+        group: f.spec.federated_type.group.clone().unwrap_or_default(),
+        plural: f.spec.federated_type.plural_name.clone(),
+    });
+    let lines = crate::reconciler::refresh_rules(host, dry_run, |types| {
+        types.retain(|t| Some(t) != gone.as_ref())
+    })
+    .await?;
+    for line in lines {
+        println!("{line}");
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::apply::resource_of;
 use crate::cmd::options::GlobalOptions;
+use crate::core::reconciler::FederatedResource;
 use crate::core::typegen::TemplateSchema;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::output::DocumentFormat;
@@ -144,6 +145,18 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
     }
     for g in &generated {
         write_type(&host, g, o.dry_run).await?;
+    }
+    let added = generated.iter().map(|g| {
+        let fd = &g.type_config["spec"]["federatedType"];
+        FederatedResource {
+            group: fd["group"].as_str().unwrap_or_default().to_string(),
+            plural: fd["pluralName"].as_str().unwrap_or_default().to_string(),
+        }
+    });
+    let lines =
+        crate::reconciler::refresh_rules(&host, o.dry_run, |types| types.extend(added)).await?;
+    for line in lines {
+        println!("{line}");
     }
     Ok(())
 }

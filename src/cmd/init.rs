@@ -11,6 +11,7 @@ use crate::apply::{
 };
 use crate::cmd::options::GlobalOptions;
 use crate::core::membership::Scope;
+use crate::core::reconciler;
 use crate::output::{self, DocumentFormat};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -23,7 +24,9 @@ use std::time::Duration;
 #[command(after_help = "Examples:
   kubefedctl init                         # cluster-wide federation in kube-federation-system
   kubefedctl init --scope Namespaced --kubefed-namespace team-a
-  kubefedctl init -o yaml > kubefed.yaml  # review or apply with kubectl; nothing is written")]
+  kubefedctl init -o yaml > kubefed.yaml  # review or apply with kubectl; nothing is written
+  kubefedctl init --reconciler cronjob --image registry.example/kubefedctl:0.1 --shards 3
+                                          # reconcile every 5 minutes inside the host, in 3 shards")]
 pub struct InitOptions {
     /// Scope of the federation: Cluster (all namespaces) or Namespaced (the kubefed namespace only) [default: Cluster]
     #[arg(long, value_enum)]
@@ -40,6 +43,48 @@ pub struct InitOptions {
     /// Also install the multi-cluster DNS CRDs (Domain, ServiceDNSRecord, IngressDNSRecord, DNSEndpoint)
     #[arg(long)]
     pub with_dns: bool,
+
+    /// Also install a reconciler that runs `kubefedctl reconcile` inside the host, with least-privilege RBAC
+    #[arg(long, value_enum, value_name = "KIND", requires = "image")]
+    pub reconciler: Option<reconciler::Mode>,
+
+    /// With --reconciler: the container image holding kubefedctl (on PATH)
+    #[arg(long, value_name = "IMAGE", requires = "reconciler")]
+    pub image: Option<String>,
+
+    /// With --reconciler cronjob: when to run, in cron syntax
+    #[arg(long, value_name = "CRON", default_value = reconciler::DEFAULT_SCHEDULE, value_parser = parse_schedule)]
+    pub schedule: String,
+
+    /// With --reconciler: split each run into N shards (by namespace) that run in parallel
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub shards: u32,
+}
+
+fn parse_schedule(text: &str) -> Result<String, String> {
+    reconciler::check_schedule(text).map(|()| text.to_string())
+}
+
+impl InitOptions {
+    /// The reconciler to install, given what the host has.
+    fn reconciler<'a>(
+        &'a self,
+        namespace: &'a str,
+        scope: Scope,
+        facts: crate::reconciler::HostFacts,
+    ) -> Option<reconciler::Reconciler<'a>> {
+        Some(reconciler::Reconciler {
+            mode: self.reconciler?,
+            namespace,
+            scope,
+            image: self.image.as_deref().unwrap_or_default(),
+            schedule: &self.schedule,
+            shards: self.shards,
+            types: facts.types,
+            dns: facts.dns || self.with_dns,
+            batch: facts.batch,
+        })
+    }
 }
 
 /// Everything init writes, in order.
@@ -75,10 +120,19 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
 pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
     let scope = o.scope.unwrap_or(Scope::Cluster);
     if let Some(format) = o.output {
-        return output::print_objects(
-            &objects(&global.kubefed_namespace, scope, o.with_dns),
-            format,
-        );
+        let mut all = objects(&global.kubefed_namespace, scope, o.with_dns);
+        // Offline: a fresh federation (no types yet; `enable` adds their
+        // rules) on a current Kubernetes.
+        let fresh = crate::reconciler::HostFacts {
+            types: Vec::new(),
+            dns: o.with_dns,
+            batch: reconciler::Batch::MODERN,
+            scope,
+        };
+        if let Some(r) = o.reconciler(&global.kubefed_namespace, scope, fresh) {
+            all.extend(r.objects());
+        }
+        return output::print_objects(&all, format);
     }
     run_live(global, o, scope).await
 }
@@ -126,6 +180,10 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
             .await
             .unwrap_or(Outcome::Created);
         println!("{}", outcome_line(&config, outcome, true));
+        let facts = crate::reconciler::facts(&host).await?;
+        if let Some(r) = o.reconciler(&ns, facts.scope, facts) {
+            install_reconciler(&host, &r, true, &mut Journal::default()).await?;
+        }
         return Ok(());
     }
 
@@ -144,6 +202,10 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
         wait_established(&changed_crds).await?;
         let (outcome, _) = ensure(&config, &config_body, &OnExisting::Keep, &mut journal).await?;
         println!("{}", outcome_line(&config, outcome, false));
+        let facts = crate::reconciler::facts(&host).await?;
+        if let Some(r) = o.reconciler(&ns, facts.scope, facts) {
+            install_reconciler(&host, &r, false, &mut journal).await?;
+        }
         anyhow::Ok(())
     }
     .await;
@@ -160,6 +222,33 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
         host.context,
         live_scope.as_str()
     );
+    Ok(())
+}
+
+/// Writes the reconciler's objects and removes CronJobs of an earlier
+/// shard count.
+async fn install_reconciler(
+    host: &crate::host::Host,
+    r: &reconciler::Reconciler<'_>,
+    dry_run: bool,
+    journal: &mut Journal,
+) -> Result<()> {
+    let objects = r.objects();
+    for (target, outcome) in crate::reconciler::write(host, &objects, dry_run, journal).await? {
+        println!("{}", outcome_line(&target, outcome, dry_run));
+    }
+    let stale = crate::reconciler::stale_cronjobs(host, &objects).await?;
+    for s in &stale {
+        let verb = if dry_run {
+            "would be deleted"
+        } else {
+            "deleted"
+        };
+        println!("{} {verb} ({})", s.short(), s.cluster);
+    }
+    if !dry_run {
+        crate::reconciler::delete(&stale).await?;
+    }
     Ok(())
 }
 

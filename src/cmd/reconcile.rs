@@ -3,6 +3,7 @@
 
 use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::lease::RECONCILE_LEASE;
+use crate::core::shard::Shard;
 use crate::error::ExitWith;
 use crate::output::{DocumentFormat, on_stdout};
 use crate::sync::lock::{self, RunLock};
@@ -31,7 +32,8 @@ Examples:
   kubefedctl reconcile --from app/ --cluster eu1:region=eu --output-dir out/
   kubefedctl reconcile                                         # live: every enabled type, every member
   kubefedctl reconcile --type deployments.apps -n shop --dry-run --diff
-  kubefedctl reconcile --cluster member2 -o json               # only touch member2; JSON summary for CI"
+  kubefedctl reconcile --cluster member2 -o json               # only touch member2; JSON summary for CI
+  kubefedctl reconcile --shard 1/3                             # one of three runs that split the work"
 )]
 pub struct ReconcileOptions {
     /// Render offline from these files or directories (- for stdin): federated objects, FederatedNamespaces, RSPs, KubeFedClusters
@@ -116,6 +118,11 @@ pub struct ReconcileOptions {
     #[arg(long, conflicts_with = "lock_timeout")]
     pub no_lock: bool,
 
+    /// Only shard I of N (0 <= I < N): objects partitioned by namespace
+    /// (cluster-scoped ones by name); each shard has its own lock
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, conflicts_with = "from")]
+    pub shard: Option<Shard>,
+
     /// Summary (live) or manifests (--from) as yaml or json
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
@@ -184,6 +191,7 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
             selector: o.selector.clone(),
             timeout: o.timeout,
             probe_timeout: o.probe_timeout,
+            shard: o.shard,
         },
         dry_run: o.dry_run,
         concurrency: o.concurrency,
@@ -208,8 +216,10 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let lock = if o.dry_run || o.no_lock {
         None
     } else {
-        let lock =
-            RunLock::acquire(&host, RECONCILE_LEASE, lock::this_run(), o.lock_timeout).await?;
+        let name = o.shard.map_or(RECONCILE_LEASE.to_string(), |s| {
+            s.lease_name(RECONCILE_LEASE)
+        });
+        let lock = RunLock::acquire(&host, &name, lock::this_run(), o.lock_timeout).await?;
         if let Some(previous) = &lock.took_over {
             eprintln!("note: took over the federation lock from {previous}");
         }

@@ -20,6 +20,7 @@ use super::plan::{
     self, Action, AggregateReason, ClusterStatus, Decision, DeletionPlan, ManagedLabel,
     MemberState, SYNC_FINALIZER, SyncSettings,
 };
+use super::shard::{self, Shard};
 use super::version::{member_version, propagated_version_name};
 
 /// `(namespace, name)` of an object; cluster-scoped objects have `""`.
@@ -356,6 +357,9 @@ pub struct RunLimits<'a> {
     /// `-l` was given: members' labelled objects cannot be matched to
     /// federated objects that were not listed, so no orphan cleanup.
     pub selector: bool,
+    /// `--shard I/N`: only this shard's orphans (its objects are chosen
+    /// when they are read, with [`shard::retain_owned`]).
+    pub shard: Option<Shard>,
 }
 
 /// The possible orphans of one type in its members' listings.
@@ -387,7 +391,10 @@ pub fn orphans(
             } else {
                 member_key(t, k)
             };
-            if federated.contains(&fed_key) || plan::managed_label(obj) != ManagedLabel::True {
+            if federated.contains(&fed_key)
+                || plan::managed_label(obj) != ManagedLabel::True
+                || !shard::owned(limits.shard, &fed_key)
+            {
                 continue;
             }
             if t.target.is_namespace() && plan::is_system_namespace(&k.1, fed.kubefed_namespace) {
@@ -913,11 +920,70 @@ mod tests {
         );
         let limited = RunLimits {
             namespace: Some("shop"),
-            selector: false,
+            ..RunLimits::default()
         };
         let found = orphans(&f, &ns, &[], &members, limited);
         assert_eq!(found.len(), 1);
         assert_eq!(key_of(&found[0].live).1, "shop");
+    }
+
+    #[test]
+    fn shards_split_objects_and_orphans_without_overlap_or_gap() {
+        let w = World::new();
+        let f = w.federation();
+        let t = configmaps();
+        let in_ns = |ns: &str, name: &str| {
+            let mut o = fed_cm(name);
+            o["metadata"]["namespace"] = json!(ns);
+            o
+        };
+        let namespaces = ["shop", "team-a", "team-b", "web", "db", "ci", "x1", "x2"];
+        let objects: Vec<Value> = namespaces
+            .iter()
+            .flat_map(|ns| [in_ns(ns, "one"), in_ns(ns, "two")])
+            .collect();
+        let strays: Vec<Value> = namespaces
+            .iter()
+            .map(|ns| managed("ConfigMap", ns, "stray"))
+            .collect();
+        let members = both(listed(&strays), listed(&strays));
+        let keys = |d: &TypeDecisions| {
+            let objects: BTreeSet<ObjectKey> = d.objects.iter().map(|p| p.key.clone()).collect();
+            let orphans: Vec<(String, ObjectKey)> = d
+                .orphans
+                .iter()
+                .map(|o| (o.decision.cluster.clone(), key_of(&o.live)))
+                .collect();
+            (objects, orphans)
+        };
+        let whole = keys(&decide_type(
+            &f,
+            &t,
+            &objects,
+            &members,
+            RunLimits::default(),
+        ));
+        assert_eq!(whole.0.len(), 16);
+        assert_eq!(whole.1.len(), 16, "a stray per namespace and member");
+        for count in 1..=4 {
+            let (mut objs, mut orphs) = (BTreeSet::new(), Vec::new());
+            for index in 0..count {
+                let limits = RunLimits {
+                    shard: Some(Shard { index, count }),
+                    ..RunLimits::default()
+                };
+                let mine = shard::retain_owned(limits.shard, objects.clone());
+                let (o, mut r) = keys(&decide_type(&f, &t, &mine, &members, limits));
+                assert!(objs.is_disjoint(&o), "{index}/{count} overlaps");
+                objs.extend(o);
+                orphs.append(&mut r);
+            }
+            orphs.sort();
+            let mut want = whole.1.clone();
+            want.sort();
+            assert_eq!(objs, whole.0, "{count} shards cover every object once");
+            assert_eq!(orphs, want, "{count} shards cover every orphan once");
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::core::dns::{
     ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
     record_status,
 };
+use crate::core::shard::{self, Shard};
 use crate::host::Host;
 use crate::members::{Health, Member};
 use crate::sync::report::Report;
@@ -25,12 +26,7 @@ fn ar(kind: &str, plural: &str) -> ApiResource {
 
 /// True when `init --with-dns` installed the DNS API in the host.
 pub async fn installed(host: &Host) -> Result<bool> {
-    let crd = host.object(
-        crate::apply::resource_of::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(),
-        false,
-        "servicednsrecords.multiclusterdns.kubefed.io",
-    );
-    Ok(crd.get().await?.is_some())
+    host.dns_installed().await
 }
 
 /// Region and zones of a member from its Nodes' labels (the newer
@@ -117,16 +113,27 @@ pub async fn refresh_topology(
     out
 }
 
-/// The DNS pass over every record in `namespace` (or everywhere).
+/// Which records a DNS pass handles, and whether it records topology.
+pub struct Scope<'a> {
+    /// `-n` (or the federation namespace of a namespace-scoped federation).
+    pub namespace: Option<&'a str>,
+    /// `--shard I/N`: only this shard's records.
+    pub shard: Option<Shard>,
+    /// Write the members' topology into their KubeFedClusters (not in dry
+    /// runs, and in one shard only).
+    pub writes_topology: bool,
+}
+
+/// The DNS pass over every record in scope.
 pub async fn dns_pass(
     host: &Host,
     members: &[Member],
     health: &[Health],
-    namespace: Option<&str>,
+    scope: Scope<'_>,
     dry_run: bool,
     report: &mut Report,
 ) -> Result<()> {
-    let topology = refresh_topology(host, members, health, dry_run, report).await;
+    let topology = refresh_topology(host, members, health, !scope.writes_topology, report).await;
     let domains: Vec<Value> = dynamic_api(
         &host.client,
         Some(&host.namespace),
@@ -151,14 +158,16 @@ pub async fn dns_pass(
             api_resource("networking.k8s.io", "v1", "Ingress", "ingresses"),
         ),
     ] {
-        let records_api = dynamic_api(&host.client, namespace, &ar(kind, plural));
+        let records_api = dynamic_api(&host.client, scope.namespace, &ar(kind, plural));
         let records = records_api
             .list(&ListParams::default())
             .await
             .map_err(api_error)?
-            .items;
-        for r in records {
-            let obj = serde_json::to_value(&r)?;
+            .items
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()?;
+        for obj in shard::retain_owned(scope.shard, records) {
             if let Err(e) = one_record(
                 host, members, health, &topology, &domains, &obj, &member_ar, dry_run, report,
             )

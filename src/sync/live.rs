@@ -44,10 +44,13 @@ pub async fn reconcile(
     o: &Options,
     progress: &indicatif::ProgressBar,
 ) -> Result<Report> {
-    let mut report = Report::default();
+    let mut report = Report {
+        shard: o.selection.shard.map(|s| s.to_string()),
+        ..Report::default()
+    };
     let mut seen = observe::observe(host, &o.selection).await?;
     report_clusters(&seen, &mut report);
-    if !o.dry_run {
+    if !o.dry_run && writes_cluster_state(o) {
         report.host_writes +=
             record::write_cluster_health(host, &seen.members, &seen.health).await?;
     }
@@ -85,8 +88,14 @@ pub async fn reconcile(
             .await;
         account(&seen, finished, &mut report);
     }
-    dns(host, &seen, o.dry_run, &mut report).await?;
+    dns(host, &seen, o, &mut report).await?;
     Ok(report)
+}
+
+/// Whether this run writes what belongs to no object (KubeFedCluster
+/// health and topology): every unsharded run, and shard 0 of a sharded one.
+fn writes_cluster_state(o: &Options) -> bool {
+    o.selection.shard.is_none_or(|s| s.writes_cluster_health())
 }
 
 /// Every touched member in the summary, and a line for each not ready.
@@ -131,6 +140,7 @@ fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions
     let limits = RunLimits {
         namespace: seen.namespace.as_deref(),
         selector: o.selection.selector.is_some(),
+        shard: o.selection.shard,
     };
     seen.types
         .iter()
@@ -275,15 +285,19 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) {
 }
 
 /// The multi-cluster DNS pass, when the host has the DNS API.
-async fn dns(host: &Host, seen: &Observation, dry_run: bool, report: &mut Report) -> Result<()> {
+async fn dns(host: &Host, seen: &Observation, o: &Options, report: &mut Report) -> Result<()> {
     if crate::sync::dns::installed(host).await? {
         let members: &[Member] = &seen.members;
         crate::sync::dns::dns_pass(
             host,
             members,
             &seen.health,
-            seen.namespace.as_deref(),
-            dry_run,
+            crate::sync::dns::Scope {
+                namespace: seen.namespace.as_deref(),
+                shard: o.selection.shard,
+                writes_topology: !o.dry_run && writes_cluster_state(o),
+            },
+            o.dry_run,
             report,
         )
         .await

@@ -12,6 +12,7 @@ use crate::core::desired::TargetType;
 use crate::core::membership::Scope;
 use crate::core::placement::Cluster;
 use crate::core::plan::{SyncSettings, federated_namespace_name_is_valid};
+use crate::core::shard::{self, Shard};
 use crate::host::Host;
 use crate::members::{self, Health, Member};
 use anyhow::{Context, Result, bail};
@@ -31,6 +32,8 @@ pub struct Selection {
     pub clusters: Vec<String>,
     /// `-l`.
     pub selector: Option<String>,
+    /// `--shard I/N`: only this shard's objects.
+    pub shard: Option<Shard>,
     pub timeout: Duration,
     pub probe_timeout: Duration,
 }
@@ -214,6 +217,7 @@ async fn federated_types(
         )
         .await
         .with_context(|| format!("listing {}", fd.kind))?;
+        let objects = shard::retain_owned(o.shard, objects);
         types.push(ObservedType {
             t: FederatedType {
                 target: TargetType::new(&target_group, &t.version, &t.kind),

@@ -19,6 +19,9 @@ pub struct ClusterReport {
 /// What a run did (or, dry, would do).
 #[derive(Serialize, Debug, Default)]
 pub struct Report {
+    /// `--shard I/N` of this run, if sharded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     pub clusters: BTreeMap<String, ClusterReport>,
     /// `cluster: kind ns/name: message` for every failure.
     pub failures: Vec<String>,

@@ -76,7 +76,7 @@ fn usage_errors_exit_2_and_help_lists_only_working_commands() {
 
 #[test]
 fn completions_directory_is_current() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+    let dir = crate::fixtures::root().join("completions");
     for (shell, file) in [
         ("bash", "kubefedctl.bash"),
         ("zsh", "_kubefedctl"),
@@ -200,7 +200,7 @@ fn run_into_closed_pipe(args: &[&str]) -> Output {
 
 #[test]
 fn printing_commands_stop_quietly_when_the_reader_goes_away() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::fixtures::root();
     let demo = root.join("testdata/demo");
     let demo = demo.to_str().unwrap();
     let seed = root.join("testdata/seeds/federated-deployment.yaml");
@@ -236,7 +236,7 @@ fn printing_commands_stop_quietly_when_the_reader_goes_away() {
 /// `hack/update-generated.sh` does).
 #[test]
 fn man_pages_are_current() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/man");
+    let dir = crate::fixtures::root().join("docs/man");
     let pages = kubefedctl::man::pages();
     if std::env::var_os("UPDATE_MAN").is_some() {
         let _ = std::fs::remove_dir_all(&dir);

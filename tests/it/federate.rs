@@ -1,30 +1,15 @@
 //! federate through the built binary: live resources of each default type,
 //! a namespace with its contents, files and stdin (offline), idempotence.
 
-mod common;
-
-use common::{get, kubefedctl, write_kubeconfig};
+use crate::fixtures::{assert_golden, get, kubefedctl, post, root, write_kubeconfig, yaml_docs};
 use serde_json::{Value, json};
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use testenv::TestEnv;
 
-fn create(env: &TestEnv, path: &str, body: Value) {
-    let r = env
-        .request("host", "POST", path, Some(&body.to_string()))
-        .unwrap();
-    assert!(
-        r.status == 201 || r.status == 409,
-        "POST {path}: {} {}",
-        r.status,
-        r.body
-    );
-}
-
 /// kubefedctl with `input` on stdin (no kubeconfig needed).
 fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = Command::new(common::KUBEFEDCTL)
+    let mut child = Command::new(crate::fixtures::KUBEFEDCTL)
         .args(args)
         .env_remove("KUBECONFIG")
         .stdin(Stdio::piped())
@@ -36,18 +21,10 @@ fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
-fn docs(text: &str) -> Vec<Value> {
-    text.split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_saphyr::from_str(d).unwrap())
-        .collect()
-}
-
 fn setup(env: &TestEnv, test: &str, kubefed_ns: &str, source_ns: &str) -> std::path::PathBuf {
     let kc = write_kubeconfig(env, test, env.kubeconfig().current_context("host"));
     kubefedctl(&kc, &["init", "--kubefed-namespace", kubefed_ns]).ok();
-    let directives =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/enabletypedirectives.yaml");
+    let directives = crate::fixtures::root().join("testdata/enabletypedirectives.yaml");
     kubefedctl(
         &kc,
         &[
@@ -59,8 +36,9 @@ fn setup(env: &TestEnv, test: &str, kubefed_ns: &str, source_ns: &str) -> std::p
         ],
     )
     .ok();
-    create(
+    post(
         env,
+        "host",
         "/api/v1/namespaces",
         json!({"metadata": {"name": source_ns, "labels": {"team": "a"}}}),
     );
@@ -72,50 +50,59 @@ fn one_resource_of_each_default_type() {
     let env = TestEnv::shared();
     let kc = setup(env, "federate-a", "federate-a", "src-a");
     let ns = "src-a";
-    create(
+    post(
         env,
+        "host",
         &format!("/api/v1/namespaces/{ns}/configmaps"),
         json!({"metadata": {"name": "cm", "labels": {"app": "x"}, "annotations": {"note": "n"}}, "data": {"k": "v"}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/api/v1/namespaces/{ns}/secrets"),
         json!({"metadata": {"name": "s"}, "stringData": {"p": "q"}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
         json!({"metadata": {"name": "bot"}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/api/v1/namespaces/{ns}/services"),
         json!({"metadata": {"name": "svc"}, "spec": {"type": "NodePort", "selector": {"app": "x"}, "ports": [{"port": 80}]}}),
     );
     let pod = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
     let job_pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"}});
-    create(
+    post(
         env,
+        "host",
         &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
         json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/apis/apps/v1/namespaces/{ns}/replicasets"),
         json!({"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/apis/batch/v1/namespaces/{ns}/jobs"),
         json!({"metadata": {"name": "j"}, "spec": {"template": job_pod}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses"),
         json!({"metadata": {"name": "i"}, "spec": {"defaultBackend": {"service": {"name": "svc", "port": {"number": 80}}}}}),
     );
-    create(
+    post(
         env,
+        "host",
         "/apis/rbac.authorization.k8s.io/v1/clusterroles",
         json!({"metadata": {"name": "federate-a-role"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
     );
@@ -218,18 +205,21 @@ fn a_namespace_with_contents_skips_types_that_are_not_federated() {
     let env = TestEnv::shared();
     let kc = setup(env, "federate-b", "federate-b", "src-b");
     let ns = "src-b";
-    create(
+    post(
         env,
+        "host",
         &format!("/api/v1/namespaces/{ns}/configmaps"),
         json!({"metadata": {"name": "b-config"}, "data": {"x": "1"}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/api/v1/namespaces/{ns}/configmaps"),
         json!({"metadata": {"name": "a-config"}, "data": {"x": "2"}}),
     );
-    create(
+    post(
         env,
+        "host",
         &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
         json!({"metadata": {"name": "reader"}, "rules": []}),
     );
@@ -256,7 +246,7 @@ fn a_namespace_with_contents_skips_types_that_are_not_federated() {
         ],
     )
     .ok();
-    let objs = docs(&run.stdout);
+    let objs = yaml_docs(&run.stdout);
     let names: Vec<String> = objs
         .iter()
         .map(|o| {
@@ -386,21 +376,11 @@ fn a_namespace_with_contents_skips_types_that_are_not_federated() {
 
 #[test]
 fn files_and_stdin_need_no_cluster_and_match_the_golden_file() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let input = root.join("testdata/federate/app.yaml");
-    let no_kubeconfig = root.join("testdata/federate/does-not-exist.kubeconfig");
-    let run = common::kubefedctl(&no_kubeconfig, &["federate", "-f", input.to_str().unwrap()]).ok();
-    let golden = root.join("testdata/golden/federate-app.yaml");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &run.stdout).unwrap();
-    }
-    assert_eq!(
-        run.stdout,
-        std::fs::read_to_string(&golden).unwrap_or_default(),
-        "UPDATE_GOLDEN=1 rewrites {}",
-        golden.display()
-    );
-    let objs = docs(&run.stdout);
+    let input = root().join("testdata/federate/app.yaml");
+    let no_kubeconfig = root().join("testdata/federate/does-not-exist.kubeconfig");
+    let run = kubefedctl(&no_kubeconfig, &["federate", "-f", input.to_str().unwrap()]).ok();
+    assert_golden("federate-app.yaml", &run.stdout);
+    let objs = yaml_docs(&run.stdout);
     assert_eq!(objs.len(), 3);
     assert!(
         objs[1]["metadata"].get("namespace").is_none(),
@@ -434,9 +414,13 @@ fn files_and_stdin_need_no_cluster_and_match_the_golden_file() {
         json!({"clusters": [{"name": "member1"}, {"name": "member2"}]})
     );
 
-    let bad = common::kubefedctl(
+    let bad = crate::fixtures::kubefedctl(
         &no_kubeconfig,
-        &["federate", "-f", root.join("Cargo.toml").to_str().unwrap()],
+        &[
+            "federate",
+            "-f",
+            root().join("Cargo.toml").to_str().unwrap(),
+        ],
     )
     .fails();
     assert!(
@@ -451,19 +435,22 @@ fn names_that_are_not_dns_1123_subdomains_are_skipped_with_a_warning() {
     let env = TestEnv::shared();
     let kc = setup(env, "federate-c", "federate-c", "src-c");
     let ns = "src-c";
-    create(
+    post(
         env,
+        "host",
         &format!("/api/v1/namespaces/{ns}/configmaps"),
         json!({"metadata": {"name": "settings"}, "data": {"k": "v"}}),
     );
     // RBAC names may hold colons; a federated (custom) resource's may not.
-    create(
+    post(
         env,
+        "host",
         &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
         json!({"metadata": {"name": "system:reader"}, "rules": []}),
     );
-    create(
+    post(
         env,
+        "host",
         "/apis/rbac.authorization.k8s.io/v1/clusterroles",
         json!({"metadata": {"name": "system:controller:federate-c"}, "rules": []}),
     );
@@ -481,7 +468,7 @@ fn names_that_are_not_dns_1123_subdomains_are_skipped_with_a_warning() {
 
     // --contents: the Role is left out with a warning, the rest goes on.
     let out = federate(&["namespaces", ns, "--contents", "-o", "yaml"]).ok();
-    let kinds: Vec<String> = docs(&out.stdout)
+    let kinds: Vec<String> = yaml_docs(&out.stdout)
         .iter()
         .map(|o| {
             format!(
@@ -551,7 +538,7 @@ fn names_that_are_not_dns_1123_subdomains_are_skipped_with_a_warning() {
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let objs = docs(&stdout);
+    let objs = yaml_docs(&stdout);
     assert_eq!(objs.len(), 1, "{stdout}");
     assert_eq!(objs[0]["metadata"]["name"], "viewer");
     assert!(
@@ -627,7 +614,7 @@ fn system_namespaces_get_a_note_that_reconcile_leaves_them_alone() {
         .ok();
         assert!(out.stderr.contains(&note(ns)), "{ns}: {}", out.stderr);
         assert_eq!(
-            docs(&out.stdout)[0]["kind"],
+            yaml_docs(&out.stdout)[0]["kind"],
             "FederatedNamespace",
             "{ns}: still federated"
         );

@@ -1,11 +1,9 @@
 //! enable, disable and orphaning-deletion through the built binary against
 //! real API servers, with a counting proxy where writes are counted.
 
-mod common;
-
-use common::{get, kubefedctl, write_kubeconfig};
+use crate::fixtures::{assert_golden, create, get, kubefedctl, root, write_kubeconfig};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use testenv::TestEnv;
 
 fn init(env: &TestEnv, test: &str, ns: &str) -> PathBuf {
@@ -35,19 +33,8 @@ fn spec_schema(crd: &Value) -> &Value {
     &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
 }
 
-/// Creates an object as the host's admin; returns the status code and body.
-fn create(env: &TestEnv, path: &str, body: Value) -> (u16, Value) {
-    let r = env
-        .request("host", "POST", path, Some(&body.to_string()))
-        .unwrap();
-    (
-        r.status,
-        serde_json::from_str(&r.body).unwrap_or(Value::Null),
-    )
-}
-
 fn directives() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    root()
         .join("testdata/enabletypedirectives.yaml")
         .display()
         .to_string()
@@ -208,12 +195,14 @@ fn every_default_type_is_enabled_served_and_idempotent() {
     // A federated object through the served CRD keeps its template.
     let (code, _) = create(
         env,
+        "host",
         "/api/v1/namespaces",
         json!({"metadata": {"name": "types-a-objects"}}),
     );
     assert_eq!(code, 201);
     let (code, body) = create(
         env,
+        "host",
         "/apis/types.kubefed.io/v1beta1/namespaces/types-a-objects/federateddeployments",
         json!({
             "apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
@@ -269,6 +258,7 @@ fn create_crd(env: &TestEnv, plural: &str, kind: &str, scope: &str, schema: Valu
     let group = "types-test.example";
     let (code, body) = create(
         env,
+        "host",
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
         json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -344,6 +334,7 @@ fn custom_resource_types_with_and_without_schema() {
     // A schema-less target still gets a template that is not pruned.
     let (code, body) = create(
         env,
+        "host",
         "/apis/types.kubefed.io/v1beta1/federatedgadgets",
         json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedGadget", "metadata": {"name": "g1"},
                "spec": {"template": {"spec": {"anything": ["goes", 1]}}, "placement": {"clusterSelector": {}}}}),
@@ -395,7 +386,7 @@ fn custom_resource_types_with_and_without_schema() {
         json!({"apiVersion": "embed.kubefed.io/v1beta1", "kind": "FederatedWidget", "metadata": {"name": format!("w-{}", size.is_number())},
                "spec": {"template": {"spec": {"size": size}}, "placement": {"clusterSelector": {}}}})
     };
-    let (bad, body) = create(env, path, widget(json!("big")));
+    let (bad, body) = create(env, "host", path, widget(json!("big")));
     assert_eq!(bad, 422, "a bad template is refused: {body}");
     assert!(
         body["message"]
@@ -404,7 +395,7 @@ fn custom_resource_types_with_and_without_schema() {
             .contains("spec.template.spec.size"),
         "{body}"
     );
-    let (good, body) = create(env, path, widget(json!(7)));
+    let (good, body) = create(env, "host", path, widget(json!(7)));
     assert_eq!(good, 201, "{body}");
 }
 
@@ -419,20 +410,9 @@ fn output_matches_golden_files_and_writes_nothing() {
             .current_context("host")
             .server("host", &proxy.url()),
     );
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/golden");
     for name in ["configmaps", "deployments.apps", "namespaces"] {
         let run = kubefedctl(&kc, &["enable", name, "-o", "yaml"]).ok();
-        let file = golden.join(format!("enable-{name}.yaml"));
-        if std::env::var_os("UPDATE_GOLDEN").is_some() {
-            std::fs::write(&file, &run.stdout).unwrap();
-        }
-        let want = std::fs::read_to_string(&file).unwrap_or_default();
-        assert!(
-            want == run.stdout,
-            "{} differs from the output (UPDATE_GOLDEN=1 rewrites it):\n{}",
-            file.display(),
-            run.stdout
-        );
+        assert_golden(&format!("enable-{name}.yaml"), &run.stdout);
     }
     let json_run = kubefedctl(&kc, &["enable", "configmaps", "-o", "json"]).ok();
     let list: Value = serde_json::from_str(&json_run.stdout).unwrap();
@@ -469,6 +449,7 @@ fn disable_keeps_or_deletes_the_crd() {
     let crd_name = "federatedsprockets.disable.kubefed.io";
     let (code, body) = create(
         env,
+        "host",
         "/apis/disable.kubefed.io/v1beta1/namespaces/default/federatedsprockets",
         json!({"apiVersion": "disable.kubefed.io/v1beta1", "kind": "FederatedSprocket", "metadata": {"name": "s1"}, "spec": {"template": {}}}),
     );
@@ -534,6 +515,7 @@ fn orphaning_deletion_sets_and_clears_the_annotation() {
     .ok();
     let (code, body) = create(
         env,
+        "host",
         "/apis/types.kubefed.io/v1beta1/namespaces/default/federatedsecrets",
         json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedSecret", "metadata": {"name": "orphan-me"}, "spec": {"template": {}}}),
     );

@@ -3,20 +3,10 @@
 //! exact records, failover CNAMEs when a member is down, and garbage
 //! collection with the record.
 
-mod common;
-
-use common::{get, kubefedctl, write_kubeconfig};
-use serde_json::{Value, json};
+use crate::fixtures::{get, kubefedctl, post, write_kubeconfig};
+use serde_json::json;
 use std::time::{Duration, Instant};
 use testenv::{Faults, Mode, TestEnv};
-
-fn post(env: &TestEnv, cluster: &str, path: &str, body: Value) -> Value {
-    let r = env
-        .request(cluster, "POST", path, Some(&body.to_string()))
-        .unwrap();
-    assert_eq!(r.status, 201, "POST {path} in {cluster}: {}", r.body);
-    r.json().unwrap()
-}
 
 /// A member Service `web` with a load balancer and a ready endpoint.
 fn member_service(env: &TestEnv, cluster: &str, ns: &str, ip: &str) {
@@ -91,7 +81,9 @@ fn rec(name: &str, kind: &str, targets: &[&str]) -> (String, String, Vec<String>
 
 #[test]
 fn service_records_follow_load_balancers_and_fail_over() {
-    let env = TestEnv::shared();
+    // Its own clusters: the topology-labelled Nodes it creates would show
+    // in other tests' REGION/ZONES columns.
+    let env = &TestEnv::start(&["host", "member1", "member2"]).unwrap();
     let down = env.proxy("member2").unwrap();
     let kc = write_kubeconfig(
         env,

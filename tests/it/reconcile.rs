@@ -5,191 +5,12 @@
 //! cluster names, federated group and object namespace, and reconciles
 //! with `-n`.
 
-mod common;
-
-use common::{get, kubefedctl, write_kubeconfig};
+use crate::fixtures::{
+    Federation, assert_golden, cm, get, holder, kubefedctl, labels, lease, patch, post, root,
+    wait_until,
+};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
 use testenv::{Faults, Mode, Proxy, RequestRecord, TestEnv};
-
-/// One test's federation: proxies in front of every cluster, a kubeconfig
-/// through them, and its names.
-struct Federation {
-    kc: PathBuf,
-    fedns: &'static str,
-    group: &'static str,
-    ns: &'static str,
-    host: Proxy,
-    m1: Proxy,
-    m2: Proxy,
-}
-
-impl Federation {
-    fn new(
-        env: &TestEnv,
-        fedns: &'static str,
-        group: &'static str,
-        ns: &'static str,
-        types: &[&str],
-    ) -> Federation {
-        let (host, m1, m2) = (
-            env.proxy("host").unwrap(),
-            env.proxy("member1").unwrap(),
-            env.proxy("member2").unwrap(),
-        );
-        let kc = write_kubeconfig(
-            env,
-            fedns,
-            env.kubeconfig()
-                .current_context("host")
-                .server("host", &host.url())
-                .server("member1", &m1.url())
-                .server("member2", &m2.url()),
-        );
-        let f = Federation {
-            kc,
-            fedns,
-            group,
-            ns,
-            host,
-            m1,
-            m2,
-        };
-        f.run(&["init"]).ok();
-        f.run(&["join", &f.cluster("m1"), "--cluster-context", "member1"])
-            .ok();
-        f.run(&["join", &f.cluster("m2"), "--cluster-context", "member2"])
-            .ok();
-        for t in types.iter().chain(&["namespaces"]) {
-            f.run(&["enable", t, "--federated-group", group]).ok();
-        }
-        let r = env
-            .request(
-                "host",
-                "POST",
-                "/api/v1/namespaces",
-                Some(&json!({"metadata": {"name": ns}}).to_string()),
-            )
-            .unwrap();
-        assert!(r.status == 201 || r.status == 409);
-        // Namespaced objects go where their FederatedNamespace places the namespace.
-        f.create(
-            env,
-            "FederatedNamespace",
-            ns,
-            json!({"placement": {"clusterSelector": {}}}),
-        );
-        f
-    }
-
-    /// This federation's name for a member (`<fedns>-m1`).
-    fn cluster(&self, short: &str) -> String {
-        format!("{}-{short}", self.fedns)
-    }
-
-    fn run(&self, args: &[&str]) -> common::Run {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--kubefed-namespace", self.fedns]);
-        kubefedctl(&self.kc, &all)
-    }
-
-    fn reconcile(&self, extra: &[&str]) -> common::Run {
-        let mut args = vec![
-            "reconcile",
-            "-n",
-            self.ns,
-            "--probe-timeout",
-            "2s",
-            "--timeout",
-            "3s",
-        ];
-        args.extend_from_slice(extra);
-        self.run(&args)
-    }
-
-    fn create(&self, env: &TestEnv, kind: &str, name: &str, spec: Value) {
-        let plural = format!(
-            "federated{}s",
-            kind.to_lowercase().trim_start_matches("federated")
-        );
-        let path = format!(
-            "/apis/{}/v1beta1/namespaces/{}/{plural}",
-            self.group, self.ns
-        );
-        let body = json!({"apiVersion": format!("{}/v1beta1", self.group), "kind": kind, "metadata": {"name": name, "namespace": self.ns}, "spec": spec});
-        let r = env
-            .request("host", "POST", &path, Some(&body.to_string()))
-            .unwrap();
-        assert_eq!(r.status, 201, "{}", r.body);
-    }
-
-    /// A FederatedDeployment of one container, labelled `app: NAME`,
-    /// placed on every member.
-    fn create_deployment(&self, env: &TestEnv, name: &str) {
-        self.create(env, "FederatedDeployment", name, json!({
-            "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
-            "placement": {"clusterSelector": {}}
-        }));
-    }
-
-    /// A ReplicaSchedulingPreference for the FederatedDeployment `name`:
-    /// `total` replicas over these (cluster, weight) pairs.
-    fn create_rsp(&self, env: &TestEnv, name: &str, total: i64, weights: &[(&str, i64)]) {
-        let clusters: serde_json::Map<String, Value> = weights
-            .iter()
-            .map(|(c, w)| (c.to_string(), json!({"weight": w})))
-            .collect();
-        let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
-            "metadata": {"name": name, "namespace": self.ns},
-            "spec": {"targetKind": "FederatedDeployment", "totalReplicas": total, "clusters": clusters}});
-        let path = format!(
-            "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{}/replicaschedulingpreferences",
-            self.ns
-        );
-        let r = env
-            .request("host", "POST", &path, Some(&rsp.to_string()))
-            .unwrap();
-        assert_eq!(r.status, 201, "{}", r.body);
-    }
-
-    /// `spec.replicas` of the Deployment `name` in a member.
-    fn replicas(&self, env: &TestEnv, cluster: &str, name: &str) -> i64 {
-        let path = format!("/apis/apps/v1/namespaces/{}/deployments/{name}", self.ns);
-        get(env, cluster, &path).unwrap()["spec"]["replicas"]
-            .as_i64()
-            .unwrap()
-    }
-
-    fn fed(&self, env: &TestEnv, plural: &str, name: &str) -> Option<Value> {
-        get(
-            env,
-            "host",
-            &format!(
-                "/apis/{}/v1beta1/namespaces/{}/{plural}/{name}",
-                self.group, self.ns
-            ),
-        )
-    }
-
-    fn member_writes(&self) -> usize {
-        self.m1.writes() + self.m2.writes()
-    }
-
-    fn reset(&self) {
-        for p in [&self.host, &self.m1, &self.m2] {
-            p.reset_records();
-        }
-    }
-}
-
-fn cm(env: &TestEnv, cluster: &str, ns: &str, name: &str) -> Option<Value> {
-    get(
-        env,
-        cluster,
-        &format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
-    )
-}
 
 #[test]
 fn converges_with_overrides_and_rsp_then_writes_nothing() {
@@ -656,7 +477,7 @@ fn unmanaged_objects_are_left_alone_and_deletion_cleans_up_or_orphans() {
     f.reconcile(&["--cluster", &m1, "--cluster", &m2]);
     for c in ["member1", "member2"] {
         assert!(
-            common::gone(
+            crate::fixtures::gone(
                 env,
                 c,
                 &format!("/api/v1/namespaces/{}/configmaps/gone", f.ns)
@@ -675,10 +496,6 @@ fn unmanaged_objects_are_left_alone_and_deletion_cleans_up_or_orphans() {
     assert!(f.fed(env, "federatedconfigmaps", "orphaned").is_none());
 }
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 #[test]
 fn render_runs_the_demo_and_the_seed_examples_offline() {
     let none = root().join("testdata/no-such.kubeconfig");
@@ -690,16 +507,7 @@ fn render_runs_the_demo_and_the_seed_examples_offline() {
         "{}",
         run.stderr
     );
-    let golden = root().join("testdata/golden/reconcile-demo.yaml");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &run.stdout).unwrap();
-    }
-    assert_eq!(
-        run.stdout,
-        std::fs::read_to_string(&golden).unwrap_or_default(),
-        "UPDATE_GOLDEN=1 rewrites {}",
-        golden.display()
-    );
+    assert_golden("reconcile-demo.yaml", &run.stdout);
 
     let seed = root().join("testdata/seeds/federated-deployment.yaml");
     let run = kubefedctl(
@@ -822,31 +630,6 @@ fn bad_input_is_a_clear_error_and_writes_no_output_directory() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// An object at `path` in `cluster` (POST to `path`), created or already there.
-fn post(env: &TestEnv, cluster: &str, path: &str, body: Value) {
-    let r = env
-        .request(cluster, "POST", path, Some(&body.to_string()))
-        .unwrap();
-    assert!(
-        r.status == 201 || r.status == 409,
-        "{path}: {} {}",
-        r.status,
-        r.body
-    );
-}
-
-/// Merge-patches the object at `path` in `cluster`.
-fn patch(env: &TestEnv, cluster: &str, path: &str, body: Value) {
-    let r = env
-        .request(cluster, "PATCH", path, Some(&body.to_string()))
-        .unwrap();
-    assert_eq!(r.status, 200, "{path}: {}", r.body);
-}
-
-fn labels(obj: &Value) -> Value {
-    obj["metadata"]["labels"].clone()
-}
-
 #[test]
 fn system_namespaces_are_never_touched_and_their_deletion_completes() {
     let env = TestEnv::shared();
@@ -964,7 +747,7 @@ fn a_run_killed_after_some_member_writes_leaves_nothing_behind_once_deleted() {
     f.m1.set_faults(slow.clone());
     f.m2.set_faults(slow);
     f.reset();
-    let mut child = std::process::Command::new(common::KUBEFEDCTL)
+    let mut child = std::process::Command::new(crate::fixtures::KUBEFEDCTL)
         .args(["--kubeconfig"])
         .arg(&f.kc)
         .args([
@@ -1108,7 +891,7 @@ fn a_terminating_member_copy_keeps_the_finalizer_until_it_is_gone() {
     let kc = f.kc.clone();
     let (fedns, ns) = (f.fedns, f.ns);
     let waiting = std::thread::spawn(move || {
-        common::kubefedctl(
+        crate::fixtures::kubefedctl(
             &kc,
             &[
                 "reconcile",
@@ -1182,9 +965,9 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     let env = TestEnv::shared();
     let group = "t17.example.com";
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("widgets.{group}")},
+        "metadata": {"name": format!("gizmos.{group}")},
         "spec": {"group": group, "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
                  "versions": [{"name": "v1", "served": true, "storage": true,
                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -1194,7 +977,7 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     let served = |c: &str| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while get(env, c, &format!("/apis/{group}/v1")).is_none() {
-            assert!(std::time::Instant::now() < deadline, "{c} serves widgets");
+            assert!(std::time::Instant::now() < deadline, "{c} serves gizmos");
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
     };
@@ -1205,7 +988,7 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
         "rc-t17",
         "rct17.kubefed.io",
         "rc-t17-objs",
-        &["configmaps", &format!("widgets.{group}")],
+        &["configmaps", &format!("gizmos.{group}")],
     );
     f.create(
         env,
@@ -1216,7 +999,7 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     );
     f.create(
         env,
-        "FederatedWidget",
+        "FederatedGizmo",
         "w",
         json!({
         "template": {"spec": {"size": 1}}, "placement": {"clusterSelector": {}}}),
@@ -1226,7 +1009,7 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert!(
         run.stderr.contains(&format!(
-            "failed: {m2}: does not serve widgets.{group}/v1 (install the CRD in {m2}); 1 FederatedWidget not propagated there"
+            "failed: {m2}: does not serve gizmos.{group}/v1 (install the CRD in {m2}); 1 FederatedGizmo not propagated there"
         )),
         "{}",
         run.stderr
@@ -1243,9 +1026,9 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
         );
         assert!(get(env, c, &format!("/api/v1/namespaces/{}", f.ns)).is_some());
     }
-    let widget = format!("/apis/{group}/v1/namespaces/{}/widgets/w", f.ns);
+    let widget = format!("/apis/{group}/v1/namespaces/{}/gizmos/w", f.ns);
     assert!(get(env, "member1", &widget).is_some());
-    let fed = f.fed(env, "federatedwidgets", "w").unwrap();
+    let fed = f.fed(env, "federatedgizmos", "w").unwrap();
     assert!(
         fed["status"]["clusters"]
             .as_array()
@@ -1263,7 +1046,7 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     let st = f
         .run(&[
             "status",
-            &format!("widgets.{group}"),
+            &format!("gizmos.{group}"),
             "-n",
             f.ns,
             "-o",
@@ -1290,79 +1073,6 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     let run = f.reconcile(&[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(get(env, "member2", &widget).is_some());
-}
-
-/// The federation lock's Lease, if any.
-fn lease(env: &TestEnv, fedns: &str) -> Option<Value> {
-    get(
-        env,
-        "host",
-        &format!("/apis/coordination.k8s.io/v1/namespaces/{fedns}/leases/kubefedctl-reconcile"),
-    )
-}
-
-fn holder(env: &TestEnv, fedns: &str) -> String {
-    lease(env, fedns)
-        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-impl Federation {
-    /// `kubefedctl reconcile` started in the background, output discarded.
-    fn spawn_reconcile(&self, extra: &[&str]) -> std::process::Child {
-        std::process::Command::new(common::KUBEFEDCTL)
-            .arg("--kubeconfig")
-            .arg(&self.kc)
-            .args([
-                "reconcile",
-                "-n",
-                self.ns,
-                "--kubefed-namespace",
-                self.fedns,
-            ])
-            .args(extra)
-            .env_remove("KUBECONFIG")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    }
-
-    /// `count` FederatedConfigMaps `<prefix>-NN` placed everywhere.
-    fn create_configmaps(&self, env: &TestEnv, prefix: &str, count: usize) -> Vec<String> {
-        let names: Vec<String> = (0..count).map(|i| format!("{prefix}-{i:02}")).collect();
-        for n in &names {
-            self.create(
-                env,
-                "FederatedConfigMap",
-                n,
-                json!({
-                "template": {"data": {"n": n}}, "placement": {"clusterSelector": {}}}),
-            );
-        }
-        names
-    }
-
-    fn slow_members(&self, latency_ms: u64) {
-        let slow = Faults {
-            latency: std::time::Duration::from_millis(latency_ms),
-            ..Default::default()
-        };
-        self.m1.set_faults(slow.clone());
-        self.m2.set_faults(slow);
-    }
-}
-
-/// Polls `done` every 20 ms for up to 60 s.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -1,44 +1,9 @@
 //! status through the built binary: tables (golden, colours off), JSON
 //! shape, a cluster that is down, per-object propagation.
 
-mod common;
-
-use common::{kubefedctl, write_kubeconfig};
+use crate::fixtures::{assert_golden, kubefedctl, write_kubeconfig};
 use serde_json::{Value, json};
-use std::path::Path;
 use testenv::{Faults, Mode, TestEnv};
-
-/// Golden comparison with the environment's random ports masked.
-fn assert_golden(name: &str, text: &str) {
-    let masked: String = regex_lite_mask_ports(text);
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/golden")
-        .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&file, &masked).unwrap();
-    }
-    assert_eq!(
-        masked,
-        std::fs::read_to_string(&file).unwrap_or_default(),
-        "UPDATE_GOLDEN=1 rewrites {}",
-        file.display()
-    );
-}
-
-/// `127.0.0.1:41234` → `127.0.0.1:PORT`, keeping column widths.
-fn regex_lite_mask_ports(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("127.0.0.1:") {
-        out.push_str(&rest[..i + 10]);
-        rest = &rest[i + 10..];
-        let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
-        out.push_str(&format!("{:<width$}", "PORT", width = digits));
-        rest = &rest[digits..];
-    }
-    out.push_str(rest);
-    out
-}
 
 #[test]
 fn overview_tables_json_and_a_cluster_that_is_down() {
@@ -142,7 +107,7 @@ fn overview_tables_json_and_a_cluster_that_is_down() {
     ] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = std::process::Command::new(common::KUBEFEDCTL)
+        let out = std::process::Command::new(crate::fixtures::KUBEFEDCTL)
             .arg("--kubeconfig")
             .arg(&kc)
             .args(with(args))
@@ -205,7 +170,7 @@ fn objects_show_placement_and_per_cluster_propagation() {
         );
     }
     // The status a reconcile (or KubeFed) writes.
-    let mut a = common::get(env, "host", &format!("{base}/a")).unwrap();
+    let mut a = crate::fixtures::get(env, "host", &format!("{base}/a")).unwrap();
     a["status"] = json!({
         "observedGeneration": 1,
         "conditions": [{"type": "Propagation", "status": "False", "reason": "CheckClusters", "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}],

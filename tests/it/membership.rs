@@ -2,10 +2,7 @@
 //! (host, member1, member2), with counting proxies where requests count.
 //! Each test has its own kubefed namespace and cluster names.
 
-mod common;
-
-use common::{b64, get, gone, kubefedctl, write_kubeconfig};
-use serde_json::Value;
+use crate::fixtures::{b64, get, gone, kubefedctl, write_kubeconfig, yaml_docs};
 use std::time::Duration;
 use testenv::{Faults, Mode, TestEnv, http};
 
@@ -97,12 +94,7 @@ fn init_creates_the_api_then_writes_nothing_and_output_needs_no_cluster() {
     proxy.reset_records();
     let yaml = kubefedctl(&kc, &["init", "-o", "yaml", "--kubefed-namespace", "x"]).ok();
     assert!(proxy.records().is_empty(), "-o yaml talks to no cluster");
-    let docs: Vec<Value> = yaml
-        .stdout
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_saphyr::from_str(d).unwrap())
-        .collect();
+    let docs = yaml_docs(&yaml.stdout);
     let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds.len(), 8);
     assert_eq!(kinds[0], "Namespace");
@@ -397,16 +389,9 @@ fn dry_run_and_output_write_nothing_and_rejoin_is_idempotent() {
             .contains("kubefedcluster.core.kubefed.io/m1c would be created (host)")
     );
     let yaml = join(&["-o", "yaml"]).ok();
-    let kinds: Vec<String> = yaml
-        .stdout
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| {
-            serde_saphyr::from_str::<Value>(d).unwrap()["kind"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+    let kinds: Vec<String> = yaml_docs(&yaml.stdout)
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(
         kinds,

@@ -1,0 +1,175 @@
+//! `reconcile --shard I/N`: a stable partition of the federated objects.
+//!
+//! Objects are partitioned by namespace (cluster-scoped objects by name), so
+//! a namespace, its FederatedNamespace and everything in it land in the same
+//! shard, and so do an RSP and the FederatedDeployment it schedules. The
+//! partition is FNV-1a (64 bit) of that key modulo N: it depends on nothing
+//! but the names, so every shard computes the same partition, and the union
+//! of shards `0/N` … `N-1/N` is exactly one unsharded run.
+
+use crate::core::decide::{ObjectKey, key_of};
+use serde_json::Value;
+use std::fmt;
+
+/// Shard `index` of `count` (`0 <= index < count`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Parses `I/N` as `--shard` takes it.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("invalid shard {text:?}: expected I/N with 0 <= I < N, e.g. 0/3");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let index: u32 = i.trim().parse().map_err(|_| bad())?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether this shard owns the object with `key` (`(namespace, name)`;
+    /// a FederatedNamespace is `(name, name)`, a cluster-scoped object
+    /// `("", name)`).
+    pub fn owns(&self, (namespace, name): &ObjectKey) -> bool {
+        let by = if namespace.is_empty() {
+            name
+        } else {
+            namespace
+        };
+        self.of(by) == self.index
+    }
+
+    /// The shard of a partition key.
+    fn of(&self, key: &str) -> u32 {
+        (fnv1a64(key.as_bytes()) % u64::from(self.count)) as u32
+    }
+
+    /// The run lock of this shard: shards of one federation never wait for
+    /// each other (`kubefedctl-reconcile-1-of-3`).
+    pub fn lease_name(&self, base: &str) -> String {
+        format!("{base}-{}-of-{}", self.index, self.count)
+    }
+
+    /// Only one shard writes what belongs to no object (KubeFedCluster
+    /// health), so N shards do not write it N times.
+    pub fn writes_cluster_health(&self) -> bool {
+        self.index == 0
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// Whether `shard` (none: an unsharded run) owns `key`.
+pub fn owned(shard: Option<Shard>, key: &ObjectKey) -> bool {
+    shard.is_none_or(|s| s.owns(key))
+}
+
+/// The objects (federated objects, RSPs, DNS records) `shard` owns.
+pub fn retain_owned(shard: Option<Shard>, mut objects: Vec<Value>) -> Vec<Value> {
+    if shard.is_some() {
+        objects.retain(|o| owned(shard, &key_of(o)));
+    }
+    objects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(ns: &str, name: &str) -> ObjectKey {
+        (ns.to_string(), name.to_string())
+    }
+
+    #[test]
+    fn parses_i_of_n_and_refuses_the_rest() {
+        assert_eq!(Shard::parse("1/3"), Ok(Shard { index: 1, count: 3 }));
+        assert_eq!(Shard::parse("0/1").unwrap().to_string(), "0/1");
+        for bad in ["3/3", "0/0", "1", "-1/3", "a/3", "1/b", "", "1/3/4"] {
+            let e = Shard::parse(bad).unwrap_err();
+            assert!(e.contains("expected I/N"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn fnv1a64_matches_the_reference_vectors() {
+        // Test vectors of the FNV reference implementation.
+        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    }
+
+    #[test]
+    fn a_namespace_and_everything_in_it_share_a_shard() {
+        for n in 1..=7 {
+            let owners = |k: &ObjectKey| {
+                (0..n)
+                    .filter(|i| {
+                        Shard {
+                            index: *i,
+                            count: n,
+                        }
+                        .owns(k)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            for ns in ["shop", "team-a", "b", "kube-federation-system"] {
+                let own = owners(&key(ns, ns));
+                assert_eq!(own.len(), 1, "exactly one shard owns {ns}");
+                assert_eq!(owners(&key(ns, "web")), own);
+                assert_eq!(owners(&key(ns, "db-0")), own);
+                // A cluster-scoped object named like the namespace, and the
+                // member Namespace itself, go with it too.
+                assert_eq!(owners(&key("", ns)), own);
+            }
+        }
+    }
+
+    #[test]
+    fn the_partition_spreads_namespaces_and_is_stable() {
+        let shards = 4;
+        let mut per = [0usize; 4];
+        for i in 0..400 {
+            let k = key(&format!("ns-{i}"), "x");
+            let owner = (0..shards)
+                .find(|s| {
+                    Shard {
+                        index: *s,
+                        count: shards,
+                    }
+                    .owns(&k)
+                })
+                .unwrap();
+            per[owner as usize] += 1;
+        }
+        assert!(per.iter().all(|c| (60..=140).contains(c)), "{per:?}");
+        // Pinned: a change of the hash would move objects between shards.
+        let s = |i| Shard { index: i, count: 3 };
+        let owner = |ns: &str| (0..3).find(|i| s(*i).owns(&key(ns, "x"))).unwrap();
+        assert_eq!(
+            [owner("shop"), owner("team-a"), owner("default")],
+            [2, 1, 0]
+        );
+        assert_eq!(
+            s(1).lease_name("kubefedctl-reconcile"),
+            "kubefedctl-reconcile-1-of-3"
+        );
+        assert!(owned(None, &key("any", "x")));
+    }
+}

@@ -1,0 +1,213 @@
+//! Installing the in-cluster reconciler (`init --reconciler`) and keeping
+//! its rules in step with the enabled types (`enable`, `disable`). What is
+//! written is decided in `core::reconciler`; this module reads the host
+//! (FederatedTypeConfigs, the DNS API, the server version) and writes.
+
+use crate::api::core::FederatedTypeConfig;
+use crate::apply::{
+    Journal, ObjectRef, OnExisting, Outcome, api_error, api_resource, ensure, preview,
+};
+use crate::core::membership::Scope;
+use crate::core::reconciler::{
+    Batch, COMPONENT_LABEL, FederatedResource, RECONCILER, Reconciler, cluster_role_name,
+};
+use crate::host::Host;
+use anyhow::{Result, bail};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
+use serde_json::Value;
+
+/// What the host says about the reconciler's rules and workloads.
+pub struct HostFacts {
+    pub types: Vec<FederatedResource>,
+    pub dns: bool,
+    pub batch: Batch,
+    pub scope: Scope,
+}
+
+/// Reads what the rules and the workload depend on.
+pub async fn facts(host: &Host) -> Result<HostFacts> {
+    let ftcs: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
+    let types = match ftcs.list(&ListParams::default()).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .map(|f| FederatedResource {
+                group: f.spec.federated_type.group.unwrap_or_default(),
+                plural: f.spec.federated_type.plural_name,
+            })
+            .collect(),
+        // Before `init` has installed the CRDs: no types yet.
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(e) => return Err(api_error(e)),
+    };
+    let dns = host.dns_installed().await?;
+    let version = host.client.apiserver_version().await.map_err(api_error)?;
+    let scope = host.scope().await.unwrap_or(Scope::Cluster);
+    Ok(HostFacts {
+        types,
+        dns,
+        batch: Batch::for_version(&version.major, &version.minor),
+        scope,
+    })
+}
+
+/// The API resource of an object `core::reconciler` writes.
+fn resource(obj: &Value) -> Result<(ApiResource, bool)> {
+    let api_version = obj["apiVersion"].as_str().unwrap_or("");
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let kind = obj["kind"].as_str().unwrap_or("");
+    let (plural, namespaced) = match kind {
+        "ServiceAccount" => ("serviceaccounts", true),
+        "ClusterRole" => ("clusterroles", false),
+        "Role" => ("roles", true),
+        "ClusterRoleBinding" => ("clusterrolebindings", false),
+        "RoleBinding" => ("rolebindings", true),
+        "CronJob" => ("cronjobs", true),
+        "Job" => ("jobs", true),
+        other => bail!("no API resource known for kind {other:?}"),
+    };
+    Ok((api_resource(group, version, kind, plural), namespaced))
+}
+
+/// Where `obj` lives in the host.
+pub fn target(host: &Host, obj: &Value) -> Result<ObjectRef> {
+    let (ar, namespaced) = resource(obj)?;
+    Ok(host.object(
+        ar,
+        namespaced,
+        obj["metadata"]["name"].as_str().unwrap_or(""),
+    ))
+}
+
+/// How an existing object is brought in line: a Job's pod template cannot
+/// change, so an existing Job is left as it is (delete it to run again).
+pub fn on_existing(obj: &Value) -> OnExisting {
+    if obj["kind"] == "Job" {
+        OnExisting::Keep
+    } else {
+        OnExisting::Update
+    }
+}
+
+/// Writes (or, `dry_run`, previews) `objects`; returns one line per object.
+pub async fn write(
+    host: &Host,
+    objects: &[Value],
+    dry_run: bool,
+    journal: &mut Journal,
+) -> Result<Vec<(ObjectRef, Outcome)>> {
+    let mut out = Vec::new();
+    for obj in objects {
+        let t = target(host, obj)?;
+        let policy = on_existing(obj);
+        let outcome = if dry_run {
+            preview(&t, obj, &policy).await?
+        } else {
+            ensure(&t, obj, &policy, journal).await?.0
+        };
+        out.push((t, outcome));
+    }
+    Ok(out)
+}
+
+/// CronJobs of an earlier `init --reconciler` that the current one does not
+/// write (another shard count): they would run shards that no longer exist.
+pub async fn stale_cronjobs(host: &Host, wanted: &[Value]) -> Result<Vec<ObjectRef>> {
+    let mut out = Vec::new();
+    for version in ["v1", "v1beta1"] {
+        let ar = api_resource("batch", version, "CronJob", "cronjobs");
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(host.client.clone(), &host.namespace, &ar);
+        let selector = format!("{COMPONENT_LABEL}=reconciler");
+        let listed = match api.list(&ListParams::default().labels(&selector)).await {
+            Ok(l) => l.items,
+            Err(kube::Error::Api(s)) if s.code == 404 => continue,
+            Err(e) => return Err(api_error(e)),
+        };
+        for c in listed {
+            let name = c.metadata.name.clone().unwrap_or_default();
+            let kept = wanted
+                .iter()
+                .any(|w| w["kind"] == "CronJob" && w["metadata"]["name"] == name.as_str());
+            if !kept && !out.iter().any(|o: &ObjectRef| o.name == name) {
+                out.push(host.object(ar.clone(), true, &name));
+            }
+        }
+        // Both versions list the same objects where both are served.
+        if !out.is_empty() {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes `stale` CronJobs (their running Jobs finish on their own).
+pub async fn delete(stale: &[ObjectRef]) -> Result<()> {
+    for s in stale {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            s.client.clone(),
+            s.namespace.as_deref().unwrap_or_default(),
+            &s.resource,
+        );
+        match api.delete(&s.name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(api_error(e)),
+        }
+    }
+    Ok(())
+}
+
+/// After `enable` or `disable`: when the reconciler is installed, its
+/// ClusterRole and Role get the rules of the types enabled now. `adjust`
+/// applies the command's change to the listed types (a dry run has not
+/// written it). Returns the lines to print (none when the reconciler is
+/// not installed or nothing changed).
+pub async fn refresh_rules(
+    host: &Host,
+    dry_run: bool,
+    adjust: impl FnOnce(&mut Vec<FederatedResource>),
+) -> Result<Vec<String>> {
+    let role = host.object(
+        api_resource(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+        ),
+        false,
+        &cluster_role_name(&host.namespace),
+    );
+    if role.get().await?.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut facts = facts(host).await?;
+    adjust(&mut facts.types);
+    let objects = Reconciler {
+        mode: crate::core::reconciler::Mode::Job,
+        namespace: &host.namespace,
+        scope: facts.scope,
+        image: "",
+        schedule: "",
+        shards: 1,
+        types: facts.types,
+        dns: facts.dns,
+        batch: facts.batch,
+    }
+    .objects();
+    let roles: Vec<Value> = objects
+        .into_iter()
+        .filter(|o| {
+            (o["kind"] == "ClusterRole" || o["kind"] == "Role")
+                && (o["metadata"]["name"] == RECONCILER
+                    || o["metadata"]["name"] == cluster_role_name(&host.namespace).as_str())
+        })
+        .collect();
+    let mut journal = Journal::default();
+    let written = write(host, &roles, dry_run, &mut journal).await?;
+    Ok(written
+        .into_iter()
+        .filter(|(_, o)| *o != Outcome::Unchanged)
+        .map(|(t, o)| crate::apply::outcome_line(&t, o, dry_run))
+        .collect())
+}

@@ -1,0 +1,21 @@
+//! The integration tests: one binary, one module per command, driving the
+//! built `kubefedctl` against the shared test environment (real API servers
+//! of Kubernetes v1.20.2 behind counting, fault-injecting proxies) exactly
+//! as a user would. Fixtures live in `fixtures`.
+//!
+//! Tests run in parallel on the same clusters, so each one isolates itself:
+//! its own federation namespace, cluster names, federated group and object
+//! namespaces. Cluster-wide objects that would change another test's view
+//! (Nodes with topology labels) get an environment of their own.
+
+mod fixtures;
+
+mod cli;
+mod dns;
+mod environment;
+mod federate;
+mod in_cluster;
+mod membership;
+mod reconcile;
+mod status;
+mod types;
