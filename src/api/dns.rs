@@ -1,8 +1,10 @@
 //! `multiclusterdns.kubefed.io/v1alpha1`: cross-cluster service discovery,
 //! removed from KubeFed in v0.7 and brought back for the one-shot reconcile.
 //! `reconcile` fills the records' status and writes `DNSEndpoint`s, which
-//! ExternalDNS (`--source=crd`) turns into DNS records.
+//! ExternalDNS (`--source=crd`) turns into DNS records. The status and
+//! endpoint types are the core's, which reads and writes them.
 
+use crate::core::dns::{ClusterDns, Endpoint, RecordStatus};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -37,7 +39,7 @@ pub fn domain_crd() -> serde_json::Value {
     version = "v1alpha1",
     kind = "ServiceDNSRecord",
     namespaced,
-    status = "ServiceDNSRecordStatus"
+    status = "RecordStatus"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceDNSRecordSpec {
@@ -50,41 +52,6 @@ pub struct ServiceDNSRecordSpec {
     pub external_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_service_without_endpoints: Option<bool>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-pub struct ServiceDNSRecordStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub domain: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dns: Vec<ClusterDNS>,
-}
-
-/// One cluster's load balancer and topology.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterDNS {
-    pub cluster: String,
-    #[serde(default)]
-    pub load_balancer: LoadBalancerStatus,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub zones: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-pub struct LoadBalancerStatus {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ingress: Vec<LoadBalancerIngress>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-pub struct LoadBalancerIngress {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ip: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hostname: Option<String>,
 }
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -106,7 +73,7 @@ pub struct IngressDNSRecordSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct IngressDNSRecordStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dns: Vec<ClusterDNS>,
+    pub dns: Vec<ClusterDns>,
 }
 
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -120,19 +87,6 @@ pub struct IngressDNSRecordStatus {
 pub struct DNSEndpointSpec {
     #[serde(default)]
     pub endpoints: Vec<Endpoint>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Endpoint {
-    pub dns_name: String,
-    #[serde(default)]
-    pub targets: Vec<String>,
-    pub record_type: String,
-    #[serde(default, rename = "recordTTL", skip_serializing_if = "Option::is_none")]
-    pub record_ttl: Option<i64>,
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

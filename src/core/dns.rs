@@ -22,11 +22,18 @@
 //!
 //! Everything is sorted, so unchanged input gives byte-identical output and
 //! the engine writes the DNSEndpoint only when it really changes.
+//!
+//! The status and endpoint types are the wire types too: serde reads and
+//! writes them with upstream's Go `omitempty` rules, and `api::dns` builds
+//! the CRDs' schema from them. A doc comment on them would become a
+//! description in that schema, so their notes are plain comments.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Value, json};
 
 /// Multi-cluster DNS API groups accepted on input (current and older spelling).
 pub const DNS_GROUPS: [&str; 2] = [
@@ -135,47 +142,22 @@ impl DnsRecord {
                 )));
             }
         };
-        let meta = |field: &str| {
-            obj.get("metadata")
-                .and_then(|m| m.get(field))
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| bad(format!("metadata.{field} is required")))
-        };
-        let (name, namespace) = (meta("name")?, meta("namespace")?);
-        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-        let string = |field: &str| -> Result<String, DnsError> {
-            match spec.get(field) {
-                None | Some(Value::Null) => Ok(String::new()),
-                Some(Value::String(s)) => Ok(s.clone()),
-                Some(_) => Err(bad(format!("spec.{field} is not a string"))),
-            }
-        };
-        let record_ttl = match spec.get("recordTTL") {
-            None | Some(Value::Null) => 0,
-            Some(v) => v
-                .as_i64()
-                .filter(|t| *t >= 0)
-                .ok_or_else(|| bad("spec.recordTTL is not a non-negative integer".into()))?,
-        };
-        let allow = match spec.get("allowServiceWithoutEndpoints") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(bad("spec.allowServiceWithoutEndpoints is not a bool".into())),
-        };
-        let hosts = match spec.get("hosts") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|h| h.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| bad("spec.hosts must be a list of strings".into()))?,
-            Some(_) => return Err(bad("spec.hosts is not a list".into())),
-        };
-        let domain_ref = string("domainRef")?;
+        let view: RecordView = parse(obj, "").map_err(&bad)?;
+        let (metadata, spec) = (
+            view.metadata.unwrap_or_default(),
+            view.spec.unwrap_or_default(),
+        );
+        let name = required(metadata.name, "metadata.name").map_err(&bad)?;
+        let namespace = required(metadata.namespace, "metadata.namespace").map_err(&bad)?;
+        let domain_ref = spec.domain_ref.unwrap_or_default();
         if kind == RecordKind::Service && domain_ref.is_empty() {
             return Err(bad("spec.domainRef is required".into()));
+        }
+        let record_ttl = spec.record_ttl.unwrap_or(0);
+        if record_ttl < 0 {
+            return Err(bad(format!(
+                "spec.recordTTL must not be negative: {record_ttl}"
+            )));
         }
         Ok(DnsRecord {
             kind,
@@ -184,10 +166,10 @@ impl DnsRecord {
             name,
             domain_ref,
             record_ttl,
-            dns_prefix: string("dnsPrefix")?,
-            external_name: string("externalName")?,
-            allow_service_without_endpoints: allow,
-            hosts,
+            dns_prefix: spec.dns_prefix.unwrap_or_default(),
+            external_name: spec.external_name.unwrap_or_default(),
+            allow_service_without_endpoints: spec.allow_service_without_endpoints.unwrap_or(false),
+            hosts: spec.hosts.unwrap_or_default(),
         })
     }
 
@@ -239,35 +221,35 @@ impl Domain {
         {
             return Err(bad(format!("kind {kind:?} is not Domain")));
         }
-        let name = obj
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| bad("metadata.name is required".into()))?;
-        let domain = obj
-            .get("domain")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| bad("domain is required".into()))?;
-        let name_server = match obj.get("nameServer") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.is_empty() => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(bad("nameServer is not a string".into())),
-        };
+        let view: DomainView = parse(obj, "").map_err(&bad)?;
+        let name = view.metadata.unwrap_or_default().name;
         Ok(Domain {
-            name: name.to_string(),
-            domain: domain.to_string(),
-            name_server,
+            name: required(name, "metadata.name").map_err(&bad)?,
+            domain: required(view.domain, "domain").map_err(&bad)?,
+            name_server: view.name_server.filter(|s| !s.is_empty()),
         })
     }
 }
 
-/// One `status.loadBalancer.ingress[]` entry of a member Service/Ingress.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+// One `status.loadBalancer.ingress[]` entry of a member Service/Ingress.
+// Nullable strings on the wire, empty when absent here.
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub struct LbIngress {
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    #[schemars(with = "Option<String>")]
     pub ip: String,
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    #[schemars(with = "Option<String>")]
     pub hostname: String,
 }
 
@@ -284,17 +266,6 @@ impl LbIngress {
             ip: String::new(),
             hostname: hostname.to_string(),
         }
-    }
-
-    fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        if !self.ip.is_empty() {
-            m.insert("ip".into(), json!(self.ip));
-        }
-        if !self.hostname.is_empty() {
-            m.insert("hostname".into(), json!(self.hostname));
-        }
-        Value::Object(m)
     }
 }
 
@@ -315,112 +286,59 @@ pub struct ClusterObservation {
     pub has_ready_endpoints: bool,
 }
 
-/// One `status.dns[]` entry.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One cluster's load balancer and topology.
+// A `status.dns[]` entry; the line above is its description in the CRDs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ClusterDns {
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub cluster: String,
-    /// Sorted by IP, then hostname.
+    // Sorted by IP, then hostname. `loadBalancer: {ingress: [...]}` on the
+    // wire, written even when empty (as upstream does).
+    #[serde(default, with = "load_balancer")]
+    #[schemars(with = "load_balancer::LoadBalancerStatus")]
     pub load_balancer: Vec<LbIngress>,
-    /// Service only; sorted (the health controller reports a set).
+    // Service only; sorted (the health controller reports a set).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zones: Vec<String>,
-    /// Service only.
+    // Service only.
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    #[schemars(with = "Option<String>")]
     pub region: String,
 }
 
-/// `status` of a ServiceDNSRecord (domain + dns) or IngressDNSRecord (dns).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+// `status` of a ServiceDNSRecord (domain + dns) or IngressDNSRecord (dns).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RecordStatus {
-    /// Service only: the Domain's `domain`.
+    // Service only: the Domain's `domain`.
+    #[serde(
+        default,
+        deserialize_with = "or_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    #[schemars(with = "Option<String>")]
     pub domain: String,
-    /// Sorted by cluster name.
+    // Sorted by cluster name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dns: Vec<ClusterDns>,
 }
 
 impl RecordStatus {
-    /// The status as upstream serialises it (Go `omitempty` rules: empty
-    /// strings and lists are omitted, `loadBalancer` is always written).
+    /// The status as upstream serialises it.
     pub fn to_value(&self) -> Value {
-        let mut status = Map::new();
-        if !self.domain.is_empty() {
-            status.insert("domain".into(), json!(self.domain));
-        }
-        if !self.dns.is_empty() {
-            let dns = self.dns.iter().map(|d| {
-                let mut e = Map::new();
-                if !d.cluster.is_empty() {
-                    e.insert("cluster".into(), json!(d.cluster));
-                }
-                let mut lb = Map::new();
-                if !d.load_balancer.is_empty() {
-                    let ingress = d.load_balancer.iter().map(LbIngress::to_value).collect();
-                    lb.insert("ingress".into(), Value::Array(ingress));
-                }
-                e.insert("loadBalancer".into(), Value::Object(lb));
-                if !d.zones.is_empty() {
-                    e.insert("zones".into(), json!(d.zones));
-                }
-                if !d.region.is_empty() {
-                    e.insert("region".into(), json!(d.region));
-                }
-                Value::Object(e)
-            });
-            status.insert("dns".into(), Value::Array(dns.collect()));
-        }
-        Value::Object(status)
+        serde_json::to_value(self).expect("a status serializes")
     }
 
     /// Parse a record's `status` (`null`/absent → empty).
     pub fn from_value(status: Option<&Value>) -> Result<RecordStatus, String> {
-        let Some(status) = status.filter(|s| !s.is_null()) else {
-            return Ok(RecordStatus::default());
-        };
-        let domain = opt_str(status.get("domain"), "status.domain")?;
-        let entries = match status.get("dns") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items.clone(),
-            Some(_) => return Err("status.dns is not a list".into()),
-        };
-        let mut dns = Vec::new();
-        for (i, e) in entries.iter().enumerate() {
-            let at = |f: &str| format!("status.dns[{i}].{f}");
-            let ingress = e
-                .get("loadBalancer")
-                .and_then(|lb| lb.get("ingress"))
-                .filter(|v| !v.is_null());
-            let load_balancer = match ingress {
-                None => Vec::new(),
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .enumerate()
-                    .map(|(j, lb)| {
-                        let f = |k: &str| {
-                            opt_str(lb.get(k), &at(&format!("loadBalancer.ingress[{j}].{k}")))
-                        };
-                        Ok(LbIngress {
-                            ip: f("ip")?,
-                            hostname: f("hostname")?,
-                        })
-                    })
-                    .collect::<Result<_, String>>()?,
-                Some(_) => return Err(format!("{} is not a list", at("loadBalancer.ingress"))),
-            };
-            let zones = match e.get("zones") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(zs)) => zs
-                    .iter()
-                    .map(|z| z.as_str().map(str::to_string))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| format!("{} must be a list of strings", at("zones")))?,
-                Some(_) => return Err(format!("{} is not a list", at("zones"))),
-            };
-            dns.push(ClusterDns {
-                cluster: opt_str(e.get("cluster"), &at("cluster"))?,
-                load_balancer,
-                zones,
-                region: opt_str(e.get("region"), &at("region"))?,
-            });
+        match status.filter(|s| !s.is_null()) {
+            None => Ok(RecordStatus::default()),
+            Some(status) => parse(status, "status"),
         }
-        Ok(RecordStatus { domain, dns })
     }
 }
 
@@ -553,44 +471,36 @@ pub fn record_status(
 }
 
 /// A DNS record type KubeFed emits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum RecordType {
     A,
+    #[serde(rename = "CNAME")]
     Cname,
 }
 
-impl RecordType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RecordType::A => "A",
-            RecordType::Cname => "CNAME",
-        }
-    }
-}
-
-/// One `DNSEndpoint.spec.endpoints[]` entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+// One `DNSEndpoint.spec.endpoints[]` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Endpoint {
     pub dns_name: String,
-    /// Sorted and unique.
+    // Sorted and unique.
+    #[serde(default)]
     pub targets: Vec<String>,
+    // A free string in the CRD (ExternalDNS knows more types).
+    #[schemars(with = "String")]
     pub record_type: RecordType,
+    // Always written; optional and nullable in the CRD, without a default.
+    #[serde(default, rename = "recordTTL", deserialize_with = "or_default")]
+    #[schemars(!default, with = "Option<i64>")]
     pub record_ttl: i64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
 }
 
 impl Endpoint {
-    /// Upstream's JSON (`labels` omitted when empty).
+    /// Upstream's JSON.
     pub fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("dnsName".into(), json!(self.dns_name));
-        m.insert("targets".into(), json!(self.targets));
-        m.insert("recordType".into(), json!(self.record_type.as_str()));
-        m.insert("recordTTL".into(), json!(self.record_ttl));
-        if !self.labels.is_empty() {
-            m.insert("labels".into(), json!(self.labels));
-        }
-        Value::Object(m)
+        serde_json::to_value(self).expect("an endpoint serializes")
     }
 }
 
@@ -610,7 +520,7 @@ pub struct EndpointsPlan {
 impl EndpointsPlan {
     /// `spec` of the DNSEndpoint.
     pub fn spec(&self) -> Value {
-        json!({"endpoints": self.endpoints.iter().map(Endpoint::to_value).collect::<Vec<_>>()})
+        json!({"endpoints": self.endpoints})
     }
 
     /// The whole DNSEndpoint object to create.
@@ -856,12 +766,91 @@ fn describe(obj: &Value) -> String {
     }
 }
 
-fn opt_str(v: Option<&Value>, path: &str) -> Result<String, String> {
-    match v {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(format!("{path} is not a string")),
+/// `value` as a `T`; a type error names the field by its path from `root`
+/// (`""`: `value` is the whole object), e.g. `spec.recordTTL: invalid type: ...`.
+fn parse<'de, T: Deserialize<'de>>(value: &'de Value, root: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = match (root, e.path().iter().next()) {
+            (_, None) => root.to_string(),
+            ("", Some(_)) => e.path().to_string(),
+            (_, Some(_)) => format!("{root}.{}", e.path()),
+        };
+        match path.as_str() {
+            "" => e.inner().to_string(),
+            path => format!("{path}: {}", e.inner()),
+        }
+    })
+}
+
+fn required(value: Option<String>, path: &str) -> Result<String, String> {
+    value
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("{path} is required"))
+}
+
+/// `null` reads as the zero value, as with Go's decoder: the CRDs mark
+/// these fields nullable.
+fn or_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
+    d: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// [`ClusterDns::load_balancer`] on the wire.
+mod load_balancer {
+    use super::LbIngress;
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize, JsonSchema)]
+    pub struct LoadBalancerStatus {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ingress: Vec<LbIngress>,
     }
+
+    pub fn serialize<S: Serializer>(ingress: &[LbIngress], s: S) -> Result<S::Ok, S::Error> {
+        let ingress = ingress.to_vec();
+        LoadBalancerStatus { ingress }.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LbIngress>, D::Error> {
+        Ok(LoadBalancerStatus::deserialize(d)?.ingress)
+    }
+}
+
+// The parts of record and Domain objects the DNS code reads (their CRD
+// types live in `api::dns`, with the kube derive). `null` reads as absent.
+
+#[derive(Deserialize, Default)]
+struct MetadataView {
+    name: Option<String>,
+    namespace: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RecordView {
+    metadata: Option<MetadataView>,
+    spec: Option<RecordSpecView>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct RecordSpecView {
+    domain_ref: Option<String>,
+    #[serde(rename = "recordTTL")]
+    record_ttl: Option<i64>,
+    dns_prefix: Option<String>,
+    external_name: Option<String>,
+    allow_service_without_endpoints: Option<bool>,
+    hosts: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DomainView {
+    metadata: Option<MetadataView>,
+    domain: Option<String>,
+    name_server: Option<String>,
 }
 
 #[cfg(test)]
@@ -1424,6 +1413,66 @@ mod tests {
         assert_eq!(
             dns_endpoints(&record(), &st).endpoints[0].to_value(),
             json!({"dnsName": EU, "targets": [G], "recordType": "CNAME", "recordTTL": 180})
+        );
+    }
+
+    #[test]
+    fn type_errors_name_the_object_and_the_field_path() {
+        let obj = json!({"kind": "ServiceDNSRecord", "metadata": {"name": "nginx", "namespace": "test"},
+            "spec": {"domainRef": "galactic", "recordTTL": "x"}});
+        assert_eq!(
+            DnsRecord::from_value(&obj).unwrap_err().to_string(),
+            "ServiceDNSRecord \"test/nginx\": spec.recordTTL: invalid type: string \"x\", expected i64"
+        );
+        let obj = json!({"kind": "IngressDNSRecord", "metadata": {"name": "web", "namespace": "test"},
+            "spec": {"hosts": ["a.example.com", 5]}});
+        let err = DnsRecord::from_value(&obj).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "IngressDNSRecord \"test/web\": spec.hosts[1]: invalid type: integer `5`"
+            ),
+            "{err}"
+        );
+        let d = json!({"kind": "Domain", "metadata": {"name": "galactic"}, "domain": "example.com",
+            "nameServer": false});
+        let err = Domain::from_value(&d).unwrap_err().to_string();
+        assert!(
+            err.starts_with("Domain \"galactic\": nameServer: invalid type: boolean"),
+            "{err}"
+        );
+
+        let mut v = status(vec![c1(&ips(&[LB1])), c2(&ips(&[LB2]))]).to_value();
+        v["dns"][1]["loadBalancer"]["ingress"][0]["ip"] = json!(5);
+        assert_eq!(
+            RecordStatus::from_value(Some(&v)).unwrap_err(),
+            "status.dns[1].loadBalancer.ingress[0].ip: invalid type: integer `5`, expected a string"
+        );
+        let err = RecordStatus::from_value(Some(&json!("up"))).unwrap_err();
+        assert!(err.starts_with("status: invalid type: string"), "{err}");
+    }
+
+    // Go's decoder reads `null` as the zero value, and the CRDs mark these
+    // fields nullable.
+    #[test]
+    fn null_reads_as_absent() {
+        let obj = json!({"kind": "ServiceDNSRecord", "metadata": {"name": "nginx", "namespace": "test"},
+            "spec": {"domainRef": "galactic", "recordTTL": null, "dnsPrefix": null,
+                "externalName": null, "allowServiceWithoutEndpoints": null, "hosts": null}});
+        assert_eq!(DnsRecord::from_value(&obj).unwrap(), record());
+        let d = json!({"kind": "Domain", "metadata": {"name": "galactic"}, "domain": "example.com",
+            "nameServer": null});
+        assert_eq!(Domain::from_value(&d).unwrap(), galactic());
+        let d = json!({"kind": "Domain", "metadata": {"name": "galactic"}, "domain": "example.com",
+            "nameServer": ""});
+        assert_eq!(Domain::from_value(&d).unwrap(), galactic());
+        let v = json!({"domain": null, "dns": [{"cluster": "c1", "region": null,
+            "loadBalancer": {"ingress": [{"ip": LB1, "hostname": null}]}}]});
+        assert_eq!(
+            RecordStatus::from_value(Some(&v)).unwrap(),
+            RecordStatus {
+                domain: String::new(),
+                dns: vec![entry("c1", "", &[], &ips(&[LB1]))],
+            }
         );
     }
 
