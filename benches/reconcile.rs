@@ -373,11 +373,84 @@ fn main() {
         ),
     ));
 
+    // Before the side-by-side rows: those add a second federation of the
+    // same federated group, whose objects `-A` would also see.
+    sharded(&env, &kc_path, &host, &members, objects, &mut rows);
     side_by_side(&env, &kc_path, &mut rows);
 
     println!("\n| measure | result | notes |\n|---|---|---|");
     for (a, b, n) in rows {
         println!("| {a} | {b} | {n} |");
+    }
+}
+
+/// 1, 2 and 4 shards (`reconcile --shard I/N`) started together, each time
+/// on eight fresh namespaces holding as many objects as the first run.
+fn sharded(
+    env: &TestEnv,
+    kc: &Path,
+    host: &Proxy,
+    members: &[Proxy],
+    objects: usize,
+    rows: &mut Vec<(String, String, String)>,
+) {
+    let spaces = 8;
+    let c = CONCURRENCY.to_string();
+    for shards in [1usize, 2, 4] {
+        for k in 0..spaces {
+            populate(
+                env,
+                &format!("shards{shards}-{k}"),
+                objects.div_ceil(spaces),
+            );
+        }
+        reset(host, members);
+        let start = Instant::now();
+        let children: Vec<_> = (0..shards)
+            .map(|i| {
+                Command::new(KUBEFEDCTL)
+                    .arg("--kubeconfig")
+                    .arg(kc)
+                    .args(["reconcile", "-A", "-o", "json", "--concurrency", &c])
+                    .args(["--shard", &format!("{i}/{shards}")])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut writes = Vec::new();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            ok("sharded run", &out);
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let member_writes: u64 = report["clusters"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|c| {
+                    ["created", "updated", "deleted"]
+                        .iter()
+                        .map(|k| c[*k].as_u64().unwrap_or(0))
+                        .sum::<u64>()
+                })
+                .sum();
+            writes.push(format!(
+                "{member_writes}+{}",
+                report["host_writes"].as_u64().unwrap_or(0)
+            ));
+        }
+        let wall = start.elapsed();
+        let k = counts(host, members);
+        rows.push((
+            format!("{shards} shard(s) started together: slowest shard"),
+            format!("{:.1} s", wall.as_secs_f64()),
+            format!(
+                "member+host writes per shard: {}; {} member requests in all (each shard lists every member); the API servers and all shards share 2 cores",
+                writes.join(", "),
+                k.member_requests
+            ),
+        ));
     }
 }
 

@@ -10,6 +10,8 @@ use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A joined cluster, and a client for it when its configuration allows one.
@@ -20,6 +22,14 @@ pub struct Member {
     pub labels: BTreeMap<String, String>,
     /// `Err` holds why no client could be built (ConfigMalformed).
     pub client: std::result::Result<kube::Client, String>,
+    /// For watches (`reconcile --watch`): the same credentials without a
+    /// read timeout, as a watch is silent while nothing changes.
+    pub watch_client: Option<kube::Client>,
+    /// Requests made through either client (the watch loop's metrics).
+    pub requests: Arc<AtomicU64>,
+    /// What the credentials were built from (the KubeFedCluster's spec and
+    /// its Secret's resourceVersion): a change means new clients.
+    pub fingerprint: String,
 }
 
 /// What a probe found, in KubeFed's terms.
@@ -44,6 +54,16 @@ impl Health {
 /// Every KubeFedCluster in the kubefed namespace, sorted by name, each with
 /// a client (or the reason there is none). `only` limits them by name.
 pub async fn load(host: &Host, timeout: Duration, only: &[String]) -> Result<Vec<Member>> {
+    load_with(host, timeout, only, false).await
+}
+
+/// [`load`], with clients for watches too when `watch`.
+pub async fn load_with(
+    host: &Host,
+    timeout: Duration,
+    only: &[String],
+    watch: bool,
+) -> Result<Vec<Member>> {
     let api: Api<KubeFedCluster> = Api::namespaced(host.client.clone(), &host.namespace);
     let mut clusters = api
         .list(&ListParams::default())
@@ -67,24 +87,45 @@ pub async fn load(host: &Host, timeout: Duration, only: &[String]) -> Result<Vec
         if !only.is_empty() && !only.contains(&name) {
             continue;
         }
-        let client = client_for(&c, &secrets, timeout)
+        let requests = Arc::new(AtomicU64::new(0));
+        let built = client_for(&c, &secrets, timeout, &requests, watch)
             .await
             .map_err(|e| crate::error::one_line(&e));
+        let (client, watch_client, secret_version) = match built {
+            Ok(b) => (Ok(b.client), b.watch_client, b.secret_version),
+            Err(e) => (Err(e), None, String::new()),
+        };
+        let fingerprint = format!(
+            "{}/{secret_version}",
+            serde_json::to_string(&c.spec).unwrap_or_default()
+        );
         out.push(Member {
             labels: c.metadata.labels.clone().unwrap_or_default(),
             name,
             cluster: c,
             client,
+            watch_client,
+            requests,
+            fingerprint,
         });
     }
     Ok(out)
+}
+
+/// A member's clients and the Secret version they were built from.
+struct Clients {
+    client: kube::Client,
+    watch_client: Option<kube::Client>,
+    secret_version: String,
 }
 
 async fn client_for(
     c: &KubeFedCluster,
     secrets: &Api<Secret>,
     timeout: Duration,
-) -> Result<kube::Client> {
+    requests: &Arc<AtomicU64>,
+    watch: bool,
+) -> Result<Clients> {
     let name = c.metadata.name.as_deref().unwrap_or("");
     let spec = &c.spec;
     if spec.api_endpoint.is_empty() {
@@ -140,7 +181,65 @@ async fn client_for(
     config.read_timeout = Some(timeout);
     config.write_timeout = Some(timeout);
     config.default_retry = false;
-    kube::Client::try_from(config).with_context(|| format!("building a client for cluster {name}"))
+    let counted = |config: kube::Config| -> Result<kube::Client> {
+        Ok(kube::client::ClientBuilder::try_from(config)
+            .with_context(|| format!("building a client for cluster {name}"))?
+            .with_layer(&CountRequests(requests.clone()))
+            .build())
+    };
+    let watch_client = if watch {
+        let mut config = config.clone();
+        config.read_timeout = None;
+        Some(counted(config)?)
+    } else {
+        None
+    };
+    Ok(Clients {
+        client: counted(config)?,
+        watch_client,
+        secret_version: secret.metadata.resource_version.clone().unwrap_or_default(),
+    })
+}
+
+/// A tower layer counting the requests a client makes.
+#[derive(Clone)]
+struct CountRequests(Arc<AtomicU64>);
+
+impl<S> tower::Layer<S> for CountRequests {
+    type Service = Counted<S>;
+    fn layer(&self, inner: S) -> Counted<S> {
+        Counted {
+            inner,
+            count: self.0.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Counted<S> {
+    inner: S,
+    count: Arc<AtomicU64>,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for Counted<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::result::Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> S::Future {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.inner.call(request)
+    }
 }
 
 /// DER certificates from PEM text.

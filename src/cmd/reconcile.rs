@@ -8,7 +8,7 @@ use crate::error::ExitWith;
 use crate::output::{DocumentFormat, on_stdout};
 use crate::sync::lock::{self, RunLock};
 use crate::sync::observe::Selection;
-use crate::sync::{live, render};
+use crate::sync::{live, render, watch};
 use anyhow::Result;
 use clap::Args;
 use comfy_table::{Cell, Table, presets};
@@ -33,7 +33,8 @@ Examples:
   kubefedctl reconcile                                         # live: every enabled type, every member
   kubefedctl reconcile --type deployments.apps -n shop --dry-run --diff
   kubefedctl reconcile --cluster member2 -o json               # only touch member2; JSON summary for CI
-  kubefedctl reconcile --shard 1/3                             # one of three runs that split the work"
+  kubefedctl reconcile --shard 1/3                             # one of three runs that split the work
+  kubefedctl reconcile --watch --leader-elect --metrics-bind-address :8080   # a controller"
 )]
 pub struct ReconcileOptions {
     /// Render offline from these files or directories (- for stdin): federated objects, FederatedNamespaces, RSPs, KubeFedClusters
@@ -123,6 +124,26 @@ pub struct ReconcileOptions {
     #[arg(long, value_name = "I/N", value_parser = Shard::parse, conflicts_with = "from")]
     pub shard: Option<Shard>,
 
+    /// Keep running: watch the host and the members and propagate every change (a controller)
+    #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "shard", "output"])]
+    pub watch: bool,
+
+    /// With --watch: wait for the federation lock and take over when its holder stops (high availability)
+    #[arg(long, requires = "watch", conflicts_with_all = ["no_lock", "lock_timeout"])]
+    pub leader_elect: bool,
+
+    /// With --watch: how often members are probed
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, requires = "watch")]
+    pub probe_interval: Duration,
+
+    /// With --watch: how often everything is re-decided, changed or not
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, requires = "watch")]
+    pub resync_period: Duration,
+
+    /// With --watch: serve /healthz, /readyz and /metrics here (e.g. :8080; default: off)
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_bind_address, requires = "watch")]
+    pub metrics_bind_address: Option<std::net::SocketAddr>,
+
     /// Summary (live) or manifests (--from) as yaml or json
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
@@ -132,7 +153,65 @@ pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     if !o.from.is_empty() {
         return run_render(o);
     }
+    if o.watch {
+        return run_watch(global, o).await;
+    }
     run_live(global, o).await
+}
+
+/// `:8080` (every address), `127.0.0.1:8080`, `[::1]:8080`.
+fn parse_bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    let full = match text.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => text.to_string(),
+    };
+    full.parse().map_err(|_| {
+        format!("invalid address {text:?}: expected [HOST]:PORT, e.g. :8080 or 127.0.0.1:8080")
+    })
+}
+
+/// The live selection and limits, shared by one-shot runs and the watch.
+fn live_options(o: &ReconcileOptions) -> live::Options {
+    live::Options {
+        selection: Selection {
+            types: o.types.clone(),
+            namespace: if o.all_namespaces {
+                None
+            } else {
+                o.namespace.clone()
+            },
+            clusters: o.clusters.clone(),
+            selector: o.selector.clone(),
+            timeout: o.timeout,
+            probe_timeout: o.probe_timeout,
+            shard: o.shard,
+        },
+        dry_run: o.dry_run,
+        concurrency: o.concurrency,
+        attempts: o.attempts.max(1),
+        wait: o.wait,
+    }
+}
+
+async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    let (factory, host) = global.connect_host().await?;
+    host.require_initialised().await?;
+    // Watches are silent while nothing changes: no read timeout for them.
+    let mut config = factory.config(&host.context).await?;
+    config.read_timeout = None;
+    let watch_client = kube::Client::try_from(config)?;
+    let options = watch::WatchOptions {
+        run: live_options(o),
+        watch_client,
+        probe_interval: o.probe_interval,
+        resync_period: o.resync_period,
+        leader_elect: o.leader_elect,
+        lock_timeout: o.lock_timeout,
+        no_lock: o.no_lock,
+        metrics_bind_address: o.metrics_bind_address,
+        verbosity: global.verbosity,
+    };
+    watch::run(&host, &options).await
 }
 
 /// Ctrl-C or SIGTERM: the signal's number.
@@ -179,25 +258,7 @@ fn run_render(o: &ReconcileOptions) -> Result<()> {
 async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
-    let opts = live::Options {
-        selection: Selection {
-            types: o.types.clone(),
-            namespace: if o.all_namespaces {
-                None
-            } else {
-                o.namespace.clone()
-            },
-            clusters: o.clusters.clone(),
-            selector: o.selector.clone(),
-            timeout: o.timeout,
-            probe_timeout: o.probe_timeout,
-            shard: o.shard,
-        },
-        dry_run: o.dry_run,
-        concurrency: o.concurrency,
-        attempts: o.attempts.max(1),
-        wait: o.wait,
-    };
+    let opts = live_options(o);
     let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(

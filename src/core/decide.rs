@@ -183,6 +183,16 @@ fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
     }
 }
 
+/// The key of the federated object a member object of this type belongs
+/// to: a Namespace `x` belongs to the FederatedNamespace `x/x`.
+pub fn federated_key(t: &FederatedType, member: &ObjectKey) -> ObjectKey {
+    if t.target.is_namespace() {
+        (member.1.clone(), member.1.clone())
+    } else {
+        member_key(t, member)
+    }
+}
+
 /// The decisions for one federated object (upstream `reconcile` for one
 /// key). `members` holds the listing of every ready touched member.
 pub fn decide_object(
@@ -360,6 +370,9 @@ pub struct RunLimits<'a> {
     /// `--shard I/N`: only this shard's orphans (its objects are chosen
     /// when they are read, with [`shard::retain_owned`]).
     pub shard: Option<Shard>,
+    /// A watch round over some objects only: orphans are looked for among
+    /// these keys alone (every other member object was not looked at).
+    pub only: Option<&'a BTreeSet<ObjectKey>>,
 }
 
 /// The possible orphans of one type in its members' listings.
@@ -386,14 +399,11 @@ pub fn orphans(
         keys.sort();
         for k in keys {
             let obj = &objs[k];
-            let fed_key = if t.target.is_namespace() {
-                (k.1.clone(), k.1.clone())
-            } else {
-                member_key(t, k)
-            };
+            let fed_key = federated_key(t, k);
             if federated.contains(&fed_key)
                 || plan::managed_label(obj) != ManagedLabel::True
                 || !shard::owned(limits.shard, &fed_key)
+                || limits.only.is_some_and(|only| !only.contains(&fed_key))
             {
                 continue;
             }
@@ -909,6 +919,15 @@ mod tests {
             ..RunLimits::default()
         };
         assert!(orphans(&f, &t, &[], &members, with_selector).is_empty());
+        // A watch round over some keys: only those keys' orphans.
+        let gone: BTreeSet<ObjectKey> = [("shop".to_string(), "gone".to_string())].into();
+        let other: BTreeSet<ObjectKey> = [("shop".to_string(), "kept".to_string())].into();
+        let only = |keys| RunLimits {
+            only: Some(keys),
+            ..RunLimits::default()
+        };
+        assert_eq!(orphans(&f, &t, &[], &members, only(&gone)).len(), 1);
+        assert!(orphans(&f, &t, &[], &members, only(&other)).is_empty());
         // Namespace type under -n: only that namespace itself.
         let ns = namespaces();
         let members = both(

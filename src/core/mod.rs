@@ -15,6 +15,7 @@ pub mod overrides;
 pub mod placement;
 pub mod plan;
 pub mod planner;
+pub mod queue;
 pub mod reconciler;
 pub mod record;
 pub mod retain;

@@ -39,7 +39,7 @@ pub struct Work {
 
 impl Work {
     /// The member object's key.
-    fn key(&self) -> ObjectKey {
+    pub fn key(&self) -> ObjectKey {
         match (&self.live, &self.decision.action) {
             (Some(live), _) => key_of(live),
             (None, Action::Create(obj)) => key_of(obj),

@@ -44,26 +44,77 @@ pub async fn reconcile(
     o: &Options,
     progress: &indicatif::ProgressBar,
 ) -> Result<Report> {
+    let mut seen = observe::observe(host, &o.selection).await?;
+    Ok(round(host, &mut seen, o, Passes::ALL, progress)
+        .await?
+        .report)
+}
+
+/// The passes of a round beyond the federated objects.
+#[derive(Clone, Copy, Debug)]
+pub struct Passes {
+    /// Write the KubeFedClusters' health (the watch loop writes it itself,
+    /// after each probe).
+    pub cluster_health: bool,
+    /// The multi-cluster DNS pass (the watch loop runs it on full resyncs).
+    pub dns: bool,
+}
+
+impl Passes {
+    pub const ALL: Passes = Passes {
+        cluster_health: true,
+        dns: true,
+    };
+}
+
+/// What became of one federated object (or orphan) in a round.
+#[derive(Clone, Debug)]
+pub struct ObjectOutcome {
+    /// The federated kind (`FederatedConfigMap`).
+    pub kind: String,
+    pub key: decide::ObjectKey,
+    /// Some member request or host write failed: retry after a backoff.
+    pub failed: bool,
+    /// One line per member change made (`member1: created ConfigMap shop/web`).
+    pub changes: Vec<String>,
+}
+
+/// A round's report and what became of each object.
+pub struct RoundOutcome {
+    pub report: Report,
+    pub objects: Vec<ObjectOutcome>,
+}
+
+/// Decides, executes and records over what `seen` holds: the one-shot run
+/// over everything it observed, or a watch round over the objects an event
+/// touched.
+pub async fn round(
+    host: &Host,
+    seen: &mut Observation,
+    o: &Options,
+    passes: Passes,
+    progress: &indicatif::ProgressBar,
+) -> Result<RoundOutcome> {
     let mut report = Report {
         shard: o.selection.shard.map(|s| s.to_string()),
         ..Report::default()
     };
-    let mut seen = observe::observe(host, &o.selection).await?;
-    report_clusters(&seen, &mut report);
-    if !o.dry_run && writes_cluster_state(o) {
+    let mut objects = Vec::new();
+    report_clusters(seen, &mut report);
+    if !o.dry_run && passes.cluster_health && writes_cluster_state(o) {
         report.host_writes +=
             record::write_cluster_health(host, &seen.members, &seen.health).await?;
     }
     report.host_writes += crate::sync::rsp::schedule_replicas(
         host,
-        &mut seen,
+        seen,
         o.dry_run,
         o.selection.timeout,
         &mut report,
     )
     .await?;
 
-    let decided = decide_all(host, &seen, o);
+    let decided = decide_all(host, seen, o);
     for d in &decided {
         report.failures.extend(d.failures.iter().cloned());
         for p in &d.objects {
@@ -71,9 +122,9 @@ pub async fn reconcile(
             report.notes.extend(p.notes.iter().cloned());
         }
     }
-    let jobs = jobs(&seen, &decided, o.wait.is_some(), &mut report);
+    let jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
     if o.dry_run {
-        dry_run_plan(&seen, &jobs, &mut report);
+        dry_run_plan(seen, &jobs, &mut report);
     } else {
         progress.set_length(jobs.iter().map(|j| j.work.len() as u64).sum());
         let limits = Limits {
@@ -83,13 +134,15 @@ pub async fn reconcile(
             settings: seen.settings,
         };
         let wait_until = o.wait.map(|w| Instant::now() + w);
-        let finished = Pipeline::new(host, &seen, limits, wait_until, progress)
+        let finished = Pipeline::new(host, seen, limits, wait_until, progress)
             .run(jobs)
             .await;
-        account(&seen, finished, &mut report);
+        objects = account(seen, finished, &mut report);
     }
-    dns(host, &seen, o, &mut report).await?;
-    Ok(report)
+    if passes.dns {
+        dns(host, seen, o, &mut report).await?;
+    }
+    Ok(RoundOutcome { report, objects })
 }
 
 /// Whether this run writes what belongs to no object (KubeFedCluster
@@ -137,14 +190,18 @@ fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions
         host_namespaces: &seen.host_namespaces,
         versions: &seen.versions,
     };
-    let limits = RunLimits {
-        namespace: seen.namespace.as_deref(),
-        selector: o.selection.selector.is_some(),
-        shard: o.selection.shard,
-    };
     seen.types
         .iter()
-        .map(|t| decide::decide_type(&federation, &t.t, &t.objects, &t.members, limits))
+        .enumerate()
+        .map(|(i, t)| {
+            let limits = RunLimits {
+                namespace: seen.namespace.as_deref(),
+                selector: o.selection.selector.is_some(),
+                shard: o.selection.shard,
+                only: seen.partial.as_ref().map(|p| &p[i]),
+            };
+            decide::decide_type(&federation, &t.t, &t.objects, &t.members, limits)
+        })
         .collect()
 }
 
@@ -249,15 +306,26 @@ fn live_copy(
 }
 
 /// Counts what the pipeline did per member, and its failures and pending
-/// deletions, into the report.
-fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) {
+/// deletions, into the report; returns what became of each object.
+fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> Vec<ObjectOutcome> {
     use crate::core::record::Effect;
+    let mut outcomes = Vec::new();
     for f in finished {
         report.host_writes += f.host_writes;
-        let fed_kind = &seen.types[f.type_index].federated.kind;
-        let what = pipeline::subject(seen, &f)
-            .map(|o| describe(fed_kind, o))
-            .unwrap_or_default();
+        let t = &seen.types[f.type_index];
+        let fed_kind = &t.federated.kind;
+        let subject = pipeline::subject(seen, &f);
+        let what = subject.map(|o| describe(fed_kind, o)).unwrap_or_default();
+        let key = match subject {
+            Some(o) => decide::key_of(o),
+            None => f.results.first().map(|(w, _)| w.key()).unwrap_or_default(),
+        };
+        let mut outcome = ObjectOutcome {
+            kind: fed_kind.clone(),
+            key,
+            failed: f.refused.is_some() || f.write_failed.is_some(),
+            changes: Vec::new(),
+        };
         for e in f.refused.iter().chain(&f.write_failed) {
             report
                 .failures
@@ -266,22 +334,44 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) {
         report.pending.extend(f.pending);
         for (w, result) in &f.results {
             let r = report.cluster(&w.decision.cluster);
-            match result {
+            let verb = match result {
                 Ok(done) => match done.effect {
-                    Effect::Created => r.created += 1,
-                    Effect::Updated | Effect::Unlabelled => r.updated += 1,
-                    Effect::Deleted { .. } if w.decision.action == Action::AwaitRemoval => {}
-                    Effect::Deleted { .. } => r.deleted += 1,
+                    Effect::Created => {
+                        r.created += 1;
+                        "created"
+                    }
+                    Effect::Updated => {
+                        r.updated += 1;
+                        "updated"
+                    }
+                    Effect::Unlabelled => {
+                        r.updated += 1;
+                        "unlabelled"
+                    }
+                    Effect::Deleted { .. } if w.decision.action == Action::AwaitRemoval => continue,
+                    Effect::Deleted { .. } => {
+                        r.deleted += 1;
+                        "deleted"
+                    }
                 },
                 Err((_, msg)) => {
                     r.failed += 1;
+                    outcome.failed = true;
                     report
                         .failures
                         .push(format!("{}: {msg}", w.decision.cluster));
+                    continue;
                 }
-            }
+            };
+            outcome.changes.push(format!(
+                "{}: {verb} {}",
+                w.decision.cluster,
+                w.describe(&t.t.target.kind)
+            ));
         }
+        outcomes.push(outcome);
     }
+    outcomes
 }
 
 /// The multi-cluster DNS pass, when the host has the DNS API.

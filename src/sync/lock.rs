@@ -49,10 +49,11 @@ fn lease_api(host: &Host) -> Api<DynamicObject> {
 }
 
 impl RunLock {
-    /// Takes the lease `name`, waiting up to `wait` for its holder.
+    /// Takes the lease `name`, waiting up to `wait` for its holder
+    /// (`Duration::MAX`: as long as it takes, as a standby instance does).
     pub async fn acquire(host: &Host, name: &str, me: String, wait: Duration) -> Result<RunLock> {
         let api = lease_api(host);
-        let deadline = Instant::now() + wait;
+        let deadline = Instant::now().checked_add(wait);
         loop {
             let current = api
                 .get_opt(name)
@@ -72,7 +73,7 @@ impl RunLock {
                     })
                 }
                 Acquire::Held { holder, held_for } => {
-                    if Instant::now() >= deadline {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
                         let waited = if wait.is_zero() {
                             "; --lock-timeout waits".to_string()
                         } else {
@@ -102,6 +103,12 @@ impl RunLock {
                 Err(Lost) => continue,
             }
         }
+    }
+
+    /// The lease is no longer ours: another holder took it over, or it could
+    /// not be renewed for longer than its renew deadline.
+    pub fn is_lost(&self) -> bool {
+        self.renewal.is_finished()
     }
 
     /// Stops renewing and clears the holder (only if still ours).
@@ -168,11 +175,19 @@ async fn take(
         .map_err(|_| Lost)
 }
 
-/// Renews every third of the lease's duration while the run lasts.
+/// Renews every third of the lease's duration while the run lasts; returns
+/// when the lease is lost (taken over, or not renewed within the renew
+/// deadline: two thirds of its duration, as KubeFed's leader election).
 async fn renew(api: Api<DynamicObject>, name: String, me: String) {
     let every = Duration::from_secs((LEASE_SECONDS / 3).max(1) as u64);
+    let deadline = Duration::from_secs((LEASE_SECONDS * 2 / 3).max(1) as u64);
+    let mut renewed = Instant::now();
     loop {
         tokio::time::sleep(every).await;
+        if renewed.elapsed() > deadline {
+            tracing::warn!("the federation lock could not be renewed in time");
+            return;
+        }
         let patch = json!({"spec": {"renewTime": micro_time(crate::clock::now_unix())}});
         let current = api.get_opt(&name).await.ok().flatten();
         let ours = current
@@ -184,14 +199,15 @@ async fn renew(api: Api<DynamicObject>, name: String, me: String) {
             tracing::warn!("the federation lock was taken over while this run was slow");
             return;
         }
-        if let Err(e) = api
+        match api
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            tracing::warn!(
+            Ok(_) => renewed = Instant::now(),
+            Err(e) => tracing::warn!(
                 "renewing the federation lock: {}",
                 crate::apply::api_error_line(e)
-            );
+            ),
         }
     }
 }

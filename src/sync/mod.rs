@@ -14,3 +14,4 @@ pub mod record;
 pub mod render;
 pub mod report;
 pub mod rsp;
+pub mod watch;

@@ -66,6 +66,10 @@ pub struct Observation {
     pub fed_namespaces: BTreeMap<String, Value>,
     pub host_namespaces: HashMap<String, String>,
     pub versions: HashMap<ObjectKey, Value>,
+    /// A watch round: per type (aligned with `types`), the only keys it
+    /// covers; `objects` hold those of them that exist, and orphans are
+    /// looked for among them only. `None`: everything was observed.
+    pub partial: Option<Vec<BTreeSet<ObjectKey>>>,
 }
 
 impl Observation {
@@ -90,17 +94,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         .get_opt(crate::api::KUBEFED_CONFIG_NAME)
         .await
         .map_err(api_error)?;
-    let scope = match config.as_ref().map(|c| c.spec.scope.as_str()) {
-        Some("Namespaced") => Scope::Namespaced,
-        _ => Scope::Cluster,
-    };
-    let settings = SyncSettings {
-        adopt_resources: config
-            .as_ref()
-            .and_then(|c| c.spec.sync_controller.as_ref())
-            .and_then(|s| s.adopt_resources.as_deref())
-            != Some("Disabled"),
-    };
+    let (scope, settings) = config_settings(config.as_ref());
 
     // Members: all of them for placement (labels), the chosen ones to touch.
     let members = members::load(host, o.timeout, &[]).await?;
@@ -119,15 +113,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     }
     let touched = (!o.clusters.is_empty()).then(|| o.clusters.iter().cloned().collect());
     let health = members::probe_all(&members, o.probe_timeout).await;
-    let clusters = members
-        .iter()
-        .zip(&health)
-        .map(|(m, h)| Cluster {
-            name: m.name.clone(),
-            labels: m.labels.clone(),
-            ready: h.is_ready(),
-        })
-        .collect();
+    let clusters = placement_clusters(&members, &health);
 
     // Namespace-scoped federations only ever look in their own namespace.
     let namespace = match scope {
@@ -146,18 +132,11 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         fed_namespaces: BTreeMap::new(),
         host_namespaces: HashMap::new(),
         versions: HashMap::new(),
+        partial: None,
     };
     seen.types = federated_types(host, o, &seen.namespace).await?;
     list_members(&mut seen, o.timeout).await;
-    seen.fed_namespaces = seen
-        .types
-        .iter()
-        .filter(|t| t.t.target.is_namespace())
-        .flat_map(|t| t.objects.iter())
-        // The FTC says which type federates namespaces, whatever its group.
-        .filter(|o| federated_namespace_name_is_valid(o))
-        .map(|o| (key_of(o).1, o.clone()))
-        .collect();
+    seen.fed_namespaces = federated_namespaces(&seen.types);
     seen.versions = read_versions(host, &seen.namespace).await?;
     if seen.types.iter().any(|t| t.t.target.is_namespace()) {
         let api = dynamic_api(
@@ -202,23 +181,26 @@ async fn federated_types(
     }
     let mut types = Vec::new();
     for f in &ftcs {
-        let (t, fd) = (&f.spec.target_type, &f.spec.federated_type);
-        let target_group = t.group.clone().unwrap_or_default();
-        let federated = api_resource(
-            fd.group.as_deref().unwrap_or(""),
-            &fd.version,
-            &fd.kind,
-            &fd.plural_name,
-        );
-        let in_namespace = namespace.as_deref().filter(|_| fd.scope == "Namespaced");
+        let mut t = ObservedType::of(f);
+        let in_namespace = namespace.as_deref().filter(|_| t.t.namespaced);
         let objects = list_all(
-            &dynamic_api(&host.client, in_namespace, &federated),
+            &dynamic_api(&host.client, in_namespace, &t.federated),
             &params,
         )
         .await
-        .with_context(|| format!("listing {}", fd.kind))?;
-        let objects = shard::retain_owned(o.shard, objects);
-        types.push(ObservedType {
+        .with_context(|| format!("listing {}", t.federated.kind))?;
+        t.objects = shard::retain_owned(o.shard, objects);
+        types.push(t);
+    }
+    Ok(types)
+}
+
+impl ObservedType {
+    /// The type a FederatedTypeConfig enables, with nothing read yet.
+    pub fn of(f: &FederatedTypeConfig) -> ObservedType {
+        let (t, fd) = (&f.spec.target_type, &f.spec.federated_type);
+        let target_group = t.group.clone().unwrap_or_default();
+        ObservedType {
             t: FederatedType {
                 target: TargetType::new(&target_group, &t.version, &t.kind),
                 federated_kind: fd.kind.clone(),
@@ -226,12 +208,56 @@ async fn federated_types(
                 namespaced: t.scope == "Namespaced",
             },
             target: api_resource(&target_group, &t.version, &t.kind, &t.plural_name),
-            federated,
-            objects,
+            federated: api_resource(
+                fd.group.as_deref().unwrap_or(""),
+                &fd.version,
+                &fd.kind,
+                &fd.plural_name,
+            ),
+            objects: Vec::new(),
             members: BTreeMap::new(),
-        });
+        }
     }
-    Ok(types)
+}
+
+/// The KubeFedConfig's scope and sync settings (defaults when absent).
+pub fn config_settings(config: Option<&KubeFedConfig>) -> (Scope, SyncSettings) {
+    let scope = match config.map(|c| c.spec.scope.as_str()) {
+        Some("Namespaced") => Scope::Namespaced,
+        _ => Scope::Cluster,
+    };
+    let settings = SyncSettings {
+        adopt_resources: config
+            .and_then(|c| c.spec.sync_controller.as_ref())
+            .and_then(|s| s.adopt_resources.as_deref())
+            != Some("Disabled"),
+    };
+    (scope, settings)
+}
+
+/// The FederatedNamespaces among the observed types' objects, by name.
+pub fn federated_namespaces(types: &[ObservedType]) -> BTreeMap<String, Value> {
+    types
+        .iter()
+        .filter(|t| t.t.target.is_namespace())
+        .flat_map(|t| t.objects.iter())
+        // The FTC says which type federates namespaces, whatever its group.
+        .filter(|o| federated_namespace_name_is_valid(o))
+        .map(|o| (key_of(o).1, o.clone()))
+        .collect()
+}
+
+/// The members as placement sees them.
+pub fn placement_clusters(members: &[Member], health: &[Health]) -> Vec<Cluster> {
+    members
+        .iter()
+        .zip(health)
+        .map(|(m, h)| Cluster {
+            name: m.name.clone(),
+            labels: m.labels.clone(),
+            ready: h.is_ready(),
+        })
+        .collect()
 }
 
 /// One list per type and ready touched member, all at once. A 404 means

@@ -19,3 +19,4 @@ mod membership;
 mod reconcile;
 mod status;
 mod types;
+mod watch;

@@ -1,0 +1,188 @@
+//! The work queue of `reconcile --watch`: which federated objects to
+//! re-decide next. Pure (time is passed in), so its rules are table tests.
+//!
+//! - A key marked again while it waits is queued once (de-duplication); it
+//!   keeps the time it was first marked, which is where the propagation
+//!   latency is measured from.
+//! - A key whose last round failed waits before it is tried again:
+//!   1 s, 2 s, 4 s ... up to 5 minutes (no hot loop while a member is down);
+//!   a success forgets its failures. An event for a key in backoff does not
+//!   cut its wait short (a broken object changed by someone is still broken;
+//!   the full resync retries everything anyway).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+/// The first retry's delay.
+pub const BASE_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest delay between retries.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// Keys waiting to be processed, and the failures of those that failed.
+#[derive(Debug)]
+pub struct WorkQueue<K: Ord + Clone + std::hash::Hash> {
+    /// Key → when it was first marked since it was last processed.
+    pending: BTreeMap<K, Instant>,
+    /// Key → (consecutive failures, not before).
+    backoff: HashMap<K, (u32, Instant)>,
+}
+
+impl<K: Ord + Clone + std::hash::Hash> Default for WorkQueue<K> {
+    fn default() -> Self {
+        WorkQueue {
+            pending: BTreeMap::new(),
+            backoff: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
+    /// Marks `key` (again) at `now`.
+    pub fn add(&mut self, key: K, now: Instant) {
+        self.pending.entry(key).or_insert(now);
+    }
+
+    /// How many keys wait (ready or in backoff).
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Takes every key that may run at `now`, with when it was first marked.
+    pub fn take_ready(&mut self, now: Instant) -> Vec<(K, Instant)> {
+        let ready: Vec<K> = self
+            .pending
+            .keys()
+            .filter(|k| self.backoff.get(*k).is_none_or(|(_, at)| *at <= now))
+            .cloned()
+            .collect();
+        ready
+            .into_iter()
+            .map(|k| {
+                let since = self.pending.remove(&k).expect("pending key");
+                (k, since)
+            })
+            .collect()
+    }
+
+    /// When the next key in backoff may run (`None`: nothing waits, or
+    /// something is ready now).
+    pub fn next_retry(&self, now: Instant) -> Option<Instant> {
+        self.pending
+            .keys()
+            .map(|k| self.backoff.get(k).map_or(now, |(_, at)| *at))
+            .min()
+            .filter(|at| *at > now)
+    }
+
+    /// `key` failed at `now`: it is queued again after its backoff. Returns
+    /// the delay.
+    pub fn failed(&mut self, key: K, first_marked: Instant, now: Instant) -> Duration {
+        let failures = self.backoff.get(&key).map_or(0, |(n, _)| *n) + 1;
+        let delay = backoff(failures);
+        self.backoff.insert(key.clone(), (failures, now + delay));
+        self.pending.entry(key).or_insert(first_marked);
+        delay
+    }
+
+    /// `key` succeeded: its failures are forgotten.
+    pub fn succeeded(&mut self, key: &K) {
+        self.backoff.remove(key);
+    }
+
+    /// Consecutive failures of `key`.
+    pub fn failures(&self, key: &K) -> u32 {
+        self.backoff.get(key).map_or(0, |(n, _)| *n)
+    }
+}
+
+/// The delay after `failures` consecutive failures (1 s, doubling, capped).
+pub fn backoff(failures: u32) -> Duration {
+    let doubled = BASE_BACKOFF
+        .checked_mul(
+            1u32.checked_shl(failures.saturating_sub(1))
+                .unwrap_or(u32::MAX),
+        )
+        .unwrap_or(MAX_BACKOFF);
+    doubled.min(MAX_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_marked_twice_runs_once_and_keeps_its_first_time() {
+        let t0 = Instant::now();
+        let mut q = WorkQueue::default();
+        q.add("a", t0);
+        q.add("b", t0 + Duration::from_millis(5));
+        q.add("a", t0 + Duration::from_millis(9));
+        assert_eq!(q.len(), 2);
+        let ready = q.take_ready(t0 + Duration::from_millis(10));
+        assert_eq!(ready, [("a", t0), ("b", t0 + Duration::from_millis(5))]);
+        assert!(q.is_empty());
+        assert!(q.take_ready(t0 + Duration::from_secs(1)).is_empty());
+    }
+
+    #[test]
+    fn failures_back_off_exponentially_and_a_success_forgets_them() {
+        let table = [
+            (1, 1),
+            (2, 2),
+            (3, 4),
+            (4, 8),
+            (9, 256),
+            (10, 300),
+            (64, 300),
+            (u32::MAX, 300),
+        ];
+        for (failures, secs) in table {
+            assert_eq!(backoff(failures), Duration::from_secs(secs), "{failures}");
+        }
+        let t0 = Instant::now();
+        let mut q = WorkQueue::default();
+        q.add("a", t0);
+        let (k, first) = q.take_ready(t0).remove(0);
+        assert_eq!(q.failed(k, first, t0), Duration::from_secs(1));
+        // Waiting: not ready, and an event does not cut the wait short.
+        q.add("a", t0 + Duration::from_millis(100));
+        assert!(q.take_ready(t0 + Duration::from_millis(500)).is_empty());
+        assert_eq!(q.next_retry(t0), Some(t0 + Duration::from_secs(1)));
+        let again = q.take_ready(t0 + Duration::from_secs(1));
+        assert_eq!(
+            again,
+            [("a", t0)],
+            "latency still counts from the first mark"
+        );
+        assert_eq!(
+            q.failed("a", t0, t0 + Duration::from_secs(1)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(q.failures(&"a"), 2);
+        let _ = q.take_ready(t0 + Duration::from_secs(3));
+        q.succeeded(&"a");
+        assert_eq!(q.failures(&"a"), 0);
+        q.add("a", t0 + Duration::from_secs(4));
+        assert_eq!(
+            q.take_ready(t0 + Duration::from_secs(4)).len(),
+            1,
+            "no wait once it succeeded"
+        );
+    }
+
+    #[test]
+    fn one_key_in_backoff_does_not_hold_back_the_others() {
+        let t0 = Instant::now();
+        let mut q = WorkQueue::default();
+        q.failed("down", t0, t0);
+        q.add("up", t0);
+        assert_eq!(q.take_ready(t0), [("up", t0)]);
+        assert_eq!(q.next_retry(t0), Some(t0 + BASE_BACKOFF));
+        q.add("up", t0);
+        assert_eq!(q.next_retry(t0), None, "something is ready now");
+    }
+}

@@ -1,0 +1,694 @@
+//! What the watches of `reconcile --watch` have seen, and which federated
+//! objects each change touches. A round's [`Observation`] is built from
+//! here, with no request: the same input the one-shot run reads with lists.
+
+use super::sources::{Change, Event, Source};
+use crate::api::core::{FederatedTypeConfig, KubeFedConfig};
+use crate::core::decide::{Listing, ObjectKey, federated_key, key_of};
+use crate::members::{Health, Member};
+use crate::sync::observe::{self, Observation, ObservedType};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// (FederatedTypeConfig name, federated object key).
+pub type WorkKey = (String, ObjectKey);
+
+/// A watched set of objects.
+#[derive(Clone, Debug, Default)]
+pub struct Store {
+    pub objects: BTreeMap<ObjectKey, Value>,
+    pub state: StoreState,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum StoreState {
+    /// Not listed yet.
+    #[default]
+    Syncing,
+    Listed,
+    /// The source does not exist there (404), or its watch failed.
+    NotServed(String),
+    Failed(String),
+}
+
+/// What a change touches.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Dirt {
+    pub keys: BTreeSet<WorkKey>,
+    /// FederatedTypeConfigs, KubeFedClusters' specs or the KubeFedConfig
+    /// changed: the watches and members are rebuilt, everything re-decided.
+    pub structure: bool,
+    /// Everything is re-decided (a member's store became usable).
+    pub all: bool,
+}
+
+#[derive(Default)]
+pub struct Cache {
+    pub config: Option<KubeFedConfig>,
+    pub ftcs: BTreeMap<String, FederatedTypeConfig>,
+    pub clusters: BTreeMap<String, Value>,
+    pub schedulings: BTreeMap<ObjectKey, Value>,
+    pub versions: HashMap<ObjectKey, Value>,
+    pub namespaces: HashMap<String, String>,
+    pub federated: BTreeMap<String, Store>,
+    /// (cluster, FTC name) → the member's managed objects of that type.
+    pub members: BTreeMap<(String, String), Store>,
+    /// Host sources that have been listed.
+    listed: BTreeSet<Source>,
+}
+
+impl Cache {
+    /// The enabled types (FTC name → type), sorted by name.
+    pub fn types(&self) -> Vec<(String, ObservedType)> {
+        self.ftcs
+            .iter()
+            .filter(|(_, f)| f.spec.propagation == "Enabled")
+            .map(|(name, f)| (name.clone(), ObservedType::of(f)))
+            .collect()
+    }
+
+    /// The FTC of the namespaces type, if enabled.
+    fn namespaces_type(&self) -> Option<String> {
+        self.types()
+            .into_iter()
+            .find(|(_, t)| t.t.target.is_namespace())
+            .map(|(n, _)| n)
+    }
+
+    /// Whether every host source in `wanted` has been listed: no round runs
+    /// before, or it would take a missing federated object for a deleted one.
+    pub fn host_synced(&self, wanted: &[Source]) -> bool {
+        wanted.iter().all(|s| match s {
+            Source::Federated(t) => self
+                .federated
+                .get(t)
+                .is_some_and(|st| st.state != StoreState::Syncing),
+            other => self.listed.contains(other),
+        })
+    }
+
+    /// A member can be touched once every type's store is listed (or
+    /// known not to be served).
+    pub fn member_synced(&self, cluster: &str, types: &[String]) -> bool {
+        types.iter().all(|t| {
+            self.members
+                .get(&(cluster.to_string(), t.clone()))
+                .is_some_and(|s| s.state != StoreState::Syncing)
+        })
+    }
+
+    /// Every federated object's key (a full round).
+    pub fn all_keys(&self) -> BTreeSet<WorkKey> {
+        self.federated
+            .iter()
+            .flat_map(|(t, s)| s.objects.keys().map(move |k| (t.clone(), k.clone())))
+            .collect()
+    }
+
+    /// Takes in one change; says what it touches.
+    pub fn apply(&mut self, event: Event) -> Dirt {
+        let Event { source, change } = event;
+        match &source {
+            Source::Config => {
+                self.listed.insert(source.clone());
+                let config = match change {
+                    Change::Applied(v) => serde_json::from_value(v).ok(),
+                    Change::Replaced(vs) => vs
+                        .into_iter()
+                        .next()
+                        .and_then(|v| serde_json::from_value(v).ok()),
+                    Change::Deleted(_) => None,
+                    Change::Failed { .. } => return Dirt::default(),
+                };
+                let changed = spec_of(&self.config) != spec_of(&config);
+                self.config = config;
+                Dirt {
+                    structure: changed,
+                    ..Dirt::default()
+                }
+            }
+            Source::TypeConfigs => {
+                self.listed.insert(source.clone());
+                let before = self.ftcs.clone();
+                apply_typed(&mut self.ftcs, change);
+                Dirt {
+                    structure: specs(&before) != specs(&self.ftcs),
+                    ..Dirt::default()
+                }
+            }
+            Source::Clusters => {
+                self.listed.insert(source.clone());
+                let essence = |m: &BTreeMap<String, Value>| -> Vec<(String, Value, Value)> {
+                    m.iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                v["spec"].clone(),
+                                v["metadata"]["labels"].clone(),
+                            )
+                        })
+                        .collect()
+                };
+                let before = essence(&self.clusters);
+                apply_by_name(&mut self.clusters, change);
+                // Status writes (ours, after each probe) are no news.
+                Dirt {
+                    structure: before != essence(&self.clusters),
+                    ..Dirt::default()
+                }
+            }
+            Source::Schedulings => {
+                self.listed.insert(source.clone());
+                let touched = apply_keyed(&mut self.schedulings, change);
+                let mut dirt = Dirt::default();
+                for key in touched {
+                    // The RSP's target kind names the type it schedules.
+                    let kind = self
+                        .schedulings
+                        .get(&key)
+                        .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
+                    for (name, t) in self.types() {
+                        if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
+                            dirt.keys.insert((name, key.clone()));
+                        }
+                    }
+                }
+                dirt
+            }
+            Source::Versions(cluster_scoped) => {
+                self.listed.insert(source.clone());
+                // Our own write-backs: what the next round compares against,
+                // never a reason for one.
+                let cluster_scoped = *cluster_scoped;
+                match change {
+                    Change::Applied(v) => {
+                        self.versions.insert(key_of(&v), v);
+                    }
+                    Change::Deleted(v) => {
+                        self.versions.remove(&key_of(&v));
+                    }
+                    Change::Replaced(vs) => {
+                        self.versions
+                            .retain(|k, _| k.0.is_empty() != cluster_scoped);
+                        self.versions
+                            .extend(vs.into_iter().map(|v| (key_of(&v), v)));
+                    }
+                    Change::Failed { .. } => {}
+                }
+                Dirt::default()
+            }
+            Source::Namespaces => {
+                self.listed.insert(source.clone());
+                let uid = |v: &Value| v["metadata"]["uid"].as_str().unwrap_or("").to_string();
+                let touched: Vec<String> = match change {
+                    Change::Applied(v) => {
+                        let name = name_of(&v);
+                        let changed = self.namespaces.get(&name) != Some(&uid(&v));
+                        self.namespaces.insert(name.clone(), uid(&v));
+                        if changed { vec![name] } else { Vec::new() }
+                    }
+                    Change::Deleted(v) => {
+                        let name = name_of(&v);
+                        self.namespaces.remove(&name);
+                        vec![name]
+                    }
+                    Change::Replaced(vs) => {
+                        let new: HashMap<String, String> =
+                            vs.iter().map(|v| (name_of(v), uid(v))).collect();
+                        let mut touched: Vec<String> = self
+                            .namespaces
+                            .iter()
+                            .filter(|(n, u)| new.get(*n) != Some(*u))
+                            .map(|(n, _)| n.clone())
+                            .collect();
+                        touched.extend(
+                            new.keys()
+                                .filter(|n| !self.namespaces.contains_key(*n))
+                                .cloned(),
+                        );
+                        self.namespaces = new;
+                        touched
+                    }
+                    Change::Failed { .. } => Vec::new(),
+                };
+                let mut dirt = Dirt::default();
+                if let Some(ns_type) = self.namespaces_type() {
+                    for name in touched {
+                        dirt.keys.insert((ns_type.clone(), (name.clone(), name)));
+                    }
+                }
+                dirt
+            }
+            Source::Federated(ftc) => {
+                let store = self.federated.entry(ftc.clone()).or_default();
+                let touched = apply_store(store, change);
+                let mut dirt = Dirt::default();
+                let is_namespaces = self.namespaces_type().as_ref() == Some(ftc);
+                for key in touched {
+                    if is_namespaces {
+                        // A FederatedNamespace places everything in it.
+                        for (t, s) in &self.federated {
+                            for k in s.objects.keys().filter(|k| k.0 == key.0) {
+                                dirt.keys.insert((t.clone(), k.clone()));
+                            }
+                        }
+                    }
+                    dirt.keys.insert((ftc.clone(), key));
+                }
+                dirt
+            }
+            Source::Member(cluster, ftc) => {
+                let store = self
+                    .members
+                    .entry((cluster.clone(), ftc.clone()))
+                    .or_default();
+                let was_usable = store.state == StoreState::Listed;
+                let replaced = matches!(change, Change::Replaced(_));
+                let touched = apply_store(store, change);
+                if replaced && !was_usable {
+                    // Rounds left this member out until now.
+                    return Dirt {
+                        all: true,
+                        ..Dirt::default()
+                    };
+                }
+                let Some(t) = self.ftcs.get(ftc).map(ObservedType::of) else {
+                    return Dirt::default();
+                };
+                let mut dirt = Dirt::default();
+                for key in touched {
+                    dirt.keys.insert((ftc.clone(), federated_key(&t.t, &key)));
+                }
+                if !matches!(
+                    self.members[&(cluster.clone(), ftc.clone())].state,
+                    StoreState::Listed
+                ) {
+                    // Failing now: every object of the type shows it there.
+                    dirt.keys.extend(self.type_keys(ftc));
+                }
+                dirt
+            }
+        }
+    }
+
+    fn type_keys(&self, ftc: &str) -> Vec<WorkKey> {
+        self.federated
+            .get(ftc)
+            .map(|s| {
+                s.objects
+                    .keys()
+                    .map(|k| (ftc.to_string(), k.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The observation of a round over `types` (FTC names): every object
+    /// (`keys` = `None`) or those keys only. `touched` are the members the
+    /// round may write to.
+    pub fn observe(
+        &self,
+        host_namespace: &str,
+        namespace: Option<&str>,
+        types: &[String],
+        (members, health): (&[Member], &[Health]),
+        touched: BTreeSet<String>,
+        keys: Option<&BTreeSet<WorkKey>>,
+    ) -> Observation {
+        let (scope, settings) = observe::config_settings(self.config.as_ref());
+        let namespace = match scope {
+            crate::core::membership::Scope::Namespaced => Some(host_namespace.to_string()),
+            crate::core::membership::Scope::Cluster => namespace.map(str::to_string),
+        };
+        let ready: BTreeSet<&str> = members
+            .iter()
+            .zip(health)
+            .filter(|(_, h)| h.is_ready())
+            .map(|(m, _)| m.name.as_str())
+            .collect();
+        let wanted_types = types;
+        let mut types = Vec::new();
+        let mut partial = Vec::new();
+        for (name, mut t) in self.types() {
+            if !wanted_types.contains(&name) {
+                continue;
+            }
+            let store = self.federated.get(&name);
+            let wanted: BTreeSet<ObjectKey> = match keys {
+                Some(keys) => keys
+                    .iter()
+                    .filter(|(n, _)| n == &name)
+                    .map(|(_, k)| k.clone())
+                    .collect(),
+                None => BTreeSet::new(),
+            };
+            t.objects = store
+                .map(|s| {
+                    s.objects
+                        .iter()
+                        .filter(|(k, _)| keys.is_none() || wanted.contains(*k))
+                        .map(|(_, v)| v.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
+                if !touched.contains(&m.name) {
+                    continue;
+                }
+                let Some(s) = self.members.get(&(m.name.clone(), name.clone())) else {
+                    continue;
+                };
+                let listing = match &s.state {
+                    StoreState::Listed => Listing::Listed(s.objects.clone().into_iter().collect()),
+                    StoreState::NotServed(why) => Listing::NotServed(why.clone()),
+                    StoreState::Failed(why) => Listing::Failed(why.clone()),
+                    StoreState::Syncing => continue,
+                };
+                t.members.insert(m.name.clone(), listing);
+            }
+            types.push(t);
+            partial.push(wanted);
+        }
+        let fed_namespaces = observe::federated_namespaces(
+            &self
+                .types()
+                .into_iter()
+                .filter(|(_, t)| t.t.target.is_namespace())
+                .map(|(name, mut t)| {
+                    t.objects = self
+                        .federated
+                        .get(&name)
+                        .map(|s| s.objects.values().cloned().collect())
+                        .unwrap_or_default();
+                    t
+                })
+                .collect::<Vec<_>>(),
+        );
+        Observation {
+            scope,
+            settings,
+            members: members.to_vec(),
+            health: health.to_vec(),
+            clusters: observe::placement_clusters(members, health),
+            touched: Some(touched),
+            namespace,
+            types,
+            fed_namespaces,
+            host_namespaces: self.namespaces.clone(),
+            versions: self.versions.clone(),
+            partial: keys.map(|_| partial),
+        }
+    }
+}
+
+fn spec_of(c: &Option<KubeFedConfig>) -> Value {
+    c.as_ref()
+        .map(|c| serde_json::to_value(&c.spec).unwrap_or_default())
+        .unwrap_or_default()
+}
+
+fn specs(m: &BTreeMap<String, FederatedTypeConfig>) -> Vec<(String, Value)> {
+    m.iter()
+        .map(|(k, f)| (k.clone(), serde_json::to_value(&f.spec).unwrap_or_default()))
+        .collect()
+}
+
+fn name_of(v: &Value) -> String {
+    v["metadata"]["name"].as_str().unwrap_or("").to_string()
+}
+
+fn apply_typed<T: serde::de::DeserializeOwned>(map: &mut BTreeMap<String, T>, change: Change) {
+    let parse = |v: Value| serde_json::from_value::<T>(v).ok();
+    match change {
+        Change::Applied(v) => {
+            let name = name_of(&v);
+            if let Some(t) = parse(v) {
+                map.insert(name, t);
+            }
+        }
+        Change::Deleted(v) => {
+            map.remove(&name_of(&v));
+        }
+        Change::Replaced(vs) => {
+            *map = vs
+                .into_iter()
+                .filter_map(|v| Some((name_of(&v), parse(v)?)))
+                .collect();
+        }
+        Change::Failed { .. } => {}
+    }
+}
+
+fn apply_by_name(map: &mut BTreeMap<String, Value>, change: Change) {
+    match change {
+        Change::Applied(v) => {
+            map.insert(name_of(&v), v);
+        }
+        Change::Deleted(v) => {
+            map.remove(&name_of(&v));
+        }
+        Change::Replaced(vs) => *map = vs.into_iter().map(|v| (name_of(&v), v)).collect(),
+        Change::Failed { .. } => {}
+    }
+}
+
+/// Applies a change to objects by key; returns the keys whose object was
+/// added, changed or removed.
+fn apply_keyed(map: &mut BTreeMap<ObjectKey, Value>, change: Change) -> Vec<ObjectKey> {
+    match change {
+        Change::Applied(v) => {
+            let key = key_of(&v);
+            let changed = map.get(&key) != Some(&v);
+            map.insert(key.clone(), v);
+            if changed { vec![key] } else { Vec::new() }
+        }
+        Change::Deleted(v) => {
+            let key = key_of(&v);
+            map.remove(&key);
+            vec![key]
+        }
+        Change::Replaced(vs) => {
+            let new: BTreeMap<ObjectKey, Value> = vs.into_iter().map(|v| (key_of(&v), v)).collect();
+            let mut touched: Vec<ObjectKey> = map
+                .iter()
+                .filter(|(k, v)| new.get(*k) != Some(*v))
+                .map(|(k, _)| k.clone())
+                .collect();
+            touched.extend(new.keys().filter(|k| !map.contains_key(*k)).cloned());
+            *map = new;
+            touched
+        }
+        Change::Failed { .. } => Vec::new(),
+    }
+}
+
+fn apply_store(store: &mut Store, change: Change) -> Vec<ObjectKey> {
+    match change {
+        Change::Failed {
+            not_served,
+            message,
+        } => {
+            store.state = if not_served {
+                StoreState::NotServed(message)
+            } else {
+                StoreState::Failed(message)
+            };
+            Vec::new()
+        }
+        change => {
+            let replaced = matches!(change, Change::Replaced(_));
+            let touched = apply_keyed(&mut store.objects, change);
+            if replaced {
+                store.state = StoreState::Listed;
+            }
+            touched
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ftc(name: &str, kind: &str, plural: &str, group: &str) -> Value {
+        json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "FederatedTypeConfig",
+               "metadata": {"name": name, "namespace": "fed"},
+               "spec": {"propagation": "Enabled",
+                        "targetType": {"kind": kind, "pluralName": plural, "scope": "Namespaced", "version": "v1",
+                                       "group": group},
+                        "federatedType": {"group": "types.kubefed.io", "kind": format!("Federated{kind}"),
+                                          "pluralName": format!("federated{plural}"), "scope": "Namespaced",
+                                          "version": "v1beta1"}}})
+    }
+
+    fn obj(kind: &str, ns: &str, name: &str, data: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "data": {"d": data}})
+    }
+
+    fn ev(source: Source, change: Change) -> Event {
+        Event { source, change }
+    }
+
+    fn cache() -> Cache {
+        let mut c = Cache::default();
+        let types = [
+            ftc("configmaps", "ConfigMap", "configmaps", ""),
+            ftc("namespaces", "Namespace", "namespaces", ""),
+        ];
+        let mut ns = types[1].clone();
+        ns["spec"]["targetType"]["scope"] = json!("Cluster");
+        let d = c.apply(ev(
+            Source::TypeConfigs,
+            Change::Replaced(vec![types[0].clone(), ns]),
+        ));
+        assert!(d.structure);
+        c
+    }
+
+    fn key(t: &str, ns: &str, name: &str) -> WorkKey {
+        (t.to_string(), (ns.to_string(), name.to_string()))
+    }
+
+    #[test]
+    fn changes_touch_their_federated_objects() {
+        let mut c = cache();
+        let cms = Source::Federated("configmaps".into());
+        let d = c.apply(ev(
+            cms.clone(),
+            Change::Replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
+        ));
+        assert_eq!(d.keys, [key("configmaps", "shop", "a")].into());
+        // The same object again: nothing to do.
+        let d = c.apply(ev(
+            cms.clone(),
+            Change::Applied(obj("FederatedConfigMap", "shop", "a", "1")),
+        ));
+        assert!(d.keys.is_empty());
+        let d = c.apply(ev(
+            cms,
+            Change::Applied(obj("FederatedConfigMap", "shop", "a", "2")),
+        ));
+        assert_eq!(d.keys, [key("configmaps", "shop", "a")].into());
+
+        // A member's copy (drift) touches its federated object; the first
+        // listing of a member touches everything.
+        let m = Source::Member("m1".into(), "configmaps".into());
+        let d = c.apply(ev(
+            m.clone(),
+            Change::Replaced(vec![obj("ConfigMap", "shop", "a", "1")]),
+        ));
+        assert!(d.all);
+        let d = c.apply(ev(
+            m,
+            Change::Applied(obj("ConfigMap", "shop", "a", "hand-edited")),
+        ));
+        assert_eq!(d.keys, [key("configmaps", "shop", "a")].into());
+
+        // A member Namespace belongs to its FederatedNamespace; a
+        // FederatedNamespace touches everything in its namespace.
+        let mut member_ns = obj("Namespace", "", "shop", "");
+        member_ns["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("namespace");
+        let mns = Source::Member("m1".into(), "namespaces".into());
+        c.apply(ev(mns.clone(), Change::Replaced(vec![])));
+        let d = c.apply(ev(mns, Change::Applied(member_ns)));
+        assert_eq!(d.keys, [key("namespaces", "shop", "shop")].into());
+        let d = c.apply(ev(
+            Source::Federated("namespaces".into()),
+            Change::Replaced(vec![obj("FederatedNamespace", "shop", "shop", "")]),
+        ));
+        assert_eq!(
+            d.keys,
+            [
+                key("configmaps", "shop", "a"),
+                key("namespaces", "shop", "shop")
+            ]
+            .into()
+        );
+    }
+
+    #[test]
+    fn our_own_write_backs_and_status_only_changes_are_no_news() {
+        let mut c = cache();
+        let kfc = json!({"metadata": {"name": "m1"}, "spec": {"apiEndpoint": "https://a"}, "status": {"conditions": []}});
+        assert!(
+            c.apply(ev(Source::Clusters, Change::Replaced(vec![kfc.clone()])))
+                .structure
+        );
+        let mut status_only = kfc.clone();
+        status_only["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        assert_eq!(
+            c.apply(ev(Source::Clusters, Change::Applied(status_only))),
+            Dirt::default()
+        );
+        let mut relabelled = kfc;
+        relabelled["metadata"]["labels"] = json!({"region": "eu"});
+        assert!(
+            c.apply(ev(Source::Clusters, Change::Applied(relabelled)))
+                .structure
+        );
+
+        let pv = json!({"metadata": {"name": "configmap-a", "namespace": "shop"}, "status": {}});
+        assert_eq!(
+            c.apply(ev(Source::Versions(false), Change::Replaced(vec![pv]))),
+            Dirt::default()
+        );
+        assert_eq!(c.versions.len(), 1);
+        assert_eq!(
+            c.apply(ev(Source::Versions(true), Change::Replaced(vec![]))),
+            Dirt::default()
+        );
+        assert_eq!(
+            c.versions.len(),
+            1,
+            "a cluster-scoped relist keeps the namespaced versions"
+        );
+    }
+
+    #[test]
+    fn a_round_observes_only_its_keys_and_only_listed_members() {
+        let mut c = cache();
+        c.apply(ev(
+            Source::Federated("configmaps".into()),
+            Change::Replaced(vec![
+                obj("FederatedConfigMap", "shop", "a", "1"),
+                obj("FederatedConfigMap", "shop", "b", "1"),
+            ]),
+        ));
+        c.apply(ev(
+            Source::Member("m1".into(), "configmaps".into()),
+            Change::Failed {
+                not_served: true,
+                message: "404".into(),
+            },
+        ));
+        let keys: BTreeSet<WorkKey> = [key("configmaps", "shop", "b")].into();
+        let types = ["configmaps".to_string(), "namespaces".to_string()];
+        let seen = c.observe(
+            "fed",
+            None,
+            &types,
+            (&[], &[]),
+            BTreeSet::new(),
+            Some(&keys),
+        );
+        let cms = &seen.types[0];
+        assert_eq!(cms.objects.len(), 1);
+        assert_eq!(cms.objects[0]["metadata"]["name"], "b");
+        assert_eq!(
+            seen.partial.as_ref().unwrap()[0],
+            [("shop".to_string(), "b".to_string())].into()
+        );
+        let all = c.observe("fed", None, &types, (&[], &[]), BTreeSet::new(), None);
+        assert_eq!(all.types[0].objects.len(), 2);
+        assert!(all.partial.is_none());
+        assert!(!c.member_synced("m2", &["configmaps".into()]));
+        assert!(
+            c.member_synced("m1", &["configmaps".into()]),
+            "not served counts as known"
+        );
+    }
+}

@@ -1,0 +1,668 @@
+//! `reconcile --watch`: the one-shot engine as a controller. Watches keep a
+//! cache of the host (types, federated objects, FederatedNamespaces, RSPs,
+//! clusters, the KubeFedConfig, versions, namespaces) and of every ready
+//! member's managed objects; each change marks the federated objects it
+//! touches, and a round re-decides exactly those with the same decide,
+//! execute and record steps as a one-shot run (`live::round`). Full rounds
+//! run at start, every `--resync-period`, and when types, clusters or the
+//! KubeFedConfig change; members are probed every `--probe-interval`.
+//!
+//! Leader election is the run lock: one instance holds the Lease and works,
+//! others (`--leader-elect`) wait to take it over once it expires.
+
+pub mod cache;
+pub mod metrics;
+pub mod sources;
+
+use crate::apply::{api_resource, dynamic_api, resource_of};
+use crate::core::decide::federated_key;
+use crate::core::lease::RECONCILE_LEASE;
+use crate::core::queue::WorkQueue;
+use crate::host::Host;
+use crate::members::{self, Health, Member};
+use crate::sync::live::{self, Passes, RoundOutcome};
+use crate::sync::lock::{self, RunLock};
+use crate::sync::observe::Observation;
+use anyhow::{Result, bail};
+use cache::{Cache, Dirt, WorkKey};
+use kube::runtime::watcher;
+use metrics::Metrics;
+use sources::{Event, Source, Sources, Spec};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+/// How long a start waits for member watches to list before the first
+/// full round (a member slower than that joins the rounds when it lists).
+const MEMBER_SYNC_WAIT: Duration = Duration::from_secs(30);
+
+/// `reconcile --watch` and its flags.
+pub struct WatchOptions {
+    /// What each round does (selection, concurrency, attempts, timeouts).
+    pub run: live::Options,
+    /// The host, without a read timeout: watches are silent while nothing
+    /// changes.
+    pub watch_client: kube::Client,
+    pub probe_interval: Duration,
+    pub resync_period: Duration,
+    pub leader_elect: bool,
+    pub lock_timeout: Duration,
+    pub no_lock: bool,
+    pub metrics_bind_address: Option<SocketAddr>,
+    /// `-v 2`: one line per member change.
+    pub verbosity: u8,
+}
+
+/// Runs until SIGTERM or Ctrl-C (then `Ok`), or until the lock is lost.
+pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
+    let metrics = Arc::new(Metrics::default());
+    if let Some(addr) = o.metrics_bind_address {
+        metrics::serve(addr, metrics.clone()).await?;
+    }
+    let mut stop = Stop::new()?;
+    let lock = if o.no_lock {
+        None
+    } else {
+        let wait = if o.leader_elect {
+            eprintln!(
+                "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
+                host.namespace
+            );
+            Duration::MAX
+        } else {
+            o.lock_timeout
+        };
+        tokio::select! {
+            lock = RunLock::acquire(host, RECONCILE_LEASE, lock::this_run(), wait) => Some(lock?),
+            _ = stop.signalled() => {
+                eprintln!("stopped while waiting for the federation lock");
+                return Ok(());
+            }
+        }
+    };
+    if let Some(previous) = lock.as_ref().and_then(|l| l.took_over.as_ref()) {
+        eprintln!("note: took over the federation lock from {previous}");
+    }
+    metrics.leader.store(true, Ordering::Relaxed);
+    eprintln!(
+        "watching the federation in {} (host {:?})",
+        host.namespace, host.context
+    );
+    let (tx, rx) = unbounded_channel();
+    let mut controller = Controller {
+        host,
+        o,
+        metrics: metrics.clone(),
+        cache: Cache::default(),
+        sources: Sources::new(tx),
+        rx,
+        queue: WorkQueue::default(),
+        members: Vec::new(),
+        health: Vec::new(),
+        reported: HashMap::new(),
+    };
+    let result = controller.run(lock.as_ref(), &mut stop).await;
+    drop(controller);
+    metrics.leader.store(false, Ordering::Relaxed);
+    if let Some(lock) = lock {
+        lock.release().await?;
+    }
+    result
+}
+
+/// SIGTERM or Ctrl-C, registered once so none is missed while a round runs.
+struct Stop {
+    term: Signal,
+    int: Signal,
+}
+
+impl Stop {
+    fn new() -> Result<Stop> {
+        Ok(Stop {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn signalled(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
+}
+
+struct Controller<'a> {
+    host: &'a Host,
+    o: &'a WatchOptions,
+    metrics: Arc<Metrics>,
+    cache: Cache,
+    sources: Sources,
+    rx: UnboundedReceiver<Event>,
+    queue: WorkQueue<WorkKey>,
+    members: Vec<Member>,
+    health: Vec<Health>,
+    /// Failure lines printed, and when: a failure repeated by every retry
+    /// is printed again only after a while.
+    reported: HashMap<String, Instant>,
+}
+
+impl Controller<'_> {
+    async fn run(&mut self, lock: Option<&RunLock>, stop: &mut Stop) -> Result<()> {
+        // The host's own watches first: the types and clusters say what
+        // else to watch.
+        self.sources.sync(self.host_specs());
+        self.wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
+            .await?;
+        self.rebuild().await?;
+        self.wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
+            .await?;
+        self.wait(stop, |c| c.members_synced(), Some(MEMBER_SYNC_WAIT))
+            .await?;
+        self.full_round().await;
+        self.metrics.synced.store(true, Ordering::Relaxed);
+
+        let mut probe = tokio::time::interval(self.o.probe_interval);
+        let mut resync = tokio::time::interval(self.o.resync_period);
+        let mut lease = tokio::time::interval(Duration::from_secs(1));
+        for t in [&mut probe, &mut resync, &mut lease] {
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            t.tick().await;
+        }
+        let mut full = false;
+        loop {
+            let retry = self.queue.next_retry(Instant::now());
+            tokio::select! {
+                biased;
+                _ = stop.signalled() => {
+                    eprintln!("stopping: the last round is complete; releasing the federation lock");
+                    return Ok(());
+                }
+                Some(event) = self.rx.recv() => {
+                    let mut dirt = self.cache.apply(event);
+                    while let Ok(event) = self.rx.try_recv() {
+                        merge(&mut dirt, self.cache.apply(event));
+                    }
+                    if dirt.structure {
+                        self.rebuild().await?;
+                    }
+                    full |= dirt.structure || dirt.all;
+                    let now = Instant::now();
+                    for k in dirt.keys {
+                        self.queue.add(k, now);
+                    }
+                }
+                _ = probe.tick() => full |= self.probe().await?,
+                _ = resync.tick() => {
+                    self.rebuild().await?;
+                    full = true;
+                }
+                _ = lease.tick() => {
+                    if lock.is_some_and(RunLock::is_lost) {
+                        bail!("lost the federation lock (another instance took it over, or renewing it failed); stopping");
+                    }
+                }
+                _ = tokio::time::sleep_until(retry.unwrap_or_else(Instant::now).into()), if retry.is_some() => {}
+            }
+            if !self.cache.host_synced(&self.host_sources()) {
+                continue;
+            }
+            if full {
+                full = false;
+                self.full_round().await;
+            } else {
+                self.partial_round().await;
+            }
+            self.metrics
+                .queue_depth
+                .store(self.queue.len() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes in events until `done` (or `limit` passes).
+    async fn wait(
+        &mut self,
+        stop: &mut Stop,
+        done: impl Fn(&Self) -> bool,
+        limit: Option<Duration>,
+    ) -> Result<()> {
+        let deadline = limit.map(|l| Instant::now() + l);
+        while !done(self) {
+            let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                _ = stop.signalled() => bail!("interrupted before the first round"),
+                event = self.rx.recv() => match event {
+                    Some(event) => {
+                        let dirt = self.cache.apply(event);
+                        if dirt.structure && self.cache.host_synced(&self.host_sources()) && !self.members.is_empty() {
+                            self.rebuild().await?;
+                        }
+                    }
+                    None => bail!("the watches stopped"),
+                },
+                _ = tokio::time::sleep_until(until.into()) => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The enabled types this run covers (`--type`).
+    fn types(&self) -> Vec<String> {
+        let wanted = &self.o.run.selection.types;
+        self.cache
+            .ftcs
+            .iter()
+            .filter(|(_, f)| f.spec.propagation == "Enabled")
+            .filter(|(_, f)| {
+                wanted.is_empty()
+                    || wanted
+                        .iter()
+                        .any(|w| crate::host::names_federated_type(f, w))
+            })
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    fn namespace(&self) -> Option<String> {
+        let (scope, _) = crate::sync::observe::config_settings(self.cache.config.as_ref());
+        match scope {
+            crate::core::membership::Scope::Namespaced => Some(self.host.namespace.clone()),
+            crate::core::membership::Scope::Cluster => self.o.run.selection.namespace.clone(),
+        }
+    }
+
+    /// The host's watches that rounds wait for.
+    fn host_sources(&self) -> Vec<Source> {
+        self.sources
+            .running()
+            .filter(|s| !matches!(s, Source::Member(..)))
+            .cloned()
+            .collect()
+    }
+
+    fn host_specs(&self) -> BTreeMap<Source, Spec> {
+        use crate::api::core::{
+            ClusterPropagatedVersion, FederatedTypeConfig, KubeFedCluster, KubeFedConfig,
+            PropagatedVersion,
+        };
+        use crate::api::scheduling::ReplicaSchedulingPreference;
+        let client = &self.o.watch_client;
+        let fedns = Some(self.host.namespace.as_str());
+        let ns = self.namespace();
+        let spec =
+            |ar: kube::api::ApiResource, namespace: Option<&str>, config: watcher::Config| Spec {
+                api: dynamic_api(client, namespace, &ar),
+                config,
+                api_version: ar.api_version.clone(),
+                kind: ar.kind.clone(),
+                fingerprint: namespace.unwrap_or("").to_string(),
+            };
+        let plain = watcher::Config::default;
+        let mut out = BTreeMap::from([
+            (
+                Source::Config,
+                spec(
+                    resource_of::<KubeFedConfig>(),
+                    fedns,
+                    plain().fields(&format!(
+                        "metadata.name={}",
+                        crate::api::KUBEFED_CONFIG_NAME
+                    )),
+                ),
+            ),
+            (
+                Source::TypeConfigs,
+                spec(resource_of::<FederatedTypeConfig>(), fedns, plain()),
+            ),
+            (
+                Source::Clusters,
+                spec(resource_of::<KubeFedCluster>(), fedns, plain()),
+            ),
+            (
+                Source::Schedulings,
+                spec(
+                    resource_of::<ReplicaSchedulingPreference>(),
+                    ns.as_deref(),
+                    plain(),
+                ),
+            ),
+            (
+                Source::Versions(false),
+                spec(resource_of::<PropagatedVersion>(), ns.as_deref(), plain()),
+            ),
+            (
+                Source::Versions(true),
+                spec(resource_of::<ClusterPropagatedVersion>(), None, plain()),
+            ),
+            (
+                Source::Namespaces,
+                spec(
+                    api_resource("", "v1", "Namespace", "namespaces"),
+                    None,
+                    plain(),
+                ),
+            ),
+        ]);
+        for name in self.types() {
+            let Some(t) = self
+                .cache
+                .ftcs
+                .get(&name)
+                .map(crate::sync::observe::ObservedType::of)
+            else {
+                continue;
+            };
+            let mut config = plain();
+            if let Some(sel) = &self.o.run.selection.selector {
+                config = config.labels(sel);
+            }
+            let in_ns = ns.as_deref().filter(|_| t.t.namespaced);
+            out.insert(Source::Federated(name), spec(t.federated, in_ns, config));
+        }
+        out
+    }
+
+    fn member_specs(&self) -> BTreeMap<Source, Spec> {
+        let ns = self.namespace();
+        let mut out = BTreeMap::new();
+        for m in &self.members {
+            let Some(client) = &m.watch_client else {
+                continue;
+            };
+            if !self.touchable(&m.name) {
+                continue;
+            }
+            for name in self.types() {
+                let Some(t) = self
+                    .cache
+                    .ftcs
+                    .get(&name)
+                    .map(crate::sync::observe::ObservedType::of)
+                else {
+                    continue;
+                };
+                let in_ns = ns.as_deref().filter(|_| t.t.namespaced);
+                out.insert(
+                    Source::Member(m.name.clone(), name),
+                    Spec {
+                        api: dynamic_api(client, in_ns, &t.target),
+                        config: watcher::Config::default()
+                            .labels(&format!("{}=true", crate::core::desired::MANAGED_LABEL)),
+                        api_version: t.target.api_version.clone(),
+                        kind: t.target.kind.clone(),
+                        fingerprint: format!("{}/{}", m.fingerprint, in_ns.unwrap_or("")),
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    /// `--cluster` limits which members are touched.
+    fn touchable(&self, cluster: &str) -> bool {
+        let only = &self.o.run.selection.clusters;
+        only.is_empty() || only.iter().any(|c| c == cluster)
+    }
+
+    /// Members, their health and every watch, from the current cache:
+    /// at start, after structure changes, at each resync.
+    async fn rebuild(&mut self) -> Result<()> {
+        let timeout = self.o.run.selection.timeout;
+        self.members = members::load_with(self.host, timeout, &[], true).await?;
+        self.health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
+        self.write_health().await;
+        let mut wanted = self.host_specs();
+        wanted.extend(self.member_specs());
+        let started = self.sources.sync(wanted);
+        if self.o.verbosity >= 2 && !started.is_empty() {
+            eprintln!("watching {} more source(s)", started.len());
+        }
+        Ok(())
+    }
+
+    /// Probes the members; returns whether readiness changed (a full round
+    /// follows). A member back from an outage lists again at once.
+    async fn probe(&mut self) -> Result<bool> {
+        let health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
+        let back: BTreeSet<String> = self
+            .members
+            .iter()
+            .zip(health.iter().zip(&self.health))
+            .filter(|(_, (now, before))| now.is_ready() && !before.is_ready())
+            .map(|(m, _)| m.name.clone())
+            .collect();
+        let changed = health
+            .iter()
+            .zip(&self.health)
+            .any(|(a, b)| std::mem::discriminant(a) != std::mem::discriminant(b));
+        self.health = health;
+        if changed {
+            for (m, h) in self.members.iter().zip(&self.health) {
+                eprintln!(
+                    "{}: {}",
+                    m.name,
+                    if h.is_ready() { "ready" } else { "not ready" }
+                );
+            }
+            self.write_health().await;
+        }
+        if !back.is_empty() {
+            self.sources
+                .restart(|s| matches!(s, Source::Member(c, _) if back.contains(c)));
+            let mut wanted = self.host_specs();
+            wanted.extend(self.member_specs());
+            self.sources.sync(wanted);
+        }
+        Ok(changed)
+    }
+
+    /// KubeFedCluster health, compared with the latest status the watch saw.
+    async fn write_health(&mut self) {
+        for m in &mut self.members {
+            if let Some(kfc) = self
+                .cache
+                .clusters
+                .get(&m.name)
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+            {
+                m.cluster = kfc;
+            }
+        }
+        if let Err(e) =
+            crate::sync::record::write_cluster_health(self.host, &self.members, &self.health).await
+        {
+            self.report_failure(format!("host: {}", crate::error::one_line(&e)));
+        }
+    }
+
+    fn members_synced(&self) -> bool {
+        let types = self.types();
+        self.members
+            .iter()
+            .zip(&self.health)
+            .filter(|(m, h)| h.is_ready() && m.watch_client.is_some() && self.touchable(&m.name))
+            .all(|(m, _)| self.cache.member_synced(&m.name, &types))
+    }
+
+    /// The members a round may touch: the unready (their objects show
+    /// ClusterNotReady) and the ready whose watches have listed.
+    fn touched(&self) -> BTreeSet<String> {
+        let types = self.types();
+        self.members
+            .iter()
+            .zip(&self.health)
+            .filter(|(m, _)| self.touchable(&m.name))
+            .filter(|(m, h)| !h.is_ready() || self.cache.member_synced(&m.name, &types))
+            .map(|(m, _)| m.name.clone())
+            .collect()
+    }
+
+    fn observe(&self, keys: Option<&BTreeSet<WorkKey>>) -> Observation {
+        self.cache.observe(
+            &self.host.namespace,
+            self.namespace().as_deref(),
+            &self.types(),
+            (&self.members, &self.health),
+            self.touched(),
+            keys,
+        )
+    }
+
+    async fn full_round(&mut self) {
+        let now = Instant::now();
+        let taken = self.queue.take_ready(now);
+        let seen = self.observe(None);
+        self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
+        let passes = Passes {
+            cluster_health: false,
+            dns: true,
+        };
+        self.round(seen, passes, taken).await;
+    }
+
+    async fn partial_round(&mut self) {
+        let taken = self.queue.take_ready(Instant::now());
+        if taken.is_empty() {
+            return;
+        }
+        let keys: BTreeSet<WorkKey> = taken.iter().map(|(k, _)| k.clone()).collect();
+        let seen = self.observe(Some(&keys));
+        let passes = Passes {
+            cluster_health: false,
+            dns: false,
+        };
+        self.round(seen, passes, taken).await;
+    }
+
+    async fn round(
+        &mut self,
+        mut seen: Observation,
+        passes: Passes,
+        taken: Vec<(WorkKey, Instant)>,
+    ) {
+        let progress = indicatif::ProgressBar::hidden();
+        let result = live::round(self.host, &mut seen, &self.o.run, passes, &progress).await;
+        let now = Instant::now();
+        self.metrics.rounds.fetch_add(1, Ordering::Relaxed);
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                self.metrics.failures.fetch_add(1, Ordering::Relaxed);
+                self.report_failure(crate::error::one_line(&e));
+                for (k, since) in taken {
+                    self.queue.failed(k, since, now);
+                }
+                return;
+            }
+        };
+        let (failed, changed) = self.outcomes(&seen, &outcome);
+        for (k, since) in taken {
+            if failed.contains(&k) {
+                self.queue.failed(k, since, now);
+            } else {
+                self.queue.succeeded(&k);
+                if changed.contains(&k) {
+                    self.metrics
+                        .latency
+                        .lock()
+                        .expect("metrics lock")
+                        .observe(now.saturating_duration_since(since));
+                }
+            }
+        }
+        if self.o.verbosity >= 2 {
+            for o in &outcome.objects {
+                for c in &o.changes {
+                    eprintln!("{c}");
+                }
+            }
+        }
+        let report = &outcome.report;
+        self.metrics
+            .failures
+            .fetch_add(report.failures.len() as u64, Ordering::Relaxed);
+        for f in &report.failures {
+            self.report_failure(f.clone());
+        }
+        let mut counts = self.metrics.members.lock().expect("metrics lock");
+        for m in &self.members {
+            let c = counts.entry(m.name.clone()).or_default();
+            c.requests = m.requests.load(Ordering::Relaxed);
+            if let Some(r) = report.clusters.get(&m.name) {
+                c.writes += (r.created + r.updated + r.deleted) as u64;
+                c.failures += r.failed as u64;
+            }
+        }
+    }
+
+    /// The keys that failed and those that changed a member.
+    fn outcomes(
+        &self,
+        seen: &Observation,
+        outcome: &RoundOutcome,
+    ) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
+        let by_kind: BTreeMap<&str, (String, &crate::core::decide::FederatedType)> = self
+            .cache
+            .types()
+            .iter()
+            .filter_map(|(name, t)| {
+                let st = seen
+                    .types
+                    .iter()
+                    .find(|s| s.federated.kind == t.federated.kind)?;
+                Some((st.federated.kind.as_str(), (name.clone(), &st.t)))
+            })
+            .collect();
+        let mut failed = BTreeSet::new();
+        let mut changed = BTreeSet::new();
+        for o in &outcome.objects {
+            let Some((name, t)) = by_kind.get(o.kind.as_str()) else {
+                continue;
+            };
+            // An orphan's key is its member key.
+            let key = if seen.types.iter().any(|s| {
+                s.federated.kind == o.kind
+                    && s.objects
+                        .iter()
+                        .any(|x| crate::core::decide::key_of(x) == o.key)
+            }) {
+                o.key.clone()
+            } else {
+                federated_key(t, &o.key)
+            };
+            let k = (name.clone(), key);
+            if o.failed {
+                failed.insert(k.clone());
+            }
+            if !o.changes.is_empty() {
+                changed.insert(k);
+            }
+        }
+        (failed, changed)
+    }
+
+    /// Prints a failure line, unless it was printed in the last 5 minutes.
+    fn report_failure(&mut self, line: String) {
+        let now = Instant::now();
+        let repeat = self
+            .reported
+            .get(&line)
+            .is_some_and(|at| now.duration_since(*at) < Duration::from_secs(300));
+        if !repeat {
+            eprintln!("failed: {line}");
+            self.reported.insert(line, now);
+        }
+        self.reported
+            .retain(|_, at| now.duration_since(*at) < Duration::from_secs(600));
+    }
+}
+
+fn merge(into: &mut Dirt, more: Dirt) {
+    into.keys.extend(more.keys);
+    into.structure |= more.structure;
+    into.all |= more.all;
+}

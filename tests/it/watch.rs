@@ -1,0 +1,367 @@
+//! `reconcile --watch`: a controller over the same engine. Changes to
+//! federated objects, placement, overrides and RSPs reach the members; drift
+//! is repaired; a member that was down catches up; a newly joined cluster
+//! gets every placed object; leader election hands over when the leader
+//! dies; SIGTERM releases the lease; `/metrics` is Prometheus text.
+//! Bounds are generous (`wait_until`, 60 s): no wall-clock asserts.
+
+use crate::fixtures::{
+    Federation, KUBEFEDCTL, cm, gone, holder, patch, wait_until, write_kubeconfig,
+};
+use serde_json::json;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use testenv::{Faults, Mode, TestEnv};
+
+/// A free loopback port for `--metrics-bind-address`.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `kubefedctl reconcile --watch` in the background; stderr in `log`.
+fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str]) -> Child {
+    Command::new(KUBEFEDCTL)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args([
+            "reconcile",
+            "--watch",
+            "-n",
+            f.ns,
+            "--kubefed-namespace",
+            f.fedns,
+        ])
+        .args([
+            "--probe-interval",
+            "1s",
+            "--probe-timeout",
+            "2s",
+            "--timeout",
+            "3s",
+        ])
+        .args(extra)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+fn sigterm(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A GET on the metrics port: (status line, body).
+fn http_get(port: u16, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// Parses Prometheus text: sample name with labels → value. Fails on any
+/// line that is not a comment or `name{labels} value`.
+fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (name, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l}"));
+            let bare = name.split('{').next().unwrap();
+            assert!(
+                !bare.is_empty() && bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{l}"
+            );
+            (
+                name.to_string(),
+                value.parse().unwrap_or_else(|_| panic!("{l}")),
+            )
+        })
+        .collect()
+}
+
+fn log(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+fn fed_path(f: &Federation, plural: &str, name: &str) -> String {
+    format!(
+        "/apis/{}/v1beta1/namespaces/{}/{plural}/{name}",
+        f.group, f.ns
+    )
+}
+
+#[test]
+fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "wt-a",
+        "wta.kubefed.io",
+        "wt-a-objs",
+        &["configmaps", "deployments.apps"],
+    );
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    // member2 joins while the controller runs.
+    f.run(&["unjoin", &m2, "--cluster-context", "member2"]).ok();
+    wait_until("member2's copy of the federation namespace to go", || {
+        crate::fixtures::get(env, "member2", &format!("/api/v1/namespaces/{}", f.fedns)).is_none()
+    });
+    let port = free_port();
+    let log_path = env.dir().join("watch-a.log");
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = spawn_watch(
+        &f.kc,
+        &f,
+        &log_path,
+        &["--metrics-bind-address", &addr, "-v", "2"],
+    );
+    let data = |c: &str, name: &str| cm(env, c, f.ns, name).map(|o| o["data"]["v"].clone());
+
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "web",
+        json!({"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    wait_until("member1 gets web", || {
+        data("member1", "web") == Some(json!("1"))
+    });
+    let ready = http_get(port, "/readyz");
+    assert!(ready.0.contains("200"), "{ready:?}");
+
+    // The template changes.
+    let web = fed_path(&f, "federatedconfigmaps", "web");
+    patch(
+        env,
+        "host",
+        &web,
+        json!({"spec": {"template": {"data": {"v": "2"}}}}),
+    );
+    wait_until("the template change", || {
+        data("member1", "web") == Some(json!("2"))
+    });
+
+    // Drift: a hand edit in the member is put back.
+    patch(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/configmaps/web", f.ns),
+        json!({"data": {"v": "by hand"}}),
+    );
+    wait_until("the drift repaired", || {
+        data("member1", "web") == Some(json!("2"))
+    });
+
+    // A cluster joins: it gets every placed object.
+    f.run(&["join", &m2, "--cluster-context", "member2"]).ok();
+    wait_until("member2 gets web after joining", || {
+        data("member2", "web") == Some(json!("2"))
+    });
+
+    // Overrides, then placement.
+    patch(
+        env,
+        "host",
+        &web,
+        json!({"spec": {"overrides": [{"clusterName": m1, "clusterOverrides": [{"path": "/data/v", "value": "eu"}]}]}}),
+    );
+    wait_until("the override", || {
+        data("member1", "web") == Some(json!("eu"))
+    });
+    patch(
+        env,
+        "host",
+        &web,
+        json!({"spec": {"placement": {"clusters": [{"name": m1}], "clusterSelector": null}}}),
+    );
+    wait_until("member2's copy removed with the placement", || {
+        gone(
+            env,
+            "member2",
+            &format!("/api/v1/namespaces/{}/configmaps/web", f.ns),
+        )
+    });
+
+    // An RSP, then a change of it.
+    f.create_deployment(env, "app");
+    f.create_rsp(env, "app", 4, &[(m1.as_str(), 1), (m2.as_str(), 1)]);
+    let replicas = |c: &str| {
+        crate::fixtures::get(
+            env,
+            c,
+            &format!("/apis/apps/v1/namespaces/{}/deployments/app", f.ns),
+        )
+        .and_then(|d| d["spec"]["replicas"].as_i64())
+    };
+    wait_until("the RSP's split", || {
+        replicas("member1") == Some(2) && replicas("member2") == Some(2)
+    });
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{}/replicaschedulingpreferences/app",
+            f.ns
+        ),
+        json!({"spec": {"totalReplicas": 6}}),
+    );
+    wait_until("the RSP change", || {
+        replicas("member1") == Some(3) && replicas("member2") == Some(3)
+    });
+
+    // member2 goes down: member1 keeps syncing; member2 catches up later.
+    let before = samples(&http_get(port, "/metrics").1);
+    f.m2.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    wait_until("member2 seen as not ready", || {
+        log(&log_path).contains(&format!("{m2}: not ready"))
+    });
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "during-outage",
+        json!({"template": {"data": {"v": "x"}}, "placement": {"clusterSelector": {}}}),
+    );
+    wait_until("member1 syncs during the outage", || {
+        data("member1", "during-outage") == Some(json!("x"))
+    });
+    assert!(data("member2", "during-outage").is_none());
+    f.m2.set_faults(Faults::default());
+    wait_until("member2 catches up", || {
+        data("member2", "during-outage") == Some(json!("x"))
+    });
+
+    // Metrics: Prometheus text, and the counters moved.
+    let (status, text) = http_get(port, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let after = samples(&text);
+    let writes = |s: &std::collections::BTreeMap<String, f64>, c: &str| {
+        s.get(&format!(
+            "kubefedctl_member_writes_total{{cluster=\"{c}\"}}"
+        ))
+        .copied()
+        .unwrap_or(0.0)
+    };
+    assert!(writes(&after, &m1) > writes(&before, &m1), "{text}");
+    assert!(writes(&after, &m2) > writes(&before, &m2), "{text}");
+    assert!(
+        after["kubefedctl_reconcile_rounds_total"] > before["kubefedctl_reconcile_rounds_total"]
+    );
+    assert!(after["kubefedctl_propagation_latency_seconds_count"] > 0.0);
+    assert!(after[&format!("kubefedctl_member_requests_total{{cluster=\"{m1}\"}}")] > 0.0);
+    assert_eq!(after["kubefedctl_leader"], 1.0);
+    assert!(http_get(port, "/healthz").0.contains("200"));
+    // -v 2: one line per member change.
+    assert!(
+        log(&log_path).contains(&format!("{m1}: created ConfigMap {}/during-outage", f.ns)),
+        "{}",
+        log(&log_path)
+    );
+
+    // SIGTERM: exit 0, the lease released.
+    sigterm(&child);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+    assert_eq!(holder(env, f.fedns), "", "the lease is released");
+}
+
+#[test]
+fn only_the_leader_writes_and_the_standby_takes_over_when_it_dies() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-b", "wtb.kubefed.io", "wt-b-objs", &["configmaps"]);
+    // The standby reaches the host through a proxy of its own, so its
+    // requests can be told apart.
+    let standby_host = env.proxy("host").unwrap();
+    let standby_kc = write_kubeconfig(
+        env,
+        "wt-b-standby",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &standby_host.url()),
+    );
+    let (log_a, log_b) = (
+        env.dir().join("watch-b1.log"),
+        env.dir().join("watch-b2.log"),
+    );
+    let mut leader = spawn_watch(&f.kc, &f, &log_a, &["--leader-elect"]);
+    wait_until("the first instance leads", || {
+        holder(env, f.fedns).contains(&format!("pid {}", leader.id()))
+    });
+    let mut standby = spawn_watch(&standby_kc, &f, &log_b, &["--leader-elect"]);
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "one",
+        json!({"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    wait_until("the leader propagates", || {
+        cm(env, "member1", f.ns, "one").is_some()
+    });
+    wait_until("the standby polls the lease", || {
+        standby_host
+            .records()
+            .iter()
+            .any(|r| r.resource == "leases")
+    });
+    // Besides the check that the host is initialised, the standby only
+    // reads the lease, and writes nothing.
+    let not_lease: Vec<String> = standby_host
+        .records()
+        .iter()
+        .filter(|r| r.resource != "leases" && r.resource != "customresourcedefinitions")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        not_lease.is_empty(),
+        "the standby only watches the lease: {not_lease:?}"
+    );
+    assert!(standby_host.records().iter().all(|r| r.method == "GET"));
+
+    // The leader dies without releasing: the standby takes over once the
+    // lease expires, and writes.
+    leader.kill().unwrap();
+    leader.wait().unwrap();
+    wait_until("the standby takes over", || {
+        holder(env, f.fedns).contains(&format!("pid {}", standby.id()))
+    });
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "two",
+        json!({"template": {"data": {"v": "2"}}, "placement": {"clusterSelector": {}}}),
+    );
+    wait_until("the new leader propagates", || {
+        cm(env, "member2", f.ns, "two").is_some()
+    });
+    assert!(
+        standby_host
+            .records()
+            .iter()
+            .any(|r| r.method != "GET" && r.resource != "leases"),
+        "the new leader writes the host"
+    );
+    assert!(
+        log(&log_b).contains("took over the federation lock"),
+        "{}",
+        log(&log_b)
+    );
+
+    sigterm(&standby);
+    let status = standby.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_b));
+    assert_eq!(holder(env, f.fedns), "");
+}
