@@ -64,6 +64,7 @@ fn resource(obj: &Value) -> Result<(ApiResource, bool)> {
         "RoleBinding" => ("rolebindings", true),
         "CronJob" => ("cronjobs", true),
         "Job" => ("jobs", true),
+        "Deployment" => ("deployments", true),
         other => bail!("no API resource known for kind {other:?}"),
     };
     Ok((api_resource(group, version, kind, plural), namespaced))
@@ -110,12 +111,17 @@ pub async fn write(
     Ok(out)
 }
 
-/// CronJobs of an earlier `init --reconciler` that the current one does not
-/// write (another shard count): they would run shards that no longer exist.
-pub async fn stale_cronjobs(host: &Host, wanted: &[Value]) -> Result<Vec<ObjectRef>> {
+/// CronJobs and Deployments of an earlier `init --reconciler` that the
+/// current one does not write (another shard count, another kind): they
+/// would run shards that no longer exist, or compete for the lock.
+pub async fn stale_workloads(host: &Host, wanted: &[Value]) -> Result<Vec<ObjectRef>> {
     let mut out = Vec::new();
-    for version in ["v1", "v1beta1"] {
-        let ar = api_resource("batch", version, "CronJob", "cronjobs");
+    for (group, version, kind, plural) in [
+        ("apps", "v1", "Deployment", "deployments"),
+        ("batch", "v1", "CronJob", "cronjobs"),
+        ("batch", "v1beta1", "CronJob", "cronjobs"),
+    ] {
+        let ar = api_resource(group, version, kind, plural);
         let api: Api<DynamicObject> =
             Api::namespaced_with(host.client.clone(), &host.namespace, &ar);
         let selector = format!("{COMPONENT_LABEL}=reconciler");
@@ -128,20 +134,20 @@ pub async fn stale_cronjobs(host: &Host, wanted: &[Value]) -> Result<Vec<ObjectR
             let name = c.metadata.name.clone().unwrap_or_default();
             let kept = wanted
                 .iter()
-                .any(|w| w["kind"] == "CronJob" && w["metadata"]["name"] == name.as_str());
-            if !kept && !out.iter().any(|o: &ObjectRef| o.name == name) {
+                .any(|w| w["kind"] == kind && w["metadata"]["name"] == name.as_str());
+            // Both CronJob versions list the same objects where both are served.
+            let listed = out
+                .iter()
+                .any(|o: &ObjectRef| o.resource.kind == kind && o.name == name);
+            if !kept && !listed {
                 out.push(host.object(ar.clone(), true, &name));
             }
-        }
-        // Both versions list the same objects where both are served.
-        if !out.is_empty() {
-            break;
         }
     }
     Ok(out)
 }
 
-/// Deletes `stale` CronJobs (their running Jobs finish on their own).
+/// Deletes `stale` workloads (running Jobs of a CronJob finish on their own).
 pub async fn delete(stale: &[ObjectRef]) -> Result<()> {
     for s in stale {
         let api: Api<DynamicObject> = Api::namespaced_with(
@@ -178,13 +184,19 @@ pub async fn refresh_rules(
         false,
         &cluster_role_name(&host.namespace),
     );
-    if role.get().await?.is_none() {
+    let Some(live) = role.get().await? else {
         return Ok(Vec::new());
-    }
+    };
+    // The installed kind: the Deployment's rules allow watching.
+    let mode = if live["rules"].to_string().contains("\"watch\"") {
+        crate::core::reconciler::Mode::Deployment
+    } else {
+        crate::core::reconciler::Mode::Job
+    };
     let mut facts = facts(host).await?;
     adjust(&mut facts.types);
     let objects = Reconciler {
-        mode: crate::core::reconciler::Mode::Job,
+        mode,
         namespace: &host.namespace,
         scope: facts.scope,
         image: "",

@@ -45,6 +45,7 @@ pub struct InitOptions {
     pub with_dns: bool,
 
     /// Also install a reconciler that runs `kubefedctl reconcile` inside the host, with least-privilege RBAC
+    /// (deployment: a controller, `reconcile --watch`, 2 replicas with leader election)
     #[arg(long, value_enum, value_name = "KIND", requires = "image")]
     pub reconciler: Option<reconciler::Mode>,
 
@@ -118,6 +119,11 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
 }
 
 pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
+    if o.reconciler == Some(reconciler::Mode::Deployment) && o.shards > 1 {
+        bail!(
+            "--shards applies to --reconciler cronjob and job; the deployment is one controller with a standby"
+        );
+    }
     let scope = o.scope.unwrap_or(Scope::Cluster);
     if let Some(format) = o.output {
         let mut all = objects(&global.kubefed_namespace, scope, o.with_dns);
@@ -237,7 +243,7 @@ async fn install_reconciler(
     for (target, outcome) in crate::reconciler::write(host, &objects, dry_run, journal).await? {
         println!("{}", outcome_line(&target, outcome, dry_run));
     }
-    let stale = crate::reconciler::stale_cronjobs(host, &objects).await?;
+    let stale = crate::reconciler::stale_workloads(host, &objects).await?;
     for s in &stale {
         let verb = if dry_run {
             "would be deleted"

@@ -27,7 +27,12 @@ pub enum Mode {
     Cronjob,
     /// A one-off Job.
     Job,
+    /// A Deployment of two replicas running `reconcile --watch --leader-elect`.
+    Deployment,
 }
+
+/// The port of `/healthz`, `/readyz` and `/metrics` in the Deployment.
+pub const METRICS_PORT: u16 = 8080;
 
 /// What the host's API server offers for batch workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +98,15 @@ pub struct FederatedResource {
     pub plural: String,
 }
 
+/// The verbs to read a resource: a watch also watches it.
+fn read_verbs(watch: bool) -> &'static [&'static str] {
+    if watch {
+        &["get", "list", "watch"]
+    } else {
+        &["get", "list"]
+    }
+}
+
 /// Everything `init --reconciler` needs to know.
 #[derive(Clone, Debug)]
 pub struct Reconciler<'a> {
@@ -119,6 +133,11 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
 }
 
 impl Reconciler<'_> {
+    /// The Deployment watches what the Jobs list.
+    fn watches(&self) -> bool {
+        self.mode == Mode::Deployment
+    }
+
     /// Everything to write, in order: ServiceAccount, ClusterRole, Role,
     /// ClusterRoleBinding, RoleBinding, then the CronJob(s) or Job(s).
     pub fn objects(&self) -> Vec<Value> {
@@ -157,16 +176,16 @@ impl Reconciler<'_> {
             let status: Vec<String> = plurals.iter().map(|p| format!("{p}/status")).collect();
             // get/list to observe; patch for the sync finalizer; update for
             // RSP placement and overrides; status for propagation status.
-            rules.push(rule(group, &plurals, &["get", "list", "patch", "update"]));
+            let mut verbs = read_verbs(self.watches()).to_vec();
+            verbs.extend(["patch", "update"]);
+            rules.push(rule(group, &plurals, &verbs));
             let status: Vec<&str> = status.iter().map(String::as_str).collect();
             rules.push(rule(group, &status, &["update"]));
         }
         let versions = ["propagatedversions", "clusterpropagatedversions"];
-        rules.push(rule(
-            "core.kubefed.io",
-            &versions,
-            &["get", "list", "create"],
-        ));
+        let mut verbs = read_verbs(self.watches()).to_vec();
+        verbs.push("create");
+        rules.push(rule("core.kubefed.io", &versions, &verbs));
         rules.push(rule(
             "core.kubefed.io",
             &[
@@ -178,7 +197,7 @@ impl Reconciler<'_> {
         rules.push(rule(
             "scheduling.kubefed.io",
             &["replicaschedulingpreferences"],
-            &["get", "list"],
+            read_verbs(self.watches()),
         ));
         if self.dns {
             let records = ["servicednsrecords", "ingressdnsrecords"];
@@ -211,7 +230,7 @@ impl Reconciler<'_> {
             json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
                    "resourceNames": crds, "verbs": ["get"]}),
             // FederatedNamespaces are placed only where the host namespace exists.
-            rule("", &["namespaces"], &["get", "list"]),
+            rule("", &["namespaces"], read_verbs(self.watches())),
         ];
         if self.scope == Scope::Cluster {
             rules.extend(self.object_rules());
@@ -236,11 +255,19 @@ impl Reconciler<'_> {
                 &["leases"],
                 &["get", "create", "patch"],
             ),
-            rule("core.kubefed.io", &["kubefedconfigs"], &["get"]),
+            rule(
+                "core.kubefed.io",
+                &["kubefedconfigs"],
+                if self.watches() {
+                    &["get", "list", "watch"]
+                } else {
+                    &["get"]
+                },
+            ),
             rule(
                 "core.kubefed.io",
                 &["federatedtypeconfigs", "kubefedclusters"],
-                &["get", "list"],
+                read_verbs(self.watches()),
             ),
             // Cluster health, version and topology.
             rule("core.kubefed.io", &["kubefedclusters/status"], &["patch"]),
@@ -273,6 +300,9 @@ impl Reconciler<'_> {
     /// The CronJob(s) or Job(s): one Indexed workload for all shards where
     /// the server has Indexed Jobs, else one per shard.
     fn workloads(&self) -> Vec<Value> {
+        if self.mode == Mode::Deployment {
+            return vec![self.deployment()];
+        }
         if self.shards <= 1 {
             return vec![self.workload(RECONCILE_JOB, None)];
         }
@@ -290,7 +320,7 @@ impl Reconciler<'_> {
     fn workload(&self, name: &str, shard: Option<ShardArg>) -> Value {
         let job_spec = self.job_spec(shard);
         match self.mode {
-            Mode::Job => {
+            Mode::Job | Mode::Deployment => {
                 let mut job = self.meta("batch/v1", "Job", name, true);
                 job["spec"] = job_spec;
                 job
@@ -314,6 +344,54 @@ impl Reconciler<'_> {
                 cron
             }
         }
+    }
+
+    /// Two replicas of `reconcile --watch --leader-elect`: one works, the
+    /// other takes over within the lease's duration.
+    fn deployment(&self) -> Value {
+        let labels = self.meta("", "", "", false)["metadata"]["labels"].clone();
+        let mut d = self.meta("apps/v1", "Deployment", RECONCILE_JOB, true);
+        let mut container = self.container(vec![
+            "reconcile".into(),
+            "--watch".into(),
+            "--leader-elect".into(),
+            "--kubefed-namespace".into(),
+            self.namespace.into(),
+            "--metrics-bind-address".into(),
+            format!(":{METRICS_PORT}"),
+        ]);
+        container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
+        container["livenessProbe"] =
+            json!({"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10});
+        container["readinessProbe"] =
+            json!({"httpGet": {"path": "/readyz", "port": "metrics"}, "periodSeconds": 5});
+        container["resources"] = json!({"requests": {"cpu": "50m", "memory": "64Mi"},
+                                        "limits": {"memory": "512Mi"}});
+        d["spec"] = json!({
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": RECONCILER,
+                    // SIGTERM: the round in flight completes, the lease is released.
+                    "terminationGracePeriodSeconds": 60,
+                    "containers": [container],
+                },
+            },
+        });
+        d
+    }
+
+    fn container(&self, args: Vec<String>) -> Value {
+        json!({
+            "name": "reconcile",
+            "image": self.image,
+            "command": ["kubefedctl"],
+            "args": args,
+            "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+                                "runAsNonRoot": true, "runAsUser": 65532},
+        })
     }
 
     fn job_spec(&self, shard: Option<ShardArg>) -> Value {
@@ -346,14 +424,7 @@ impl Reconciler<'_> {
             "spec": {
                 "serviceAccountName": RECONCILER,
                 "restartPolicy": "Never",
-                "containers": [{
-                    "name": "reconcile",
-                    "image": self.image,
-                    "command": ["kubefedctl"],
-                    "args": args,
-                    "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-                                        "runAsNonRoot": true, "runAsUser": 65532},
-                }],
+                "containers": [self.container(args)],
             },
         });
         spec
@@ -611,6 +682,47 @@ mod tests {
                 && role.contains("dnsendpoints")
                 && role.contains("domains")
         );
+    }
+
+    #[test]
+    fn the_deployment_watches_with_two_replicas_and_its_rules_allow_watching() {
+        let r = reconciler(Mode::Deployment, 1, Batch::MODERN);
+        let objs = r.objects();
+        let d = objs.last().unwrap();
+        assert_eq!(
+            (d["kind"].as_str(), d["apiVersion"].as_str()),
+            (Some("Deployment"), Some("apps/v1"))
+        );
+        assert_eq!(d["spec"]["replicas"], 2);
+        assert_eq!(
+            d["spec"]["selector"]["matchLabels"],
+            d["spec"]["template"]["metadata"]["labels"]
+        );
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            c["args"],
+            json!([
+                "reconcile",
+                "--watch",
+                "--leader-elect",
+                "--kubefed-namespace",
+                "fed",
+                "--metrics-bind-address",
+                ":8080"
+            ])
+        );
+        assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+        assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+        let rules = objs[1]["rules"].to_string() + &objs[2]["rules"].to_string();
+        assert!(rules.contains(r#""resources":["federatedconfigmaps","federateddeployments"],"verbs":["get","list","watch","patch","update"]"#), "{rules}");
+        assert!(
+            rules.contains(r#""resources":["kubefedconfigs"],"verbs":["get","list","watch"]"#),
+            "{rules}"
+        );
+        assert!(wildcards(&objs).is_empty());
+        // The Jobs do not watch.
+        let job = reconciler(Mode::Job, 1, Batch::MODERN).objects();
+        assert!(!job[1]["rules"].to_string().contains("watch"));
     }
 
     #[test]

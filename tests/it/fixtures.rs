@@ -57,6 +57,40 @@ pub fn kubefedctl(kc: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// The generated service account's token (1.20's token controller writes
+/// its Secret), once it exists.
+pub fn reconciler_token(env: &TestEnv, fedns: &str) -> String {
+    let sa_path = format!("/api/v1/namespaces/{fedns}/serviceaccounts/kubefedctl-reconciler");
+    let mut secret = String::new();
+    wait_until("the service account's token Secret", || {
+        let sa = get(env, "host", &sa_path).unwrap();
+        match sa["secrets"][0]["name"].as_str() {
+            Some(name) => {
+                secret = name.to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    let s = get(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{fedns}/secrets/{secret}"),
+    )
+    .unwrap();
+    b64(s["data"]["token"].as_str().unwrap())
+}
+
+/// A pod's service account mount: token, CA, namespace.
+pub fn pod_mount(env: &TestEnv, test: &str, token: &str, fedns: &str) -> PathBuf {
+    let dir = env.dir().join(format!("pod-{test}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("token"), token).unwrap();
+    std::fs::write(dir.join("ca.crt"), env.ca_pem()).unwrap();
+    std::fs::write(dir.join("namespace"), fedns).unwrap();
+    dir
+}
+
 /// Runs kubefedctl as inside a pod: no kubeconfig anywhere, the service
 /// account's token, CA and namespace in `pod_dir` (as they are mounted in a
 /// pod), and the API server at `server` (`https://host:port`).

@@ -3,49 +3,14 @@
 //! service account's token, and `reconcile --shard I/N`.
 
 use crate::fixtures::{
-    Federation, b64, cm, get, gone, kubefedctl_in_pod, labels, patch, post, wait_until,
+    Federation, cm, get, gone, kubefedctl_in_pod, labels, patch, pod_mount, post, reconciler_token,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 use testenv::{TestEnv, http};
 
 const IMAGE: &str = "registry.example/kubefedctl:test";
-
-/// The generated service account's token (1.20's token controller writes
-/// its Secret), once it exists.
-fn reconciler_token(env: &TestEnv, fedns: &str) -> String {
-    let sa_path = format!("/api/v1/namespaces/{fedns}/serviceaccounts/kubefedctl-reconciler");
-    let mut secret = String::new();
-    wait_until("the service account's token Secret", || {
-        let sa = get(env, "host", &sa_path).unwrap();
-        match sa["secrets"][0]["name"].as_str() {
-            Some(name) => {
-                secret = name.to_string();
-                true
-            }
-            None => false,
-        }
-    });
-    let s = get(
-        env,
-        "host",
-        &format!("/api/v1/namespaces/{fedns}/secrets/{secret}"),
-    )
-    .unwrap();
-    b64(s["data"]["token"].as_str().unwrap())
-}
-
-/// A pod's service account mount: token, CA, namespace.
-fn pod_mount(env: &TestEnv, test: &str, token: &str, fedns: &str) -> PathBuf {
-    let dir = env.dir().join(format!("pod-{test}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("token"), token).unwrap();
-    std::fs::write(dir.join("ca.crt"), env.ca_pem()).unwrap();
-    std::fs::write(dir.join("namespace"), fedns).unwrap();
-    dir
-}
 
 /// A request with `token` straight to the host's API server.
 fn as_token(env: &TestEnv, token: &str, method: &str, path: &str, body: Option<Value>) -> u16 {
@@ -169,6 +134,51 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
         names,
         ["kubefedctl-reconcile-0-of-2", "kubefedctl-reconcile-1-of-2"]
     );
+
+    // The controller instead: a Deployment whose rules allow watching; the
+    // CronJobs go. Enabling a type keeps the watch verbs.
+    let switched = f
+        .run(&["init", "--reconciler", "deployment", "--image", IMAGE])
+        .ok();
+    assert!(
+        switched
+            .stdout
+            .contains("cronjob.batch/kubefedctl-reconcile-0-of-2 deleted"),
+        "{}",
+        switched.stdout
+    );
+    let deployment = get(
+        env,
+        "host",
+        &format!(
+            "/apis/apps/v1/namespaces/{}/deployments/kubefedctl-reconcile",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(
+        args.contains("--watch") && args.contains("--leader-elect"),
+        "{args}"
+    );
+    f.run(&["enable", "secrets", "--federated-group", f.group])
+        .ok();
+    let rules = get(env, "host", &role_path).unwrap()["rules"].to_string();
+    assert!(
+        rules.contains(r#""resources":["federatedconfigmaps","federatednamespaces","federatedsecrets"],"verbs":["get","list","watch","patch","update"]"#),
+        "{rules}"
+    );
+    let shards = f.run(&[
+        "init",
+        "--reconciler",
+        "deployment",
+        "--image",
+        IMAGE,
+        "--shards",
+        "2",
+    ]);
+    assert_eq!(shards.code, 1, "{}", shards.stderr);
 
     // A one-off Job, and a bad schedule refused before anything is written.
     f.run(&["init", "--reconciler", "job", "--image", IMAGE])

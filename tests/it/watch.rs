@@ -6,7 +6,8 @@
 //! Bounds are generous (`wait_until`, 60 s): no wall-clock asserts.
 
 use crate::fixtures::{
-    Federation, KUBEFEDCTL, cm, gone, holder, patch, wait_until, write_kubeconfig,
+    Federation, KUBEFEDCTL, cm, gone, holder, patch, pod_mount, reconciler_token, wait_until,
+    write_kubeconfig,
 };
 use serde_json::json;
 use std::io::{Read, Write};
@@ -364,4 +365,76 @@ fn only_the_leader_writes_and_the_standby_takes_over_when_it_dies() {
     let status = standby.wait().unwrap();
     assert!(status.success(), "{status:?}\n{}", log(&log_b));
     assert_eq!(holder(env, f.fedns), "");
+}
+
+#[test]
+fn the_deployments_own_rights_suffice_for_the_watch_inside_a_pod() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-c", "wtc.kubefed.io", "wt-c-objs", &["configmaps"]);
+    f.run(&[
+        "init",
+        "--reconciler",
+        "deployment",
+        "--image",
+        "registry.example/kubefedctl:test",
+    ])
+    .ok();
+    // No pod runs here (no scheduler, no kubelet): run its command as the
+    // pod would, with nothing but the service account's token.
+    let pod = pod_mount(env, "wt-c", &reconciler_token(env, f.fedns), f.fedns);
+    let (hostport, log_path) = (f.host.url(), env.dir().join("watch-c.log"));
+    let (host, port) = hostport
+        .trim_start_matches("https://")
+        .rsplit_once(':')
+        .unwrap();
+    let home = pod.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut child = Command::new(KUBEFEDCTL)
+        .args(["reconcile", "--watch", "--leader-elect", "-n", f.ns])
+        .args([
+            "--kubefed-namespace",
+            f.fedns,
+            "--probe-interval",
+            "1s",
+            "-v",
+            "2",
+        ])
+        .env_remove("KUBECONFIG")
+        .env("HOME", &home)
+        .env("KUBERNETES_SERVICE_HOST", host)
+        .env("KUBERNETES_SERVICE_PORT", port)
+        .env("KUBEFEDCTL_SERVICE_ACCOUNT_DIR", &pod)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "in-pod",
+        json!({"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    wait_until("the watch in the pod propagates", || {
+        cm(env, "member1", f.ns, "in-pod").is_some() && cm(env, "member2", f.ns, "in-pod").is_some()
+    });
+    let fed =
+        crate::fixtures::get(env, "host", &fed_path(&f, "federatedconfigmaps", "in-pod")).unwrap();
+    wait_until("its status written back", || {
+        crate::fixtures::get(env, "host", &fed_path(&f, "federatedconfigmaps", "in-pod"))
+            .is_some_and(|o| o["status"]["conditions"][0]["type"] == "Propagation")
+    });
+    assert!(
+        fed["metadata"]["finalizers"]
+            .to_string()
+            .contains("kubefed.io/sync-controller")
+    );
+    sigterm(&child);
+    let status = child.wait().unwrap();
+    let text = log(&log_path);
+    assert!(status.success(), "{status:?}\n{text}");
+    assert!(
+        !text.contains("failed:") && !text.contains("forbidden"),
+        "{text}"
+    );
 }
