@@ -377,6 +377,7 @@ fn main() {
     // same federated group, whose objects `-A` would also see.
     sharded(&env, &kc_path, &host, &members, objects, &mut rows);
     side_by_side(&env, &kc_path, &mut rows);
+    watch_latency(&env, &kc_path, &members[..3], &mut rows);
 
     println!("\n| measure | result | notes |\n|---|---|---|");
     for (a, b, n) in rows {
@@ -452,6 +453,162 @@ fn sharded(
             ),
         ));
     }
+}
+
+/// `reconcile --watch` on 1,000 federated objects × 3 members: the initial
+/// sync, idle CPU and RSS once synced, and the propagation latency of 200
+/// template changes (host write answered → last member write answered,
+/// from the proxies' records).
+fn watch_latency(
+    env: &TestEnv,
+    kc: &Path,
+    members: &[Proxy],
+    rows: &mut Vec<(String, String, String)>,
+) {
+    let names = ["m01", "m02", "m03"];
+    let fedns = ["--kubefed-namespace", "watch-fed"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> { [args, &fedns[..]].concat() };
+    ok("init", &kubefedctl(kc, &with(&["init"])).1);
+    for m in names {
+        ok("join", &kubefedctl(kc, &with(&["join", m])).1);
+    }
+    for t in ["namespaces", "configmaps", "deployments.apps"] {
+        ok("enable", &kubefedctl(kc, &with(&["enable", t])).1);
+    }
+    let ns = "watch-bench";
+    let per_type = env_usize("KUBEFEDCTL_BENCH_WATCH", 500);
+    populate(env, ns, per_type);
+    let placed = 2 * per_type * names.len();
+    members.iter().for_each(Proxy::reset_records);
+    let start = Instant::now();
+    let mut child = Command::new(KUBEFEDCTL)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(["reconcile", "--watch", "-n", ns])
+        .args(with(&[]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let creates = || -> usize {
+        members
+            .iter()
+            .map(|p| {
+                p.count(|r| r.verb == "create" && r.status == 201 && r.resource != "namespaces")
+            })
+            .sum()
+    };
+    while creates() < placed {
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "the watch did not sync"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let synced = start.elapsed();
+    // Idle: CPU over 20 s, and memory, once the full round's write-backs
+    // have settled.
+    std::thread::sleep(Duration::from_secs(10));
+    let pid = child.id();
+    let cpu = |pid: u32| -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        // utime and stime, in clock ticks (fields 14 and 15 of stat).
+        (fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap()) / 100.0
+    };
+    let before = cpu(pid);
+    std::thread::sleep(Duration::from_secs(20));
+    let idle_cpu = (cpu(pid) - before) / 20.0 * 100.0;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = |key: &str| -> f64 {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let (rss, peak) = (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0);
+
+    // 200 changes, 20 per second, each to its own FederatedConfigMap.
+    members.iter().for_each(Proxy::reset_records);
+    let changes = 200.min(per_type);
+    let mut written = Vec::new();
+    for i in 0..changes {
+        let path = format!(
+            "/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps/cfg-{i:05}"
+        );
+        let body = json!({"spec": {"template": {"data": {"i": format!("changed-{i}")}}}});
+        let r = env
+            .request("host", "PATCH", &path, Some(&body.to_string()))
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        written.push((format!("cfg-{i:05}"), Instant::now()));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let updated = |name: &str, after: Instant| -> Option<Instant> {
+        let mut last = None;
+        for p in members {
+            let at = p
+                .records()
+                .iter()
+                .filter(|r| r.is_write() && r.resource == "configmaps" && r.name == name)
+                .filter_map(|r| r.answered.filter(|a| *a >= after))
+                .min()?;
+            last = last.max(Some(at));
+        }
+        last
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut latencies: Vec<f64> = Vec::new();
+    for (name, at) in &written {
+        loop {
+            if let Some(done) = updated(name, *at) {
+                latencies.push(done.duration_since(*at).as_secs_f64());
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} never reached every member"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)];
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let exit = child.wait().unwrap();
+    rows.push((
+        format!(
+            "watch: initial sync of {placed} member objects ({} federated × 3 members)",
+            2 * per_type
+        ),
+        format!("{:.1} s", synced.as_secs_f64()),
+        "from start to the last member create".into(),
+    ));
+    rows.push((
+        format!("watch: propagation latency of {changes} changes (20/s), p50 / p99"),
+        format!("{:.3} s / {:.3} s", pct(0.5), pct(0.99)),
+        format!(
+            "host PATCH answered → last of 3 member writes answered; target p99 < 1 s: {}",
+            if pct(0.99) < 1.0 { "met" } else { "MISSED" }
+        ),
+    ));
+    rows.push((
+        "watch: idle CPU and memory once synced".into(),
+        format!("{idle_cpu:.2} % of a core, RSS {rss:.0} MiB"),
+        format!(
+            "over 20 s, no change; peak RSS {peak:.0} MiB; targets < 1 % and < 100 MB; SIGTERM: {}",
+            if exit.success() { "exit 0" } else { "FAILED" }
+        ),
+    ));
 }
 
 /// The federated objects of `populate`, as a file for the offline render.

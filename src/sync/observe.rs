@@ -42,6 +42,9 @@ pub struct Selection {
 pub struct ObservedType {
     pub t: FederatedType,
     pub federated: ApiResource,
+    /// The federated objects are namespaced (FederatedNamespaces are, though
+    /// Namespaces are not).
+    pub federated_namespaced: bool,
     pub target: ApiResource,
     pub objects: Vec<Value>,
     /// Ready touched member → its objects of the type (or why not).
@@ -182,7 +185,7 @@ async fn federated_types(
     let mut types = Vec::new();
     for f in &ftcs {
         let mut t = ObservedType::of(f);
-        let in_namespace = namespace.as_deref().filter(|_| t.t.namespaced);
+        let in_namespace = namespace.as_deref().filter(|_| t.federated_namespaced);
         let objects = list_all(
             &dynamic_api(&host.client, in_namespace, &t.federated),
             &params,
@@ -214,6 +217,7 @@ impl ObservedType {
                 &fd.kind,
                 &fd.plural_name,
             ),
+            federated_namespaced: fd.scope == "Namespaced",
             objects: Vec::new(),
             members: BTreeMap::new(),
         }

@@ -92,7 +92,7 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
 
     // Enabling a type extends the rules; disabling takes them back.
     let enabled = f
-        .run(&["enable", "secrets", "--federated-group", f.group])
+        .run(&["enable", "limitranges", "--federated-group", f.group])
         .ok();
     assert!(
         enabled.stdout.contains(&format!(
@@ -103,10 +103,10 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
         enabled.stdout
     );
     let rules = get(env, "host", &role_path).unwrap()["rules"].to_string();
-    assert!(rules.contains("federatedsecrets"), "{rules}");
-    f.run(&["disable", "secrets"]).ok();
+    assert!(rules.contains("federatedlimitranges"), "{rules}");
+    f.run(&["disable", "limitranges"]).ok();
     let rules = get(env, "host", &role_path).unwrap()["rules"].to_string();
-    assert!(!rules.contains("federatedsecrets"), "{rules}");
+    assert!(!rules.contains("federatedlimitranges"), "{rules}");
 
     // Fewer shards: the CronJobs of shards that no longer exist go.
     let fewer = install("2").ok();
@@ -162,11 +162,11 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
         args.contains("--watch") && args.contains("--leader-elect"),
         "{args}"
     );
-    f.run(&["enable", "secrets", "--federated-group", f.group])
+    f.run(&["enable", "limitranges", "--federated-group", f.group])
         .ok();
     let rules = get(env, "host", &role_path).unwrap()["rules"].to_string();
     assert!(
-        rules.contains(r#""resources":["federatedconfigmaps","federatednamespaces","federatedsecrets"],"verbs":["get","list","watch","patch","update"]"#),
+        rules.contains(r#""resources":["federatedconfigmaps","federatedlimitranges","federatednamespaces"],"verbs":["get","list","watch","patch","update"]"#),
         "{rules}"
     );
     let shards = f.run(&[

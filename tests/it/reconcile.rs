@@ -686,7 +686,16 @@ fn system_namespaces_are_never_touched_and_their_deletion_completes() {
         }
     }
     let member_requests = |p: &Proxy| p.count(|r| r.resource == "namespaces" && r.is_write());
-    assert_eq!(member_requests(&f.m1) + member_requests(&f.m2), 0);
+    assert_eq!(
+        member_requests(&f.m1) + member_requests(&f.m2),
+        0,
+        "{:?}",
+        f.m1.records()
+            .iter()
+            .filter(|r| r.is_write())
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect::<Vec<_>>()
+    );
     let default = get(env, "host", &format!("{}/default", fedns_path("default"))).unwrap();
     assert!(
         default["metadata"]["finalizers"].is_null()

@@ -139,8 +139,9 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
     wait_until("member1 gets web", || {
         data("member1", "web") == Some(json!("1"))
     });
-    let ready = http_get(port, "/readyz");
-    assert!(ready.0.contains("200"), "{ready:?}");
+    wait_until("ready once the first full round is done", || {
+        http_get(port, "/readyz").0.contains("200")
+    });
 
     // The template changes.
     let web = fed_path(&f, "federatedconfigmaps", "web");

@@ -360,7 +360,7 @@ impl Controller<'_> {
             if let Some(sel) = &self.o.run.selection.selector {
                 config = config.labels(sel);
             }
-            let in_ns = ns.as_deref().filter(|_| t.t.namespaced);
+            let in_ns = ns.as_deref().filter(|_| t.federated_namespaced);
             out.insert(Source::Federated(name), spec(t.federated, in_ns, config));
         }
         out
