@@ -54,15 +54,16 @@ impl Health {
 /// Every KubeFedCluster in the kubefed namespace, sorted by name, each with
 /// a client (or the reason there is none). `only` limits them by name.
 pub async fn load(host: &Host, timeout: Duration, only: &[String]) -> Result<Vec<Member>> {
-    load_with(host, timeout, only, false).await
+    load_with(host, timeout, only, None).await
 }
 
-/// [`load`], with clients for watches too when `watch`.
+/// [`load`], with clients for watches too when `watch` is given; its
+/// request counters (by member) carry on counting for members loaded again.
 pub async fn load_with(
     host: &Host,
     timeout: Duration,
     only: &[String],
-    watch: bool,
+    watch: Option<&[Member]>,
 ) -> Result<Vec<Member>> {
     let api: Api<KubeFedCluster> = Api::namespaced(host.client.clone(), &host.namespace);
     let mut clusters = api
@@ -87,8 +88,11 @@ pub async fn load_with(
         if !only.is_empty() && !only.contains(&name) {
             continue;
         }
-        let requests = Arc::new(AtomicU64::new(0));
-        let built = client_for(&c, &secrets, timeout, &requests, watch)
+        let requests = watch
+            .and_then(|before| before.iter().find(|m| m.name == name))
+            .map(|m| m.requests.clone())
+            .unwrap_or_default();
+        let built = client_for(&c, &secrets, timeout, &requests, watch.is_some())
             .await
             .map_err(|e| crate::error::one_line(&e));
         let (client, watch_client, secret_version) = match built {

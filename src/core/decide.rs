@@ -23,34 +23,7 @@ use super::plan::{
 use super::shard::{self, Shard};
 use super::version::{member_version, propagated_version_name};
 
-/// `(namespace, name)` of an object; cluster-scoped objects have `""`.
-pub type ObjectKey = (String, String);
-
-/// The key of any object.
-pub fn key_of(obj: &Value) -> ObjectKey {
-    let get = |k: &str| {
-        obj.get("metadata")
-            .and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    (get("namespace"), get("name"))
-}
-
-/// `Kind ns/name` (or `Kind name`), as messages name objects.
-pub fn describe(kind: &str, obj: &Value) -> String {
-    describe_key(kind, &key_of(obj))
-}
-
-/// [`describe`] from a key.
-pub fn describe_key(kind: &str, (ns, name): &ObjectKey) -> String {
-    if ns.is_empty() {
-        format!("{kind} {name}")
-    } else {
-        format!("{kind} {ns}/{name}")
-    }
-}
+pub use super::describe::{ObjectKey, describe, describe_key, key_of};
 
 /// The federation as one run sees it, the same for every object.
 #[derive(Clone, Copy, Debug)]

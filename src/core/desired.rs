@@ -323,22 +323,9 @@ pub fn set_managed_label(obj: &mut Value) {
         .insert(MANAGED_LABEL.into(), Value::String("true".into()));
 }
 
-/// `namespace/name` or `name` of a federated object, with its kind.
+/// `Kind "ns/name"` of a federated object, for errors about it.
 pub(crate) fn describe(fed: &Value) -> String {
-    let meta = fed.get("metadata");
-    let get = |k: &str| {
-        meta.and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    let kind = fed
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("federated object");
-    match get("namespace") {
-        "" => format!("{kind} \"{}\"", get("name")),
-        ns => format!("{kind} \"{ns}/{}\"", get("name")),
-    }
+    super::describe::quoted(fed, "federated object")
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ impl DnsRecord {
     /// Parse a ServiceDNSRecord or IngressDNSRecord object. The apiVersion,
     /// when present, must be in one of [`DNS_GROUPS`].
     pub fn from_value(obj: &Value) -> Result<DnsRecord, DnsError> {
-        let object = describe(obj);
+        let object = super::describe::quoted(obj, "object");
         let bad = |problem: String| DnsError::Invalid {
             object: object.clone(),
             problem,
@@ -210,7 +210,7 @@ impl Domain {
 
     /// Parse a Domain object (apiVersion, when present, in [`DNS_GROUPS`]).
     pub fn from_value(obj: &Value) -> Result<Domain, DnsError> {
-        let object = describe(obj);
+        let object = super::describe::quoted(obj, "object");
         let bad = |problem: String| DnsError::Invalid {
             object: object.clone(),
             problem,
@@ -748,21 +748,6 @@ fn check_group(obj: &Value) -> Result<String, String> {
                 ))
             }
         }
-    }
-}
-
-fn describe(obj: &Value) -> String {
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("object");
-    let meta = |f: &str| {
-        obj.get("metadata")
-            .and_then(|m| m.get(f))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    match meta("namespace").as_str() {
-        "" => format!("{kind} {:?}", meta("name")),
-        ns => format!("{kind} \"{ns}/{}\"", meta("name")),
     }
 }
 

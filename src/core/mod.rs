@@ -4,6 +4,7 @@ pub mod builtin_types;
 pub mod compare;
 pub mod convert;
 pub mod decide;
+pub mod describe;
 pub mod desired;
 pub mod dns;
 pub mod lease;

@@ -339,7 +339,7 @@ pub fn sync_decisions(
                     Some(format!(
                         "Failed to create {} {:?} in cluster {:?}: Resource pre-exist in cluster",
                         target.kind,
-                        qualified(fed),
+                        super::describe::qualified(fed),
                         m.cluster
                     )),
                 );
@@ -821,19 +821,6 @@ pub fn outcomes_on_success(decisions: &[Decision]) -> Vec<ClusterOutcome> {
             })
         })
         .collect()
-}
-
-fn qualified(fed: &Value) -> String {
-    let meta = fed.get("metadata");
-    let get = |k: &str| {
-        meta.and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    match get("namespace") {
-        "" => get("name").to_string(),
-        ns => format!("{ns}/{}", get("name")),
-    }
 }
 
 #[cfg(test)]

@@ -73,6 +73,8 @@ pub struct ObjectOutcome {
     /// The federated kind (`FederatedConfigMap`).
     pub kind: String,
     pub key: decide::ObjectKey,
+    /// An orphan's unlabel: `key` is the member object's.
+    pub orphan: bool,
     /// Some member request or host write failed: retry after a backoff.
     pub failed: bool,
     /// One line per member change made (`member1: created ConfigMap shop/web`).
@@ -323,6 +325,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
         let mut outcome = ObjectOutcome {
             kind: fed_kind.clone(),
             key,
+            orphan: subject.is_none(),
             failed: f.refused.is_some() || f.write_failed.is_some(),
             changes: Vec::new(),
         };

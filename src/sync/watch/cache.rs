@@ -351,8 +351,10 @@ impl Cache {
                         .collect()
                 })
                 .unwrap_or_default();
+            // A round over other types' objects needs nothing of this one.
+            let idle = keys.is_some() && wanted.is_empty();
             for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
-                if !touched.contains(&m.name) {
+                if idle || !touched.contains(&m.name) {
                     continue;
                 }
                 let Some(s) = self.members.get(&(m.name.clone(), name.clone())) else {

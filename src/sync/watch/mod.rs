@@ -156,13 +156,22 @@ impl Controller<'_> {
         // The host's own watches first: the types and clusters say what
         // else to watch.
         self.sources.sync(self.host_specs());
-        self.wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
-            .await?;
+        if !self
+            .wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
+            .await?
+        {
+            return Ok(());
+        }
         self.rebuild().await?;
-        self.wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
-            .await?;
-        self.wait(stop, |c| c.members_synced(), Some(MEMBER_SYNC_WAIT))
-            .await?;
+        if !self
+            .wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
+            .await?
+            || !self
+                .wait(stop, |c| c.members_synced(), Some(MEMBER_SYNC_WAIT))
+                .await?
+        {
+            return Ok(());
+        }
         self.full_round().await;
         self.metrics.synced.store(true, Ordering::Relaxed);
 
@@ -223,18 +232,22 @@ impl Controller<'_> {
         }
     }
 
-    /// Takes in events until `done` (or `limit` passes).
+    /// Takes in events until `done` (or `limit` passes); `false`: stopped by
+    /// a signal.
     async fn wait(
         &mut self,
         stop: &mut Stop,
         done: impl Fn(&Self) -> bool,
         limit: Option<Duration>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let deadline = limit.map(|l| Instant::now() + l);
         while !done(self) {
             let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
-                _ = stop.signalled() => bail!("interrupted before the first round"),
+                _ = stop.signalled() => {
+                    eprintln!("stopping before the first round; releasing the federation lock");
+                    return Ok(false);
+                }
                 event = self.rx.recv() => match event {
                     Some(event) => {
                         let dirt = self.cache.apply(event);
@@ -244,10 +257,10 @@ impl Controller<'_> {
                     }
                     None => bail!("the watches stopped"),
                 },
-                _ = tokio::time::sleep_until(until.into()) => return Ok(()),
+                _ = tokio::time::sleep_until(until.into()) => return Ok(true),
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The enabled types this run covers (`--type`).
@@ -412,7 +425,7 @@ impl Controller<'_> {
     /// at start, after structure changes, at each resync.
     async fn rebuild(&mut self) -> Result<()> {
         let timeout = self.o.run.selection.timeout;
-        self.members = members::load_with(self.host, timeout, &[], true).await?;
+        self.members = members::load_with(self.host, timeout, &[], Some(&self.members)).await?;
         self.health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
         self.write_health().await;
         let mut wanted = self.host_specs();
@@ -623,16 +636,11 @@ impl Controller<'_> {
             let Some((name, t)) = by_kind.get(o.kind.as_str()) else {
                 continue;
             };
-            // An orphan's key is its member key.
-            let key = if seen.types.iter().any(|s| {
-                s.federated.kind == o.kind
-                    && s.objects
-                        .iter()
-                        .any(|x| crate::core::decide::key_of(x) == o.key)
-            }) {
-                o.key.clone()
-            } else {
+            // An orphan's key is its member object's.
+            let key = if o.orphan {
                 federated_key(t, &o.key)
+            } else {
+                o.key.clone()
             };
             let k = (name.clone(), key);
             if o.failed {

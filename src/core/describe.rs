@@ -1,0 +1,87 @@
+//! How messages name objects, one helper per format, so that every message
+//! names an object the same way:
+//!
+//! - [`describe`]: `Kind ns/name` (or `Kind name`), in reconcile's plans,
+//!   summaries and logs;
+//! - [`quoted`]: `Kind "ns/name"` (or `Kind "name"`), in errors about an
+//!   object's content, as kubectl quotes what it cannot handle;
+//! - [`qualified`]: `ns/name` (or `name`), where the kind is already said.
+
+use serde_json::Value;
+
+/// `(namespace, name)` of an object; cluster-scoped objects have `""`.
+pub type ObjectKey = (String, String);
+
+/// The key of any object.
+pub fn key_of(obj: &Value) -> ObjectKey {
+    let get = |k: &str| {
+        obj.get("metadata")
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    (get("namespace"), get("name"))
+}
+
+/// `ns/name`, or `name` for a cluster-scoped object.
+pub fn qualified_key((ns, name): &ObjectKey) -> String {
+    if ns.is_empty() {
+        name.clone()
+    } else {
+        format!("{ns}/{name}")
+    }
+}
+
+/// `ns/name` of an object, or `name`.
+pub fn qualified(obj: &Value) -> String {
+    qualified_key(&key_of(obj))
+}
+
+/// `Kind ns/name` (or `Kind name`).
+pub fn describe(kind: &str, obj: &Value) -> String {
+    describe_key(kind, &key_of(obj))
+}
+
+/// [`describe`] from a key.
+pub fn describe_key(kind: &str, key: &ObjectKey) -> String {
+    format!("{kind} {}", qualified_key(key))
+}
+
+/// `Kind "ns/name"` (or `Kind "name"`), the kind read from the object
+/// (`default_kind` when it has none).
+pub fn quoted(obj: &Value, default_kind: &str) -> String {
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or(default_kind);
+    format!("{kind} {:?}", qualified(obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_format_names_namespaced_and_cluster_scoped_objects() {
+        let ns =
+            json!({"kind": "FederatedConfigMap", "metadata": {"name": "web", "namespace": "shop"}});
+        let cluster = json!({"kind": "FederatedClusterRole", "metadata": {"name": "admin"}});
+        let table = [
+            (describe("ConfigMap", &ns), "ConfigMap shop/web"),
+            (describe("ClusterRole", &cluster), "ClusterRole admin"),
+            (quoted(&ns, "object"), "FederatedConfigMap \"shop/web\""),
+            (quoted(&cluster, "object"), "FederatedClusterRole \"admin\""),
+            (
+                quoted(&json!({"metadata": {"name": "x"}}), "object"),
+                "object \"x\"",
+            ),
+            (qualified(&ns), "shop/web"),
+            (qualified(&cluster), "admin"),
+        ];
+        for (got, want) in table {
+            assert_eq!(got, want);
+        }
+    }
+}
