@@ -223,6 +223,26 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
         replicas("member1") == Some(3) && replicas("member2") == Some(3)
     });
 
+    // A type enabled while running is picked up without a restart.
+    f.run(&["enable", "resourcequotas", "--federated-group", f.group])
+        .ok();
+    f.create(
+        env,
+        "FederatedResourceQuota",
+        "quota",
+        json!({"template": {"spec": {"hard": {"pods": "10"}}}, "placement": {"clusterSelector": {}}}),
+    );
+    wait_until("the new type's object reaches both members", || {
+        ["member1", "member2"].iter().all(|c| {
+            crate::fixtures::get(
+                env,
+                c,
+                &format!("/api/v1/namespaces/{}/resourcequotas/quota", f.ns),
+            )
+            .is_some()
+        })
+    });
+
     // member2 goes down: member1 keeps syncing; member2 catches up later.
     let before = samples(&http_get(port, "/metrics").1);
     f.m2.set_faults(Faults {
@@ -247,10 +267,9 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
         data("member2", "during-outage") == Some(json!("x"))
     });
 
-    // Metrics: Prometheus text, and the counters moved.
-    let (status, text) = http_get(port, "/metrics");
-    assert!(status.contains("200"), "{status}");
-    let after = samples(&text);
+    // Metrics: Prometheus text, and the counters moved. A round counts its
+    // writes when it ends (after the host write-backs), which can be just
+    // after the member object shows up: wait for the counters.
     let writes = |s: &std::collections::BTreeMap<String, f64>, c: &str| {
         s.get(&format!(
             "kubefedctl_member_writes_total{{cluster=\"{c}\"}}"
@@ -258,8 +277,13 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
         .copied()
         .unwrap_or(0.0)
     };
-    assert!(writes(&after, &m1) > writes(&before, &m1), "{text}");
-    assert!(writes(&after, &m2) > writes(&before, &m2), "{text}");
+    wait_until("both members' write counters move", || {
+        let now = samples(&http_get(port, "/metrics").1);
+        writes(&now, &m1) > writes(&before, &m1) && writes(&now, &m2) > writes(&before, &m2)
+    });
+    let (status, text) = http_get(port, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let after = samples(&text);
     assert!(
         after["kubefedctl_reconcile_rounds_total"] > before["kubefedctl_reconcile_rounds_total"]
     );

@@ -40,6 +40,9 @@ pub struct Dirt {
     pub structure: bool,
     /// Everything is re-decided (a member's store became usable).
     pub all: bool,
+    /// Objects that could not be read (named, with the field path): they
+    /// are left out until they are fixed.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Default)]
@@ -78,13 +81,7 @@ impl Cache {
     /// Whether every host source in `wanted` has been listed: no round runs
     /// before, or it would take a missing federated object for a deleted one.
     pub fn host_synced(&self, wanted: &[Source]) -> bool {
-        wanted.iter().all(|s| match s {
-            Source::Federated(t) => self
-                .federated
-                .get(t)
-                .is_some_and(|st| st.state != StoreState::Syncing),
-            other => self.listed.contains(other),
-        })
+        wanted.iter().all(|s| self.listed.contains(s))
     }
 
     /// A member can be touched once every type's store is listed (or
@@ -105,18 +102,52 @@ impl Cache {
             .collect()
     }
 
+    /// Drops what a source saw: it is being (re)started and is not usable
+    /// until it lists again (a type disabled and enabled again must not
+    /// act on the objects seen before).
+    pub fn forget(&mut self, source: &Source) {
+        self.listed.remove(source);
+        match source {
+            Source::Federated(t) => {
+                self.federated.remove(t);
+            }
+            Source::Member(c, t) => {
+                self.members.remove(&(c.clone(), t.clone()));
+            }
+            _ => {}
+        }
+    }
+
     /// Takes in one change; says what it touches.
     pub fn apply(&mut self, event: Event) -> Dirt {
         let Event { source, change } = event;
-        match &source {
-            Source::Config => {
+        // Only a complete list makes a source usable: a watch that failed
+        // before listing must not read as "nothing there" (every member
+        // copy would look orphaned).
+        let mut failure = None;
+        match &change {
+            Change::Replaced(_) => {
                 self.listed.insert(source.clone());
+            }
+            Change::Failed { message, .. } if !matches!(source, Source::Member(..)) => {
+                failure = Some(format!("watching {source}: {message}"));
+            }
+            _ => {}
+        }
+        let mut dirt = self.apply_change(&source, change);
+        dirt.warnings.extend(failure);
+        dirt
+    }
+
+    fn apply_change(&mut self, source: &Source, change: Change) -> Dirt {
+        match source {
+            Source::Config => {
+                let mut warnings = Vec::new();
                 let config = match change {
-                    Change::Applied(v) => serde_json::from_value(v).ok(),
-                    Change::Replaced(vs) => vs
-                        .into_iter()
-                        .next()
-                        .and_then(|v| serde_json::from_value(v).ok()),
+                    Change::Applied(v) => parse(v, &mut warnings),
+                    Change::Replaced(vs) => {
+                        vs.into_iter().next().and_then(|v| parse(v, &mut warnings))
+                    }
                     Change::Deleted(_) => None,
                     Change::Failed { .. } => return Dirt::default(),
                 };
@@ -124,20 +155,20 @@ impl Cache {
                 self.config = config;
                 Dirt {
                     structure: changed,
+                    warnings,
                     ..Dirt::default()
                 }
             }
             Source::TypeConfigs => {
-                self.listed.insert(source.clone());
                 let before = self.ftcs.clone();
-                apply_typed(&mut self.ftcs, change);
+                let warnings = apply_typed(&mut self.ftcs, change);
                 Dirt {
                     structure: specs(&before) != specs(&self.ftcs),
+                    warnings,
                     ..Dirt::default()
                 }
             }
             Source::Clusters => {
-                self.listed.insert(source.clone());
                 let essence = |m: &BTreeMap<String, Value>| -> Vec<(String, Value, Value)> {
                     m.iter()
                         .map(|(k, v)| {
@@ -158,7 +189,6 @@ impl Cache {
                 }
             }
             Source::Schedulings => {
-                self.listed.insert(source.clone());
                 let touched = apply_keyed(&mut self.schedulings, change);
                 let mut dirt = Dirt::default();
                 for key in touched {
@@ -176,7 +206,6 @@ impl Cache {
                 dirt
             }
             Source::Versions(cluster_scoped) => {
-                self.listed.insert(source.clone());
                 // Our own write-backs: what the next round compares against,
                 // never a reason for one.
                 let cluster_scoped = *cluster_scoped;
@@ -198,7 +227,6 @@ impl Cache {
                 Dirt::default()
             }
             Source::Namespaces => {
-                self.listed.insert(source.clone());
                 let uid = |v: &Value| v["metadata"]["uid"].as_str().unwrap_or("").to_string();
                 let touched: Vec<String> = match change {
                     Change::Applied(v) => {
@@ -419,13 +447,39 @@ fn name_of(v: &Value) -> String {
     v["metadata"]["name"].as_str().unwrap_or("").to_string()
 }
 
-fn apply_typed<T: serde::de::DeserializeOwned>(map: &mut BTreeMap<String, T>, change: Change) {
-    let parse = |v: Value| serde_json::from_value::<T>(v).ok();
+/// A typed object, or a warning naming it and the field that is wrong.
+fn parse<T: serde::de::DeserializeOwned>(v: Value, warnings: &mut Vec<String>) -> Option<T> {
+    let what = crate::core::describe::quoted(&v, "object");
+    match serde_path_to_error::deserialize::<_, T>(v) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            warnings.push(format!(
+                "{what}: {}: {}; ignored until it is fixed",
+                e.path(),
+                e.inner()
+            ));
+            None
+        }
+    }
+}
+
+/// Applies a change to typed objects by name; returns warnings for those
+/// that cannot be read (a malformed object is ignored, as if absent).
+fn apply_typed<T: serde::de::DeserializeOwned>(
+    map: &mut BTreeMap<String, T>,
+    change: Change,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
     match change {
         Change::Applied(v) => {
             let name = name_of(&v);
-            if let Some(t) = parse(v) {
-                map.insert(name, t);
+            match parse(v, &mut warnings) {
+                Some(t) => {
+                    map.insert(name, t);
+                }
+                None => {
+                    map.remove(&name);
+                }
             }
         }
         Change::Deleted(v) => {
@@ -434,11 +488,12 @@ fn apply_typed<T: serde::de::DeserializeOwned>(map: &mut BTreeMap<String, T>, ch
         Change::Replaced(vs) => {
             *map = vs
                 .into_iter()
-                .filter_map(|v| Some((name_of(&v), parse(v)?)))
+                .filter_map(|v| Some((name_of(&v), parse(v, &mut warnings)?)))
                 .collect();
         }
         Change::Failed { .. } => {}
     }
+    warnings
 }
 
 fn apply_by_name(map: &mut BTreeMap<String, Value>, change: Change) {
@@ -610,6 +665,71 @@ mod tests {
             ]
             .into()
         );
+    }
+
+    #[test]
+    fn a_malformed_type_config_is_named_with_its_field_and_left_out() {
+        let mut c = cache();
+        let mut bad = ftc("secrets", "Secret", "secrets", "");
+        bad["spec"]["federatedType"]["pluralName"] = json!(5);
+        let d = c.apply(ev(Source::TypeConfigs, Change::Applied(bad)));
+        assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+        assert!(
+            d.warnings[0].starts_with(
+                "FederatedTypeConfig \"fed/secrets\": spec.federatedType.pluralName: invalid type"
+            ),
+            "{}",
+            d.warnings[0]
+        );
+        assert!(!c.ftcs.contains_key("secrets"));
+        assert_eq!(c.ftcs.len(), 2, "the others stay");
+    }
+
+    #[test]
+    fn a_watch_that_failed_before_listing_is_not_synced() {
+        let mut c = cache();
+        let cms = Source::Federated("configmaps".into());
+        let failed = || Change::Failed {
+            not_served: false,
+            message: "500 Internal Server Error".into(),
+        };
+        let d = c.apply(ev(cms.clone(), failed()));
+        assert!(
+            !c.host_synced(std::slice::from_ref(&cms)),
+            "no round may take it for empty"
+        );
+        assert_eq!(
+            d.warnings,
+            ["watching the federated objects of configmaps: 500 Internal Server Error"]
+        );
+        c.apply(ev(
+            cms.clone(),
+            Change::Replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
+        ));
+        assert!(c.host_synced(std::slice::from_ref(&cms)));
+        // Failing later keeps what was listed until the watch lists again.
+        c.apply(ev(cms.clone(), failed()));
+        assert!(c.host_synced(std::slice::from_ref(&cms)));
+        assert_eq!(c.all_keys().len(), 1);
+    }
+
+    #[test]
+    fn a_restarted_source_is_not_synced_and_forgets_what_it_saw() {
+        let mut c = cache();
+        let cms = Source::Federated("configmaps".into());
+        c.apply(ev(
+            cms.clone(),
+            Change::Replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
+        ));
+        assert!(c.host_synced(std::slice::from_ref(&cms)));
+        c.forget(&cms);
+        assert!(!c.host_synced(std::slice::from_ref(&cms)));
+        assert!(
+            c.all_keys().is_empty(),
+            "objects seen before the restart are gone"
+        );
+        c.apply(ev(cms.clone(), Change::Replaced(vec![])));
+        assert!(c.host_synced(std::slice::from_ref(&cms)));
     }
 
     #[test]

@@ -196,6 +196,9 @@ impl Controller<'_> {
                     while let Ok(event) = self.rx.try_recv() {
                         merge(&mut dirt, self.cache.apply(event));
                     }
+                    for w in std::mem::take(&mut dirt.warnings) {
+                        eprintln!("warning: {w}");
+                    }
                     if dirt.structure {
                         self.rebuild().await?;
                     }
@@ -251,6 +254,9 @@ impl Controller<'_> {
                 event = self.rx.recv() => match event {
                     Some(event) => {
                         let dirt = self.cache.apply(event);
+                        for w in &dirt.warnings {
+                            eprintln!("warning: {w}");
+                        }
                         if dirt.structure && self.cache.host_synced(&self.host_sources()) && !self.members.is_empty() {
                             self.rebuild().await?;
                         }
@@ -431,6 +437,9 @@ impl Controller<'_> {
         let mut wanted = self.host_specs();
         wanted.extend(self.member_specs());
         let started = self.sources.sync(wanted);
+        for s in &started {
+            self.cache.forget(s);
+        }
         if self.o.verbosity >= 2 && !started.is_empty() {
             eprintln!("watching {} more source(s)", started.len());
         }
@@ -468,7 +477,9 @@ impl Controller<'_> {
                 .restart(|s| matches!(s, Source::Member(c, _) if back.contains(c)));
             let mut wanted = self.host_specs();
             wanted.extend(self.member_specs());
-            self.sources.sync(wanted);
+            for s in self.sources.sync(wanted) {
+                self.cache.forget(&s);
+            }
         }
         Ok(changed)
     }
@@ -671,6 +682,7 @@ impl Controller<'_> {
 
 fn merge(into: &mut Dirt, more: Dirt) {
     into.keys.extend(more.keys);
+    into.warnings.extend(more.warnings);
     into.structure |= more.structure;
     into.all |= more.all;
 }

@@ -35,6 +35,22 @@ pub enum Source {
     Member(String, String),
 }
 
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Config => write!(f, "the KubeFedConfig"),
+            Source::TypeConfigs => write!(f, "FederatedTypeConfigs"),
+            Source::Clusters => write!(f, "KubeFedClusters"),
+            Source::Schedulings => write!(f, "ReplicaSchedulingPreferences"),
+            Source::Versions(false) => write!(f, "PropagatedVersions"),
+            Source::Versions(true) => write!(f, "ClusterPropagatedVersions"),
+            Source::Namespaces => write!(f, "the host's Namespaces"),
+            Source::Federated(t) => write!(f, "the federated objects of {t}"),
+            Source::Member(c, t) => write!(f, "{t} in {c}"),
+        }
+    }
+}
+
 /// A change a watch saw.
 #[derive(Debug)]
 pub enum Change {
