@@ -4,7 +4,8 @@
 //!
 //! KUBEFEDCTL_BENCH_MEMBERS (10), KUBEFEDCTL_BENCH_OBJECTS (1000 of each of
 //! FederatedDeployment and FederatedConfigMap), KUBEFEDCTL_BENCH_RENDER
-//! (10000 objects for the offline render).
+//! (10000 objects for the offline render), KUBEFEDCTL_BENCH_ONLY (a comma-separated
+//! subset of render, run, shards, side, watch; all by default).
 
 use serde_json::json;
 use std::path::Path;
@@ -170,57 +171,64 @@ fn main() {
     let objects = env_usize("KUBEFEDCTL_BENCH_OBJECTS", 1000);
     let render_objects = env_usize("KUBEFEDCTL_BENCH_RENDER", 10_000);
     let mut rows: Vec<(String, String, String)> = Vec::new();
+    // KUBEFEDCTL_BENCH_ONLY=render,run,shards,side,watch: some parts only.
+    let only = std::env::var("KUBEFEDCTL_BENCH_ONLY").ok();
+    let wants = |part: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|p| p.trim() == part))
+    };
 
-    // Offline render first: no cluster needed. Each object is overridden
-    // on one cluster (the others share one object); the last row overrides
-    // every object on every cluster.
-    let dir = std::env::temp_dir().join(format!("kubefedctl-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let objects_file = |name: &str, overridden: &[usize]| {
-        let mut text = String::new();
-        for i in 0..render_objects {
-            text.push_str(&format!(
+    if wants("render") {
+        // Offline render first: no cluster needed. Each object is overridden
+        // on one cluster (the others share one object); the last row overrides
+        // every object on every cluster.
+        let dir = std::env::temp_dir().join(format!("kubefedctl-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let objects_file = |name: &str, overridden: &[usize]| {
+            let mut text = String::new();
+            for i in 0..render_objects {
+                text.push_str(&format!(
                 "---\napiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {{name: cfg-{i:05}, namespace: bench}}\nspec:\n  template: {{data: {{i: \"{i}\"}}}}\n  placement: {{clusterSelector: {{}}}}\n  overrides:\n"
             ));
-            for c in overridden {
-                text.push_str(&format!(
+                for c in overridden {
+                    text.push_str(&format!(
                     "  - clusterName: c{c:02}\n    clusterOverrides: [{{path: /data/i, value: over}}]\n"
                 ));
+                }
             }
-        }
-        let path = dir.join(name);
-        std::fs::write(&path, &text).unwrap();
-        (
-            path.display().to_string(),
-            text.len() as f64 / (1 << 20) as f64,
-        )
-    };
-    let one = objects_file("one.yaml", &[3]);
-    let every = objects_file("every.yaml", &(0..10).collect::<Vec<_>>());
-    for ((file, input_mib), format, what, target) in [
-        (&one, "json", "JSON", "target < 1 s"),
-        (&one, "yaml", "YAML stream", "target < 1 s"),
-        (
-            &every,
-            "json",
-            "JSON, every object overridden on every cluster",
-            "worst case, for scale",
-        ),
-    ] {
-        let mut args = vec!["reconcile", "--from", file, "-o", format];
-        let clusters: Vec<String> = (0..10)
-            .map(|c| format!("--cluster=c{c:02}:n={c}"))
-            .collect();
-        args.extend(clusters.iter().map(String::as_str));
-        // Median of five: the figure is a process's wall time on a shared
-        // machine.
-        let mut runs: Vec<_> = (0..5)
-            .map(|_| measured(Path::new("/nonexistent"), &args))
-            .collect();
-        runs.sort_by_key(|(time, _, _)| *time);
-        let (render_time, out, render_rss) = &runs[2];
-        ok("render", out);
-        rows.push((
+            let path = dir.join(name);
+            std::fs::write(&path, &text).unwrap();
+            (
+                path.display().to_string(),
+                text.len() as f64 / (1 << 20) as f64,
+            )
+        };
+        let one = objects_file("one.yaml", &[3]);
+        let every = objects_file("every.yaml", &(0..10).collect::<Vec<_>>());
+        for ((file, input_mib), format, what, target) in [
+            (&one, "json", "JSON", "target < 1 s"),
+            (&one, "yaml", "YAML stream", "target < 1 s"),
+            (
+                &every,
+                "json",
+                "JSON, every object overridden on every cluster",
+                "worst case, for scale",
+            ),
+        ] {
+            let mut args = vec!["reconcile", "--from", file, "-o", format];
+            let clusters: Vec<String> = (0..10)
+                .map(|c| format!("--cluster=c{c:02}:n={c}"))
+                .collect();
+            args.extend(clusters.iter().map(String::as_str));
+            // Median of five: the figure is a process's wall time on a shared
+            // machine.
+            let mut runs: Vec<_> = (0..5)
+                .map(|_| measured(Path::new("/nonexistent"), &args))
+                .collect();
+            runs.sort_by_key(|(time, _, _)| *time);
+            let (render_time, out, render_rss) = &runs[2];
+            ok("render", out);
+            rows.push((
             format!("offline render, {render_objects} objects × 10 clusters, {what}"),
             format!("{:.2} s", render_time.as_secs_f64()),
             format!(
@@ -228,8 +236,9 @@ fn main() {
                 out.stdout.len() as f64 / (1 << 20) as f64
             ),
         ));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 
     // The live federation.
     let names: Vec<String> = std::iter::once("host".to_string())
@@ -261,38 +270,39 @@ fn main() {
     for t in ["namespaces", "configmaps", "deployments.apps"] {
         ok("enable", &kubefedctl(&kc_path, &["enable", t]).1);
     }
-    populate(&env, "bench-a", objects);
+    if wants("run") {
+        populate(&env, "bench-a", objects);
 
-    let c = CONCURRENCY.to_string();
-    reset(&host, &members);
-    let (first, out, rss) = measured(
-        &kc_path,
-        &["reconcile", "-n", "bench-a", "--concurrency", &c],
-    );
-    ok("first run", &out);
-    let k = counts(&host, &members);
-    let first_phase = k.member_phase;
-    let placed = 2 * objects * n_members;
-    let minimum = n_members * (2 + 3 + 1 + 2 * objects); // healthz, version, 3 lists, namespace + objects
-    rows.push((
-        "first run: wall time".into(),
-        format!("{:.1} s", first.as_secs_f64()),
-        format!("{placed} objects placed on {n_members} members"),
-    ));
-    rows.push((
-        "first run: member writes".into(),
-        k.member_writes.to_string(),
-        format!(
-            "expected {} (one create per placed object + the namespace per member)",
-            placed + n_members
-        ),
-    ));
-    rows.push((
-        "first run: member requests".into(),
-        k.member_requests.to_string(),
-        format!("minimum the design needs: {minimum}"),
-    ));
-    rows.push((
+        let c = CONCURRENCY.to_string();
+        reset(&host, &members);
+        let (first, out, rss) = measured(
+            &kc_path,
+            &["reconcile", "-n", "bench-a", "--concurrency", &c],
+        );
+        ok("first run", &out);
+        let k = counts(&host, &members);
+        let first_phase = k.member_phase;
+        let placed = 2 * objects * n_members;
+        let minimum = n_members * (2 + 3 + 1 + 2 * objects); // healthz, version, 3 lists, namespace + objects
+        rows.push((
+            "first run: wall time".into(),
+            format!("{:.1} s", first.as_secs_f64()),
+            format!("{placed} objects placed on {n_members} members"),
+        ));
+        rows.push((
+            "first run: member writes".into(),
+            k.member_writes.to_string(),
+            format!(
+                "expected {} (one create per placed object + the namespace per member)",
+                placed + n_members
+            ),
+        ));
+        rows.push((
+            "first run: member requests".into(),
+            k.member_requests.to_string(),
+            format!("minimum the design needs: {minimum}"),
+        ));
+        rows.push((
         "first run: host writes".into(),
         k.host_writes.to_string(),
         format!(
@@ -300,49 +310,49 @@ fn main() {
             k.lock_writes
         ),
     ));
-    rows.push((
-        "peak RSS of kubefedctl".into(),
-        format!("{rss:.0} MiB"),
-        "target < 200 MB".into(),
-    ));
+        rows.push((
+            "peak RSS of kubefedctl".into(),
+            format!("{rss:.0} MiB"),
+            "target < 200 MB".into(),
+        ));
 
-    reset(&host, &members);
-    let (second, out) = kubefedctl(
-        &kc_path,
-        &["reconcile", "-n", "bench-a", "--concurrency", &c],
-    );
-    ok("second run", &out);
-    let k = counts(&host, &members);
-    rows.push((
-        "second run (nothing changed): writes".into(),
-        (k.member_writes + k.host_writes).to_string(),
-        format!(
-            "target 0; {:.1} s, {} member requests; plus {} for the run lock (take, release)",
-            second.as_secs_f64(),
-            k.member_requests,
-            k.lock_writes
-        ),
-    ));
+        reset(&host, &members);
+        let (second, out) = kubefedctl(
+            &kc_path,
+            &["reconcile", "-n", "bench-a", "--concurrency", &c],
+        );
+        ok("second run", &out);
+        let k = counts(&host, &members);
+        rows.push((
+            "second run (nothing changed): writes".into(),
+            (k.member_writes + k.host_writes).to_string(),
+            format!(
+                "target 0; {:.1} s, {} member requests; plus {} for the run lock (take, release)",
+                second.as_secs_f64(),
+                k.member_requests,
+                k.lock_writes
+            ),
+        ));
 
-    // The same work again, with 5 ms added to every member request.
-    populate(&env, "bench-b", objects);
-    for p in &members {
-        p.set_faults(Faults {
-            latency: Duration::from_millis(5),
-            ..Faults::default()
-        });
-    }
-    reset(&host, &members);
-    let (slow, out) = kubefedctl(
-        &kc_path,
-        &["reconcile", "-n", "bench-b", "--concurrency", &c],
-    );
-    ok("latency run", &out);
-    let k = counts(&host, &members);
-    let per_member = k.member_requests as f64 / n_members as f64;
-    let expected = per_member / CONCURRENCY as f64 * 0.005;
-    let added = k.member_phase.as_secs_f64() - first_phase.as_secs_f64();
-    rows.push((
+        // The same work again, with 5 ms added to every member request.
+        populate(&env, "bench-b", objects);
+        for p in &members {
+            p.set_faults(Faults {
+                latency: Duration::from_millis(5),
+                ..Faults::default()
+            });
+        }
+        reset(&host, &members);
+        let (slow, out) = kubefedctl(
+            &kc_path,
+            &["reconcile", "-n", "bench-b", "--concurrency", &c],
+        );
+        ok("latency run", &out);
+        let k = counts(&host, &members);
+        let per_member = k.member_requests as f64 / n_members as f64;
+        let expected = per_member / CONCURRENCY as f64 * 0.005;
+        let added = k.member_phase.as_secs_f64() - first_phase.as_secs_f64();
+        rows.push((
         "5 ms latency run: wall time".into(),
         format!("{:.1} s", slow.as_secs_f64()),
         format!(
@@ -350,16 +360,16 @@ fn main() {
             first.as_secs_f64()
         ),
     ));
-    rows.push((
-        "member phase (first member write → last answered): first run / 5 ms run".into(),
-        format!(
-            "{:.1} s / {:.1} s",
-            first_phase.as_secs_f64(),
-            k.member_phase.as_secs_f64()
-        ),
-        "all members together, timed by the proxies".into(),
-    ));
-    rows.push((
+        rows.push((
+            "member phase (first member write → last answered): first run / 5 ms run".into(),
+            format!(
+                "{:.1} s / {:.1} s",
+                first_phase.as_secs_f64(),
+                k.member_phase.as_secs_f64()
+            ),
+            "all members together, timed by the proxies".into(),
+        ));
+        rows.push((
         "5 ms latency: added member-phase time".into(),
         format!("{added:.2} s"),
         format!(
@@ -372,12 +382,19 @@ fn main() {
             }
         ),
     ));
+    }
 
     // Before the side-by-side rows: those add a second federation of the
     // same federated group, whose objects `-A` would also see.
-    sharded(&env, &kc_path, &host, &members, objects, &mut rows);
-    side_by_side(&env, &kc_path, &mut rows);
-    watch_latency(&env, &kc_path, &members[..3], &mut rows);
+    if wants("shards") {
+        sharded(&env, &kc_path, &host, &members, objects, &mut rows);
+    }
+    if wants("side") {
+        side_by_side(&env, &kc_path, &mut rows);
+    }
+    if wants("watch") {
+        watch_latency(&env, &kc_path, &members[..3], &mut rows);
+    }
 
     println!("\n| measure | result | notes |\n|---|---|---|");
     for (a, b, n) in rows {

@@ -16,8 +16,44 @@ pub type WorkKey = (String, ObjectKey);
 /// A watched set of objects.
 #[derive(Clone, Debug, Default)]
 pub struct Store {
-    pub objects: BTreeMap<ObjectKey, Value>,
+    pub objects: BTreeMap<ObjectKey, Compact>,
     pub state: StoreState,
+}
+
+/// An object held as its JSON text: a `Value` costs a B-tree node per map,
+/// several times the text for the small maps objects are made of. A round
+/// parses the objects it decides (a few for a change; all in a full round).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compact(Box<str>);
+
+impl Compact {
+    pub fn of(v: &Value) -> Compact {
+        Compact(
+            serde_json::to_string(v)
+                .unwrap_or_default()
+                .into_boxed_str(),
+        )
+    }
+
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or_default()
+    }
+}
+
+/// What a decision reads of an object: all but its status and the fields
+/// the API server bumps on every write. A change to the rest is news (a
+/// member edited by hand, a template changed); a status update (ours on
+/// the host, a controller's in a member) is not.
+fn essence(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("status");
+    }
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+        m.remove("managedFields");
+    }
+    v
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,7 +86,7 @@ pub struct Cache {
     pub config: Option<KubeFedConfig>,
     pub ftcs: BTreeMap<String, FederatedTypeConfig>,
     pub clusters: BTreeMap<String, Value>,
-    pub schedulings: BTreeMap<ObjectKey, Value>,
+    pub schedulings: BTreeMap<ObjectKey, Compact>,
     pub versions: HashMap<ObjectKey, Value>,
     pub namespaces: HashMap<String, String>,
     pub federated: BTreeMap<String, Store>,
@@ -196,6 +232,7 @@ impl Cache {
                     let kind = self
                         .schedulings
                         .get(&key)
+                        .map(Compact::value)
                         .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
                     for (name, t) in self.types() {
                         if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
@@ -269,7 +306,8 @@ impl Cache {
             }
             Source::Federated(ftc) => {
                 let store = self.federated.entry(ftc.clone()).or_default();
-                let touched = apply_store(store, change);
+                // Status updates are our own write-backs: no news.
+                let (touched, _) = apply_store(store, change);
                 let mut dirt = Dirt::default();
                 let is_namespaces = self.namespaces_type().as_ref() == Some(ftc);
                 for key in touched {
@@ -292,7 +330,7 @@ impl Cache {
                     .or_default();
                 let was_usable = store.state == StoreState::Listed;
                 let replaced = matches!(change, Change::Replaced(_));
-                let touched = apply_store(store, change);
+                let (touched, status_only) = apply_store(store, change);
                 if replaced && !was_usable {
                     // Rounds left this member out until now.
                     return Dirt {
@@ -306,6 +344,15 @@ impl Cache {
                 let mut dirt = Dirt::default();
                 for key in touched {
                     dirt.keys.insert((ftc.clone(), federated_key(&t.t, &key)));
+                }
+                // A member's status is news only where an RSP schedules the
+                // object: its replicas follow the members' ready ones (as
+                // upstream's RSP controller, which watches member status).
+                for key in status_only {
+                    let fed_key = federated_key(&t.t, &key);
+                    if self.schedulings.contains_key(&fed_key) {
+                        dirt.keys.insert((ftc.clone(), fed_key));
+                    }
                 }
                 if !matches!(
                     self.members[&(cluster.clone(), ftc.clone())].state,
@@ -375,7 +422,7 @@ impl Cache {
                     s.objects
                         .iter()
                         .filter(|(k, _)| keys.is_none() || wanted.contains(*k))
-                        .map(|(_, v)| v.clone())
+                        .map(|(_, v)| v.value())
                         .collect()
                 })
                 .unwrap_or_default();
@@ -389,7 +436,22 @@ impl Cache {
                     continue;
                 };
                 let listing = match &s.state {
-                    StoreState::Listed => Listing::Listed(s.objects.clone().into_iter().collect()),
+                    // A partial round decides (and looks for orphans among)
+                    // its keys only: it needs their member copies, not the
+                    // whole listing.
+                    StoreState::Listed if keys.is_some() => Listing::Listed(
+                        s.objects
+                            .iter()
+                            .filter(|(k, _)| wanted.contains(&federated_key(&t.t, k)))
+                            .map(|(k, v)| (k.clone(), v.value()))
+                            .collect(),
+                    ),
+                    StoreState::Listed => Listing::Listed(
+                        s.objects
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.value()))
+                            .collect(),
+                    ),
                     StoreState::NotServed(why) => Listing::NotServed(why.clone()),
                     StoreState::Failed(why) => Listing::Failed(why.clone()),
                     StoreState::Syncing => continue,
@@ -408,12 +470,29 @@ impl Cache {
                     t.objects = self
                         .federated
                         .get(&name)
-                        .map(|s| s.objects.values().cloned().collect())
+                        .map(|s| s.objects.values().map(Compact::value).collect())
                         .unwrap_or_default();
                     t
                 })
                 .collect::<Vec<_>>(),
         );
+        let versions = match keys {
+            None => self.versions.clone(),
+            // Those of the round's keys only, looked up as decide does.
+            Some(_) => types
+                .iter()
+                .zip(&partial)
+                .flat_map(|(t, wanted)| {
+                    wanted.iter().filter_map(|(ns, name)| {
+                        let k = (
+                            ns.clone(),
+                            crate::core::version::propagated_version_name(&t.t.target.kind, name),
+                        );
+                        self.versions.get(&k).map(|v| (k, v.clone()))
+                    })
+                })
+                .collect(),
+        };
         Observation {
             scope,
             settings,
@@ -425,7 +504,7 @@ impl Cache {
             types,
             fed_namespaces,
             host_namespaces: self.namespaces.clone(),
-            versions: self.versions.clone(),
+            versions,
             partial: keys.map(|_| partial),
         }
     }
@@ -510,36 +589,56 @@ fn apply_by_name(map: &mut BTreeMap<String, Value>, change: Change) {
 }
 
 /// Applies a change to objects by key; returns the keys whose object was
-/// added, changed or removed.
-fn apply_keyed(map: &mut BTreeMap<ObjectKey, Value>, change: Change) -> Vec<ObjectKey> {
+/// added, removed or changed in more than its status (see [`essence`]).
+fn apply_keyed(map: &mut BTreeMap<ObjectKey, Compact>, change: Change) -> Vec<ObjectKey> {
+    apply_keyed_status(map, change).0
+}
+
+/// [`apply_keyed`], also returning the keys whose status alone changed.
+fn apply_keyed_status(
+    map: &mut BTreeMap<ObjectKey, Compact>,
+    change: Change,
+) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
+    let mut news = Vec::new();
+    let mut status_only = Vec::new();
+    let mut compare =
+        |key: &ObjectKey, old: Option<&Compact>, new: &Value, text: &Compact| match old {
+            None => news.push(key.clone()),
+            Some(old) if old == text => {}
+            Some(old) if essence(&old.value()) == essence(new) => status_only.push(key.clone()),
+            Some(_) => news.push(key.clone()),
+        };
     match change {
         Change::Applied(v) => {
             let key = key_of(&v);
-            let changed = map.get(&key) != Some(&v);
-            map.insert(key.clone(), v);
-            if changed { vec![key] } else { Vec::new() }
+            let text = Compact::of(&v);
+            compare(&key, map.get(&key), &v, &text);
+            map.insert(key, text);
         }
         Change::Deleted(v) => {
             let key = key_of(&v);
             map.remove(&key);
-            vec![key]
+            news.push(key);
         }
         Change::Replaced(vs) => {
-            let new: BTreeMap<ObjectKey, Value> = vs.into_iter().map(|v| (key_of(&v), v)).collect();
-            let mut touched: Vec<ObjectKey> = map
-                .iter()
-                .filter(|(k, v)| new.get(*k) != Some(*v))
-                .map(|(k, _)| k.clone())
-                .collect();
-            touched.extend(new.keys().filter(|k| !map.contains_key(*k)).cloned());
+            let mut new = BTreeMap::new();
+            for v in vs {
+                let key = key_of(&v);
+                let text = Compact::of(&v);
+                compare(&key, map.get(&key), &v, &text);
+                new.insert(key, text);
+            }
+            news.extend(map.keys().filter(|k| !new.contains_key(*k)).cloned());
             *map = new;
-            touched
         }
-        Change::Failed { .. } => Vec::new(),
+        Change::Failed { .. } => {}
     }
+    (news, status_only)
 }
 
-fn apply_store(store: &mut Store, change: Change) -> Vec<ObjectKey> {
+/// Applies a change to a store: the keys with news, and those whose status
+/// alone changed.
+fn apply_store(store: &mut Store, change: Change) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
     match change {
         Change::Failed {
             not_served,
@@ -550,11 +649,11 @@ fn apply_store(store: &mut Store, change: Change) -> Vec<ObjectKey> {
             } else {
                 StoreState::Failed(message)
             };
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
         change => {
             let replaced = matches!(change, Change::Replaced(_));
-            let touched = apply_keyed(&mut store.objects, change);
+            let touched = apply_keyed_status(&mut store.objects, change);
             if replaced {
                 store.state = StoreState::Listed;
             }
@@ -768,6 +867,64 @@ mod tests {
             1,
             "a cluster-scoped relist keeps the namespaced versions"
         );
+
+        // Federated objects and member copies: a status update (ours on
+        // the host, a controller's in a member) is no news; the rest is.
+        let fed = Source::Federated("configmaps".into());
+        let a = obj("FederatedConfigMap", "shop", "a", "1");
+        c.apply(ev(fed.clone(), Change::Replaced(vec![a.clone()])));
+        let mut written_back = a.clone();
+        written_back["status"] = json!({"clusters": [{"name": "m1"}]});
+        written_back["metadata"]["resourceVersion"] = json!("7");
+        assert!(
+            c.apply(ev(fed.clone(), Change::Applied(written_back.clone())))
+                .keys
+                .is_empty()
+        );
+        let seen = c.observe(
+            "fed",
+            None,
+            &["configmaps".into()],
+            (&[], &[]),
+            BTreeSet::new(),
+            None,
+        );
+        assert_eq!(
+            seen.types[0].objects[0], written_back,
+            "the cache holds the latest copy"
+        );
+        let mut edited = written_back;
+        edited["metadata"]["labels"] = json!({"team": "x"});
+        assert_eq!(
+            c.apply(ev(fed.clone(), Change::Applied(edited))).keys,
+            [key("configmaps", "shop", "a")].into()
+        );
+        let member = Source::Member("m1".into(), "configmaps".into());
+        let copy = obj("ConfigMap", "shop", "a", "1");
+        c.apply(ev(member.clone(), Change::Replaced(vec![copy.clone()])));
+        let mut status = copy.clone();
+        status["status"] = json!({"observedGeneration": 2});
+        assert!(
+            c.apply(ev(member.clone(), Change::Applied(status.clone())))
+                .keys
+                .is_empty()
+        );
+        // Unless an RSP schedules it: its replicas follow the members'.
+        let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+                         "metadata": {"name": "a", "namespace": "shop"},
+                         "spec": {"targetKind": "FederatedConfigMap", "totalReplicas": 3}});
+        c.apply(ev(Source::Schedulings, Change::Replaced(vec![rsp])));
+        status["status"] = json!({"readyReplicas": 1});
+        assert_eq!(
+            c.apply(ev(member.clone(), Change::Applied(status))).keys,
+            [key("configmaps", "shop", "a")].into()
+        );
+        let mut drifted = copy;
+        drifted["data"]["d"] = json!("by hand");
+        assert_eq!(
+            c.apply(ev(member, Change::Applied(drifted))).keys,
+            [key("configmaps", "shop", "a")].into()
+        );
     }
 
     #[test]
@@ -787,6 +944,14 @@ mod tests {
                 message: "404".into(),
             },
         ));
+        let pv = |name: &str| {
+            json!({"apiVersion": "core.kubefed.io/v1alpha1", "kind": "PropagatedVersion",
+                   "metadata": {"name": name, "namespace": "shop"}, "status": {}})
+        };
+        c.apply(ev(
+            Source::Versions(false),
+            Change::Replaced(vec![pv("configmap-a"), pv("configmap-b")]),
+        ));
         let keys: BTreeSet<WorkKey> = [key("configmaps", "shop", "b")].into();
         let types = ["configmaps".to_string(), "namespaces".to_string()];
         let seen = c.observe(
@@ -804,8 +969,14 @@ mod tests {
             seen.partial.as_ref().unwrap()[0],
             [("shop".to_string(), "b".to_string())].into()
         );
+        assert_eq!(
+            seen.versions.keys().collect::<Vec<_>>(),
+            [&("shop".to_string(), "configmap-b".to_string())],
+            "the versions of the round's keys only"
+        );
         let all = c.observe("fed", None, &types, (&[], &[]), BTreeSet::new(), None);
         assert_eq!(all.types[0].objects.len(), 2);
+        assert_eq!(all.versions.len(), 2);
         assert!(all.partial.is_none());
         assert!(!c.member_synced("m2", &["configmaps".into()]));
         assert!(

@@ -151,7 +151,11 @@ impl Drop for Sources {
 async fn run(source: Source, spec: Spec, tx: UnboundedSender<Event>) {
     let mut stream = watcher(spec.api, spec.config).default_backoff().boxed();
     let mut listing: Vec<Value> = Vec::new();
-    let typed = |o: DynamicObject| {
+    let typed = |mut o: DynamicObject| {
+        // The API server keeps managedFields itself (an update without them
+        // leaves them as they are) and no decision reads them: not holding
+        // them is most of a Deployment's size in the cache.
+        o.metadata.managed_fields = None;
         let mut v = serde_json::to_value(o).unwrap_or_default();
         if v.get("apiVersion").is_none() {
             v["apiVersion"] = Value::String(spec.api_version.clone());
