@@ -431,6 +431,10 @@ fn sharded(
                     .arg(kc)
                     .args(["reconcile", "-A", "-o", "json", "--concurrency", &c])
                     .args(["--shard", &format!("{i}/{shards}")])
+                    // N shards list every member at once, all namespaces, on
+                    // the 2 cores the 11 API servers share: a 500-object
+                    // page can take longer than the 10 s default there.
+                    .args(["--timeout", "60s"])
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .spawn()

@@ -19,6 +19,16 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 impl Run {
     pub fn ok(self) -> Run {
         assert_eq!(
@@ -41,7 +51,7 @@ impl Run {
 
 /// Runs kubefedctl with `--kubeconfig kc` and `args`, no TTY, no KUBECONFIG.
 pub fn kubefedctl(kc: &Path, args: &[&str]) -> Run {
-    let out: Output = Command::new(KUBEFEDCTL)
+    Command::new(KUBEFEDCTL)
         .arg("--kubeconfig")
         .arg(kc)
         .args(args)
@@ -49,12 +59,8 @@ pub fn kubefedctl(kc: &Path, args: &[&str]) -> Run {
         .env_remove("COMPLETE")
         .stdin(std::process::Stdio::null())
         .output()
-        .expect("running kubefedctl");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .expect("running kubefedctl")
+        .into()
 }
 
 /// The generated service account's token (1.20's token controller writes
@@ -99,7 +105,7 @@ pub fn kubefedctl_in_pod(pod_dir: &Path, server: &str, args: &[&str]) -> Run {
     let (host, port) = hostport.rsplit_once(':').expect("server has a port");
     let home = pod_dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let out: Output = Command::new(KUBEFEDCTL)
+    Command::new(KUBEFEDCTL)
         .args(args)
         .env_remove("KUBECONFIG")
         .env("HOME", &home)
@@ -108,12 +114,8 @@ pub fn kubefedctl_in_pod(pod_dir: &Path, server: &str, args: &[&str]) -> Run {
         .env("KUBEFEDCTL_SERVICE_ACCOUNT_DIR", pod_dir)
         .stdin(std::process::Stdio::null())
         .output()
-        .expect("running kubefedctl");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .expect("running kubefedctl")
+        .into()
 }
 
 /// Writes a kubeconfig for this test under the environment's directory

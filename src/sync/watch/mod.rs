@@ -294,6 +294,17 @@ impl Controller<'_> {
             .collect()
     }
 
+    /// [`Self::types`] with what the watches need of each.
+    fn observed_types(&self) -> Vec<(String, crate::sync::observe::ObservedType)> {
+        self.types()
+            .into_iter()
+            .filter_map(|name| {
+                let t = self.cache.ftcs.get(&name)?;
+                Some((name, crate::sync::observe::ObservedType::of(t)))
+            })
+            .collect()
+    }
+
     fn namespace(&self) -> Option<String> {
         let (scope, _) = crate::sync::observe::config_settings(self.cache.config.as_ref());
         match scope {
@@ -374,15 +385,7 @@ impl Controller<'_> {
                 ),
             ),
         ]);
-        for name in self.types() {
-            let Some(t) = self
-                .cache
-                .ftcs
-                .get(&name)
-                .map(crate::sync::observe::ObservedType::of)
-            else {
-                continue;
-            };
+        for (name, t) in self.observed_types() {
             let mut config = plain();
             if let Some(sel) = &self.o.run.selection.selector {
                 config = config.labels(sel);
@@ -403,15 +406,7 @@ impl Controller<'_> {
             if !self.touchable(&m.name) {
                 continue;
             }
-            for name in self.types() {
-                let Some(t) = self
-                    .cache
-                    .ftcs
-                    .get(&name)
-                    .map(crate::sync::observe::ObservedType::of)
-                else {
-                    continue;
-                };
+            for (name, t) in self.observed_types() {
                 let in_ns = ns.as_deref().filter(|_| t.t.namespaced);
                 out.insert(
                     Source::Member(m.name.clone(), name),
