@@ -3,19 +3,14 @@
 //! exact records, failover CNAMEs when a member is down, and garbage
 //! collection with the record.
 
-use crate::fixtures::{get, kubefedctl, post, write_kubeconfig};
+use crate::fixtures::{get, kubefedctl, namespace, post, write_kubeconfig};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use testenv::{Faults, Mode, TestEnv};
 
 /// A member Service `web` with a load balancer and a ready endpoint.
 fn member_service(env: &TestEnv, cluster: &str, ns: &str, ip: &str) {
-    post(
-        env,
-        cluster,
-        "/api/v1/namespaces",
-        json!({"metadata": {"name": ns}}),
-    );
+    namespace(env, cluster, ns);
     let mut svc = post(
         env,
         cluster,
@@ -120,12 +115,7 @@ fn service_records_follow_load_balancers_and_fail_over() {
     let ns = "shop";
     member_service(env, "member1", ns, "192.0.2.10");
     member_service(env, "member2", ns, "198.51.100.20");
-    post(
-        env,
-        "host",
-        "/api/v1/namespaces",
-        json!({"metadata": {"name": ns}}),
-    );
+    namespace(env, "host", ns);
     post(
         env,
         "host",

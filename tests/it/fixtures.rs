@@ -197,6 +197,16 @@ pub fn post(env: &TestEnv, cluster: &str, path: &str, body: Value) -> Value {
     answer
 }
 
+/// Creates namespace `name` in `cluster` (one already there is fine).
+pub fn namespace(env: &TestEnv, cluster: &str, name: &str) {
+    post(
+        env,
+        cluster,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": name}}),
+    );
+}
+
 /// Merge-patches the object at `path` in `cluster`.
 pub fn patch(env: &TestEnv, cluster: &str, path: &str, body: Value) {
     let (status, answer) = request(env, cluster, "PATCH", path, Some(body));

@@ -3,7 +3,8 @@
 //! service account's token, and `reconcile --shard I/N`.
 
 use crate::fixtures::{
-    Federation, cm, get, gone, kubefedctl_in_pod, labels, patch, pod_mount, post, reconciler_token,
+    Federation, cm, get, gone, kubefedctl_in_pod, labels, namespace, patch, pod_mount, post,
+    reconciler_token,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -240,12 +241,7 @@ fn the_reconcilers_own_token_suffices_inside_a_pod_and_grants_nothing_else() {
     f.create_deployment(env, "web");
     f.create_rsp(env, "web", 4, &[(m1.as_str(), 1), (m2.as_str(), 1)]);
     // A managed copy whose federated object is gone: reconcile unlabels it.
-    post(
-        env,
-        "member1",
-        "/api/v1/namespaces",
-        json!({"metadata": {"name": f.ns}}),
-    );
+    namespace(env, "member1", f.ns);
     post(
         env,
         "member1",
@@ -365,12 +361,7 @@ fn shards_started_together_reach_one_runs_state_without_sharing_an_object() {
     let f = Federation::new(env, "ic-s", "ics.kubefed.io", "ic-s-0", &["configmaps"]);
     let namespaces: Vec<String> = (0..12).map(|i| format!("ic-s-{i}")).collect();
     for ns in &namespaces {
-        post(
-            env,
-            "host",
-            "/api/v1/namespaces",
-            json!({"metadata": {"name": ns}}),
-        );
+        namespace(env, "host", ns);
         let base = format!("/apis/{}/v1beta1/namespaces/{ns}", f.group);
         if ns != f.ns {
             post(

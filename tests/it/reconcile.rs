@@ -6,8 +6,8 @@
 //! with `-n`.
 
 use crate::fixtures::{
-    Federation, assert_golden, cm, get, holder, kubefedctl, labels, lease, patch, post, root,
-    wait_until,
+    Federation, assert_golden, cm, get, holder, kubefedctl, labels, lease, namespace, patch, post,
+    root, wait_until,
 };
 use serde_json::{Value, json};
 use testenv::{Faults, Mode, Proxy, RequestRecord, TestEnv};
@@ -937,12 +937,7 @@ fn rsp_counts_only_managed_member_copies() {
     );
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     // member2 already runs an unmanaged `web` that wants 3 replicas.
-    post(
-        env,
-        "member2",
-        "/api/v1/namespaces",
-        json!({"metadata": {"name": f.ns}}),
-    );
+    namespace(env, "member2", f.ns);
     post(
         env,
         "member2",

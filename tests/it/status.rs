@@ -1,7 +1,7 @@
 //! status through the built binary: tables (golden, colours off), JSON
 //! shape, a cluster that is down, per-object propagation.
 
-use crate::fixtures::{assert_golden, kubefedctl, write_kubeconfig};
+use crate::fixtures::{assert_golden, create, kubefedctl, write_kubeconfig};
 use serde_json::{Value, json};
 use testenv::{Faults, Mode, TestEnv};
 
@@ -140,14 +140,13 @@ fn objects_show_placement_and_per_cluster_propagation() {
     kubefedctl(&kc, &with(&["init"])).ok();
     kubefedctl(&kc, &with(&["enable", "configmaps"])).ok();
     assert_eq!(
-        env.request(
+        create(
+            env,
             "host",
-            "POST",
             "/api/v1/namespaces",
-            Some(r#"{"metadata":{"name":"status-objs"}}"#)
+            json!({"metadata": {"name": "status-objs"}})
         )
-        .unwrap()
-        .status,
+        .0,
         201
     );
     let base = "/apis/types.kubefed.io/v1beta1/namespaces/status-objs/federatedconfigmaps";
@@ -238,14 +237,13 @@ fn live_status_finds_drifted_and_missing_member_objects() {
     }
     let ns = "status-live";
     assert_eq!(
-        env.request(
+        create(
+            env,
             "host",
-            "POST",
             "/api/v1/namespaces",
-            Some(&json!({"metadata": {"name": ns}}).to_string())
+            json!({"metadata": {"name": ns}})
         )
-        .unwrap()
-        .status,
+        .0,
         201
     );
     for (plural, kind, name, spec) in [
