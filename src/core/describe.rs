@@ -58,6 +58,22 @@ pub fn quoted(obj: &Value, default_kind: &str) -> String {
     format!("{kind} {:?}", qualified(obj))
 }
 
+/// `value` as a `T`; a type error names the field by its path from `root`
+/// (`""`: `value` is the whole object), e.g. `spec.recordTTL: invalid type: ...`.
+pub fn typed<'de, T: serde::Deserialize<'de>>(value: &'de Value, root: &str) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = match (root, e.path().iter().next()) {
+            (_, None) => root.to_string(),
+            ("", Some(_)) => e.path().to_string(),
+            (_, Some(_)) => format!("{root}.{}", e.path()),
+        };
+        match path.as_str() {
+            "" => e.inner().to_string(),
+            path => format!("{path}: {}", e.inner()),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,7 @@
 //! the CRDs' schema from them. A doc comment on them would become a
 //! description in that schema, so their notes are plain comments.
 
+use crate::core::describe::typed as parse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
@@ -749,22 +750,6 @@ fn check_group(obj: &Value) -> Result<String, String> {
             }
         }
     }
-}
-
-/// `value` as a `T`; a type error names the field by its path from `root`
-/// (`""`: `value` is the whole object), e.g. `spec.recordTTL: invalid type: ...`.
-fn parse<'de, T: Deserialize<'de>>(value: &'de Value, root: &str) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = match (root, e.path().iter().next()) {
-            (_, None) => root.to_string(),
-            ("", Some(_)) => e.path().to_string(),
-            (_, Some(_)) => format!("{root}.{}", e.path()),
-        };
-        match path.as_str() {
-            "" => e.inner().to_string(),
-            path => format!("{path}: {}", e.inner()),
-        }
-    })
 }
 
 fn required(value: Option<String>, path: &str) -> Result<String, String> {

@@ -529,14 +529,10 @@ fn name_of(v: &Value) -> String {
 /// A typed object, or a warning naming it and the field that is wrong.
 fn parse<T: serde::de::DeserializeOwned>(v: Value, warnings: &mut Vec<String>) -> Option<T> {
     let what = crate::core::describe::quoted(&v, "object");
-    match serde_path_to_error::deserialize::<_, T>(v) {
+    match crate::core::describe::typed::<T>(&v, "") {
         Ok(t) => Some(t),
         Err(e) => {
-            warnings.push(format!(
-                "{what}: {}: {}; ignored until it is fixed",
-                e.path(),
-                e.inner()
-            ));
+            warnings.push(format!("{what}: {e}; ignored until it is fixed"));
             None
         }
     }
