@@ -428,10 +428,24 @@ pub fn decide_type(
     members: &BTreeMap<String, Listing>,
     limits: RunLimits,
 ) -> TypeDecisions {
-    let plans: Vec<ObjectPlan> = objects
+    let plans = objects
         .iter()
         .map(|o| decide_object(fed, t, o, members))
         .collect();
+    complete_type(fed, t, objects, members, limits, plans)
+}
+
+/// [`decide_type`] once each object has its plan: `plans` are
+/// [`decide_object`]'s, in `objects`' order (a caller may compute them on
+/// all cores, as each depends on its object alone).
+pub fn complete_type(
+    fed: &Federation,
+    t: &FederatedType,
+    objects: &[Value],
+    members: &BTreeMap<String, Listing>,
+    limits: RunLimits,
+    plans: Vec<ObjectPlan>,
+) -> TypeDecisions {
     let mut failures = Vec::new();
     for (cluster, listing) in members {
         let (why, served) = match listing {

@@ -45,9 +45,9 @@ pub async fn reconcile(
     progress: &indicatif::ProgressBar,
 ) -> Result<Report> {
     let mut seen = observe::observe(host, &o.selection).await?;
-    Ok(round(host, &mut seen, o, Passes::ALL, progress)
-        .await?
-        .report)
+    let outcome = round(host, &mut seen, o, Passes::ALL, progress).await?;
+    crate::parallel::drop_in_background((seen, outcome.objects));
+    Ok(outcome.report)
 }
 
 /// The passes of a round beyond the federated objects.
@@ -141,6 +141,7 @@ pub async fn round(
             .await;
         objects = account(seen, finished, &mut report);
     }
+    crate::parallel::drop_in_background(decided);
     if passes.dns {
         dns(host, seen, o, &mut report).await?;
     }
@@ -202,7 +203,11 @@ fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions
                 shard: o.selection.shard,
                 only: seen.partial.as_ref().map(|p| &p[i]),
             };
-            decide::decide_type(&federation, &t.t, &t.objects, &t.members, limits)
+            // Each object's plan depends on that object alone: on all cores.
+            let plans = crate::parallel::map(&t.objects, |o| {
+                decide::decide_object(&federation, &t.t, o, &t.members)
+            });
+            decide::complete_type(&federation, &t.t, &t.objects, &t.members, limits, plans)
         })
         .collect()
 }

@@ -137,34 +137,48 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         versions: HashMap::new(),
         partial: None,
     };
-    seen.types = federated_types(host, o, &seen.namespace).await?;
-    list_members(&mut seen, o.timeout).await;
-    seen.fed_namespaces = federated_namespaces(&seen.types);
-    seen.versions = read_versions(host, &seen.namespace).await?;
-    if seen.types.iter().any(|t| t.t.target.is_namespace()) {
-        let api = dynamic_api(
-            &host.client,
-            None,
-            &api_resource("", "v1", "Namespace", "namespaces"),
-        );
-        seen.host_namespaces = list_all(&api, &ListParams::default())
-            .await?
-            .into_iter()
-            .map(|n| {
-                let uid = n["metadata"]["uid"].as_str().unwrap_or("").to_string();
-                (key_of(&n).1, uid)
-            })
-            .collect();
+    // What the decide step needs is read all at once after the types are
+    // known: the federated objects of each type, every member's objects,
+    // the PropagatedVersions and the host's namespaces. Each is a paged list
+    // bound by its API server's CPU; one after another they added up.
+    seen.types = enabled_types(host, o).await?;
+    let wants_namespaces = seen.types.iter().any(|t| t.t.target.is_namespace());
+    let (objects, listings, versions, namespaces) = tokio::join!(
+        federated_objects(host, o, &seen.types, &seen.namespace),
+        list_members(&seen, o.timeout),
+        read_versions(host, &seen.namespace),
+        async {
+            if !wants_namespaces {
+                return Ok(Vec::new());
+            }
+            let api = dynamic_api(
+                &host.client,
+                None,
+                &api_resource("", "v1", "Namespace", "namespaces"),
+            );
+            list_all(&api, &ListParams::default()).await
+        },
+    );
+    for (t, objects) in seen.types.iter_mut().zip(objects?) {
+        t.objects = shard::retain_owned(o.shard, objects);
     }
+    for (i, cluster, listing) in listings {
+        seen.types[i].members.insert(cluster, listing);
+    }
+    seen.fed_namespaces = federated_namespaces(&seen.types);
+    seen.versions = versions?;
+    seen.host_namespaces = namespaces?
+        .into_iter()
+        .map(|n| {
+            let uid = n["metadata"]["uid"].as_str().unwrap_or("").to_string();
+            (key_of(&n).1, uid)
+        })
+        .collect();
     Ok(seen)
 }
 
-/// The enabled types (all, or those asked for) and their federated objects.
-async fn federated_types(
-    host: &Host,
-    o: &Selection,
-    namespace: &Option<String>,
-) -> Result<Vec<ObservedType>> {
+/// The enabled types (all, or those asked for), with nothing read of them yet.
+async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedType>> {
     let ftc_api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let mut ftcs: Vec<FederatedTypeConfig> = ftc_api
         .list(&ListParams::default())
@@ -178,24 +192,40 @@ async fn federated_types(
             bail!("no enabled federated type {t:?} (see kubefedctl status types)");
         }
     }
+    Ok(ftcs.iter().map(ObservedType::of).collect())
+}
+
+/// The federated objects of each type (in `types`' order), all types at
+/// once; the first type whose list fails names the error.
+async fn federated_objects(
+    host: &Host,
+    o: &Selection,
+    types: &[ObservedType],
+    namespace: &Option<String>,
+) -> Result<Vec<Vec<Value>>> {
     let mut params = ListParams::default();
     if let Some(sel) = &o.selector {
         params = params.labels(sel);
     }
-    let mut types = Vec::new();
-    for f in &ftcs {
-        let mut t = ObservedType::of(f);
-        let in_namespace = namespace.as_deref().filter(|_| t.federated_namespaced);
-        let objects = list_all(
-            &dynamic_api(&host.client, in_namespace, &t.federated),
-            &params,
-        )
-        .await
-        .with_context(|| format!("listing {}", t.federated.kind))?;
-        t.objects = shard::retain_owned(o.shard, objects);
-        types.push(t);
+    let lists: Vec<_> = types
+        .iter()
+        .map(|t| {
+            let in_namespace = namespace.as_deref().filter(|_| t.federated_namespaced);
+            let api = dynamic_api(&host.client, in_namespace, &t.federated);
+            let (params, kind) = (params.clone(), t.federated.kind.clone());
+            // A task each, so that their pages are parsed on every core.
+            tokio::spawn(async move {
+                list_all(&api, &params)
+                    .await
+                    .with_context(|| format!("listing {kind}"))
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(lists.len());
+    for list in futures::future::join_all(lists).await {
+        out.push(list.expect("list tasks do not panic")?);
     }
-    Ok(types)
+    Ok(out)
 }
 
 impl ObservedType {
@@ -264,9 +294,10 @@ pub fn placement_clusters(members: &[Member], health: &[Health]) -> Vec<Cluster>
         .collect()
 }
 
-/// One list per type and ready touched member, all at once. A 404 means
+/// One list per type and ready touched member, all at once (as type
+/// index, member, listing). A 404 means
 /// the member does not serve the type: that type alone is affected there.
-async fn list_members(seen: &mut Observation, timeout: Duration) {
+async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, String, Listing)> {
     let mut lists = tokio::task::JoinSet::new();
     for (i, t) in seen.types.iter().enumerate() {
         for m in seen.ready_members() {
@@ -295,10 +326,11 @@ async fn list_members(seen: &mut Observation, timeout: Duration) {
             });
         }
     }
+    let mut out = Vec::new();
     while let Some(joined) = lists.join_next().await {
-        let (i, cluster, listing) = joined.expect("list tasks do not panic");
-        seen.types[i].members.insert(cluster, listing);
+        out.push(joined.expect("list tasks do not panic"));
     }
+    out
 }
 
 /// Every page of a list, as JSON values carrying their apiVersion.
