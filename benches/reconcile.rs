@@ -30,9 +30,7 @@ fn kubefedctl(kc: &Path, args: &[&str]) -> (Duration, std::process::Output) {
 
 /// Runs kubefedctl and returns its wall time, output and own peak RSS in
 /// MiB (wait4 on that child alone; RUSAGE_CHILDREN would mix all runs).
-#[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
 fn measured(kc: &Path, args: &[&str]) -> (Duration, std::process::Output, f64) {
-    use std::os::unix::process::ExitStatusExt;
     let dir = std::env::temp_dir();
     let out_path = dir.join(format!("kfb-out-{}", std::process::id()));
     let err_path = dir.join(format!("kfb-err-{}", std::process::id()));
@@ -45,25 +43,142 @@ fn measured(kc: &Path, args: &[&str]) -> (Duration, std::process::Output, f64) {
         .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()
         .expect("running kubefedctl");
+    let (status, usage) = wait_with_usage(child);
+    let elapsed = start.elapsed();
+    let out = std::process::Output {
+        status,
+        stdout: std::fs::read(&out_path).unwrap(),
+        stderr: std::fs::read(&err_path).unwrap(),
+    };
+    LAST_CPU.with(|c| c.set(usage.cpu));
+    (elapsed, out, usage.max_rss_mib)
+}
+
+/// What wait4 tells of one child.
+struct Usage {
+    /// CPU seconds, user + system.
+    cpu: f64,
+    max_rss_mib: f64,
+}
+
+/// Waits for `child` and returns its exit status and its own resource use.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its rusage
+fn wait_with_usage(child: std::process::Child) -> (std::process::ExitStatus, Usage) {
+    use std::os::unix::process::ExitStatusExt;
     let mut status = 0;
     // SAFETY: waits for our own child and fills structs we own.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as i32, "wait4");
-    let elapsed = start.elapsed();
-    let out = std::process::Output {
-        status: std::process::ExitStatus::from_raw(status),
-        stdout: std::fs::read(&out_path).unwrap(),
-        stderr: std::fs::read(&err_path).unwrap(),
-    };
-    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    LAST_CPU.with(|c| c.set(cpu(usage.ru_utime) + cpu(usage.ru_stime)));
-    (elapsed, out, usage.ru_maxrss as f64 / 1024.0)
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (
+        std::process::ExitStatus::from_raw(status),
+        Usage {
+            cpu: secs(usage.ru_utime) + secs(usage.ru_stime),
+            max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
+        },
+    )
 }
 
 thread_local! {
     /// CPU seconds (user + system) of the last `measured` run.
     static LAST_CPU: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+}
+
+/// CPU seconds (user + system) a running process has used so far
+/// (/proc/PID/stat, fields 14 and 15).
+fn process_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    // Counted from the field after the command: state is 3, utime 14, stime 15.
+    (ticks(11).unwrap_or(0.0) + ticks(12).unwrap_or(0.0)) / hz
+}
+
+/// CPU seconds the test environment's processes have used, by role. Two
+/// snapshots around a run say where its CPU went on the shared cores.
+#[derive(Clone, Copy, Default)]
+struct EnvCpu {
+    host_apiserver: f64,
+    /// The apiservers of the members the run writes to.
+    member_apiservers: f64,
+    etcd: f64,
+    controller_managers: f64,
+    /// This process: the counting proxies (the bench itself waits meanwhile).
+    proxies: f64,
+    /// Apiservers of the clusters the run does not touch (idle load).
+    other_apiservers: f64,
+}
+
+impl EnvCpu {
+    fn now(env: &TestEnv, members: &[&str]) -> EnvCpu {
+        let mut cpu = EnvCpu {
+            etcd: process_cpu(env.etcd_pid()),
+            ..EnvCpu::default()
+        };
+        for c in env.clusters() {
+            let apiserver = process_cpu(c.apiserver_pid());
+            if c.name == "host" {
+                cpu.host_apiserver = apiserver;
+            } else if members.contains(&c.name.as_str()) {
+                cpu.member_apiservers += apiserver;
+            } else {
+                cpu.other_apiservers += apiserver;
+            }
+            cpu.controller_managers += c.controller_manager_pid().map_or(0.0, process_cpu);
+        }
+        // SAFETY: fills a struct we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        cpu.proxies = secs(usage.ru_utime) + secs(usage.ru_stime);
+        cpu
+    }
+
+    fn since(self, before: EnvCpu) -> EnvCpu {
+        EnvCpu {
+            host_apiserver: self.host_apiserver - before.host_apiserver,
+            member_apiservers: self.member_apiservers - before.member_apiservers,
+            etcd: self.etcd - before.etcd,
+            controller_managers: self.controller_managers - before.controller_managers,
+            proxies: self.proxies - before.proxies,
+            other_apiservers: self.other_apiservers - before.other_apiservers,
+        }
+    }
+
+    fn total(&self) -> f64 {
+        self.host_apiserver
+            + self.member_apiservers
+            + self.etcd
+            + self.controller_managers
+            + self.proxies
+            + self.other_apiservers
+    }
+
+    /// `host apiserver 16.4 s (47 %), member apiservers 8.1 s, ...`, with
+    /// the client's own CPU last; shares are of everything listed.
+    fn describe(&self, client: &str, client_cpu: f64) -> String {
+        let all = self.total() + client_cpu;
+        let pct = |v: f64| 100.0 * v / all.max(f64::EPSILON);
+        format!(
+            "host apiserver {:.1} s ({:.0} %), member apiservers {:.1} s ({:.0} %), etcd {:.1} s, controller-managers {:.1} s, proxies {:.1} s, idle clusters {:.1} s, {client} {client_cpu:.1} s ({:.0} %); {all:.1} core-s in all",
+            self.host_apiserver,
+            pct(self.host_apiserver),
+            self.member_apiservers,
+            pct(self.member_apiservers),
+            self.etcd,
+            self.controller_managers,
+            self.proxies,
+            self.other_apiservers,
+            pct(client_cpu),
+        )
+    }
 }
 
 fn ok(what: &str, out: &std::process::Output) {
@@ -646,33 +761,43 @@ fn federated_yaml(ns: &str, objects: usize) -> String {
 }
 
 /// `kubectl apply` of each member's rendered objects, all members at once.
-fn kubectl_apply(kc: &Path, dirs: &[(String, std::path::PathBuf)], server_side: bool) -> Duration {
+/// Returns the wall time and the kubectl processes' CPU seconds.
+fn kubectl_apply(
+    kc: &Path,
+    dirs: &[(String, std::path::PathBuf)],
+    server_side: bool,
+) -> (Duration, f64) {
     let start = Instant::now();
     let children: Vec<_> = dirs
         .iter()
         .map(|(context, dir)| {
+            let err_path =
+                std::env::temp_dir().join(format!("kfb-kubectl-{}-{context}", std::process::id()));
             let mut cmd = Command::new("kubectl");
             cmd.arg("--kubeconfig")
                 .arg(kc)
                 .args(["--context", context, "apply", "-R", "-f"])
                 .arg(dir)
                 .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped());
+                .stderr(std::fs::File::create(&err_path).unwrap());
             if server_side {
                 cmd.arg("--server-side");
             }
-            cmd.spawn().expect("kubectl")
+            (cmd.spawn().expect("kubectl"), err_path)
         })
         .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
+    let mut cpu = 0.0;
+    for (child, err_path) in children {
+        let (status, usage) = wait_with_usage(child);
         assert!(
-            out.status.success(),
+            status.success(),
             "kubectl apply: {}",
-            String::from_utf8_lossy(&out.stderr)
+            std::fs::read_to_string(&err_path).unwrap_or_default()
         );
+        let _ = std::fs::remove_file(&err_path);
+        cpu += usage.cpu;
     }
-    start.elapsed()
+    (start.elapsed(), cpu)
 }
 
 /// The first and the no-op run of kubefedctl beside `kubectl apply`
@@ -702,7 +827,9 @@ fn side_by_side(env: &TestEnv, kc: &Path, rows: &mut Vec<(String, String, String
         let c = CONCURRENCY.to_string();
         let mut args: Vec<&str> = with(&["reconcile"]);
         args.extend(["--concurrency", c.as_str(), "-n", ns.as_str()]);
+        let before = EnvCpu::now(env, &members);
         let (first, out, rss) = measured(kc, &args);
+        let first_env = EnvCpu::now(env, &members).since(before);
         ok("side first run", &out);
         let first_cpu = LAST_CPU.with(|c| c.get());
         let (noop, out) = kubefedctl(kc, &args);
@@ -730,11 +857,13 @@ fn side_by_side(env: &TestEnv, kc: &Path, rows: &mut Vec<(String, String, String
                 .iter()
                 .map(|m| (m.to_string(), out_dir.join(m)))
                 .collect();
-            let first = kubectl_apply(kc, &dirs, server_side);
-            let noop = kubectl_apply(kc, &dirs, server_side);
-            baseline.push((first, noop));
+            let before = EnvCpu::now(env, &members);
+            let (first, kubectl_cpu) = kubectl_apply(kc, &dirs, server_side);
+            let first_env = EnvCpu::now(env, &members).since(before);
+            let (noop, _) = kubectl_apply(kc, &dirs, server_side);
+            baseline.push((first, noop, first_env, kubectl_cpu));
         }
-        let ((ssa, ssa_noop), (csa, csa_noop)) = (baseline[0], baseline[1]);
+        let ((ssa, ssa_noop, ssa_env, ssa_cpu), (csa, csa_noop, _, _)) = (baseline[0], baseline[1]);
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
         rows.push((
             format!("side by side, {total} objects × 3 members: first run"),
@@ -745,6 +874,15 @@ fn side_by_side(env: &TestEnv, kc: &Path, rows: &mut Vec<(String, String, String
                 ratio(first, ssa),
                 csa.as_secs_f64(),
                 ratio(first, csa)
+            ),
+        ));
+        rows.push((
+            format!("side by side, {total} objects × 3 members: CPU of the first runs"),
+            format!("{:.1} core-s", first_env.total() + first_cpu),
+            format!(
+                "kubefedctl: {}. kubectl apply --server-side: {}. Two cores give 2 core-s per second of wall time",
+                first_env.describe("kubefedctl", first_cpu),
+                ssa_env.describe("kubectl", ssa_cpu),
             ),
         ));
         rows.push((

@@ -66,6 +66,10 @@ impl Cluster {
     pub fn apiserver_pid(&self) -> u32 {
         self.apiserver.pid()
     }
+
+    pub fn controller_manager_pid(&self) -> Option<u32> {
+        self.controller_manager.as_ref().map(Process::pid)
+    }
 }
 
 /// A running control plane of several clusters. Dropping it stops every
@@ -74,7 +78,7 @@ pub struct TestEnv {
     dir: PathBuf,
     ca: Ca,
     clusters: Vec<Cluster>,
-    _etcd: Process,
+    etcd: Process,
 }
 
 impl TestEnv {
@@ -140,7 +144,7 @@ impl TestEnv {
             dir,
             ca,
             clusters: Vec::new(),
-            _etcd: etcd,
+            etcd,
         };
         for (mut cluster, cm_token) in pending {
             env.wait_ready(&mut cluster)?;
@@ -182,6 +186,11 @@ impl TestEnv {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The one etcd every cluster of the environment keeps its state in.
+    pub fn etcd_pid(&self) -> u32 {
+        self.etcd.pid()
     }
 
     pub fn ca_pem(&self) -> &str {
