@@ -294,9 +294,9 @@ pub fn placement_clusters(members: &[Member], health: &[Health]) -> Vec<Cluster>
         .collect()
 }
 
-/// One list per type and ready touched member, all at once (as type
-/// index, member, listing). A 404 means
-/// the member does not serve the type: that type alone is affected there.
+/// One list per type and ready touched member, all at once, as (type
+/// index, member, listing). A 404 means the member does not serve the
+/// type: that type alone is affected there.
 async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, String, Listing)> {
     let mut lists = tokio::task::JoinSet::new();
     for (i, t) in seen.types.iter().enumerate() {
