@@ -70,11 +70,10 @@ fn wait_with_usage(child: std::process::Child) -> (std::process::ExitStatus, Usa
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as i32, "wait4");
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     (
         std::process::ExitStatus::from_raw(status),
         Usage {
-            cpu: secs(usage.ru_utime) + secs(usage.ru_stime),
+            cpu: cpu_seconds(&usage),
             max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
         },
     )
@@ -83,6 +82,12 @@ fn wait_with_usage(child: std::process::Child) -> (std::process::ExitStatus, Usa
 thread_local! {
     /// CPU seconds (user + system) of the last `measured` run.
     static LAST_CPU: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+}
+
+/// User + system CPU seconds of a rusage.
+fn cpu_seconds(usage: &libc::rusage) -> f64 {
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// CPU seconds (user + system) a running process has used so far
@@ -136,8 +141,7 @@ impl EnvCpu {
         // SAFETY: fills a struct we own.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        cpu.proxies = secs(usage.ru_utime) + secs(usage.ru_stime);
+        cpu.proxies = cpu_seconds(&usage);
         cpu
     }
 
