@@ -79,6 +79,7 @@ pub struct TestEnv {
     ca: Ca,
     clusters: Vec<Cluster>,
     etcd: Process,
+    etcd_port: u16,
 }
 
 impl TestEnv {
@@ -145,6 +146,7 @@ impl TestEnv {
             ca,
             clusters: Vec::new(),
             etcd,
+            etcd_port,
         };
         for (mut cluster, cm_token) in pending {
             env.wait_ready(&mut cluster)?;
@@ -184,6 +186,16 @@ impl TestEnv {
         })
     }
 
+    /// An environment of its own for tests that stop, restart or freeze its
+    /// processes (the shared one must keep running for the other tests).
+    /// Its processes die with the test process, and its directory is
+    /// removed at exit like the shared one's.
+    pub fn private(names: &[&str]) -> Result<TestEnv> {
+        let env = TestEnv::start(names)?;
+        register_exit_cleanup(env.dir.clone());
+        Ok(env)
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -191,6 +203,55 @@ impl TestEnv {
     /// The one etcd every cluster of the environment keeps its state in.
     pub fn etcd_pid(&self) -> u32 {
         self.etcd.pid()
+    }
+
+    /// Stops a cluster's kube-apiserver (as an upgrade or a crash would):
+    /// its port refuses connections until [`Self::start_apiserver`].
+    pub fn stop_apiserver(&mut self, name: &str) {
+        let c = self.cluster_mut(name);
+        c.apiserver.stop(Duration::from_secs(10));
+    }
+
+    /// Starts a stopped kube-apiserver again on its port, and waits until
+    /// it is ready.
+    pub fn start_apiserver(&mut self, name: &str) -> Result<()> {
+        let i = self.index(name);
+        self.clusters[i].apiserver.start_again()?;
+        let mut c = self.clusters.remove(i);
+        let ready = self.wait_ready(&mut c);
+        self.clusters.insert(i, c);
+        ready
+    }
+
+    /// Compacts etcd's history up to its current revision (what the API
+    /// servers do every 5 minutes): watches resumed from before it get
+    /// `410 Gone`. Returns the revision.
+    pub fn compact_etcd(&self) -> Result<i64> {
+        let addr = format!("127.0.0.1:{}", self.etcd_port);
+        // The key "/" base64-encoded: any key gives the store's revision.
+        let range = http::plain_post(&addr, "/v3/kv/range", r#"{"key":"Lw=="}"#, PROBE_TIMEOUT)?;
+        let rev: i64 = range.json()?["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| anyhow!("etcd answered no revision: {}", range.body))?;
+        let body = format!(r#"{{"revision":"{rev}","physical":true}}"#);
+        let r = http::plain_post(&addr, "/v3/kv/compaction", &body, Duration::from_secs(30))?;
+        if r.status != 200 {
+            bail!("etcd compaction answered {}: {}", r.status, r.body);
+        }
+        Ok(rev)
+    }
+
+    fn index(&self, name: &str) -> usize {
+        self.clusters
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no cluster {name} in the test environment"))
+    }
+
+    fn cluster_mut(&mut self, name: &str) -> &mut Cluster {
+        let i = self.index(name);
+        &mut self.clusters[i]
     }
 
     pub fn ca_pem(&self) -> &str {

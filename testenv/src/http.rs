@@ -82,6 +82,26 @@ pub fn request(
     parse_response(&raw)
 }
 
+/// A plain-HTTP POST of a JSON body to `addr` (`127.0.0.1:2379`): etcd's
+/// JSON gateway, which the environment's etcd serves without TLS.
+pub fn plain_post(addr: &str, path: &str, body: &str, timeout: Duration) -> Result<Response> {
+    let sock_addr = addr
+        .parse()
+        .with_context(|| format!("{addr} is not an ip:port"))?;
+    let mut sock = TcpStream::connect_timeout(&sock_addr, timeout)?;
+    sock.set_read_timeout(Some(timeout))?;
+    sock.set_write_timeout(Some(timeout))?;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(head.as_bytes())?;
+    sock.write_all(body.as_bytes())?;
+    let mut raw = Vec::new();
+    sock.read_to_end(&mut raw)?;
+    parse_response(&raw)
+}
+
 fn client_config(ca_pem: &str) -> Result<Arc<rustls::ClientConfig>> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {

@@ -38,12 +38,44 @@ pub struct Process {
     name: String,
     child: Child,
     log: PathBuf,
+    program: PathBuf,
+    args: Vec<String>,
 }
 
 impl Process {
     /// Starts `program args...`, stdout and stderr appended to `log`.
     pub fn spawn(name: &str, program: &Path, args: &[String], log: &Path) -> Result<Process> {
         let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        Self::spawn_logging(name, program, args, log, out)
+    }
+
+    /// Stops the process (SIGTERM, then SIGKILL after `grace`) and starts
+    /// it again with the same arguments, its log appended to.
+    pub fn restart(&mut self, grace: std::time::Duration) -> Result<()> {
+        self.stop(grace);
+        self.start_again()
+    }
+
+    /// Starts a stopped process again with the same arguments.
+    pub fn start_again(&mut self) -> Result<()> {
+        let out = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("opening {}", self.log.display()))?;
+        let again = Self::spawn_logging(&self.name, &self.program, &self.args, &self.log, out)?;
+        // The old child is reaped: replacing it must not signal anything.
+        let old = std::mem::replace(self, again);
+        std::mem::forget(old);
+        Ok(())
+    }
+
+    fn spawn_logging(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        log: &Path,
+        out: File,
+    ) -> Result<Process> {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .stdin(Stdio::null())
@@ -72,6 +104,8 @@ impl Process {
             name: name.to_string(),
             child,
             log: log.to_path_buf(),
+            program: program.to_path_buf(),
+            args: args.to_vec(),
         })
     }
 
