@@ -11,6 +11,7 @@ use kube::Client;
 /// The CRD whose presence means the host is initialised.
 pub const MARKER_CRD: &str = "kubefedclusters.core.kubefed.io";
 
+#[derive(Clone)]
 pub struct Host {
     /// The host's context in the kubeconfig.
     pub context: String,
@@ -65,6 +66,28 @@ impl Host {
                 self.context
             ),
             Err(e) => Err(e),
+        }
+    }
+
+    /// [`Self::require_initialised`] for a standby (`--leader-elect`): a host
+    /// that does not answer is waited for (every `retry`), one line said
+    /// once; a host that answers without KubeFed's CRDs is still an error.
+    pub async fn wait_initialised(&self, retry: std::time::Duration) -> Result<()> {
+        let crd = self.object(resource_of::<CustomResourceDefinition>(), false, MARKER_CRD);
+        let mut said = false;
+        loop {
+            match crd.get().await {
+                Ok(_) => return self.require_initialised().await,
+                Err(e) => {
+                    if !std::mem::replace(&mut said, true) {
+                        eprintln!(
+                            "the host does not answer ({}); waiting for it (--leader-elect)",
+                            crate::error::one_line(&e)
+                        );
+                    }
+                    tokio::time::sleep(retry).await;
+                }
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A joined cluster, and a client for it when its configuration allows one.
@@ -27,6 +27,13 @@ pub struct Member {
     pub watch_client: Option<kube::Client>,
     /// Requests made through either client (the watch loop's metrics).
     pub requests: Arc<AtomicU64>,
+    /// For `reconcile --watch`: set when a request to the member got no
+    /// answer within the timeout, cleared when a probe is answered. While
+    /// it is set, that member's requests fail at once instead of each
+    /// waiting out its own timeout, so a frozen member (connections
+    /// accepted, never answered) holds no round back. `None` in one-shot
+    /// runs, where every request keeps its own timeout and retries.
+    pub stalled: Option<Arc<AtomicBool>>,
     /// What the credentials were built from (the KubeFedCluster's spec and
     /// its Secret's resourceVersion): a change means new clients.
     pub fingerprint: String,
@@ -45,9 +52,18 @@ pub enum Health {
     ConfigMalformed { message: String },
 }
 
+/// How a probe's message begins when the member answered 401.
+const CREDENTIALS_REFUSED: &str = "the member refused its credentials";
+
 impl Health {
     pub fn is_ready(&self) -> bool {
         matches!(self, Health::Ready { .. })
+    }
+
+    /// The member answered 401: the token in the KubeFedCluster's Secret
+    /// was revoked (and perhaps replaced there by a new one).
+    pub fn credentials_refused(&self) -> bool {
+        matches!(self, Health::NotReady { message } if message.starts_with(CREDENTIALS_REFUSED))
     }
 }
 
@@ -103,6 +119,13 @@ pub async fn load_with(
             "{}/{secret_version}",
             serde_json::to_string(&c.spec).unwrap_or_default()
         );
+        let stalled = watch.map(|before| {
+            before
+                .iter()
+                .find(|m| m.name == name && m.fingerprint == fingerprint)
+                .and_then(|m| m.stalled.clone())
+                .unwrap_or_default()
+        });
         out.push(Member {
             labels: c.metadata.labels.clone().unwrap_or_default(),
             name,
@@ -110,6 +133,7 @@ pub async fn load_with(
             client,
             watch_client,
             requests,
+            stalled,
             fingerprint,
         });
     }
@@ -280,16 +304,26 @@ pub async fn probe(member: &Member, timeout: Duration) -> Health {
         Ok(c) => c.clone(),
         Err(e) => return Health::ConfigMalformed { message: e.clone() },
     };
-    let healthz = http::Request::get("/healthz")
-        .body(Vec::new())
-        .expect("valid request");
-    match tokio::time::timeout(timeout, client.request_text(healthz)).await {
+    let healthz = || {
+        http::Request::get("/healthz")
+            .body(Vec::new())
+            .expect("valid request")
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut answer = tokio::time::timeout_at(deadline, client.request_text(healthz())).await;
+    // A pooled connection the member closed while idle fails the request
+    // at once; one more try on a fresh connection tells that apart from a
+    // member that is really gone (no false "not ready" in between).
+    if matches!(&answer, Ok(Err(e)) if !matches!(e, kube::Error::Api(_))) {
+        answer = tokio::time::timeout_at(deadline, client.request_text(healthz())).await;
+    }
+    match answer {
         Err(_) => Health::Offline {
             message: format!("cluster is not reachable: no answer within {timeout:?}"),
         },
         Ok(Err(kube::Error::Api(s))) if s.code == 401 => Health::NotReady {
             message: format!(
-                "the member refused its credentials ({} {}): the token in the KubeFedCluster's Secret no longer works; join it again (kubefedctl join {} --error-on-existing=false)",
+                "{CREDENTIALS_REFUSED} ({} {}): the token in the KubeFedCluster's Secret no longer works; join it again (kubefedctl join {} --error-on-existing=false)",
                 s.code,
                 s.message.trim(),
                 member.name

@@ -195,7 +195,13 @@ fn live_options(o: &ReconcileOptions) -> live::Options {
 
 async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let (factory, host) = global.connect_host().await?;
-    host.require_initialised().await?;
+    if o.leader_elect {
+        // A standby outlives host outages, from its start on.
+        let retry = Duration::from_secs(crate::core::lease::RETRY_PERIOD_SECONDS as u64);
+        host.wait_initialised(retry).await?;
+    } else {
+        host.require_initialised().await?;
+    }
     // Watches are silent while nothing changes: no read timeout for them.
     let mut config = factory.config(&host.context).await?;
     config.read_timeout = None;

@@ -12,6 +12,15 @@ pub const RECONCILE_LEASE: &str = "kubefedctl-reconcile";
 /// How long a lease lasts without renewal; the holder renews it every third.
 pub const LEASE_SECONDS: i64 = 15;
 
+/// A holder that could not renew for this long stops writing (two thirds
+/// of the lease, as KubeFed's `leaderElect.renewDeadline` 10 s of 15 s):
+/// by the time anyone may take the lease over, it has been idle 5 s.
+pub const RENEW_DEADLINE_SECONDS: i64 = LEASE_SECONDS * 2 / 3;
+
+/// How often a holder that lost contact tries again (KubeFed's
+/// `leaderElect.retryPeriod`).
+pub const RETRY_PERIOD_SECONDS: i64 = 2;
+
 /// Who a run is, as the Lease's `holderIdentity` says it:
 /// `ci-runner-7 (pid 4121, job 88231)`.
 pub fn identity(host: &str, pid: u32, job: Option<&str>) -> String {
@@ -66,6 +75,62 @@ pub fn acquire(lease: Option<&Value>, now: i64) -> Acquire {
         holder: holder.to_string(),
         held_for: now - time("acquireTime").unwrap_or(renewed),
     }
+}
+
+/// What a holder finds when it reads the lease again after its renewal was
+/// refused (the lease changed since its last write).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Renewal {
+    /// Still ours and never taken over in between (our own renewal that was
+    /// applied but not answered changes the lease too): renew.
+    Ours,
+    /// Someone else took it (or released or deleted it) meanwhile: whatever
+    /// this holder planned may be stale, and another may be writing.
+    Lost { holder: String },
+}
+
+/// The decision for a holder `me` that took `lease` when it had
+/// `transitions` transitions.
+pub fn renewal(lease: Option<&Value>, me: &str, transitions: i64) -> Renewal {
+    let Some(lease) = lease else {
+        return Renewal::Lost {
+            holder: "nobody (the lease was deleted)".into(),
+        };
+    };
+    let spec = lease.get("spec").cloned().unwrap_or(Value::Null);
+    let holder = spec
+        .get("holderIdentity")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let now = spec
+        .get("leaseTransitions")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if holder == me && now == transitions {
+        return Renewal::Ours;
+    }
+    Renewal::Lost {
+        holder: if holder.is_empty() {
+            "nobody (the lease was released by another holder)".into()
+        } else {
+            holder.to_string()
+        },
+    }
+}
+
+/// The lease's transitions after `me` takes a lease whose current spec is
+/// `spec` (a takeover of a holder counts one).
+pub fn transitions_after_take(current: Option<&Value>) -> i64 {
+    let spec = current.and_then(|l| l.get("spec"));
+    let transitions = spec
+        .and_then(|s| s.get("leaseTransitions"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let had_holder = spec
+        .and_then(|s| s.get("holderIdentity"))
+        .and_then(Value::as_str)
+        .is_some_and(|h| !h.is_empty());
+    transitions + i64::from(had_holder)
 }
 
 /// The Lease's spec when `me` takes it at `now` (`transitions` so far).
@@ -128,6 +193,46 @@ mod tests {
             acquire(Some(&no_spec), now),
             Acquire::Take { previous: None }
         );
+    }
+
+    #[test]
+    fn a_holder_back_from_an_outage_renews_only_what_nobody_took() {
+        let mut ours = lease("ci-7 (pid 1)", 100, 110);
+        ours["spec"]["leaseTransitions"] = json!(2);
+        assert_eq!(
+            renewal(Some(&ours), "ci-7 (pid 1)", 2),
+            Renewal::Ours,
+            "unchanged but for our own renewals"
+        );
+        assert_eq!(
+            renewal(Some(&ours), "ci-7 (pid 1)", 1),
+            Renewal::Lost {
+                holder: "ci-7 (pid 1)".into()
+            },
+            "a transition since we took it: someone held it in between"
+        );
+        let mut taken = lease("ci-8 (pid 2)", 120, 125);
+        taken["spec"]["leaseTransitions"] = json!(3);
+        assert_eq!(
+            renewal(Some(&taken), "ci-7 (pid 1)", 2),
+            Renewal::Lost {
+                holder: "ci-8 (pid 2)".into()
+            }
+        );
+        assert_eq!(
+            renewal(Some(&lease("", 120, 125)), "ci-7 (pid 1)", 0),
+            Renewal::Lost {
+                holder: "nobody (the lease was released by another holder)".into()
+            }
+        );
+        assert!(matches!(
+            renewal(None, "ci-7 (pid 1)", 0),
+            Renewal::Lost { .. }
+        ));
+        assert_eq!(transitions_after_take(None), 0);
+        assert_eq!(transitions_after_take(Some(&lease("", 1, 1))), 0);
+        assert_eq!(transitions_after_take(Some(&taken)), 4);
+        const { assert!(RENEW_DEADLINE_SECONDS < LEASE_SECONDS) };
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //!   a success forgets its failures. An event for a key in backoff does not
 //!   cut its wait short (a broken object changed by someone is still broken;
 //!   the full resync retries everything anyway).
+//! - A key is worked on by one round at a time: taken keys are in flight
+//!   until their round ends; a key marked meanwhile waits for that end (as
+//!   client-go's workqueue holds a key that is dirty while processing), so
+//!   concurrent rounds never decide the same object.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -25,6 +29,8 @@ pub struct WorkQueue<K: Ord + Clone + std::hash::Hash> {
     pending: BTreeMap<K, Instant>,
     /// Key → (consecutive failures, not before).
     backoff: HashMap<K, (u32, Instant)>,
+    /// Keys a round is working on → when they were first marked.
+    in_flight: BTreeMap<K, Instant>,
 }
 
 impl<K: Ord + Clone + std::hash::Hash> Default for WorkQueue<K> {
@@ -32,6 +38,7 @@ impl<K: Ord + Clone + std::hash::Hash> Default for WorkQueue<K> {
         WorkQueue {
             pending: BTreeMap::new(),
             backoff: HashMap::new(),
+            in_flight: BTreeMap::new(),
         }
     }
 }
@@ -42,37 +49,55 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
         self.pending.entry(key).or_insert(now);
     }
 
-    /// How many keys wait (ready or in backoff).
+    /// How many keys wait (ready, in backoff, or marked while in flight).
     pub fn len(&self) -> usize {
         self.pending.len()
+    }
+
+    /// How many keys rounds are working on.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
     }
 
-    /// Takes every key that may run at `now`, with when it was first marked.
+    /// Takes every key that may run at `now` (not in backoff, not in
+    /// flight), with when it was first marked; they are in flight until
+    /// [`Self::succeeded`], [`Self::failed`] or [`Self::abandon_in_flight`].
     pub fn take_ready(&mut self, now: Instant) -> Vec<(K, Instant)> {
         let ready: Vec<K> = self
             .pending
             .keys()
-            .filter(|k| self.backoff.get(*k).is_none_or(|(_, at)| *at <= now))
+            .filter(|k| self.is_ready(k, now))
             .cloned()
             .collect();
         ready
             .into_iter()
             .map(|k| {
                 let since = self.pending.remove(&k).expect("pending key");
+                self.in_flight.insert(k.clone(), since);
                 (k, since)
             })
             .collect()
     }
 
+    fn is_ready(&self, k: &K, now: Instant) -> bool {
+        !self.in_flight.contains_key(k) && self.backoff.get(k).is_none_or(|(_, at)| *at <= now)
+    }
+
+    /// Whether some key may run at `now`.
+    pub fn has_ready(&self, now: Instant) -> bool {
+        self.pending.keys().any(|k| self.is_ready(k, now))
+    }
+
     /// When the next key in backoff may run (`None`: nothing waits, or
-    /// something is ready now).
+    /// something is ready now; keys in flight wait for their round).
     pub fn next_retry(&self, now: Instant) -> Option<Instant> {
         self.pending
             .keys()
+            .filter(|k| !self.in_flight.contains_key(*k))
             .map(|k| self.backoff.get(k).map_or(now, |(_, at)| *at))
             .min()
             .filter(|at| *at > now)
@@ -81,16 +106,28 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
     /// `key` failed at `now`: it is queued again after its backoff. Returns
     /// the delay.
     pub fn failed(&mut self, key: K, first_marked: Instant, now: Instant) -> Duration {
+        self.in_flight.remove(&key);
         let failures = self.backoff.get(&key).map_or(0, |(n, _)| *n) + 1;
         let delay = backoff(failures);
         self.backoff.insert(key.clone(), (failures, now + delay));
-        self.pending.entry(key).or_insert(first_marked);
+        let at = self.pending.entry(key).or_insert(first_marked);
+        *at = (*at).min(first_marked);
         delay
     }
 
     /// `key` succeeded: its failures are forgotten.
     pub fn succeeded(&mut self, key: &K) {
+        self.in_flight.remove(key);
         self.backoff.remove(key);
+    }
+
+    /// The rounds in flight were cancelled (the lock could not be renewed):
+    /// their keys wait again, as first marked, with no backoff added.
+    pub fn abandon_in_flight(&mut self) {
+        for (k, since) in std::mem::take(&mut self.in_flight) {
+            let at = self.pending.entry(k).or_insert(since);
+            *at = (*at).min(since);
+        }
     }
 
     /// Consecutive failures of `key`.
@@ -175,6 +212,34 @@ mod tests {
     }
 
     #[test]
+    fn a_key_in_flight_is_not_taken_twice_and_runs_again_after_its_round() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_millis(10);
+        let mut q = WorkQueue::default();
+        q.add("a", t0);
+        q.add("b", t0);
+        assert_eq!(q.take_ready(t0).len(), 2);
+        assert_eq!((q.len(), q.in_flight()), (0, 2));
+        q.add("a", t1);
+        assert!(q.take_ready(t1).is_empty(), "a is still in flight");
+        assert!(!q.has_ready(t1));
+        assert_eq!(q.next_retry(t1), None, "it waits for its round, not a time");
+        q.succeeded(&"a");
+        assert_eq!(
+            q.take_ready(t1),
+            [("a", t1)],
+            "marked while in flight: runs again"
+        );
+        q.succeeded(&"a");
+        // Cancelled rounds: their keys come back as first marked, no backoff.
+        q.add("b", t1);
+        q.abandon_in_flight();
+        assert_eq!((q.len(), q.in_flight()), (1, 0));
+        assert_eq!(q.failures(&"b"), 0);
+        assert_eq!(q.take_ready(t1), [("b", t0)], "the earlier mark counts");
+    }
+
+    #[test]
     fn one_key_in_backoff_does_not_hold_back_the_others() {
         let t0 = Instant::now();
         let mut q = WorkQueue::default();
@@ -182,6 +247,7 @@ mod tests {
         q.add("up", t0);
         assert_eq!(q.take_ready(t0), [("up", t0)]);
         assert_eq!(q.next_retry(t0), Some(t0 + BASE_BACKOFF));
+        q.succeeded(&"up");
         q.add("up", t0);
         assert_eq!(q.next_retry(t0), None, "something is ready now");
     }

@@ -12,6 +12,7 @@ use crate::core::version::member_version;
 use crate::sync::observe::ObservedType;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How member requests are made.
@@ -60,12 +61,15 @@ impl Work {
 
 /// One request with retries: 429 (after Retry-After), 5xx, timeouts and
 /// connection errors are retried with backoff; a conflict re-reads the
-/// member object and lets the core decide the update again.
+/// member object and lets the core decide the update again. `stalled`
+/// (the watch's): a timeout marks the member as not answering, and while it
+/// is marked every attempt gives up at once with a timed-out status.
 pub async fn apply_one(
     client: &kube::Client,
     t: &ObservedType,
     w: &Work,
     limits: Limits,
+    stalled: Option<&AtomicBool>,
 ) -> MemberResult {
     let (ns, name) = w.key();
     let api = crate::apply::dynamic_api(client, Some(&ns), &t.target);
@@ -75,20 +79,30 @@ pub async fn apply_one(
         .failure_status()
         .unwrap_or(ClusterStatus::UpdateFailed);
     let mut action = w.decision.action.clone();
+    let timed_out = match failed {
+        ClusterStatus::CreationFailed => ClusterStatus::CreationTimedOut,
+        ClusterStatus::DeletionFailed => ClusterStatus::DeletionTimedOut,
+        ClusterStatus::LabelRemovalFailed => ClusterStatus::LabelRemovalTimedOut,
+        _ => ClusterStatus::UpdateTimedOut,
+    };
+    let is_stalled = || stalled.is_some_and(|s| s.load(Ordering::Relaxed));
     let mut attempt = 0;
     loop {
         attempt += 1;
+        if is_stalled() {
+            return Err((
+                timed_out,
+                "the member stopped answering; not tried until a probe is answered".into(),
+            ));
+        }
         let err = match tokio::time::timeout(limits.timeout, run_action(&api, &name, &action)).await
         {
             Ok(Ok(done)) => return Ok(done),
             Ok(Err(e)) => e,
-            Err(_) if attempt >= limits.attempts => {
-                let timed_out = match failed {
-                    ClusterStatus::CreationFailed => ClusterStatus::CreationTimedOut,
-                    ClusterStatus::DeletionFailed => ClusterStatus::DeletionTimedOut,
-                    ClusterStatus::LabelRemovalFailed => ClusterStatus::LabelRemovalTimedOut,
-                    _ => ClusterStatus::UpdateTimedOut,
-                };
+            Err(_) if attempt >= limits.attempts || stalled.is_some() => {
+                if let Some(s) = stalled {
+                    s.store(true, Ordering::Relaxed);
+                }
                 return Err((timed_out, format!("no answer within {:?}", limits.timeout)));
             }
             Err(_) => {

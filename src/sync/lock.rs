@@ -4,16 +4,23 @@
 //! Renewed in the background, released at the end (also on Ctrl-C and
 //! SIGTERM), taken over once expired (a crashed holder). A constant number
 //! of requests per run: one read and one write to take it, one write per
-//! renewal, one to release it. The rules are `core::lease`.
+//! renewal, one to release it. A holder that loses contact with the host
+//! stops writing at the renew deadline and renews when the host answers
+//! again, unless someone took the lease meanwhile. The rules are
+//! `core::lease`.
 
 use crate::apply::{api_error, resource_of};
-use crate::core::lease::{self, Acquire, LEASE_SECONDS, ago, identity, micro_time, taken};
+use crate::core::lease::{
+    self, Acquire, LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS, Renewal, ago,
+    identity, micro_time, taken,
+};
 use crate::host::Host;
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Who this run is: host name, pid, and the CI job when there is one.
@@ -30,12 +37,27 @@ pub fn this_run() -> String {
     identity(&host, std::process::id(), job.as_deref())
 }
 
+/// Where a held lock stands, as its renewal sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockState {
+    /// Renewed within the renew deadline: this holder may write.
+    Held,
+    /// Not renewed for longer than the renew deadline (the host did not
+    /// answer): no write may start until it is renewed again. `since`: the
+    /// last renewal.
+    Suspended { since: Instant },
+    /// Someone else took it over (or it was released or deleted by another):
+    /// this holder must never write again under it.
+    Lost { holder: String },
+}
+
 /// A held lock; [`RunLock::release`] gives it back.
 pub struct RunLock {
     api: Api<DynamicObject>,
     name: String,
     me: String,
     renewal: JoinHandle<()>,
+    state: watch::Receiver<LockState>,
     /// Set when taking it over from a holder that stopped renewing.
     pub took_over: Option<String>,
 }
@@ -54,22 +76,37 @@ impl RunLock {
     pub async fn acquire(host: &Host, name: &str, me: String, wait: Duration) -> Result<RunLock> {
         let api = lease_api(host);
         let deadline = Instant::now().checked_add(wait);
+        let standby = wait == Duration::MAX;
+        let mut unreachable = false;
         loop {
-            let current = api
-                .get_opt(name)
-                .await
-                .map_err(api_error)
-                .context("reading the federation lock")?;
+            let current = match api.get_opt(name).await {
+                Ok(c) => c,
+                // A standby outlives host outages: it keeps waiting.
+                Err(e) if standby => {
+                    if !std::mem::replace(&mut unreachable, true) {
+                        eprintln!(
+                            "lock: cannot read the federation lock ({}); still waiting",
+                            crate::apply::api_error_line(e)
+                        );
+                    }
+                    tokio::time::sleep(Duration::from_secs(RETRY_PERIOD_SECONDS as u64)).await;
+                    continue;
+                }
+                Err(e) => {
+                    return Err(api_error(e)).context("reading the federation lock");
+                }
+            };
             let current = current.map(serde_json::to_value).transpose()?;
             let now = crate::clock::now_unix();
             let attempt = match lease::acquire(current.as_ref(), now) {
-                Acquire::Create => create(&api, name, &me, now).await.map(|()| None),
+                Acquire::Create => create(&api, name, &me, now).await.map(|rv| (rv, None)),
                 Acquire::Take { previous } => {
                     let current = current.as_ref().expect("a lease to take");
-                    take(&api, name, &me, now, current).await.map(|()| {
-                        previous.map(|(holder, expired)| {
+                    take(&api, name, &me, now, current).await.map(|rv| {
+                        let previous = previous.map(|(holder, expired)| {
                             format!("{holder}, expired {} ago", ago(expired))
-                        })
+                        });
+                        (rv, previous)
                     })
                 }
                 Acquire::Held { holder, held_for } => {
@@ -89,13 +126,25 @@ impl RunLock {
                 }
             };
             match attempt {
-                Ok(took_over) => {
-                    let renewal = tokio::spawn(renew(api.clone(), name.to_string(), me.clone()));
+                Ok((rv, took_over)) => {
+                    let transitions = lease::transitions_after_take(current.as_ref());
+                    let (tx, state) = watch::channel(LockState::Held);
+                    let renewal = tokio::spawn(
+                        Renewer {
+                            api: api.clone(),
+                            name: name.to_string(),
+                            me: me.clone(),
+                            resource_version: rv,
+                            transitions,
+                        }
+                        .run(tx),
+                    );
                     return Ok(RunLock {
                         api,
                         name: name.to_string(),
                         me,
                         renewal,
+                        state,
                         took_over,
                     });
                 }
@@ -105,10 +154,10 @@ impl RunLock {
         }
     }
 
-    /// The lease is no longer ours: another holder took it over, or it could
-    /// not be renewed for longer than its renew deadline.
-    pub fn is_lost(&self) -> bool {
-        self.renewal.is_finished()
+    /// Follows the lock's state (a controller stops writing while it is not
+    /// [`LockState::Held`]).
+    pub fn state(&self) -> watch::Receiver<LockState> {
+        self.state.clone()
     }
 
     /// Stops renewing and clears the holder (only if still ours).
@@ -137,77 +186,171 @@ impl RunLock {
     }
 }
 
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        self.renewal.abort();
+    }
+}
+
 /// Someone else changed the lease between our read and our write.
 struct Lost;
 
-async fn create(api: &Api<DynamicObject>, name: &str, me: &str, now: i64) -> Result<(), Lost> {
+/// Creates the lease held by `me`; its resourceVersion.
+async fn create(api: &Api<DynamicObject>, name: &str, me: &str, now: i64) -> Result<String, Lost> {
     let body = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": name}, "spec": taken(me, now, 0)});
     let body: DynamicObject = serde_json::from_value(body).expect("a Lease");
     match api.create(&PostParams::default(), &body).await {
-        Ok(_) => Ok(()),
+        Ok(l) => Ok(l.metadata.resource_version.unwrap_or_default()),
         Err(_) => Err(Lost),
     }
 }
 
+/// Takes `current` over for `me` (a compare-and-swap on its
+/// resourceVersion); the new resourceVersion.
 async fn take(
     api: &Api<DynamicObject>,
     name: &str,
     me: &str,
     now: i64,
     current: &Value,
-) -> Result<(), Lost> {
-    let transitions = current
-        .pointer("/spec/leaseTransitions")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let had_holder = current
-        .pointer("/spec/holderIdentity")
-        .and_then(Value::as_str)
-        .is_some_and(|h| !h.is_empty());
+) -> Result<String, Lost> {
     let patch = json!({
         "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-        "spec": taken(me, now, transitions + i64::from(had_holder)),
+        "spec": taken(me, now, lease::transitions_after_take(Some(current))),
     });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map(|_| ())
+        .map(|l| l.metadata.resource_version.unwrap_or_default())
         .map_err(|_| Lost)
 }
 
-/// Renews every third of the lease's duration while the run lasts; returns
-/// when the lease is lost (taken over, or not renewed within the renew
-/// deadline: two thirds of its duration, as KubeFed's leader election).
-async fn renew(api: Api<DynamicObject>, name: String, me: String) {
-    let every = Duration::from_secs((LEASE_SECONDS / 3).max(1) as u64);
-    let deadline = Duration::from_secs((LEASE_SECONDS * 2 / 3).max(1) as u64);
-    let mut renewed = Instant::now();
-    loop {
-        tokio::time::sleep(every).await;
-        if renewed.elapsed() > deadline {
-            tracing::warn!("the federation lock could not be renewed in time");
-            return;
+/// The renewal of a held lease, in the background while the run lasts.
+struct Renewer {
+    api: Api<DynamicObject>,
+    name: String,
+    me: String,
+    /// The lease as this holder last wrote it.
+    resource_version: String,
+    /// The lease's transitions when this holder took it.
+    transitions: i64,
+}
+
+/// What one renewal attempt found.
+enum Renewed {
+    Yes,
+    LostTo(String),
+}
+
+impl Renewer {
+    /// Renews every third of the lease's duration. When the host does not
+    /// answer for the renew deadline (two thirds of the duration, as
+    /// KubeFed's leader election), the state becomes `Suspended` at that
+    /// instant, whatever request is still in flight, and the renewal keeps
+    /// trying every retry period: lost contact is not lost leadership. It
+    /// ends only when another holder took the lease over (`Lost`).
+    async fn run(mut self, tx: watch::Sender<LockState>) {
+        let every = Duration::from_secs((LEASE_SECONDS / 3).max(1) as u64);
+        let deadline = Duration::from_secs(RENEW_DEADLINE_SECONDS as u64);
+        let retry = Duration::from_secs(RETRY_PERIOD_SECONDS as u64);
+        let mut renewed = Instant::now();
+        let mut next = renewed + every;
+        loop {
+            let held = *tx.borrow() == LockState::Held;
+            let stop_writing = renewed + deadline;
+            if held && Instant::now() >= stop_writing {
+                eprintln!(
+                    "lock: not renewed for {}s (the host does not answer); no writes until it is",
+                    renewed.elapsed().as_secs()
+                );
+                let _ = tx.send(LockState::Suspended { since: renewed });
+                continue;
+            }
+            let wake = if held { next.min(stop_writing) } else { next };
+            tokio::time::sleep_until(wake.into()).await;
+            if Instant::now() < next {
+                continue;
+            }
+            // A renewal must not outlast the deadline it protects.
+            let limit = if held {
+                stop_writing
+            } else {
+                Instant::now() + every
+            };
+            let attempt = tokio::time::timeout_at(limit.into(), self.renew_once()).await;
+            match attempt {
+                Ok(Ok(Renewed::Yes)) => {
+                    if !held {
+                        eprintln!(
+                            "lock: renewed after {}s without contact; resuming",
+                            renewed.elapsed().as_secs()
+                        );
+                    }
+                    renewed = Instant::now();
+                    next = renewed + every;
+                    if !held {
+                        let _ = tx.send(LockState::Held);
+                    }
+                }
+                Ok(Ok(Renewed::LostTo(holder))) => {
+                    let _ = tx.send(LockState::Lost { holder });
+                    return;
+                }
+                Ok(Err(e)) => {
+                    tracing::info!(
+                        "renewing the federation lock: {}",
+                        crate::apply::api_error_line(e)
+                    );
+                    next = Instant::now() + retry;
+                }
+                Err(_) => next = Instant::now() + retry,
+            }
         }
-        let patch = json!({"spec": {"renewTime": micro_time(crate::clock::now_unix())}});
-        let current = api.get_opt(&name).await.ok().flatten();
-        let ours = current
-            .as_ref()
-            .and_then(|l| l.data.pointer("/spec/holderIdentity"))
-            .and_then(Value::as_str)
-            == Some(me.as_str());
-        if !ours {
-            tracing::warn!("the federation lock was taken over while this run was slow");
-            return;
-        }
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => renewed = Instant::now(),
-            Err(e) => tracing::warn!(
-                "renewing the federation lock: {}",
-                crate::apply::api_error_line(e)
-            ),
-        }
+    }
+
+    /// One renewal: a merge patch of `renewTime` with this holder's last
+    /// resourceVersion as precondition (one request). A conflict means the
+    /// lease changed since: read it, and renew again only if nobody took it
+    /// over in between (`core::lease::renewal`).
+    async fn renew_once(&mut self) -> Result<Renewed, kube::Error> {
+        let patch = |rv: &str| {
+            json!({"metadata": {"resourceVersion": rv},
+                   "spec": {"renewTime": micro_time(crate::clock::now_unix())}})
+        };
+        let params = PatchParams::default();
+        let first = self
+            .api
+            .patch(
+                &self.name,
+                &params,
+                &Patch::Merge(&patch(&self.resource_version)),
+            )
+            .await;
+        let written = match first {
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                let current = self.api.get_opt(&self.name).await?;
+                let current = current.map(|l| serde_json::to_value(l).unwrap_or_default());
+                match lease::renewal(current.as_ref(), &self.me, self.transitions) {
+                    Renewal::Lost { holder } => return Ok(Renewed::LostTo(holder)),
+                    Renewal::Ours => {
+                        let rv = current
+                            .as_ref()
+                            .and_then(|c| c.pointer("/metadata/resourceVersion"))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string();
+                        self.api
+                            .patch(&self.name, &params, &Patch::Merge(&patch(&rv)))
+                            .await?
+                    }
+                }
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                return Ok(Renewed::LostTo("nobody (the lease was deleted)".into()));
+            }
+            other => other?,
+        };
+        self.resource_version = written.metadata.resource_version.unwrap_or_default();
+        Ok(Renewed::Yes)
     }
 }

@@ -74,7 +74,15 @@ pub struct Pipeline<'a> {
     pub progress: &'a indicatif::ProgressBar,
     pub now: String,
     host_lane: Semaphore,
-    member_lanes: HashMap<String, (Option<kube::Client>, Semaphore)>,
+    member_lanes: HashMap<String, MemberLane>,
+}
+
+/// One member's requests: its client, how many at once, and whether it
+/// stopped answering (watch only; see `Member::stalled`).
+struct MemberLane {
+    client: Option<kube::Client>,
+    lane: Semaphore,
+    stalled: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl<'a> Pipeline<'a> {
@@ -89,8 +97,12 @@ impl<'a> Pipeline<'a> {
             .members
             .iter()
             .map(|m| {
-                let lane = Semaphore::new(limits.concurrency.max(1));
-                (m.name.clone(), (m.client.clone().ok(), lane))
+                let lane = MemberLane {
+                    client: m.client.clone().ok(),
+                    lane: Semaphore::new(limits.concurrency.max(1)),
+                    stalled: m.stalled.clone(),
+                };
+                (m.name.clone(), lane)
             })
             .collect();
         Pipeline {
@@ -106,25 +118,33 @@ impl<'a> Pipeline<'a> {
     }
 
     /// Runs every job, stage by stage.
-    pub async fn run(&self, jobs: Vec<Job<'_>>) -> Vec<Finished> {
-        let mut stages: [Vec<Job>; 3] = Default::default();
+    pub async fn run<'j>(&self, jobs: Vec<Job<'j>>) -> Vec<Finished> {
+        let mut stages: [Vec<Job<'j>>; 3] = Default::default();
         for job in jobs {
             stages[job.stage(self.seen)].push(job);
         }
         let mut out = Vec::new();
         for stage in stages {
-            out.extend(
-                futures::stream::iter(stage)
-                    .map(|job| self.run_job(job))
-                    .buffer_unordered(OBJECTS_IN_FLIGHT)
-                    .collect::<Vec<_>>()
-                    .await,
-            );
+            // A loop rather than `buffer_unordered` over a closure: such a
+            // closure trips rustc's higher-ranked lifetime check (rust-lang/
+            // rust#102211) once a round is a task of its own.
+            let mut jobs = stage.into_iter();
+            let mut in_flight = futures::stream::FuturesUnordered::new();
+            loop {
+                while in_flight.len() < OBJECTS_IN_FLIGHT {
+                    let Some(job) = jobs.next() else { break };
+                    in_flight.push(self.run_job(job));
+                }
+                let Some(finished) = in_flight.next().await else {
+                    break;
+                };
+                out.push(finished);
+            }
         }
         out
     }
 
-    async fn run_job(&self, job: Job<'_>) -> Finished {
+    async fn run_job<'j>(&self, job: Job<'j>) -> Finished {
         let mut done = Finished {
             type_index: job.type_index,
             object: job.object.map(|(oi, _)| oi),
@@ -200,9 +220,13 @@ impl<'a> Pipeline<'a> {
     async fn member_request(&self, w: Work) -> (Work, MemberResult) {
         let t = &self.seen.types[w.type_index];
         let result = match self.member_lanes.get(&w.decision.cluster) {
-            Some((Some(client), lane)) => {
+            Some(MemberLane {
+                client: Some(client),
+                lane,
+                stalled,
+            }) => {
                 let _lane = lane.acquire().await.expect("open");
-                apply_one(client, t, &w, self.limits).await
+                apply_one(client, t, &w, self.limits, stalled.as_deref()).await
             }
             _ => Err((
                 ClusterStatus::ClientRetrievalFailed,

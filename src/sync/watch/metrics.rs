@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -56,6 +56,96 @@ pub struct Metrics {
     pub synced: AtomicBool,
     pub members: Mutex<BTreeMap<String, MemberCounts>>,
     pub latency: Mutex<Histogram>,
+    /// Every watch by its name (`host: FederatedConfigMap`): restarts, and
+    /// since when it is down.
+    pub watches: Mutex<BTreeMap<String, WatchState>>,
+    /// Set while the federation lock is not renewed (no writes).
+    pub lock_suspended_since: Mutex<Option<Instant>>,
+    /// When the control loop last turned (it turns at least every second).
+    pub heartbeat: Mutex<Option<Instant>>,
+    /// Rounds running now.
+    pub rounds_in_flight: AtomicU64,
+}
+
+/// One watch's health.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchState {
+    pub restarts: u64,
+    /// Failed and not listed again since.
+    pub down_since: Option<Instant>,
+}
+
+/// A control loop that has not turned for this long is wedged: `/healthz`
+/// fails so that a kubelet restarts it.
+pub const WEDGED_AFTER: Duration = Duration::from_secs(60);
+
+impl Metrics {
+    /// A watch starts over; `down`: after a failure (not a plain 410 re-list).
+    pub fn watch_restarted(&self, label: &str, down: bool) {
+        let mut w = self.watches.lock().expect("metrics lock");
+        let e = w.entry(label.to_string()).or_default();
+        e.restarts += 1;
+        if down && e.down_since.is_none() {
+            e.down_since = Some(Instant::now());
+        }
+    }
+
+    /// A watch has listed: it is up.
+    pub fn watch_listed(&self, label: &str) {
+        let mut w = self.watches.lock().expect("metrics lock");
+        w.entry(label.to_string()).or_default().down_since = None;
+    }
+
+    /// A watch was stopped on purpose (its type disabled, its member gone):
+    /// not down. Its restarts keep counting if it comes back.
+    pub fn watch_stopped(&self, label: &str) {
+        if let Some(e) = self.watches.lock().expect("metrics lock").get_mut(label) {
+            e.down_since = None;
+        }
+    }
+
+    /// The control loop turned.
+    pub fn beat(&self) {
+        *self.heartbeat.lock().expect("metrics lock") = Some(Instant::now());
+    }
+
+    /// `/readyz`: `Ok` while standing by, or leading and synced with every
+    /// watch up and the lock renewed; otherwise one line per reason.
+    pub fn readiness(&self, now: Instant) -> Result<(), Vec<String>> {
+        if !self.leader.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut why = Vec::new();
+        if !self.synced.load(Ordering::Relaxed) {
+            why.push("not synced yet".to_string());
+        }
+        if let Some(since) = *self.lock_suspended_since.lock().expect("metrics lock") {
+            why.push(format!(
+                "lock: not renewed for {}s (no writes)",
+                now.saturating_duration_since(since).as_secs()
+            ));
+        }
+        for (label, w) in self.watches.lock().expect("metrics lock").iter() {
+            if let Some(since) = w.down_since {
+                why.push(format!(
+                    "{label} watch down since {}s",
+                    now.saturating_duration_since(since).as_secs()
+                ));
+            }
+        }
+        if why.is_empty() { Ok(()) } else { Err(why) }
+    }
+
+    /// `/healthz`: `Err` only when the control loop is wedged.
+    pub fn liveness(&self, now: Instant) -> Result<(), String> {
+        match *self.heartbeat.lock().expect("metrics lock") {
+            Some(at) if now.saturating_duration_since(at) > WEDGED_AFTER => Err(format!(
+                "wedged: the control loop has not turned for {}s",
+                now.saturating_duration_since(at).as_secs()
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Metrics {
@@ -104,6 +194,43 @@ impl Metrics {
             "1 while this instance holds the federation lock.",
             u64::from(self.leader.load(Ordering::Relaxed)),
         );
+        gauge(
+            &mut out,
+            "kubefedctl_rounds_in_flight",
+            "Rounds running now.",
+            self.rounds_in_flight.load(Ordering::Relaxed),
+        );
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            gauge(
+                &mut out,
+                "kubefedctl_tasks",
+                "Tasks alive in the process (watches, rounds, probes, connections).",
+                rt.metrics().num_alive_tasks() as u64,
+            );
+        }
+        if let Some(rss) = resident_memory_bytes() {
+            gauge(
+                &mut out,
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes.",
+                rss,
+            );
+        }
+        let watches = self.watches.lock().expect("metrics lock").clone();
+        let name = "kubefedctl_watch_restarts_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Watches started over after a failure or a 410 (a fresh list).\n# TYPE {name} counter"
+        );
+        for (label, w) in &watches {
+            let _ = writeln!(out, "{name}{{source=\"{}\"}} {}", escape(label), w.restarts);
+        }
+        gauge(
+            &mut out,
+            "kubefedctl_watches_down",
+            "Watches failed and not listed again since.",
+            watches.values().filter(|w| w.down_since.is_some()).count() as u64,
+        );
         let members = self.members.lock().expect("metrics lock").clone();
         for (name, help, pick) in [
             (
@@ -141,6 +268,15 @@ impl Metrics {
         let _ = writeln!(out, "{name}_count {}", h.count);
         out
     }
+}
+
+/// This process's resident set, from `/proc/self/statm` (Linux).
+pub fn resident_memory_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok().filter(|p| *p > 0).unwrap_or(4096))
 }
 
 fn escape(label: &str) -> String {
@@ -191,16 +327,17 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> anyhow::Result<()
                     .split('?')
                     .next()
                     .unwrap_or("");
-                let ready = !metrics.leader.load(Ordering::Relaxed)
-                    || metrics.synced.load(Ordering::Relaxed);
+                let now = Instant::now();
+                let unavailable = "503 Service Unavailable";
                 let (status, content_type, body) = match path {
-                    "/healthz" => ("200 OK", "text/plain", "ok\n".to_string()),
-                    "/readyz" if ready => ("200 OK", "text/plain", "ok\n".to_string()),
-                    "/readyz" => (
-                        "503 Service Unavailable",
-                        "text/plain",
-                        "not synced yet\n".to_string(),
-                    ),
+                    "/healthz" => match metrics.liveness(now) {
+                        Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
+                        Err(why) => (unavailable, "text/plain", format!("{why}\n")),
+                    },
+                    "/readyz" => match metrics.readiness(now) {
+                        Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
+                        Err(why) => (unavailable, "text/plain", why.join("\n") + "\n"),
+                    },
                     "/metrics" => (
                         "200 OK",
                         "text/plain; version=0.0.4; charset=utf-8",
@@ -263,5 +400,45 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn readiness_names_every_watch_down_and_a_suspended_lock() {
+        let m = Metrics::default();
+        let t0 = Instant::now();
+        assert_eq!(m.readiness(t0), Ok(()), "a standby is ready");
+        m.leader.store(true, Ordering::Relaxed);
+        assert_eq!(m.readiness(t0), Err(vec!["not synced yet".to_string()]));
+        m.synced.store(true, Ordering::Relaxed);
+        assert_eq!(m.readiness(t0), Ok(()));
+        m.watch_restarted("host: FederatedConfigMap", true);
+        m.watch_restarted("member1: ConfigMap", false);
+        *m.lock_suspended_since.lock().unwrap() = Some(t0);
+        let later = Instant::now() + Duration::from_secs(12);
+        let why = m.readiness(later).unwrap_err();
+        assert_eq!(why.len(), 2, "{why:?}: a 410 re-list is not down");
+        assert!(why[0].starts_with("lock: not renewed for 12s"), "{why:?}");
+        assert!(
+            why[1].starts_with("host: FederatedConfigMap watch down since 1"),
+            "{why:?}"
+        );
+        m.watch_restarted("host: FederatedConfigMap", true);
+        m.watch_listed("host: FederatedConfigMap");
+        *m.lock_suspended_since.lock().unwrap() = None;
+        assert_eq!(m.readiness(later), Ok(()));
+        let text = m.render();
+        assert!(
+            text.contains(
+                "kubefedctl_watch_restarts_total{source=\"host: FederatedConfigMap\"} 2\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("kubefedctl_watches_down 0\n"), "{text}");
+
+        assert_eq!(m.liveness(t0), Ok(()), "before the loop turned");
+        m.beat();
+        assert_eq!(m.liveness(Instant::now()), Ok(()));
+        let wedged = m.liveness(Instant::now() + WEDGED_AFTER + Duration::from_secs(5));
+        assert!(wedged.unwrap_err().starts_with("wedged: "));
     }
 }

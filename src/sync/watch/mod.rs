@@ -9,6 +9,12 @@
 //!
 //! Leader election is the run lock: one instance holds the Lease and works,
 //! others (`--leader-elect`) wait to take it over once it expires.
+//!
+//! Faults: rounds run as tasks of their own (several at once, never two on
+//! one object), so a member that stops answering holds back only its own
+//! requests; probes run beside the loop; a lock that cannot be renewed
+//! cancels every round and pauses writing until it is renewed (or lost);
+//! watches start over by themselves (`sources`).
 
 pub mod cache;
 pub mod metrics;
@@ -21,7 +27,7 @@ use crate::core::queue::WorkQueue;
 use crate::host::Host;
 use crate::members::{self, Health, Member};
 use crate::sync::live::{self, Passes, RoundOutcome};
-use crate::sync::lock::{self, RunLock};
+use crate::sync::lock::{self, LockState, RunLock};
 use crate::sync::observe::Observation;
 use anyhow::{Result, bail};
 use cache::{Cache, Dirt, WorkKey};
@@ -35,10 +41,19 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::watch as state;
+use tokio::task::{JoinHandle, JoinSet};
 
 /// How long a start waits for member watches to list before the first
 /// full round (a member slower than that joins the rounds when it lists).
 const MEMBER_SYNC_WAIT: Duration = Duration::from_secs(30);
+
+/// Rounds at once. Each works on objects no other round holds; the bound
+/// only keeps a storm of events from opening unbounded tasks.
+const ROUNDS_IN_FLIGHT: usize = 64;
+
+/// How often a rebuild that failed (the host did not answer) is tried again.
+const REBUILD_RETRY: Duration = Duration::from_secs(2);
 
 /// `reconcile --watch` and its flags.
 pub struct WatchOptions {
@@ -57,61 +72,122 @@ pub struct WatchOptions {
     pub verbosity: u8,
 }
 
-/// Runs until SIGTERM or Ctrl-C (then `Ok`), or until the lock is lost.
+/// Runs until SIGTERM or Ctrl-C (then `Ok`), or until another instance
+/// takes the lock over (then an error naming it; with `--leader-elect` this
+/// instance stands by again instead).
 pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
     let metrics = Arc::new(Metrics::default());
     if let Some(addr) = o.metrics_bind_address {
         metrics::serve(addr, metrics.clone()).await?;
     }
     let mut stop = Stop::new()?;
-    let lock = if o.no_lock {
-        None
-    } else {
-        let wait = if o.leader_elect {
-            eprintln!(
-                "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
-                host.namespace
-            );
-            Duration::MAX
+    let shared = Shared {
+        host: Arc::new(host.clone()),
+        run: Arc::new(o.run.clone()),
+    };
+    loop {
+        let lock = if o.no_lock {
+            None
         } else {
-            o.lock_timeout
+            let wait = if o.leader_elect {
+                eprintln!(
+                    "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
+                    host.namespace
+                );
+                Duration::MAX
+            } else {
+                o.lock_timeout
+            };
+            tokio::select! {
+                lock = RunLock::acquire(host, RECONCILE_LEASE, lock::this_run(), wait) => Some(lock?),
+                _ = stop.signalled() => {
+                    eprintln!("stopped while waiting for the federation lock");
+                    return Ok(());
+                }
+            }
         };
-        tokio::select! {
-            lock = RunLock::acquire(host, RECONCILE_LEASE, lock::this_run(), wait) => Some(lock?),
-            _ = stop.signalled() => {
-                eprintln!("stopped while waiting for the federation lock");
+        if let Some(previous) = lock.as_ref().and_then(|l| l.took_over.as_ref()) {
+            eprintln!("note: took over the federation lock from {previous}");
+        }
+        metrics.leader.store(true, Ordering::Relaxed);
+        eprintln!(
+            "watching the federation in {} (host {:?})",
+            host.namespace, host.context
+        );
+        let (tx, rx) = unbounded_channel();
+        let mut controller = Controller {
+            host,
+            shared: shared.clone(),
+            o,
+            metrics: metrics.clone(),
+            cache: Cache::default(),
+            sources: Sources::new(tx, metrics.clone()),
+            rx,
+            queue: WorkQueue::default(),
+            members: Vec::new(),
+            generation: 0,
+            health: Vec::new(),
+            reported: HashMap::new(),
+            rounds: JoinSet::new(),
+            full_running: false,
+            probing: None,
+            suspended: false,
+            rebuild_due: None,
+        };
+        let ended = controller.run(lock.as_ref(), &mut stop).await;
+        drop(controller);
+        metrics.leader.store(false, Ordering::Relaxed);
+        metrics.synced.store(false, Ordering::Relaxed);
+        *metrics.lock_suspended_since.lock().expect("metrics lock") = None;
+        match ended {
+            Ok(Ended::Stopped) => {
+                if let Some(lock) = lock {
+                    lock.release().await?;
+                }
                 return Ok(());
             }
+            Ok(Ended::Lost { holder }) if o.leader_elect => {
+                eprintln!("lock: {holder} holds the federation lock now; standing by");
+            }
+            Ok(Ended::Lost { holder }) => bail!(
+                "lost the federation lock to {holder}; stopping (with --leader-elect this instance would stand by)"
+            ),
+            Err(e) => {
+                if let Some(lock) = lock {
+                    let _ = lock.release().await;
+                }
+                return Err(e);
+            }
         }
-    };
-    if let Some(previous) = lock.as_ref().and_then(|l| l.took_over.as_ref()) {
-        eprintln!("note: took over the federation lock from {previous}");
     }
-    metrics.leader.store(true, Ordering::Relaxed);
-    eprintln!(
-        "watching the federation in {} (host {:?})",
-        host.namespace, host.context
-    );
-    let (tx, rx) = unbounded_channel();
-    let mut controller = Controller {
-        host,
-        o,
-        metrics: metrics.clone(),
-        cache: Cache::default(),
-        sources: Sources::new(tx),
-        rx,
-        queue: WorkQueue::default(),
-        members: Vec::new(),
-        health: Vec::new(),
-        reported: HashMap::new(),
-    };
-    let result = controller.run(lock.as_ref(), &mut stop).await;
-    drop(controller);
-    metrics.leader.store(false, Ordering::Relaxed);
-    if let Some(lock) = lock {
-        lock.release().await?;
-    }
-    result
+}
+
+/// How a leadership term ended.
+enum Ended {
+    /// SIGTERM or Ctrl-C.
+    Stopped,
+    /// Another instance took the lock over.
+    Lost { holder: String },
+}
+
+/// What rounds, as tasks of their own, share with the loop.
+#[derive(Clone)]
+struct Shared {
+    host: Arc<Host>,
+    run: Arc<live::Options>,
+}
+
+/// A round's result, back in the loop.
+struct RoundDone {
+    full: bool,
+    taken: Vec<(WorkKey, Instant)>,
+    result: Result<RoundResult>,
+}
+
+struct RoundResult {
+    outcome: RoundOutcome,
+    failed: BTreeSet<WorkKey>,
+    changed: BTreeSet<WorkKey>,
 }
 
 /// SIGTERM or Ctrl-C, registered once so none is missed while a round runs.
@@ -138,6 +214,7 @@ impl Stop {
 
 struct Controller<'a> {
     host: &'a Host,
+    shared: Shared,
     o: &'a WatchOptions,
     metrics: Arc<Metrics>,
     cache: Cache,
@@ -145,14 +222,27 @@ struct Controller<'a> {
     rx: UnboundedReceiver<Event>,
     queue: WorkQueue<WorkKey>,
     members: Vec<Member>,
+    /// Bumped whenever `members` is rebuilt (a probe of older members is
+    /// not applied to newer ones).
+    generation: u64,
     health: Vec<Health>,
     /// Failure lines printed, and when: a failure repeated by every retry
     /// is printed again only after a while.
     reported: HashMap<String, Instant>,
+    /// Rounds running, each a task.
+    rounds: JoinSet<RoundDone>,
+    /// A full round is running (it runs alone).
+    full_running: bool,
+    /// A probe of every member, beside the loop: (generation, task).
+    probing: Option<(u64, JoinHandle<Vec<Health>>)>,
+    /// The lock is not renewed: no round, no write.
+    suspended: bool,
+    /// A rebuild failed (or was put off while suspended): when to try again.
+    rebuild_due: Option<Instant>,
 }
 
 impl Controller<'_> {
-    async fn run(&mut self, lock: Option<&RunLock>, stop: &mut Stop) -> Result<()> {
+    async fn run(&mut self, lock: Option<&RunLock>, stop: &mut Stop) -> Result<Ended> {
         // The host's own watches first: the types and clusters say what
         // else to watch.
         self.sources.sync(self.host_specs());
@@ -160,7 +250,7 @@ impl Controller<'_> {
             .wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
             .await?
         {
-            return Ok(());
+            return Ok(Ended::Stopped);
         }
         self.rebuild().await?;
         if !self
@@ -170,28 +260,49 @@ impl Controller<'_> {
                 .wait(stop, |c| c.members_synced(), Some(MEMBER_SYNC_WAIT))
                 .await?
         {
-            return Ok(());
+            return Ok(Ended::Stopped);
         }
-        self.full_round().await;
-        self.metrics.synced.store(true, Ordering::Relaxed);
-
+        let mut lock_state = lock.map(RunLock::state);
         let mut probe = tokio::time::interval(self.o.probe_interval);
         let mut resync = tokio::time::interval(self.o.resync_period);
-        let mut lease = tokio::time::interval(Duration::from_secs(1));
-        for t in [&mut probe, &mut resync, &mut lease] {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        for t in [&mut probe, &mut resync, &mut tick] {
             t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             t.tick().await;
         }
-        let mut full = false;
+        let mut full = true;
         // Whether events or rounds ran since the heap was last trimmed.
         let mut active = false;
         loop {
+            self.metrics.beat();
             let retry = self.queue.next_retry(Instant::now());
             tokio::select! {
                 biased;
                 _ = stop.signalled() => {
-                    eprintln!("stopping: the last round is complete; releasing the federation lock");
-                    return Ok(());
+                    eprintln!("stopping: the rounds in flight complete; releasing the federation lock");
+                    while let Some(done) = self.rounds.join_next().await {
+                        if let Ok(done) = done {
+                            self.finish(done);
+                        }
+                    }
+                    return Ok(Ended::Stopped);
+                }
+                Some(now) = lock_changed(&mut lock_state) => match now {
+                    LockState::Held => {
+                        self.resume();
+                        full = true;
+                    }
+                    LockState::Suspended { since } => self.suspend(since).await,
+                    LockState::Lost { holder } => {
+                        self.suspend(Instant::now()).await;
+                        return Ok(Ended::Lost { holder });
+                    }
+                },
+                Some(done) = self.rounds.join_next(), if !self.rounds.is_empty() => {
+                    active = true;
+                    if let Ok(done) = done {
+                        self.finish(done);
+                    }
                 }
                 Some(event) = self.rx.recv() => {
                     active = true;
@@ -203,7 +314,7 @@ impl Controller<'_> {
                         eprintln!("warning: {w}");
                     }
                     if dirt.structure {
-                        self.rebuild().await?;
+                        self.try_rebuild().await;
                     }
                     full |= dirt.structure || dirt.all;
                     let now = Instant::now();
@@ -211,36 +322,78 @@ impl Controller<'_> {
                         self.queue.add(k, now);
                     }
                 }
-                _ = probe.tick() => {
-                    full |= self.probe().await?;
+                probed = probe_done(&mut self.probing) => {
+                    full |= self.probed(probed).await;
                     if std::mem::take(&mut active) {
                         release_free_memory();
                     }
                 }
+                _ = probe.tick() => self.start_probe(),
                 _ = resync.tick() => {
-                    self.rebuild().await?;
+                    self.try_rebuild().await;
                     full = true;
                 }
-                _ = lease.tick() => {
-                    if lock.is_some_and(RunLock::is_lost) {
-                        bail!("lost the federation lock (another instance took it over, or renewing it failed); stopping");
+                _ = tick.tick() => {
+                    if self.rebuild_due.is_some_and(|at| at <= Instant::now()) {
+                        self.try_rebuild().await;
                     }
                 }
                 _ = tokio::time::sleep_until(retry.unwrap_or_else(Instant::now).into()), if retry.is_some() => {}
             }
-            if !self.cache.host_synced(&self.host_sources()) {
-                continue;
-            }
-            if full {
-                full = false;
-                self.full_round().await;
-            } else {
-                self.partial_round().await;
-            }
+            self.notice_stalled_members().await;
             self.metrics
                 .queue_depth
                 .store(self.queue.len() as u64, Ordering::Relaxed);
+            if self.suspended || !self.cache.host_synced(&self.host_sources()) {
+                continue;
+            }
+            if full {
+                // A full round runs alone: after the rounds in flight.
+                if self.rounds.is_empty() {
+                    full = false;
+                    self.start_round(true);
+                }
+            } else if !self.full_running
+                && self.rounds.len() < ROUNDS_IN_FLIGHT
+                && self.queue.has_ready(Instant::now())
+            {
+                self.start_round(false);
+            }
         }
+    }
+
+    /// The lock could not be renewed: every round in flight is cancelled
+    /// (its objects wait again) and nothing is written until it is.
+    async fn suspend(&mut self, since: Instant) {
+        self.suspended = true;
+        *self
+            .metrics
+            .lock_suspended_since
+            .lock()
+            .expect("metrics lock") = Some(since);
+        self.rounds.abort_all();
+        while self.rounds.join_next().await.is_some() {}
+        self.full_running = false;
+        self.metrics.rounds_in_flight.store(0, Ordering::Relaxed);
+        self.queue.abandon_in_flight();
+    }
+
+    /// The lock is renewed after a suspension: every watch lists again (what
+    /// they missed while the host was away) and everything is re-decided.
+    fn resume(&mut self) {
+        if !self.suspended {
+            return;
+        }
+        self.suspended = false;
+        *self
+            .metrics
+            .lock_suspended_since
+            .lock()
+            .expect("metrics lock") = None;
+        for s in self.sources.restart(|_| true) {
+            self.cache.forget(&s);
+        }
+        self.rebuild_due = Some(Instant::now());
     }
 
     /// Takes in events until `done` (or `limit` passes); `false`: stopped by
@@ -430,12 +583,49 @@ impl Controller<'_> {
         only.is_empty() || only.iter().any(|c| c == cluster)
     }
 
+    /// [`Self::rebuild`], where a host that does not answer is no reason to
+    /// stop: it is reported and tried again shortly (and not at all while
+    /// the lock is suspended, as it writes the clusters' health).
+    async fn try_rebuild(&mut self) {
+        if self.suspended {
+            self.rebuild_due = Some(Instant::now());
+            return;
+        }
+        match self.rebuild().await {
+            Ok(()) => self.rebuild_due = None,
+            Err(e) => {
+                self.report_failure(format!("host: {}", crate::error::one_line(&e)));
+                self.rebuild_due = Some(Instant::now() + REBUILD_RETRY);
+            }
+        }
+    }
+
     /// Members, their health and every watch, from the current cache:
     /// at start, after structure changes, at each resync.
     async fn rebuild(&mut self) -> Result<()> {
         let timeout = self.o.run.selection.timeout;
+        let before: HashMap<String, bool> = self
+            .members
+            .iter()
+            .zip(&self.health)
+            .map(|(m, h)| (m.name.clone(), h.is_ready()))
+            .collect();
         self.members = members::load_with(self.host, timeout, &[], Some(&self.members)).await?;
+        self.generation += 1;
         self.health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
+        for (m, h) in self.members.iter().zip(&self.health) {
+            if before.get(&m.name).is_some_and(|was| *was != h.is_ready()) {
+                let now = if h.is_ready() { "ready" } else { "not ready" };
+                eprintln!("{}: {now}", m.name);
+            }
+        }
+        for (m, h) in self.members.iter().zip(&self.health) {
+            if h.is_ready()
+                && let Some(s) = &m.stalled
+            {
+                s.store(false, Ordering::Relaxed);
+            }
+        }
         self.write_health().await;
         let mut wanted = self.host_specs();
         wanted.extend(self.member_specs());
@@ -449,10 +639,31 @@ impl Controller<'_> {
         Ok(())
     }
 
-    /// Probes the members; returns whether readiness changed (a full round
+    /// Starts a probe of every member beside the loop (a member that does
+    /// not answer keeps only its probe waiting).
+    fn start_probe(&mut self) {
+        if self.probing.is_some() {
+            return;
+        }
+        let members = self.members.clone();
+        let timeout = self.o.run.selection.probe_timeout;
+        let task = tokio::spawn(async move { members::probe_all(&members, timeout).await });
+        self.probing = Some((self.generation, task));
+    }
+
+    /// A probe's result; returns whether readiness changed (a full round
     /// follows). A member back from an outage lists again at once.
-    async fn probe(&mut self) -> Result<bool> {
-        let health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
+    async fn probed(&mut self, (generation, health): (u64, Vec<Health>)) -> bool {
+        if generation != self.generation || health.len() != self.members.len() {
+            return false;
+        }
+        for (m, h) in self.members.iter().zip(&health) {
+            if h.is_ready()
+                && let Some(s) = &m.stalled
+            {
+                s.store(false, Ordering::Relaxed);
+            }
+        }
         let back: BTreeSet<String> = self
             .members
             .iter()
@@ -464,6 +675,12 @@ impl Controller<'_> {
             .iter()
             .zip(&self.health)
             .any(|(a, b)| std::mem::discriminant(a) != std::mem::discriminant(b));
+        // A revoked token: the KubeFedCluster's Secret may hold a new one
+        // (now or later); new clients and watches are built from it, at
+        // every probe until the member takes its credentials again.
+        if health.iter().any(Health::credentials_refused) {
+            self.rebuild_due = Some(Instant::now());
+        }
         self.health = health;
         if changed {
             for (m, h) in self.members.iter().zip(&self.health) {
@@ -476,19 +693,53 @@ impl Controller<'_> {
             self.write_health().await;
         }
         if !back.is_empty() {
-            self.sources
-                .restart(|s| matches!(s, Source::Member(c, _) if back.contains(c)));
+            for s in self
+                .sources
+                .restart(|s| matches!(s, Source::Member(c, _) if back.contains(c)))
+            {
+                self.cache.forget(&s);
+            }
             let mut wanted = self.host_specs();
             wanted.extend(self.member_specs());
             for s in self.sources.sync(wanted) {
                 self.cache.forget(&s);
             }
         }
-        Ok(changed)
+        changed
     }
 
-    /// KubeFedCluster health, compared with the latest status the watch saw.
+    /// A member whose request got no answer within the timeout is not
+    /// ready from now on (its objects show ClusterNotReady as they are next
+    /// decided), without waiting for the next probe; the probe that it
+    /// answers again brings it back.
+    async fn notice_stalled_members(&mut self) {
+        let timeout = self.o.run.selection.timeout;
+        let mut changed = false;
+        for (m, h) in self.members.iter().zip(self.health.iter_mut()) {
+            let stalled = m
+                .stalled
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed));
+            if stalled && h.is_ready() {
+                *h = Health::Offline {
+                    message: format!("cluster is not reachable: no answer within {timeout:?}"),
+                };
+                eprintln!("{}: not ready (no answer within {timeout:?})", m.name);
+                changed = true;
+            }
+        }
+        if changed {
+            self.write_health().await;
+        }
+    }
+
+    /// KubeFedCluster health, compared with the latest status the watch saw
+    /// (not while the lock is suspended: the next rebuild writes it).
     async fn write_health(&mut self) {
+        if self.suspended {
+            self.rebuild_due = Some(Instant::now());
+            return;
+        }
         for m in &mut self.members {
             if let Some(kfc) = self
                 .cache
@@ -539,60 +790,84 @@ impl Controller<'_> {
         )
     }
 
-    async fn full_round(&mut self) {
-        let now = Instant::now();
-        let taken = self.queue.take_ready(now);
-        let seen = self.observe(None);
-        self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
-        let passes = Passes {
-            cluster_health: false,
-            dns: true,
-        };
-        self.round(seen, passes, taken).await;
-    }
-
-    async fn partial_round(&mut self) {
+    /// Starts a round as a task of its own: a full one over everything, or
+    /// one over the keys that are ready (and in flight from now on).
+    fn start_round(&mut self, full: bool) {
         let taken = self.queue.take_ready(Instant::now());
-        if taken.is_empty() {
+        if !full && taken.is_empty() {
             return;
         }
         let keys: BTreeSet<WorkKey> = taken.iter().map(|(k, _)| k.clone()).collect();
-        let seen = self.observe(Some(&keys));
+        let seen = self.observe(if full { None } else { Some(&keys) });
+        // Outcomes name federated kinds; the queue keys by FTC name.
+        let names: BTreeMap<String, String> = self
+            .cache
+            .types()
+            .into_iter()
+            .map(|(name, t)| (t.federated.kind.clone(), name))
+            .collect();
         let passes = Passes {
             cluster_health: false,
-            dns: false,
+            dns: full,
         };
-        self.round(seen, passes, taken).await;
+        if full {
+            self.full_running = true;
+            self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
+        }
+        self.metrics
+            .rounds_in_flight
+            .fetch_add(1, Ordering::Relaxed);
+        let shared = self.shared.clone();
+        self.rounds.spawn(async move {
+            let mut seen = seen;
+            let progress = indicatif::ProgressBar::hidden();
+            let result = live::round(&shared.host, &mut seen, &shared.run, passes, &progress)
+                .await
+                .map(|outcome| {
+                    let (failed, changed) = outcome_keys(&names, &seen, &outcome);
+                    RoundResult {
+                        outcome,
+                        failed,
+                        changed,
+                    }
+                });
+            crate::parallel::drop_in_background(seen);
+            RoundDone {
+                full,
+                taken,
+                result,
+            }
+        });
     }
 
-    async fn round(
-        &mut self,
-        mut seen: Observation,
-        passes: Passes,
-        taken: Vec<(WorkKey, Instant)>,
-    ) {
-        let progress = indicatif::ProgressBar::hidden();
-        let result = live::round(self.host, &mut seen, &self.o.run, passes, &progress).await;
+    /// A round ended: its keys succeed, or wait their backoff.
+    fn finish(&mut self, done: RoundDone) {
         let now = Instant::now();
         self.metrics.rounds.fetch_add(1, Ordering::Relaxed);
-        let outcome = match result {
-            Ok(outcome) => outcome,
+        self.metrics
+            .rounds_in_flight
+            .fetch_sub(1, Ordering::Relaxed);
+        if done.full {
+            self.full_running = false;
+            self.metrics.synced.store(true, Ordering::Relaxed);
+        }
+        let r = match done.result {
+            Ok(r) => r,
             Err(e) => {
                 self.metrics.failures.fetch_add(1, Ordering::Relaxed);
                 self.report_failure(crate::error::one_line(&e));
-                for (k, since) in taken {
+                for (k, since) in done.taken {
                     self.queue.failed(k, since, now);
                 }
                 return;
             }
         };
-        let (failed, changed) = self.outcomes(&seen, &outcome);
-        for (k, since) in taken {
-            if failed.contains(&k) {
+        for (k, since) in done.taken {
+            if r.failed.contains(&k) {
                 self.queue.failed(k, since, now);
             } else {
                 self.queue.succeeded(&k);
-                if changed.contains(&k) {
+                if r.changed.contains(&k) {
                     self.metrics
                         .latency
                         .lock()
@@ -602,13 +877,13 @@ impl Controller<'_> {
             }
         }
         if self.o.verbosity >= 2 {
-            for o in &outcome.objects {
+            for o in &r.outcome.objects {
                 for c in &o.changes {
                     eprintln!("{c}");
                 }
             }
         }
-        let report = &outcome.report;
+        let report = &r.outcome.report;
         self.metrics
             .failures
             .fetch_add(report.failures.len() as u64, Ordering::Relaxed);
@@ -626,47 +901,6 @@ impl Controller<'_> {
         }
     }
 
-    /// The keys that failed and those that changed a member.
-    fn outcomes(
-        &self,
-        seen: &Observation,
-        outcome: &RoundOutcome,
-    ) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
-        let by_kind: BTreeMap<&str, (String, &crate::core::decide::FederatedType)> = self
-            .cache
-            .types()
-            .iter()
-            .filter_map(|(name, t)| {
-                let st = seen
-                    .types
-                    .iter()
-                    .find(|s| s.federated.kind == t.federated.kind)?;
-                Some((st.federated.kind.as_str(), (name.clone(), &st.t)))
-            })
-            .collect();
-        let mut failed = BTreeSet::new();
-        let mut changed = BTreeSet::new();
-        for o in &outcome.objects {
-            let Some((name, t)) = by_kind.get(o.kind.as_str()) else {
-                continue;
-            };
-            // An orphan's key is its member object's.
-            let key = if o.orphan {
-                federated_key(t, &o.key)
-            } else {
-                o.key.clone()
-            };
-            let k = (name.clone(), key);
-            if o.failed {
-                failed.insert(k.clone());
-            }
-            if !o.changes.is_empty() {
-                changed.insert(k);
-            }
-        }
-        (failed, changed)
-    }
-
     /// Prints a failure line, unless it was printed in the last 5 minutes.
     fn report_failure(&mut self, line: String) {
         let now = Instant::now();
@@ -681,6 +915,61 @@ impl Controller<'_> {
         self.reported
             .retain(|_, at| now.duration_since(*at) < Duration::from_secs(600));
     }
+}
+
+/// The keys of a round's outcome that failed, and those that changed a
+/// member (`names`: federated kind → FTC name).
+fn outcome_keys(
+    names: &BTreeMap<String, String>,
+    seen: &Observation,
+    outcome: &RoundOutcome,
+) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
+    let mut failed = BTreeSet::new();
+    let mut changed = BTreeSet::new();
+    for o in &outcome.objects {
+        let (Some(name), Some(t)) = (
+            names.get(&o.kind),
+            seen.types.iter().find(|t| t.federated.kind == o.kind),
+        ) else {
+            continue;
+        };
+        // An orphan's key is its member object's.
+        let key = if o.orphan {
+            federated_key(&t.t, &o.key)
+        } else {
+            o.key.clone()
+        };
+        let k = (name.clone(), key);
+        if o.failed {
+            failed.insert(k.clone());
+        }
+        if !o.changes.is_empty() {
+            changed.insert(k);
+        }
+    }
+    (failed, changed)
+}
+
+/// The lock's next state (never, without a lock or once it is settled).
+async fn lock_changed(rx: &mut Option<state::Receiver<LockState>>) -> Option<LockState> {
+    let Some(rx) = rx else {
+        return std::future::pending().await;
+    };
+    if rx.changed().await.is_err() {
+        return std::future::pending().await;
+    }
+    Some(rx.borrow_and_update().clone())
+}
+
+/// The probe beside the loop, when it is done (never, when none runs).
+async fn probe_done(probing: &mut Option<(u64, JoinHandle<Vec<Health>>)>) -> (u64, Vec<Health>) {
+    let Some((generation, task)) = probing.as_mut() else {
+        return std::future::pending().await;
+    };
+    let health = task.await.unwrap_or_default();
+    let generation = *generation;
+    *probing = None;
+    (generation, health)
 }
 
 /// Hands freed heap back to the system (every probe interval, after

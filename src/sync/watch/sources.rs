@@ -3,14 +3,23 @@
 //! type), each a task that turns the watcher's events into [`Event`]s on one
 //! channel. A (re)list arrives whole, as [`Change::Replaced`], so the cache
 //! never holds a half-listed source.
+//!
+//! A watch that fails (connection refused, an API server restarted, a
+//! `410 Gone` after etcd compaction, credentials refused) starts over with
+//! a fresh list after a backoff, as kube-runtime's own watcher re-lists on
+//! a desync: the list that follows says exactly what was missed, and a
+//! source counts as up again only once it has listed. Each restart is
+//! counted, and how long a source has been down is what `/readyz` shows.
 
+use super::metrics::Metrics;
 use crate::apply::api_error_line;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watcher};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
@@ -33,6 +42,16 @@ pub enum Source {
     Federated(String),
     /// A member's managed objects of a type: (cluster, FTC name).
     Member(String, String),
+}
+
+impl Source {
+    /// Where the source is: `host`, or the member's name.
+    pub fn cluster(&self) -> &str {
+        match self {
+            Source::Member(c, _) => c,
+            _ => "host",
+        }
+    }
 }
 
 impl std::fmt::Display for Source {
@@ -86,26 +105,43 @@ pub struct Spec {
 /// The running watches.
 pub struct Sources {
     tx: UnboundedSender<Event>,
-    running: BTreeMap<Source, (String, JoinHandle<()>)>,
+    running: BTreeMap<Source, Running>,
+    metrics: Arc<Metrics>,
+}
+
+/// A started watch: what it was started from, its name, its task.
+struct Running {
+    fingerprint: String,
+    label: String,
+    task: JoinHandle<()>,
 }
 
 impl Sources {
-    pub fn new(tx: UnboundedSender<Event>) -> Sources {
+    pub fn new(tx: UnboundedSender<Event>, metrics: Arc<Metrics>) -> Sources {
         Sources {
             tx,
             running: BTreeMap::new(),
+            metrics,
         }
+    }
+
+    /// How a source is named in `/readyz` and the restart counter:
+    /// `host: FederatedConfigMap`, `member1: ConfigMap`.
+    fn label(source: &Source, spec: &Spec) -> String {
+        format!("{}: {}", source.cluster(), spec.kind)
     }
 
     /// Runs exactly `wanted`: stops the others, starts the missing ones and
     /// restarts those whose fingerprint changed. Returns the started ones.
     pub fn sync(&mut self, wanted: BTreeMap<Source, Spec>) -> Vec<Source> {
-        self.running.retain(|source, (fingerprint, task)| {
+        let metrics = &self.metrics;
+        self.running.retain(|source, r| {
             let keep = wanted
                 .get(source)
-                .is_some_and(|w| &w.fingerprint == fingerprint);
+                .is_some_and(|w| w.fingerprint == r.fingerprint);
             if !keep {
-                task.abort();
+                r.task.abort();
+                metrics.watch_stopped(&r.label);
             }
             keep
         });
@@ -115,8 +151,23 @@ impl Sources {
                 continue;
             }
             let fingerprint = spec.fingerprint.clone();
-            let task = tokio::spawn(run(source.clone(), spec, self.tx.clone()));
-            self.running.insert(source.clone(), (fingerprint, task));
+            let label = Self::label(&source, &spec);
+            let watch = Watch {
+                label: label.clone(),
+                source: source.clone(),
+                spec,
+                tx: self.tx.clone(),
+                metrics: self.metrics.clone(),
+            };
+            let task = tokio::spawn(watch.run());
+            self.running.insert(
+                source.clone(),
+                Running {
+                    fingerprint,
+                    label,
+                    task,
+                },
+            );
             started.push(source);
         }
         started
@@ -127,8 +178,9 @@ impl Sources {
     pub fn restart(&mut self, which: impl Fn(&Source) -> bool) -> Vec<Source> {
         let stale: Vec<Source> = self.running.keys().filter(|s| which(s)).cloned().collect();
         for s in &stale {
-            if let Some((_, task)) = self.running.remove(s) {
-                task.abort();
+            if let Some(r) = self.running.remove(s) {
+                r.task.abort();
+                self.metrics.watch_stopped(&r.label);
             }
         }
         stale
@@ -141,53 +193,123 @@ impl Sources {
 
 impl Drop for Sources {
     fn drop(&mut self) {
-        for (_, task) in self.running.values() {
-            task.abort();
+        for r in self.running.values() {
+            r.task.abort();
+            self.metrics.watch_stopped(&r.label);
         }
     }
 }
 
-/// One watch, until aborted.
-async fn run(source: Source, spec: Spec, tx: UnboundedSender<Event>) {
-    let mut stream = watcher(spec.api, spec.config).default_backoff().boxed();
-    let mut listing: Vec<Value> = Vec::new();
-    let typed = |mut o: DynamicObject| {
+/// The first restart's delay; doubled per failure in a row, up to
+/// [`MAX_RESTART_DELAY`] (kube-runtime's default backoff is the same shape).
+const FIRST_RESTART_DELAY: Duration = Duration::from_secs(1);
+const MAX_RESTART_DELAY: Duration = Duration::from_secs(30);
+
+/// One source's watch task.
+struct Watch {
+    source: Source,
+    label: String,
+    spec: Spec,
+    tx: UnboundedSender<Event>,
+    metrics: Arc<Metrics>,
+}
+
+impl Watch {
+    /// Watches until aborted, starting over after every failure.
+    async fn run(self) {
+        let mut failures = 0u32;
+        loop {
+            let Some(error) = self.watch_once(&mut failures).await else {
+                return;
+            };
+            // A 410 is a plain re-list (the history the watch resumed from
+            // was compacted); anything else is reported and waits.
+            let gone = matches!(&error, watcher::Error::WatchError(s) if s.code == 410)
+                || matches!(&error, watcher::Error::WatchFailed(kube::Error::Api(s)) if s.code == 410);
+            self.metrics.watch_restarted(&self.label, !gone);
+            if gone {
+                tracing::info!(
+                    "{}: watch history compacted (410); listing again",
+                    self.label
+                );
+                continue;
+            }
+            failures += 1;
+            // The first failure in a row is news (the cache marks the
+            // source, a line says why); the retries that follow are not.
+            if failures == 1 {
+                let event = Event {
+                    source: self.source.clone(),
+                    change: failed(error),
+                };
+                if self.tx.send(event).is_err() {
+                    return;
+                }
+            }
+            tokio::time::sleep(restart_delay(failures)).await;
+        }
+    }
+
+    /// One watcher from a fresh list until it fails; `None`: the controller
+    /// is gone (or the stream ended, which a watcher never does).
+    async fn watch_once(&self, failures: &mut u32) -> Option<watcher::Error> {
+        let mut stream = watcher(self.spec.api.clone(), self.spec.config.clone()).boxed();
+        let mut listing: Vec<Value> = Vec::new();
+        while let Some(item) = stream.next().await {
+            let change = match item {
+                Ok(watcher::Event::Init) => {
+                    listing.clear();
+                    continue;
+                }
+                Ok(watcher::Event::InitApply(o)) => {
+                    listing.push(self.typed(o));
+                    continue;
+                }
+                Ok(watcher::Event::InitDone) => {
+                    *failures = 0;
+                    self.metrics.watch_listed(&self.label);
+                    Change::Replaced(std::mem::take(&mut listing))
+                }
+                Ok(watcher::Event::Apply(o)) => Change::Applied(self.typed(o)),
+                Ok(watcher::Event::Delete(o)) => Change::Deleted(self.typed(o)),
+                Err(e) => return Some(e),
+            };
+            let event = Event {
+                source: self.source.clone(),
+                change,
+            };
+            if self.tx.send(event).is_err() {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn typed(&self, mut o: DynamicObject) -> Value {
         // The API server keeps managedFields itself (an update without them
         // leaves them as they are) and no decision reads them: not holding
         // them is most of a Deployment's size in the cache.
         o.metadata.managed_fields = None;
         let mut v = serde_json::to_value(o).unwrap_or_default();
         if v.get("apiVersion").is_none() {
-            v["apiVersion"] = Value::String(spec.api_version.clone());
+            v["apiVersion"] = Value::String(self.spec.api_version.clone());
         }
         if v.get("kind").is_none() {
-            v["kind"] = Value::String(spec.kind.clone());
+            v["kind"] = Value::String(self.spec.kind.clone());
         }
         v
-    };
-    while let Some(item) = stream.next().await {
-        let change = match item {
-            Ok(watcher::Event::Init) => {
-                listing.clear();
-                continue;
-            }
-            Ok(watcher::Event::InitApply(o)) => {
-                listing.push(typed(o));
-                continue;
-            }
-            Ok(watcher::Event::InitDone) => Change::Replaced(std::mem::take(&mut listing)),
-            Ok(watcher::Event::Apply(o)) => Change::Applied(typed(o)),
-            Ok(watcher::Event::Delete(o)) => Change::Deleted(typed(o)),
-            Err(e) => failed(e),
-        };
-        let event = Event {
-            source: source.clone(),
-            change,
-        };
-        if tx.send(event).is_err() {
-            return;
-        }
     }
+}
+
+/// The wait before the `failures`-th restart in a row.
+fn restart_delay(failures: u32) -> Duration {
+    let doubled = FIRST_RESTART_DELAY
+        .checked_mul(
+            1u32.checked_shl(failures.saturating_sub(1))
+                .unwrap_or(u32::MAX),
+        )
+        .unwrap_or(MAX_RESTART_DELAY);
+    doubled.min(MAX_RESTART_DELAY)
 }
 
 fn failed(e: watcher::Error) -> Change {
@@ -206,5 +328,28 @@ fn failed(e: watcher::Error) -> Change {
     Change::Failed {
         not_served,
         message: api_error_line(api),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_back_off_and_are_capped() {
+        assert_eq!(restart_delay(1), Duration::from_secs(1));
+        assert_eq!(restart_delay(2), Duration::from_secs(2));
+        assert_eq!(restart_delay(5), Duration::from_secs(16));
+        assert_eq!(restart_delay(6), MAX_RESTART_DELAY);
+        assert_eq!(restart_delay(u32::MAX), MAX_RESTART_DELAY);
+    }
+
+    #[test]
+    fn sources_name_their_cluster() {
+        assert_eq!(Source::Federated("configmaps".into()).cluster(), "host");
+        assert_eq!(
+            Source::Member("m1".into(), "configmaps".into()).cluster(),
+            "m1"
+        );
     }
 }
