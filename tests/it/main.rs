@@ -20,3 +20,4 @@ mod reconcile;
 mod status;
 mod types;
 mod watch;
+mod watch_faults;

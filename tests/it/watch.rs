@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use testenv::{Faults, Mode, TestEnv};
 
 /// A free loopback port for `--metrics-bind-address`.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -25,7 +25,7 @@ fn free_port() -> u16 {
 }
 
 /// `kubefedctl reconcile --watch` in the background; stderr in `log`.
-fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str]) -> Child {
+pub(crate) fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str]) -> Child {
     Command::new(KUBEFEDCTL)
         .arg("--kubeconfig")
         .arg(kc)
@@ -54,7 +54,7 @@ fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str]) -> Child {
         .unwrap()
 }
 
-fn sigterm(child: &Child) {
+pub(crate) fn sigterm(child: &Child) {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -63,7 +63,7 @@ fn sigterm(child: &Child) {
 }
 
 /// A GET on the metrics port: (status line, body).
-fn http_get(port: u16, path: &str) -> (String, String) {
+pub(crate) fn http_get(port: u16, path: &str) -> (String, String) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let mut text = String::new();
@@ -74,7 +74,7 @@ fn http_get(port: u16, path: &str) -> (String, String) {
 
 /// Parses Prometheus text: sample name with labels → value. Fails on any
 /// line that is not a comment or `name{labels} value`.
-fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
+pub(crate) fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
@@ -92,7 +92,7 @@ fn samples(text: &str) -> std::collections::BTreeMap<String, f64> {
         .collect()
 }
 
-fn log(path: &Path) -> String {
+pub(crate) fn log(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 

@@ -1,0 +1,645 @@
+//! `reconcile --watch` under faults, in an environment of its own whose API
+//! servers the tests stop, restart and freeze: a host outage longer than
+//! the lease (the watch pauses its writes and resumes without a second
+//! writer, also with a standby started during the outage), etcd compaction
+//! with a member API server restarted (its watches list again), and a
+//! frozen member (the other member is not held back). Bounds are generous
+//! (`wait_until`, 60 s): no wall-clock asserts beyond "before the fault
+//! ends".
+
+use crate::fixtures::{Federation, cm, holder, wait_until, write_kubeconfig};
+use crate::watch::{free_port, http_get, log, samples, sigterm, spawn_watch};
+use serde_json::json;
+use std::process::Child;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+use testenv::TestEnv;
+
+/// The environment these tests break; one test at a time.
+fn fault_env() -> MutexGuard<'static, TestEnv> {
+    static ENV: OnceLock<Mutex<TestEnv>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        Mutex::new(
+            TestEnv::private(&["host", "member1", "member2"])
+                .unwrap_or_else(|e| panic!("starting the fault environment: {e:#}")),
+        )
+    })
+    .lock()
+    // A failed test leaves the environment as usable as any other.
+    .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn alive(child: &mut Child) -> bool {
+    child.try_wait().unwrap().is_none()
+}
+
+fn metrics(port: u16) -> std::collections::BTreeMap<String, f64> {
+    samples(&http_get(port, "/metrics").1)
+}
+
+fn set_cm(env: &TestEnv, f: &Federation, name: &str, v: &str) {
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/{name}",
+            f.group, f.ns
+        ),
+        json!({"spec": {"template": {"data": {"v": v}}}}),
+    );
+}
+
+fn member_value(env: &TestEnv, cluster: &str, f: &Federation, name: &str) -> Option<String> {
+    cm(env, cluster, f.ns, name).and_then(|o| o["data"]["v"].as_str().map(str::to_string))
+}
+
+fn create_cm(env: &TestEnv, f: &Federation, name: &str, v: &str) {
+    f.create(
+        env,
+        "FederatedConfigMap",
+        name,
+        json!({"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}}),
+    );
+}
+
+/// Writes through a proxy other than to the lock's Lease.
+fn non_lease_writes(p: &testenv::Proxy, after: Instant) -> Vec<String> {
+    p.records()
+        .iter()
+        .filter(|r| r.is_write() && r.resource != "leases")
+        .filter(|r| r.received.is_some_and(|t| t >= after))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+#[test]
+fn a_host_outage_longer_than_the_lease_pauses_writes_and_the_watch_resumes() {
+    let mut env = fault_env();
+    let f = Federation::new(&env, "wf-a", "wfa.kubefed.io", "wf-a-objs", &["configmaps"]);
+    let port = free_port();
+    let log_path = env.dir().join("watch-fault-a.log");
+    let addr = format!("127.0.0.1:{port}");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &["--metrics-bind-address", &addr]);
+    create_cm(&env, &f, "before", "1");
+    wait_until("both members get the object", || {
+        member_value(&env, "member1", &f, "before").as_deref() == Some("1")
+            && member_value(&env, "member2", &f, "before").as_deref() == Some("1")
+    });
+    wait_until("the watch is ready", || {
+        http_get(port, "/readyz").0.contains("200")
+    });
+
+    env.stop_apiserver("host");
+    let stopped = Instant::now();
+    // Past the renew deadline (10 s) the watch writes nothing: a member
+    // copy edited by hand now is not repaired while the host is away.
+    wait_until("/readyz to say the lock is not renewed", || {
+        let (status, body) = http_get(port, "/readyz");
+        status.contains("503") && body.contains("lock: not renewed for")
+    });
+    let paused = Instant::now();
+    let (status, body) = http_get(port, "/healthz");
+    assert!(status.contains("200"), "not wedged: {status} {body}");
+    crate::fixtures::patch(
+        &env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/configmaps/before", f.ns),
+        json!({"data": {"v": "drifted"}}),
+    );
+    // Longer than the lease (15 s) in all.
+    std::thread::sleep(Duration::from_secs(20).saturating_sub(stopped.elapsed()));
+    assert!(
+        alive(&mut watch),
+        "the watch outlives the outage:\n{}",
+        log(&log_path)
+    );
+    let paused_writes: Vec<String> = [&f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| non_lease_writes(p, paused))
+        .collect();
+    assert!(
+        paused_writes.is_empty(),
+        "no member write after the renew deadline: {paused_writes:?}"
+    );
+    assert_eq!(
+        member_value(&env, "member1", &f, "before").as_deref(),
+        Some("drifted")
+    );
+
+    env.start_apiserver("host").unwrap();
+    wait_until("the lock is renewed", || {
+        log(&log_path).contains("; resuming")
+    });
+    let text = log(&log_path);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("lock: renewed after ")
+                && l.ends_with("s without contact; resuming")),
+        "{text}"
+    );
+    // What the watches missed is listed again and everything re-decided:
+    // the drift is repaired, and changes made now propagate.
+    wait_until("the drift is repaired", || {
+        member_value(&env, "member1", &f, "before").as_deref() == Some("1")
+    });
+    create_cm(&env, &f, "after", "2");
+    set_cm(&env, &f, "before", "3");
+    wait_until("changes after the outage reach both members", || {
+        ["member1", "member2"].iter().all(|c| {
+            member_value(&env, c, &f, "after").as_deref() == Some("2")
+                && member_value(&env, c, &f, "before").as_deref() == Some("3")
+        })
+    });
+    assert!(holder(&env, f.fedns).contains(&format!("pid {}", watch.id())));
+    wait_until("/readyz is ok again", || {
+        http_get(port, "/readyz").0.contains("200")
+    });
+    let m = metrics(port);
+    assert_eq!(m["kubefedctl_leader"], 1.0);
+    assert!(
+        m.iter().any(
+            |(k, v)| k.starts_with("kubefedctl_watch_restarts_total{source=\"host: ") && *v >= 1.0
+        ),
+        "the host's watches were restarted: {m:?}"
+    );
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+}
+
+#[test]
+fn a_standby_started_during_a_host_outage_never_writes_beside_the_leader() {
+    let mut env = fault_env();
+    let f = Federation::new(&env, "wf-b", "wfb.kubefed.io", "wf-b-objs", &["configmaps"]);
+    // Each instance reaches the host through a proxy of its own, so their
+    // host requests can be told apart.
+    let b_host = env.proxy("host").unwrap();
+    let b_kc = write_kubeconfig(
+        &env,
+        "wf-b-standby",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &b_host.url()),
+    );
+    let (log_a, log_b) = (
+        env.dir().join("watch-fault-b1.log"),
+        env.dir().join("watch-fault-b2.log"),
+    );
+    let (port_a, port_b) = (free_port(), free_port());
+    let mut a = spawn_watch(
+        &f.kc,
+        &f,
+        &log_a,
+        &[
+            "--leader-elect",
+            "--metrics-bind-address",
+            &format!("127.0.0.1:{port_a}"),
+        ],
+    );
+    wait_until("the first instance leads", || {
+        holder(&env, f.fedns).contains(&format!("pid {}", a.id()))
+    });
+    create_cm(&env, &f, "one", "1");
+    wait_until("the leader propagates", || {
+        member_value(&env, "member2", &f, "one").as_deref() == Some("1")
+    });
+
+    env.stop_apiserver("host");
+    let mut b = spawn_watch(
+        &b_kc,
+        &f,
+        &log_b,
+        &[
+            "--leader-elect",
+            "--metrics-bind-address",
+            &format!("127.0.0.1:{port_b}"),
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(20));
+    assert!(alive(&mut a), "{}", log(&log_a));
+    assert!(
+        alive(&mut b),
+        "the standby waits out the outage: {}",
+        log(&log_b)
+    );
+    env.start_apiserver("host").unwrap();
+    let back = Instant::now();
+
+    // One of them leads afterwards; the other stands by.
+    let leader_of = |port: u16| metrics(port).get("kubefedctl_leader").copied() == Some(1.0);
+    wait_until("exactly one leader", || {
+        let h = holder(&env, f.fedns);
+        (h.contains(&format!("pid {}", a.id())) && leader_of(port_a) && !leader_of(port_b))
+            || (h.contains(&format!("pid {}", b.id())) && leader_of(port_b) && !leader_of(port_a))
+    });
+    let a_leads = holder(&env, f.fedns).contains(&format!("pid {}", a.id()));
+    create_cm(&env, &f, "two", "2");
+    wait_until("the leader propagates after the outage", || {
+        ["member1", "member2"]
+            .iter()
+            .all(|c| member_value(&env, c, &f, "two").as_deref() == Some("2"))
+    });
+    let (leader_host, other_host, other_log) = if a_leads {
+        (&f.host, &b_host, &log_b)
+    } else {
+        (&b_host, &f.host, &log_a)
+    };
+    assert!(
+        !non_lease_writes(leader_host, back).is_empty(),
+        "the leader writes the host (status, versions)"
+    );
+    let other = non_lease_writes(other_host, back);
+    assert!(other.is_empty(), "the other instance wrote: {other:?}");
+    if !a_leads {
+        assert!(
+            log(other_log).contains("holds the federation lock now; standing by"),
+            "{}",
+            log(other_log)
+        );
+    }
+    for (child, path) in [(&mut a, &log_a), (&mut b, &log_b)] {
+        sigterm(child);
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{status:?}\n{}", log(path));
+    }
+}
+
+#[test]
+fn a_lost_lock_without_leader_election_exits_naming_the_new_holder() {
+    let env = fault_env();
+    let f = Federation::new(&env, "wf-c", "wfc.kubefed.io", "wf-c-objs", &["configmaps"]);
+    let log_path = env.dir().join("watch-fault-c.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("the watch holds the lock", || {
+        holder(&env, f.fedns).contains(&format!("pid {}", watch.id()))
+    });
+    // Another holder takes the lease (as one would after an expiry the
+    // watch did not see): the next renewal finds it.
+    crate::fixtures::patch(
+        &env,
+        "host",
+        &format!(
+            "/apis/coordination.k8s.io/v1/namespaces/{}/leases/kubefedctl-reconcile",
+            f.fedns
+        ),
+        json!({"spec": {"holderIdentity": "elsewhere (pid 7)", "leaseTransitions": 99}}),
+    );
+    let status = {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(s) = watch.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "{}", log(&log_path));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert_eq!(status.code(), Some(1), "{}", log(&log_path));
+    let text = log(&log_path);
+    assert!(
+        text.contains("error: lost the federation lock to elsewhere (pid 7)"),
+        "{text}"
+    );
+    assert_eq!(
+        holder(&env, f.fedns),
+        "elsewhere (pid 7)",
+        "not released: not ours"
+    );
+}
+
+#[test]
+fn compacted_history_and_a_restarted_member_make_its_watches_list_again() {
+    let mut env = fault_env();
+    let f = Federation::new(&env, "wf-d", "wfd.kubefed.io", "wf-d-objs", &["configmaps"]);
+    let port = free_port();
+    let log_path = env.dir().join("watch-fault-d.log");
+    let addr = format!("127.0.0.1:{port}");
+    let mut watch = spawn_watch(
+        &f.kc,
+        &f,
+        &log_path,
+        &["--metrics-bind-address", &addr, "-v", "2"],
+    );
+    create_cm(&env, &f, "web", "1");
+    wait_until("member1 gets web", || {
+        member_value(&env, "member1", &f, "web").as_deref() == Some("1")
+    });
+    // Some history for the compaction to remove.
+    for i in 0..20 {
+        crate::fixtures::patch(
+            &env,
+            "host",
+            &format!("/api/v1/namespaces/{}", f.ns),
+            json!({"metadata": {"annotations": {"churn": i.to_string()}}}),
+        );
+    }
+    let source = format!(
+        "kubefedctl_watch_restarts_total{{source=\"{}: ConfigMap\"}}",
+        f.cluster("m1")
+    );
+    let before = metrics(port).get(&source).copied().unwrap_or(0.0);
+    env.stop_apiserver("member1");
+    env.compact_etcd().unwrap();
+    env.start_apiserver("member1").unwrap();
+    wait_until("member1's watch starts over", || {
+        metrics(port).get(&source).copied().unwrap_or(0.0) > before
+    });
+    // Drift and changes on member1 are handled again.
+    crate::fixtures::patch(
+        &env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/configmaps/web", f.ns),
+        json!({"data": {"v": "drifted"}}),
+    );
+    wait_until("the drift is repaired", || {
+        member_value(&env, "member1", &f, "web").as_deref() == Some("1")
+    });
+    set_cm(&env, &f, "web", "2");
+    wait_until("the change reaches member1", || {
+        member_value(&env, "member1", &f, "web").as_deref() == Some("2")
+    });
+    wait_until("/readyz is ok", || {
+        http_get(port, "/readyz").0.contains("200")
+    });
+    assert!(alive(&mut watch));
+    sigterm(&watch);
+    assert!(watch.wait().unwrap().success(), "{}", log(&log_path));
+}
+
+#[test]
+fn a_frozen_member_holds_nobody_back_and_catches_up_when_it_answers() {
+    let env = fault_env();
+    let f = Federation::new(&env, "wf-e", "wfe.kubefed.io", "wf-e-objs", &["configmaps"]);
+    let names: Vec<String> = (0..50).map(|i| format!("obj-{i:02}")).collect();
+    for n in &names {
+        create_cm(&env, &f, n, "0");
+    }
+    let log_path = env.dir().join("watch-fault-e.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("every object on both members", || {
+        names.iter().all(|n| {
+            member_value(&env, "member1", &f, n).as_deref() == Some("0")
+                && member_value(&env, "member2", &f, n).as_deref() == Some("0")
+        })
+    });
+
+    // member2's API server stops answering (connections still accepted).
+    let pid = env.cluster("member2").apiserver_pid().to_string();
+    let signal = |sig: &str| {
+        assert!(
+            std::process::Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    signal("-STOP");
+    let frozen = Instant::now();
+    let mut slowest = Duration::ZERO;
+    for n in &names {
+        set_cm(&env, &f, n, "1");
+        let changed = Instant::now();
+        wait_until("the change reaches member1", || {
+            member_value(&env, "member1", &f, n).as_deref() == Some("1")
+        });
+        slowest = slowest.max(changed.elapsed());
+    }
+    // Before, every round waited for member2's timeouts (3 s each here):
+    // 50 changes took ~48 s. Now none waits for member2 at all.
+    let all_changed = frozen.elapsed();
+    assert!(
+        all_changed < Duration::from_secs(40),
+        "50 changes reached member1 while member2 was frozen, the slowest after {slowest:?} (all: {all_changed:?})\n{}",
+        log(&log_path)
+    );
+    std::thread::sleep(Duration::from_secs(40).saturating_sub(frozen.elapsed()));
+    assert!(alive(&mut watch), "{}", log(&log_path));
+    assert!(
+        log(&log_path).contains(&format!("{}: not ready", f.cluster("m2"))),
+        "{}",
+        log(&log_path)
+    );
+    signal("-CONT");
+    wait_until("member2 catches up", || {
+        names
+            .iter()
+            .all(|n| member_value(&env, "member2", &f, n).as_deref() == Some("1"))
+    });
+    sigterm(&watch);
+    assert!(watch.wait().unwrap().success(), "{}", log(&log_path));
+}
+
+/// Polls `done` every 100 ms for up to `limit`.
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sets `v` of every named FederatedConfigMap, from four threads.
+fn burst(env: &TestEnv, f: &Federation, names: &[String], v: &str) {
+    std::thread::scope(|s| {
+        for chunk in names.chunks(names.len().div_ceil(4)) {
+            s.spawn(move || {
+                for n in chunk {
+                    set_cm(env, f, n, v);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "wf-churn",
+        "wfchurn.kubefed.io",
+        "wf-churn-objs",
+        &["configmaps"],
+    );
+    let names: Vec<String> = (0..100).map(|i| format!("c-{i:03}")).collect();
+    for n in &names {
+        create_cm(env, &f, n, "0");
+    }
+    let port = free_port();
+    let log_path = env.dir().join("watch-churn.log");
+    let addr = format!("127.0.0.1:{port}");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &["--metrics-bind-address", &addr]);
+    let everywhere = |v: &str| {
+        names.iter().all(|n| {
+            member_value(env, "member1", &f, n).as_deref() == Some(v)
+                && member_value(env, "member2", &f, n).as_deref() == Some(v)
+        })
+    };
+    let idle = || {
+        let m = metrics(port);
+        m.get("kubefedctl_queue_depth") == Some(&0.0)
+            && m.get("kubefedctl_rounds_in_flight") == Some(&0.0)
+            && m.get("kubefedctl_watches_down") == Some(&0.0)
+    };
+    wait_until("the initial sync", || everywhere("0"));
+    wait_until("the watch is idle", idle);
+    // A probe interval (1 s here) after activity, freed heap is returned.
+    std::thread::sleep(Duration::from_secs(3));
+    let synced_rss = metrics(port)["process_resident_memory_bytes"];
+
+    // One small burst first: the client's connection pools fill up to their
+    // bound, so the task count compared below is the busy-idle one.
+    burst(env, &f, &names, "warm");
+    wait_until("the warm-up burst everywhere", || everywhere("warm"));
+    wait_until("the watch is idle after the warm-up", idle);
+    std::thread::sleep(Duration::from_secs(3));
+    let idle_tasks = metrics(port)["kubefedctl_tasks"];
+
+    // 10,000 changes: 100 bursts over the 100 objects.
+    for round in 0..100 {
+        burst(env, &f, &names, &format!("v{round}"));
+    }
+    wait_for(
+        "every member copy at its last value",
+        Duration::from_secs(300),
+        || everywhere("v99"),
+    );
+    wait_for("the watch to be idle", Duration::from_secs(60), idle);
+    eprintln!(
+        "churn: RSS after the sync {synced_rss}, now {}",
+        metrics(port)["process_resident_memory_bytes"]
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let last = loop {
+        let m = metrics(port);
+        let (rss, tasks) = (m["process_resident_memory_bytes"], m["kubefedctl_tasks"]);
+        if rss <= synced_rss * 1.2 && tasks <= idle_tasks + 4.0 {
+            break m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not back to idle: RSS {rss} (after the sync {synced_rss}), tasks {tasks} (idle {idle_tasks})\n{}",
+            log(&log_path)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(last["kubefedctl_reconcile_rounds_total"] >= 2.0, "{last:?}");
+    assert!(alive(&mut watch));
+    sigterm(&watch);
+    assert!(watch.wait().unwrap().success(), "{}", log(&log_path));
+}
+
+#[test]
+fn rotated_credentials_in_the_clusters_secret_are_taken_without_a_restart() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "wf-rot",
+        "wfrot.kubefed.io",
+        "wf-rot-objs",
+        &["configmaps"],
+    );
+    let m1 = f.cluster("m1");
+    let log_path = env.dir().join("watch-rot.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    create_cm(env, &f, "web", "1");
+    wait_until("member1 gets web", || {
+        member_value(env, "member1", &f, "web").as_deref() == Some("1")
+    });
+    // The member's join token, and a second token of the same service
+    // account issued by its token controller.
+    let secrets = format!("/api/v1/namespaces/{}/secrets", f.fedns);
+    let list = crate::fixtures::get(env, "member1", &secrets).unwrap();
+    let old = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["type"] == "kubernetes.io/service-account-token"
+                && s["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+                    .as_str()
+                    .is_some_and(|sa| sa.starts_with(&m1))
+        })
+        .unwrap_or_else(|| panic!("no token secret for {m1}: {list}"))
+        .clone();
+    let sa = old["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rotated = format!("{sa}-rotated");
+    crate::fixtures::post(
+        env,
+        "member1",
+        &secrets,
+        json!({"metadata": {"name": rotated, "annotations": {"kubernetes.io/service-account.name": sa}},
+               "type": "kubernetes.io/service-account-token"}),
+    );
+    let mut token = String::new();
+    wait_until("the token controller fills the new token", || {
+        token = crate::fixtures::get(env, "member1", &format!("{secrets}/{rotated}"))
+            .and_then(|s| s["data"]["token"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        !token.is_empty()
+    });
+    // The KubeFedCluster's Secret gets the new token, then the old one is
+    // revoked (its Secret deleted in the member).
+    let kfc = crate::fixtures::get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m1}",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    let host_secret = kfc["spec"]["secretRef"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!("{secrets}/{host_secret}"),
+        json!({"data": {"token": token}}),
+    );
+    let old_name = old["metadata"]["name"].as_str().unwrap();
+    assert_eq!(
+        env.request("member1", "DELETE", &format!("{secrets}/{old_name}"), None)
+            .unwrap()
+            .status,
+        200
+    );
+    let old_token = crate::fixtures::b64(old["data"]["token"].as_str().unwrap());
+    wait_until("the member refuses the old token", || {
+        testenv::http::request(
+            "GET",
+            &format!("{}/api", env.cluster("member1").url()),
+            env.ca_pem(),
+            Some(&old_token),
+            None,
+            Duration::from_secs(5),
+        )
+        .is_ok_and(|r| r.status == 401)
+    });
+    wait_until("the watch notices", || {
+        log(&log_path).contains(&format!("{m1}: not ready"))
+    });
+    // Drift and changes on member1 are handled with the new credentials.
+    set_cm(env, &f, "web", "2");
+    wait_until("the change reaches member1 with the new token", || {
+        member_value(env, "member1", &f, "web").as_deref() == Some("2")
+    });
+    crate::fixtures::patch(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/configmaps/web", f.ns),
+        json!({"data": {"v": "drifted"}}),
+    );
+    wait_until("the drift is repaired: member1's watch is back", || {
+        member_value(env, "member1", &f, "web").as_deref() == Some("2")
+    });
+    assert!(alive(&mut watch), "{}", log(&log_path));
+    sigterm(&watch);
+    assert!(watch.wait().unwrap().success(), "{}", log(&log_path));
+}
