@@ -76,6 +76,7 @@ pub struct WatchOptions {
 /// takes the lock over (then an error naming it; with `--leader-elect` this
 /// instance stands by again instead).
 pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
+    limit_malloc_arenas();
     let metrics = Arc::new(Metrics::default());
     if let Some(addr) = o.metrics_bind_address {
         metrics::serve(addr, metrics.clone()).await?;
@@ -970,6 +971,22 @@ async fn probe_done(probing: &mut Option<(u64, JoinHandle<Vec<Health>>)>) -> (u6
     let generation = *generation;
     *probing = None;
     (generation, health)
+}
+
+/// glibc's malloc tuned for a process that lives for days through bursts:
+/// two arenas, not eight per core (rounds run on every worker thread and on
+/// short-lived threads, and each arena keeps what was freed in it), and a
+/// fixed mmap threshold of 128 KiB (by default it rises to the largest
+/// block freed, up to 32 MiB, after which a round's big buffers come from
+/// the arenas and pin their pages between the cache's live blocks, where
+/// `malloc_trim` cannot give them back).
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt has no preconditions; it sets allocator tunables.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
 }
 
 /// Hands freed heap back to the system (every probe interval, after
