@@ -106,6 +106,8 @@ pub struct RequestRecord {
     pub verb: String,
     /// URL path without the query.
     pub path: String,
+    /// The raw query string, without `?` (`labelSelector=...&limit=500`).
+    pub query: String,
     /// API group, `""` for core (and for non-resource paths).
     pub group: String,
     /// API version, also filled in for group-version discovery paths.
@@ -127,6 +129,9 @@ pub struct RequestRecord {
     pub received: Option<Instant>,
     /// When the proxy had the answer's status; `None` while unanswered.
     pub answered: Option<Instant>,
+    /// Bytes of the answer's body passed to the client so far (a watch's
+    /// grow while it runs).
+    pub response_bytes: u64,
 }
 
 impl RequestRecord {
@@ -147,6 +152,7 @@ pub fn classify(method: &str, path: &str, query: Option<&str>) -> RequestRecord 
         method: method.to_string(),
         verb: "other".to_string(),
         path: path.to_string(),
+        query: query.unwrap_or("").to_string(),
         group: String::new(),
         version: String::new(),
         resource: String::new(),
@@ -157,6 +163,7 @@ pub fn classify(method: &str, path: &str, query: Option<&str>) -> RequestRecord 
         injected: false,
         received: None,
         answered: None,
+        response_bytes: 0,
     };
     let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let mut rest: &[&str] = match parts.as_slice() {
@@ -465,6 +472,15 @@ impl Shared {
         }
     }
 
+    fn count_bytes(&self, (epoch, index): (u64, usize), bytes: usize) {
+        let mut r = lock(&self.records);
+        if r.epoch == epoch
+            && let Some(rec) = r.list.get_mut(index)
+        {
+            rec.response_bytes += bytes as u64;
+        }
+    }
+
     fn acknowledge(&self, generation: u64) {
         let mut a = lock(&self.applied);
         if *a < generation {
@@ -566,7 +582,7 @@ async fn serve_tls(shared: Arc<Shared>, tcp: TcpStream) {
         .await;
 }
 
-async fn handle(shared: &Shared, ctx: &ConnCtx, req: Request<Incoming>) -> Response<Body> {
+async fn handle(shared: &Arc<Shared>, ctx: &ConnCtx, req: Request<Incoming>) -> Response<Body> {
     let rec = classify(req.method().as_str(), req.uri().path(), req.uri().query());
     let slot = shared.push_record(rec.clone());
 
@@ -594,6 +610,13 @@ async fn handle(shared: &Shared, ctx: &ConnCtx, req: Request<Incoming>) -> Respo
         Ok(resp) => {
             let (mut parts, body) = resp.into_parts();
             strip_hop_by_hop(&mut parts.headers);
+            let counter = shared.clone();
+            let body = body.map_frame(move |frame| {
+                if let Some(data) = frame.data_ref() {
+                    counter.count_bytes(slot, data.len());
+                }
+                frame
+            });
             Response::from_parts(parts, body.boxed())
         }
         Err(e) => status_response(
