@@ -124,8 +124,9 @@ pub async fn round(
             report.notes.extend(p.notes.iter().cloned());
         }
     }
-    let jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
+    let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
     if o.dry_run {
+        resolve_creates(seen, &mut jobs, o, &mut report).await;
         dry_run_plan(seen, &jobs, &mut report);
     } else {
         progress.set_length(jobs.iter().map(|j| j.work.len() as u64).sum());
@@ -210,6 +211,100 @@ fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions
             decide::complete_type(&federation, &t.t, &t.objects, &t.members, limits, plans)
         })
         .collect()
+}
+
+/// A dry run's creates, checked one GET each: members are listed by the
+/// managed label only, so a same-named unmanaged object is not in the
+/// observation. A real run learns of it from the create's 409 (upstream
+/// `pkg/controller/sync/dispatch/managed.go`: Create → AlreadyExists → Get);
+/// a plan must say what that run would do: adopt it (an update), or fail
+/// with `AlreadyExists` / `ManagedLabelFalse`.
+async fn resolve_creates(
+    seen: &Observation,
+    jobs: &mut [Job<'_>],
+    o: &Options,
+    report: &mut Report,
+) {
+    use futures::StreamExt;
+    let creates: Vec<(usize, usize)> = jobs
+        .iter()
+        .enumerate()
+        .flat_map(|(j, job)| {
+            job.work
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| matches!(w.decision.action, Action::Create(_)))
+                .map(move |(i, _)| (j, i))
+        })
+        .collect();
+    if creates.is_empty() {
+        return;
+    }
+    let timeout = o.selection.timeout;
+    let found: Vec<((usize, usize), Option<serde_json::Value>)> = {
+        let jobs = &*jobs;
+        futures::stream::iter(creates)
+            .map(|(j, i)| async move {
+                let w = &jobs[j].work[i];
+                let t = &seen.types[w.type_index];
+                let client = seen
+                    .members
+                    .iter()
+                    .find(|m| m.name == w.decision.cluster)
+                    .and_then(|m| m.client.clone().ok());
+                let (ns, name) = w.key();
+                let live = match client {
+                    Some(c) => {
+                        let api = crate::apply::dynamic_api(&c, Some(&ns), &t.target);
+                        tokio::time::timeout(timeout, api.get_opt(&name))
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .flatten()
+                            .map(|o| serde_json::to_value(o).unwrap_or_default())
+                    }
+                    None => None,
+                };
+                ((j, i), live)
+            })
+            .buffer_unordered(o.concurrency.max(1))
+            .collect()
+            .await
+    };
+    let mut dropped: Vec<(usize, usize)> = Vec::new();
+    for ((j, i), live) in found {
+        let Some(live) = live else { continue };
+        let w = &mut jobs[j].work[i];
+        let t = &seen.types[w.type_index];
+        let Some(fed) = w.object.map(|oi| &t.objects[oi]) else {
+            continue;
+        };
+        match crate::core::plan::after_conflict(
+            fed,
+            &t.t.target,
+            &w.decision.cluster,
+            &live,
+            seen.settings,
+        ) {
+            Ok(action) => {
+                w.decision.action = action;
+                w.live = Some(live);
+            }
+            Err((_, why)) => {
+                report.cluster(&w.decision.cluster).failed += 1;
+                report.failures.push(format!(
+                    "{}: {}: {why}",
+                    w.decision.cluster,
+                    w.describe(&t.t.target.kind)
+                ));
+                dropped.push((j, i));
+            }
+        }
+    }
+    dropped.sort_unstable();
+    for (j, i) in dropped.into_iter().rev() {
+        jobs[j].work.remove(i);
+    }
 }
 
 /// Member changes a dry run would make, with diffs.

@@ -8,7 +8,7 @@ use crate::api::core::{
 };
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
 use crate::core::decide::{FederatedType, Listing, ObjectKey, key_of};
-use crate::core::desired::TargetType;
+use crate::core::desired::{MANAGED_LABEL, TargetType};
 use crate::core::membership::Scope;
 use crate::core::placement::Cluster;
 use crate::core::plan::{SyncSettings, federated_namespace_name_is_valid};
@@ -307,21 +307,23 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
             let name = m.name.clone();
             lists.spawn(async move {
                 let api = dynamic_api(&client, ns.as_deref(), &ar);
-                let listing = match tokio::time::timeout(
-                    timeout * 4,
-                    list_pages(&api, &ListParams::default()),
-                )
-                .await
-                {
-                    Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
-                    Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
-                        Listing::NotServed(api_error_line(kube::Error::Api(s)))
-                    }
-                    Ok(Err(e)) => Listing::Failed(api_error_line(e)),
-                    Ok(Ok(items)) => {
-                        Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect())
-                    }
-                };
+                // Managed objects only, as KubeFed's member informers
+                // (upstream `pkg/controller/util/resourceinformer.go`): a
+                // run's cost follows the federation, not everything the
+                // member holds. A same-named unmanaged object shows up when
+                // a create meets it (409), as upstream's dispatcher sees it.
+                let managed = ListParams::default().labels(&format!("{MANAGED_LABEL}=true"));
+                let listing =
+                    match tokio::time::timeout(timeout * 4, list_pages(&api, &managed)).await {
+                        Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
+                        Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
+                            Listing::NotServed(api_error_line(kube::Error::Api(s)))
+                        }
+                        Ok(Err(e)) => Listing::Failed(api_error_line(e)),
+                        Ok(Ok(items)) => {
+                            Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect())
+                        }
+                    };
                 (i, name, listing)
             });
         }
