@@ -157,6 +157,12 @@ pub fn b64(text: &str) -> String {
     .unwrap()
 }
 
+/// `text` base64-encoded, as a Secret's `data` holds it.
+pub fn b64_encode(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
 /// A request as the cluster's admin: status code and JSON body (`null`
 /// when the body is not JSON).
 pub fn request(

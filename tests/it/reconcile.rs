@@ -1420,3 +1420,203 @@ fn revoked_credentials_fail_that_member_only() {
         .clone();
     assert_eq!(ok["ready"], "True");
 }
+
+/// A member's status entry for the federated object `name` of `plural`.
+fn cluster_status(
+    env: &TestEnv,
+    f: &Federation,
+    plural: &str,
+    name: &str,
+    cluster: &str,
+) -> String {
+    f.fed(env, plural, name).unwrap()["status"]["clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["name"] == cluster)
+        .and_then(|c| c["status"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_no_op_run_reads_only_the_managed_objects_of_a_member() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-sel",
+        "rcsel.kubefed.io",
+        "rc-sel-objs",
+        &["secrets"],
+    );
+    let m1 = f.cluster("m1");
+    for i in 0..10 {
+        f.create(
+            env,
+            "FederatedSecret",
+            &format!("s-{i}"),
+            json!({"template": {"data": {"k": crate::fixtures::b64_encode("v")}},
+                   "placement": {"clusters": [{"name": m1}]}}),
+        );
+    }
+    // What any cluster running Helm holds: 1,000 release Secrets of
+    // ~100 KB in a namespace the federation never touches.
+    let noise = "rc-sel-noise";
+    namespace(env, "member1", noise);
+    let blob = crate::fixtures::b64_encode(&"x".repeat(100 * 1024));
+    std::thread::scope(|s| {
+        for part in 0..4 {
+            let blob = &blob;
+            s.spawn(move || {
+                for i in (part..1000).step_by(4) {
+                    let (status, body) = crate::fixtures::create(
+                        env,
+                        "member1",
+                        &format!("/api/v1/namespaces/{noise}/secrets"),
+                        json!({"metadata": {"name": format!("sh.helm.release.v1.r{i}.v1")},
+                               "type": "helm.sh/release.v1", "data": {"release": blob}}),
+                    );
+                    assert!(status == 201 || status == 409, "{status} {body}");
+                }
+            });
+        }
+    });
+    f.reconcile(&[]).ok();
+    f.reset();
+    let run = f.reconcile(&[]).ok();
+    assert_eq!(f.member_writes(), 0, "a no-op: {}", run.stderr);
+    let lists: Vec<testenv::RequestRecord> =
+        f.m1.records()
+            .into_iter()
+            .filter(|r| r.resource == "secrets" && r.verb == "list")
+            .collect();
+    assert_eq!(lists.len(), 1, "one list of Secrets: {lists:?}");
+    assert!(
+        lists[0]
+            .query
+            .contains("labelSelector=kubefed.io%2Fmanaged%3Dtrue"),
+        "managed Secrets only: {:?}",
+        lists[0].query
+    );
+    assert!(
+        lists[0].response_bytes < 100 * 1024,
+        "the 10 managed Secrets, not one unrelated one: {} bytes",
+        lists[0].response_bytes
+    );
+    for i in 0..10 {
+        let fed = f.fed(env, "federatedsecrets", &format!("s-{i}")).unwrap();
+        assert_eq!(
+            fed["status"]["clusters"],
+            json!([{"name": m1}]),
+            "propagated (OK is written as no status, as upstream)"
+        );
+    }
+    let (status, _) = crate::fixtures::request(
+        env,
+        "member1",
+        "DELETE",
+        &format!("/api/v1/namespaces/{noise}"),
+        None,
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn unmanaged_objects_are_adopted_or_refused_as_adopt_resources_says_in_runs_and_plans() {
+    let env = TestEnv::shared();
+    let f = Federation::new(
+        env,
+        "rc-adopt",
+        "rcadopt.kubefed.io",
+        "rc-adopt-objs",
+        &["configmaps"],
+    );
+    let m1 = f.cluster("m1");
+    namespace(env, "member1", f.ns);
+    let unmanaged = |name: &str| {
+        post(
+            env,
+            "member1",
+            &format!("/api/v1/namespaces/{}/configmaps", f.ns),
+            json!({"metadata": {"name": name}, "data": {"v": "theirs"}}),
+        );
+    };
+    let federate = |name: &str| {
+        f.create(
+            env,
+            "FederatedConfigMap",
+            name,
+            json!({"template": {"data": {"v": "ours"}}, "placement": {"clusters": [{"name": m1}]}}),
+        );
+    };
+    // adoptResources: Enabled (init's default): the plan says update, and
+    // the run adopts.
+    unmanaged("taken");
+    federate("taken");
+    f.reset();
+    let dry = f.reconcile(&["--dry-run"]).ok();
+    assert!(
+        dry.stdout
+            .contains(&format!("{m1}: update ConfigMap rc-adopt-objs/taken")),
+        "an update, not a create: {}",
+        dry.stdout
+    );
+    assert_eq!(f.member_writes(), 0);
+    f.reconcile(&[]).ok();
+    let taken = cm(env, "member1", f.ns, "taken").unwrap();
+    assert_eq!(taken["data"]["v"], "ours");
+    assert_eq!(taken["metadata"]["labels"]["kubefed.io/managed"], "true");
+
+    // adoptResources: Disabled: refused with AlreadyExists, in the plan and
+    // in the run, and the member object is left as it was.
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+            f.fedns
+        ),
+        json!({"spec": {"syncController": {"adoptResources": "Disabled"}}}),
+    );
+    unmanaged("kept");
+    federate("kept");
+    let dry = f.reconcile(&["--dry-run"]);
+    assert_eq!(dry.code, 3, "{}{}", dry.stdout, dry.stderr);
+    assert!(
+        dry.stderr.contains("ConfigMap rc-adopt-objs/kept")
+            && dry.stderr.contains("adoption is disabled"),
+        "{}",
+        dry.stderr
+    );
+    assert!(
+        !dry.stdout.contains("create ConfigMap rc-adopt-objs/kept"),
+        "{}",
+        dry.stdout
+    );
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        cluster_status(env, &f, "federatedconfigmaps", "kept", &m1),
+        "AlreadyExists"
+    );
+    let kept = cm(env, "member1", f.ns, "kept").unwrap();
+    assert_eq!(kept["data"]["v"], "theirs");
+    assert!(kept["metadata"]["labels"]["kubefed.io/managed"].is_null());
+    // The adopted copy is found by the managed list: deleting its federated
+    // object deletes it.
+    let (status, _) = crate::fixtures::request(
+        env,
+        "host",
+        "DELETE",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/taken",
+            f.group, f.ns
+        ),
+        None,
+    );
+    assert_eq!(status, 200);
+    f.reconcile(&[]);
+    assert!(
+        cm(env, "member1", f.ns, "taken").is_none(),
+        "the managed copy of a deleted federated object is deleted"
+    );
+}
