@@ -823,6 +823,35 @@ pub fn outcomes_on_success(decisions: &[Decision]) -> Vec<ClusterOutcome> {
         .collect()
 }
 
+/// What `status --live` says of one member for one federated object: the
+/// decide step's decision read as a verdict, so that `status --live` and
+/// `reconcile --dry-run` can never disagree. Only `in-sync` is healthy;
+/// `None`: nothing there and nothing to do (not placed).
+pub fn live_verdict(action: &Action, status: Option<ClusterStatus>) -> Option<&'static str> {
+    Some(match action {
+        Action::Unchanged => "in-sync",
+        // A create that would meet a same-named unmanaged object is
+        // `unmanaged` once that object is read (members are listed by the
+        // managed label only).
+        Action::Create(_) => "missing",
+        Action::Update { adopt: true, .. } => "unmanaged",
+        Action::Update { adopt: false, .. } => "drifted",
+        Action::Delete { .. } => "unplaced",
+        Action::RemoveManagedLabel => "orphaning",
+        Action::AwaitRemoval => "terminating",
+        Action::Nothing => return None,
+        Action::Skip => match status {
+            Some(ClusterStatus::ClusterNotReady)
+            | Some(ClusterStatus::CachedRetrievalFailed)
+            | Some(ClusterStatus::ClientRetrievalFailed) => "unreachable",
+            Some(ClusterStatus::AlreadyExists) | Some(ClusterStatus::ManagedLabelFalse) => {
+                "unmanaged"
+            }
+            _ => "invalid",
+        },
+    })
+}
+
 #[cfg(test)]
 mod parse_tests {
     use super::ClusterStatus;
@@ -839,6 +868,30 @@ mod parse_tests {
             assert_eq!(ClusterStatus::parse(s).unwrap().as_str(), s);
         }
         assert_eq!(ClusterStatus::parse("Bogus"), None);
+    }
+
+    #[test]
+    fn live_verdicts_read_the_decisions() {
+        use super::{Action, live_verdict};
+        use ClusterStatus::*;
+        let obj = serde_json::json!({});
+        let table: [(Action, Option<ClusterStatus>, Option<&str>); 12] = [
+            (Action::Unchanged, None, Some("in-sync")),
+            (Action::Create(obj.clone().into()), None, Some("missing")),
+            (Action::Update { object: obj.clone(), adopt: false }, None, Some("drifted")),
+            (Action::Update { object: obj.clone(), adopt: true }, None, Some("unmanaged")),
+            (Action::Delete { options: None }, None, Some("unplaced")),
+            (Action::RemoveManagedLabel, None, Some("orphaning")),
+            (Action::AwaitRemoval, Some(WaitingForRemoval), Some("terminating")),
+            (Action::Nothing, None, None),
+            (Action::Skip, Some(ClusterNotReady), Some("unreachable")),
+            (Action::Skip, Some(CachedRetrievalFailed), Some("unreachable")),
+            (Action::Skip, Some(ManagedLabelFalse), Some("unmanaged")),
+            (Action::Skip, Some(ApplyOverridesFailed), Some("invalid")),
+        ];
+        for (action, status, want) in table {
+            assert_eq!(live_verdict(&action, status), want, "{action:?} {status:?}");
+        }
     }
 }
 

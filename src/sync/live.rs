@@ -13,7 +13,7 @@
 //! placement and overrides. A run with nothing to do writes nothing.
 
 use crate::core::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions, describe};
-use crate::core::plan::{Action, ClusterStatus};
+use crate::core::plan::{self, Action, ClusterStatus};
 use crate::host::Host;
 use crate::members::{Health, Member};
 use crate::sync::execute::{Limits, Work};
@@ -22,6 +22,7 @@ use crate::sync::pipeline::{self, Finished, Job, Pipeline};
 use crate::sync::record;
 use crate::sync::report::Report;
 use anyhow::Result;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// What to reconcile and how.
@@ -147,6 +148,78 @@ pub async fn round(
         dns(host, seen, o, &mut report).await?;
     }
     Ok(RoundOutcome { report, objects })
+}
+
+/// One member's verdict on one federated object (`status --live`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberVerdict {
+    pub cluster: String,
+    pub verdict: &'static str,
+}
+
+/// The decide step's view of a dry run, per federated object (by federated
+/// kind and key): what a run would do in each member, read as a verdict
+/// (`core::plan::live_verdict`). The same observation (lists, not one GET
+/// per object and member), RSP scheduling and FederatedNamespace narrowing
+/// as `reconcile --dry-run`, so the two never disagree; only the creates
+/// are read once more, to tell `missing` from `unmanaged`.
+pub async fn member_view(
+    host: &Host,
+    o: &Options,
+) -> Result<BTreeMap<(String, decide::ObjectKey), Vec<MemberVerdict>>> {
+    let mut seen = observe::observe(host, &o.selection).await?;
+    let mut report = Report::default();
+    crate::sync::rsp::schedule_replicas(host, &mut seen, true, o.selection.timeout, &mut report)
+        .await?;
+    let decided = decide_all(host, &seen, o);
+    let mut view = BTreeMap::new();
+    for (t, d) in seen.types.iter().zip(&decided) {
+        for p in &d.objects {
+            let mut verdicts = Vec::new();
+            for dec in &p.decisions {
+                let Some(mut verdict) = plan::live_verdict(&dec.action, dec.status) else {
+                    continue;
+                };
+                if let Action::Create(obj) = &dec.action
+                    && exists_unmanaged(&seen, t, &dec.cluster, obj, o.selection.timeout).await
+                {
+                    verdict = "unmanaged";
+                }
+                verdicts.push(MemberVerdict {
+                    cluster: dec.cluster.clone(),
+                    verdict,
+                });
+            }
+            verdicts.sort_by(|a, b| a.cluster.cmp(&b.cluster));
+            view.insert((t.federated.kind.clone(), p.key.clone()), verdicts);
+        }
+    }
+    crate::parallel::drop_in_background((seen, decided));
+    Ok(view)
+}
+
+/// Whether `cluster` holds an object where a create of `obj` would go.
+async fn exists_unmanaged(
+    seen: &Observation,
+    t: &observe::ObservedType,
+    cluster: &str,
+    obj: &serde_json::Value,
+    timeout: Duration,
+) -> bool {
+    let Some(client) = seen
+        .members
+        .iter()
+        .find(|m| m.name == cluster)
+        .and_then(|m| m.client.clone().ok())
+    else {
+        return false;
+    };
+    let (ns, name) = decide::key_of(obj);
+    let api = crate::apply::dynamic_api(&client, Some(&ns), &t.target);
+    matches!(
+        tokio::time::timeout(timeout, api.get_opt(&name)).await,
+        Ok(Ok(Some(_)))
+    )
 }
 
 /// Whether this run writes what belongs to no object (KubeFedCluster

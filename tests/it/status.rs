@@ -319,3 +319,76 @@ fn live_status_finds_drifted_and_missing_member_objects() {
             .contains("sc-m1:in-sync,sc-m2:in-sync")
     );
 }
+
+#[test]
+fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
+    let env = TestEnv::shared();
+    let f = crate::fixtures::Federation::new(
+        env,
+        "st-agree",
+        "stagree.kubefed.io",
+        "st-agree-objs",
+        &["configmaps", "deployments.apps"],
+    );
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    // The namespace is placed on member1 only; its objects ask for both.
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
+            f.group, f.ns, f.ns
+        ),
+        json!({"spec": {"placement": {"clusterSelector": null, "clusters": [{"name": m1}]}}}),
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "both",
+        json!({"template": {"data": {"k": "v"}},
+               "placement": {"clusters": [{"name": m1}, {"name": m2}]}}),
+    );
+    f.create_deployment(env, "web");
+    f.create_rsp(env, "web", 4, &[(&m1, 1), (&m2, 1)]);
+    f.reconcile(&[]).ok();
+
+    let live = |plural: &str, extra: &[&str]| {
+        let mut args = vec!["status", plural, "-n", f.ns, "--live", "--exit-code"];
+        args.extend_from_slice(extra);
+        f.run(&args)
+    };
+    let agree = |plural: &str| (live(plural, &[]), f.reconcile(&["--dry-run", "--exit-code"]));
+    let (status, dry) = agree("configmaps");
+    assert_eq!(dry.code, 0, "converged: {}{}", dry.stdout, dry.stderr);
+    assert_eq!(
+        status.code, 0,
+        "nothing to do, so nothing is out of sync: {}{}",
+        status.stdout, status.stderr
+    );
+    let rows: Value =
+        serde_json::from_str(&live("configmaps", &["-o", "json"]).ok().stdout).unwrap();
+    assert_eq!(
+        rows[0]["clusters"],
+        json!([{"name": m1, "status": "OK", "live": "in-sync"}]),
+        "member2 holds no namespace for it: nothing is expected there"
+    );
+    let (status, dry) = agree("deployments");
+    assert_eq!((status.code, dry.code), (0, 0), "{}{}", status.stdout, dry.stdout);
+
+    // Drift in member1: both see it, and name the same member.
+    crate::fixtures::patch(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/configmaps/both", f.ns),
+        json!({"data": {"k": "edited"}}),
+    );
+    let (status, dry) = agree("configmaps");
+    assert_eq!(status.code, 3, "{}", status.stdout);
+    assert!(status.stdout.contains(&format!("{m1}:drifted")), "{}", status.stdout);
+    assert_eq!(dry.code, 1);
+    assert!(
+        dry.stdout.contains(&format!("{m1}: update ConfigMap {}/both", f.ns)),
+        "{}",
+        dry.stdout
+    );
+}

@@ -263,105 +263,54 @@ pub(super) async fn explain_unlisted(
     Ok(())
 }
 
-/// `--live`: what each placed member really holds, compared with what it
-/// should hold (the desired object, with its live fields retained).
+/// `--live`: what a run would do in each member, by the decide step over
+/// one observation of the type (`sync::live::member_view`), so that
+/// `status --live` and `reconcile --dry-run` never disagree (RSPs and
+/// FederatedNamespace narrowing included, lists instead of one GET per
+/// object and member). The recorded status stays beside each verdict.
 pub(super) async fn check_members(
     host: &Host,
     o: &StatusOptions,
     ftc: &FederatedTypeConfig,
+    namespace: Option<&str>,
     rows: &mut [ObjectRow],
 ) -> Result<()> {
-    use crate::core::compare::is_subset;
-    use crate::core::desired::{TargetType, desired_for_cluster};
-    use crate::core::placement::{Cluster, selected_clusters};
-    let t = &ftc.spec.target_type;
-    let group = t.group.clone().unwrap_or_default();
-    let target = TargetType::new(&group, &t.version, &t.kind);
-    let ar = crate::apply::api_resource(&group, &t.version, &t.kind, &t.plural_name);
-    let members = members::load(host, o.probe_timeout, &[]).await?;
-    let clusters: Vec<Cluster> = members
-        .iter()
-        .map(|m| Cluster {
-            name: m.name.clone(),
-            labels: m.labels.clone(),
-            ready: true,
-        })
-        .collect();
-    let fed_ar = federated_resource(ftc);
+    let options = crate::sync::live::Options {
+        selection: crate::sync::observe::Selection {
+            types: vec![ftc.metadata.name.clone().unwrap_or_default()],
+            namespace: namespace.map(str::to_string),
+            clusters: Vec::new(),
+            selector: None,
+            shard: None,
+            timeout: o.probe_timeout,
+            probe_timeout: o.probe_timeout,
+        },
+        dry_run: true,
+        concurrency: 8,
+        attempts: 1,
+        wait: None,
+    };
+    let view = crate::sync::live::member_view(host, &options).await?;
+    let kind = &ftc.spec.federated_type.kind;
     for row in rows.iter_mut() {
-        let fed_api: Api<DynamicObject> = if row.namespace.is_empty() {
-            Api::all_with(host.client.clone(), &fed_ar)
-        } else {
-            Api::namespaced_with(host.client.clone(), &row.namespace, &fed_ar)
+        let key = (row.namespace.clone(), row.name.clone());
+        let Some(verdicts) = view.get(&(kind.clone(), key)) else {
+            continue;
         };
-        let fed = match fed_api.get_opt(&row.name).await {
-            Ok(Some(f)) => serde_json::to_value(f)?,
-            _ => continue,
-        };
-        let placed = selected_clusters(&fed, &clusters).unwrap_or_default();
-        let mut checked = Vec::new();
-        for m in members.iter().filter(|m| placed.contains(&m.name)) {
-            let live = match &m.client {
-                Err(_) => Err(()),
-                Ok(client) => {
-                    let api: Api<DynamicObject> = if t.scope == "Namespaced" {
-                        Api::namespaced_with(client.clone(), &row.namespace, &ar)
-                    } else {
-                        Api::all_with(client.clone(), &ar)
-                    };
-                    tokio::time::timeout(o.probe_timeout, api.get_opt(&row.name))
-                        .await
-                        .map_err(|_| ())
-                        .and_then(|r| r.map_err(|_| ()))
+        row.clusters = verdicts
+            .iter()
+            .map(|v| {
+                let recorded = row.clusters.iter().find(|c| c.name == v.cluster);
+                ClusterPropagation {
+                    name: v.cluster.clone(),
+                    status: recorded.map_or("-".to_string(), |c| c.status.clone()),
+                    live: Some(v.verdict.to_string()),
+                    message: recorded.and_then(|c| c.message.clone()),
                 }
-            };
-            let verdict = match live {
-                Err(()) => "unreachable".to_string(),
-                Ok(None) => "missing".into(),
-                Ok(Some(obj)) => {
-                    let obj = serde_json::to_value(obj)?;
-                    if crate::core::plan::managed_label(&obj)
-                        != crate::core::plan::ManagedLabel::True
-                    {
-                        "unmanaged".into()
-                    } else {
-                        match desired_for_cluster(&fed, &target, &m.name, Some(&obj)) {
-                            Ok(d) if is_subset(&strip_server_fields(&d), &obj) => "in-sync".into(),
-                            Ok(_) => "drifted".into(),
-                            Err(_) => "invalid".into(),
-                        }
-                    }
-                }
-            };
-            let status = row
-                .clusters
-                .iter()
-                .find(|c| c.name == m.name)
-                .map_or("-".to_string(), |c| c.status.clone());
-            let message = row
-                .clusters
-                .iter()
-                .find(|c| c.name == m.name)
-                .and_then(|c| c.message.clone());
-            checked.push(ClusterPropagation {
-                name: m.name.clone(),
-                status,
-                live: Some(verdict),
-                message,
-            });
-        }
-        row.clusters = checked;
+            })
+            .collect();
     }
     Ok(())
-}
-
-/// The desired object minus what only the server decides.
-pub(super) fn strip_server_fields(d: &Value) -> Value {
-    let mut d = d.clone();
-    if let Some(m) = d.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-    }
-    d
 }
 
 pub(super) fn federated_resource(f: &FederatedTypeConfig) -> ApiResource {
@@ -410,7 +359,7 @@ pub(super) async fn object_rows(
     factory: &crate::client::ClientFactory,
     o: &StatusOptions,
     type_name: &str,
-) -> Result<(FederatedTypeConfig, Vec<ObjectRow>)> {
+) -> Result<(FederatedTypeConfig, Vec<ObjectRow>, Option<String>)> {
     let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let ftcs = api
         .list(&ListParams::default())
@@ -492,7 +441,7 @@ pub(super) async fn object_rows(
         })
         .collect();
     rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    Ok((ftc.clone(), rows))
+    Ok((ftc.clone(), rows, namespace))
 }
 
 /// One DNS name a DNSEndpoint publishes.

@@ -199,10 +199,10 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
             }
         }
         What::Type(type_name) => {
-            let (ftc, mut rows) = object_rows(&host, &factory, o, type_name).await?;
+            let (ftc, mut rows, namespace) = object_rows(&host, &factory, o, type_name).await?;
             explain_unlisted(&host, o, &ftc, &mut rows).await?;
             if o.live {
-                check_members(&host, o, &ftc, &mut rows).await?;
+                check_members(&host, o, &ftc, namespace.as_deref(), &mut rows).await?;
                 unhealthy |= rows
                     .iter()
                     .flat_map(|r| &r.clusters)
