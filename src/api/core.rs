@@ -97,6 +97,14 @@ pub struct FederatedTypeConfigSpec {
     pub status_collection: Option<String>,
 }
 
+impl FederatedTypeConfigSpec {
+    /// Whether its type is propagated (`propagation: Enabled`); the one
+    /// place that reads the field's value.
+    pub fn is_enabled(&self) -> bool {
+        self.propagation == "Enabled"
+    }
+}
+
 /// KubeFed's `APIResource`: one served type.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

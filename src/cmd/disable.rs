@@ -138,7 +138,7 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
 
     if o.dry_run {
         if let Some(f) = &ftc {
-            if f.spec.propagation == "Enabled" {
+            if f.spec.is_enabled() {
                 println!("propagation would be disabled for FederatedTypeConfig \"{ns}/{name}\"");
             }
             println!("{} would be deleted (host)", ftc_ref.short());
@@ -154,7 +154,7 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
     // Propagation off first, CRD next, FTC last: KubeFed's order, so that a
     // running controller stops before its CRD disappears.
     if let Some(f) = &ftc
-        && f.spec.propagation == "Enabled"
+        && f.spec.is_enabled()
     {
         api.patch(
             &name,

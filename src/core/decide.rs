@@ -572,19 +572,7 @@ mod tests {
     fn actions(p: &ObjectPlan) -> Vec<(String, &'static str, Option<ClusterStatus>)> {
         p.decisions
             .iter()
-            .map(|d| {
-                let a = match &d.action {
-                    Action::Create(_) => "create",
-                    Action::Update { .. } => "update",
-                    Action::Delete { .. } => "delete",
-                    Action::RemoveManagedLabel => "unlabel",
-                    Action::AwaitRemoval => "await",
-                    Action::Unchanged => "unchanged",
-                    Action::Nothing => "nothing",
-                    Action::Skip => "skip",
-                };
-                (d.cluster.clone(), a, d.status)
-            })
+            .map(|d| (d.cluster.clone(), d.action.verb(), d.status))
             .collect()
     }
 

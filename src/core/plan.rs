@@ -163,6 +163,22 @@ pub enum Action {
 }
 
 impl Action {
+    /// The action as one word, as plans and tables print it: `create`,
+    /// `update`, `delete`, `unlabel`, `await`, `unchanged`, `nothing`,
+    /// `skip`.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Action::Create(_) => "create",
+            Action::Update { .. } => "update",
+            Action::Delete { .. } => "delete",
+            Action::RemoveManagedLabel => "unlabel",
+            Action::AwaitRemoval => "await",
+            Action::Unchanged => "unchanged",
+            Action::Nothing => "nothing",
+            Action::Skip => "skip",
+        }
+    }
+
     /// Status upstream records when this action's request fails.
     pub fn failure_status(&self) -> Option<ClusterStatus> {
         match self {
@@ -878,14 +894,36 @@ mod parse_tests {
         let table: [(Action, Option<ClusterStatus>, Option<&str>); 12] = [
             (Action::Unchanged, None, Some("in-sync")),
             (Action::Create(obj.clone().into()), None, Some("missing")),
-            (Action::Update { object: obj.clone(), adopt: false }, None, Some("drifted")),
-            (Action::Update { object: obj.clone(), adopt: true }, None, Some("unmanaged")),
+            (
+                Action::Update {
+                    object: obj.clone(),
+                    adopt: false,
+                },
+                None,
+                Some("drifted"),
+            ),
+            (
+                Action::Update {
+                    object: obj.clone(),
+                    adopt: true,
+                },
+                None,
+                Some("unmanaged"),
+            ),
             (Action::Delete { options: None }, None, Some("unplaced")),
             (Action::RemoveManagedLabel, None, Some("orphaning")),
-            (Action::AwaitRemoval, Some(WaitingForRemoval), Some("terminating")),
+            (
+                Action::AwaitRemoval,
+                Some(WaitingForRemoval),
+                Some("terminating"),
+            ),
             (Action::Nothing, None, None),
             (Action::Skip, Some(ClusterNotReady), Some("unreachable")),
-            (Action::Skip, Some(CachedRetrievalFailed), Some("unreachable")),
+            (
+                Action::Skip,
+                Some(CachedRetrievalFailed),
+                Some("unreachable"),
+            ),
             (Action::Skip, Some(ManagedLabelFalse), Some("unmanaged")),
             (Action::Skip, Some(ApplyOverridesFailed), Some("invalid")),
         ];
@@ -1113,15 +1151,8 @@ mod tests {
         for (name, selected, ready, live, versions, settings, want_action, want_status) in rows {
             let d = one(selected, member("c1", ready, live), versions, settings);
             let action = match &d.action {
-                Action::Create(_) => "create",
                 Action::Update { adopt: true, .. } => "adopt",
-                Action::Update { .. } => "update",
-                Action::Delete { .. } => "delete",
-                Action::RemoveManagedLabel => "unlabel",
-                Action::Unchanged => "unchanged",
-                Action::Nothing => "nothing",
-                Action::Skip => "skip",
-                Action::AwaitRemoval => "await",
+                other => other.verb(),
             };
             assert_eq!(action, want_action, "{name}");
             assert_eq!(d.status, want_status, "{name}");

@@ -384,19 +384,20 @@ async fn resolve_creates(
 fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
     for w in jobs.iter().flat_map(|j| &j.work) {
         let kind = &seen.types[w.type_index].t.target.kind;
-        let (verb, desired) = match &w.decision.action {
-            Action::Create(obj) => ("create", Some(obj.as_ref())),
-            Action::Update { object, .. } => ("update", Some(object)),
-            Action::Delete { .. } => ("delete", None),
-            _ => ("unlabel", None),
+        let action = &w.decision.action;
+        let desired = match action {
+            Action::Create(obj) => Some(obj.as_ref()),
+            Action::Update { object, .. } => Some(object),
+            _ => None,
         };
         let r = report.cluster(&w.decision.cluster);
-        match verb {
-            "create" => r.created += 1,
-            "update" => r.updated += 1,
-            "delete" => r.deleted += 1,
+        match action {
+            Action::Create(_) => r.created += 1,
+            Action::Update { .. } => r.updated += 1,
+            Action::Delete { .. } => r.deleted += 1,
             _ => {}
         }
+        let verb = action.verb();
         report.plan.push(format!(
             "{}: {verb} {}",
             w.decision.cluster,

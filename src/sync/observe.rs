@@ -185,7 +185,7 @@ async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedType>> 
         .await
         .map_err(api_error)?
         .items;
-    ftcs.retain(|f| f.spec.propagation == "Enabled");
+    ftcs.retain(|f| f.spec.is_enabled());
     ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     for t in &o.types {
         if !ftcs.iter().any(|f| crate::host::names_federated_type(f, t)) {

@@ -101,7 +101,7 @@ impl Cache {
     pub fn types(&self) -> Vec<(String, ObservedType)> {
         self.ftcs
             .iter()
-            .filter(|(_, f)| f.spec.propagation == "Enabled")
+            .filter(|(_, f)| f.spec.is_enabled())
             .map(|(name, f)| (name.clone(), ObservedType::of(f)))
             .collect()
     }

@@ -437,7 +437,7 @@ impl Controller<'_> {
         self.cache
             .ftcs
             .iter()
-            .filter(|(_, f)| f.spec.propagation == "Enabled")
+            .filter(|(_, f)| f.spec.is_enabled())
             .filter(|(_, f)| {
                 wanted.is_empty()
                     || wanted
