@@ -26,6 +26,7 @@ pub mod output;
 pub mod parallel;
 pub mod poll;
 pub mod reconciler;
+pub mod signals;
 pub mod sync;
 pub mod version;
 pub mod yaml;

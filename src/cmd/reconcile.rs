@@ -6,7 +6,7 @@ use crate::core::lease::RECONCILE_LEASE;
 use crate::core::shard::Shard;
 use crate::error::ExitWith;
 use crate::output::{DocumentFormat, on_stdout};
-use crate::sync::lock::{self, RunLock};
+use crate::sync::lock;
 use crate::sync::observe::Selection;
 use crate::sync::{live, render, watch};
 use anyhow::Result;
@@ -220,16 +220,6 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     watch::run(&host, &options).await
 }
 
-/// Ctrl-C or SIGTERM: the signal's number.
-async fn interrupted() -> u8 {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => 2,
-        _ = term.recv() => 15,
-    }
-}
-
 fn run_render(o: &ReconcileOptions) -> Result<()> {
     let inputs = render::load(&o.from)?;
     let extra = o
@@ -286,16 +276,15 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         let name = o.shard.map_or(RECONCILE_LEASE.to_string(), |s| {
             s.lease_name(RECONCILE_LEASE)
         });
-        let lock = RunLock::acquire(&host, &name, lock::this_run(), o.lock_timeout).await?;
-        if let Some(previous) = &lock.took_over {
-            eprintln!("note: took over the federation lock from {previous}");
-        }
-        Some(lock)
+        Some(lock::take(&host, &name, o.lock_timeout).await?)
     };
+    // From here on a signal releases the lock (while waiting for it, the
+    // default action still ends the process at once).
+    let mut signals = crate::signals::Signals::new()?;
     let run = live::reconcile(&host, &opts, &progress);
     let report = tokio::select! {
         report = run => report,
-        signal = interrupted() => {
+        signal = signals.next() => {
             // The run stops between requests; a later run converges.
             progress.finish_and_clear();
             if let Some(lock) = lock {

@@ -51,6 +51,17 @@ pub enum LockState {
     Lost { holder: String },
 }
 
+/// Takes the lock `name` for this run (waiting up to `wait`), and says from
+/// whom when it took over an expired one: the one way a one-shot run and
+/// the watch take it.
+pub async fn take(host: &Host, name: &str, wait: Duration) -> Result<RunLock> {
+    let lock = RunLock::acquire(host, name, this_run(), wait).await?;
+    if let Some(previous) = &lock.took_over {
+        eprintln!("note: took over the federation lock from {previous}");
+    }
+    Ok(lock)
+}
+
 /// A held lock; [`RunLock::release`] gives it back.
 pub struct RunLock {
     api: Api<DynamicObject>,
@@ -102,7 +113,7 @@ impl RunLock {
                 Acquire::Create => create(&api, name, &me, now).await.map(|rv| (rv, None)),
                 Acquire::Take { previous } => {
                     let current = current.as_ref().expect("a lease to take");
-                    take(&api, name, &me, now, current).await.map(|rv| {
+                    take_over(&api, name, &me, now, current).await.map(|rv| {
                         let previous = previous.map(|(holder, expired)| {
                             format!("{holder}, expired {} ago", ago(expired))
                         });
@@ -208,7 +219,7 @@ async fn create(api: &Api<DynamicObject>, name: &str, me: &str, now: i64) -> Res
 
 /// Takes `current` over for `me` (a compare-and-swap on its
 /// resourceVersion); the new resourceVersion.
-async fn take(
+async fn take_over(
     api: &Api<DynamicObject>,
     name: &str,
     me: &str,

@@ -26,6 +26,7 @@ use crate::core::lease::RECONCILE_LEASE;
 use crate::core::queue::WorkQueue;
 use crate::host::Host;
 use crate::members::{self, Health, Member};
+use crate::signals::Signals;
 use crate::sync::live::{self, Passes, RoundOutcome};
 use crate::sync::lock::{self, LockState, RunLock};
 use crate::sync::observe::Observation;
@@ -39,7 +40,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::sync::watch as state;
 use tokio::task::{JoinHandle, JoinSet};
@@ -81,7 +81,7 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
     if let Some(addr) = o.metrics_bind_address {
         metrics::serve(addr, metrics.clone()).await?;
     }
-    let mut stop = Stop::new()?;
+    let mut stop = Signals::new()?;
     let shared = Shared {
         host: Arc::new(host.clone()),
         run: Arc::new(o.run.clone()),
@@ -100,16 +100,13 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
                 o.lock_timeout
             };
             tokio::select! {
-                lock = RunLock::acquire(host, RECONCILE_LEASE, lock::this_run(), wait) => Some(lock?),
-                _ = stop.signalled() => {
+                lock = lock::take(host, RECONCILE_LEASE, wait) => Some(lock?),
+                _ = stop.next() => {
                     eprintln!("stopped while waiting for the federation lock");
                     return Ok(());
                 }
             }
         };
-        if let Some(previous) = lock.as_ref().and_then(|l| l.took_over.as_ref()) {
-            eprintln!("note: took over the federation lock from {previous}");
-        }
         metrics.leader.store(true, Ordering::Relaxed);
         eprintln!(
             "watching the federation in {} (host {:?})",
@@ -191,28 +188,6 @@ struct RoundResult {
     changed: BTreeSet<WorkKey>,
 }
 
-/// SIGTERM or Ctrl-C, registered once so none is missed while a round runs.
-struct Stop {
-    term: Signal,
-    int: Signal,
-}
-
-impl Stop {
-    fn new() -> Result<Stop> {
-        Ok(Stop {
-            term: signal(SignalKind::terminate())?,
-            int: signal(SignalKind::interrupt())?,
-        })
-    }
-
-    async fn signalled(&mut self) {
-        tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
-        }
-    }
-}
-
 struct Controller<'a> {
     host: &'a Host,
     shared: Shared,
@@ -243,7 +218,7 @@ struct Controller<'a> {
 }
 
 impl Controller<'_> {
-    async fn run(&mut self, lock: Option<&RunLock>, stop: &mut Stop) -> Result<Ended> {
+    async fn run(&mut self, lock: Option<&RunLock>, stop: &mut Signals) -> Result<Ended> {
         // The host's own watches first: the types and clusters say what
         // else to watch.
         self.sources.sync(self.host_specs());
@@ -279,7 +254,7 @@ impl Controller<'_> {
             let retry = self.queue.next_retry(Instant::now());
             tokio::select! {
                 biased;
-                _ = stop.signalled() => {
+                _ = stop.next() => {
                     eprintln!("stopping: the rounds in flight complete; releasing the federation lock");
                     while let Some(done) = self.rounds.join_next().await {
                         if let Ok(done) = done {
@@ -401,7 +376,7 @@ impl Controller<'_> {
     /// a signal.
     async fn wait(
         &mut self,
-        stop: &mut Stop,
+        stop: &mut Signals,
         done: impl Fn(&Self) -> bool,
         limit: Option<Duration>,
     ) -> Result<bool> {
@@ -409,7 +384,7 @@ impl Controller<'_> {
         while !done(self) {
             let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
-                _ = stop.signalled() => {
+                _ = stop.next() => {
                     eprintln!("stopping before the first round; releasing the federation lock");
                     return Ok(false);
                 }
