@@ -33,10 +33,51 @@ pub struct Member {
     /// waiting out its own timeout, so a frozen member (connections
     /// accepted, never answered) holds no round back. `None` in one-shot
     /// runs, where every request keeps its own timeout and retries.
-    pub stalled: Option<Arc<AtomicBool>>,
+    pub stalled: Option<Arc<Stall>>,
     /// What the credentials were built from (the KubeFedCluster's spec and
     /// its Secret's resourceVersion): a change means new clients.
     pub fingerprint: String,
+}
+
+/// Whether a member stopped answering (the watch's; see `Member::stalled`).
+/// Setting it wakes every request waiting on that member, so that rounds
+/// in flight end at once instead of at their timeouts.
+#[derive(Debug, Default)]
+pub struct Stall {
+    set: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Stall {
+    pub fn is_set(&self) -> bool {
+        self.set.load(Ordering::Relaxed)
+    }
+
+    /// The member stopped answering: requests to it give up now.
+    pub fn set(&self) {
+        if !self.set.swap(true, Ordering::Relaxed) {
+            self.notify.notify_waiters();
+        }
+    }
+
+    /// A probe was answered: requests may go to it again.
+    pub fn clear(&self) {
+        self.set.store(false, Ordering::Relaxed);
+    }
+
+    /// Waits until it is set.
+    pub async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a `set` in between is seen.
+            notified.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// What a probe found, in KubeFed's terms.

@@ -9,10 +9,10 @@ use crate::core::desired::MANAGED_LABEL;
 use crate::core::plan::{self, Action, ClusterStatus, Decision, SyncSettings};
 use crate::core::record::{Done, Effect, MemberResult};
 use crate::core::version::member_version;
+use crate::members::Stall;
 use crate::sync::observe::ObservedType;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How member requests are made.
@@ -69,7 +69,7 @@ pub async fn apply_one(
     t: &ObservedType,
     w: &Work,
     limits: Limits,
-    stalled: Option<&AtomicBool>,
+    stalled: Option<&Stall>,
 ) -> MemberResult {
     let (ns, name) = w.key();
     let api = crate::apply::dynamic_api(client, Some(&ns), &t.target);
@@ -85,23 +85,33 @@ pub async fn apply_one(
         ClusterStatus::LabelRemovalFailed => ClusterStatus::LabelRemovalTimedOut,
         _ => ClusterStatus::UpdateTimedOut,
     };
-    let is_stalled = || stalled.is_some_and(|s| s.load(Ordering::Relaxed));
+    let gave_up = || {
+        Err((
+            timed_out,
+            "the member stopped answering; not tried until a probe is answered".to_string(),
+        ))
+    };
     let mut attempt = 0;
     loop {
         attempt += 1;
-        if is_stalled() {
-            return Err((
-                timed_out,
-                "the member stopped answering; not tried until a probe is answered".into(),
-            ));
+        if stalled.is_some_and(Stall::is_set) {
+            return gave_up();
         }
-        let err = match tokio::time::timeout(limits.timeout, run_action(&api, &name, &action)).await
-        {
+        let request = tokio::time::timeout(limits.timeout, run_action(&api, &name, &action));
+        let answer = match stalled {
+            // A member found frozen meanwhile ends this request at once.
+            Some(s) => tokio::select! {
+                answer = request => answer,
+                () = s.wait() => return gave_up(),
+            },
+            None => request.await,
+        };
+        let err = match answer {
             Ok(Ok(done)) => return Ok(done),
             Ok(Err(e)) => e,
             Err(_) if attempt >= limits.attempts || stalled.is_some() => {
                 if let Some(s) = stalled {
-                    s.store(true, Ordering::Relaxed);
+                    s.set();
                 }
                 return Err((timed_out, format!("no answer within {:?}", limits.timeout)));
             }

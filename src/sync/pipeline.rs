@@ -82,7 +82,7 @@ pub struct Pipeline<'a> {
 struct MemberLane {
     client: Option<kube::Client>,
     lane: Semaphore,
-    stalled: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    stalled: Option<std::sync::Arc<crate::members::Stall>>,
 }
 
 impl<'a> Pipeline<'a> {

@@ -366,7 +366,15 @@ impl Controller<'_> {
             .lock_suspended_since
             .lock()
             .expect("metrics lock") = None;
+        // Started again at once (not at the rebuild): until each has listed
+        // no round runs, and a host source that is not running would
+        // count as synced.
         for s in self.sources.restart(|_| true) {
+            self.cache.forget(&s);
+        }
+        let mut wanted = self.host_specs();
+        wanted.extend(self.member_specs());
+        for s in self.sources.sync(wanted) {
             self.cache.forget(&s);
         }
         self.rebuild_due = Some(Instant::now());
@@ -596,10 +604,9 @@ impl Controller<'_> {
             }
         }
         for (m, h) in self.members.iter().zip(&self.health) {
-            if h.is_ready()
-                && let Some(s) = &m.stalled
-            {
-                s.store(false, Ordering::Relaxed);
+            if let Some(s) = &m.stalled {
+                // A member that does not answer its probe holds no request.
+                if h.is_ready() { s.clear() } else { s.set() }
             }
         }
         self.write_health().await;
@@ -634,10 +641,9 @@ impl Controller<'_> {
             return false;
         }
         for (m, h) in self.members.iter().zip(&health) {
-            if h.is_ready()
-                && let Some(s) = &m.stalled
-            {
-                s.store(false, Ordering::Relaxed);
+            if let Some(s) = &m.stalled {
+                // A member that does not answer its probe holds no request.
+                if h.is_ready() { s.clear() } else { s.set() }
             }
         }
         let back: BTreeSet<String> = self
@@ -692,10 +698,7 @@ impl Controller<'_> {
         let timeout = self.o.run.selection.timeout;
         let mut changed = false;
         for (m, h) in self.members.iter().zip(self.health.iter_mut()) {
-            let stalled = m
-                .stalled
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Relaxed));
+            let stalled = m.stalled.as_ref().is_some_and(|s| s.is_set());
             if stalled && h.is_ready() {
                 *h = Health::Offline {
                     message: format!("cluster is not reachable: no answer within {timeout:?}"),
