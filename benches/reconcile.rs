@@ -5,7 +5,8 @@
 //! KUBEFEDCTL_BENCH_MEMBERS (10), KUBEFEDCTL_BENCH_OBJECTS (1000 of each of
 //! FederatedDeployment and FederatedConfigMap), KUBEFEDCTL_BENCH_RENDER
 //! (10000 objects for the offline render), KUBEFEDCTL_BENCH_ONLY (a comma-separated
-//! subset of render, run, shards, side, watch; all by default).
+//! subset of render, faults, unrelated, run, shards, side, watch; all by
+//! default).
 
 use serde_json::json;
 use std::path::Path;
@@ -359,6 +360,18 @@ fn main() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    // Faults break an environment of their own.
+    if wants("faults") {
+        watch_faults(&mut rows);
+    }
+    if wants("unrelated") {
+        unrelated_objects(&mut rows);
+    }
+    if !["run", "shards", "side", "watch"].iter().any(|p| wants(p)) {
+        print_rows(rows);
+        return;
+    }
+
     // The live federation.
     let names: Vec<String> = std::iter::once("host".to_string())
         .chain((1..=n_members).map(|i| format!("m{i:02}")))
@@ -515,10 +528,347 @@ fn main() {
         watch_latency(&env, &kc_path, &members[..3], &mut rows);
     }
 
+    print_rows(rows);
+}
+
+fn print_rows(rows: Vec<(String, String, String)>) {
     println!("\n| measure | result | notes |\n|---|---|---|");
     for (a, b, n) in rows {
         println!("| {a} | {b} | {n} |");
     }
+}
+
+/// A no-op run over 10 FederatedSecrets on one member, before and after
+/// that member also holds 1,000 unrelated Secrets of 100 KiB (what a
+/// cluster running Helm holds): member lists select the managed label, so
+/// the run's time and memory follow the federation, not the member.
+fn unrelated_objects(rows: &mut Vec<(String, String, String)>) {
+    let env = TestEnv::private(&["host", "member1"]).expect("environment");
+    let host = env.proxy("host").unwrap();
+    let m1 = env.proxy("member1").unwrap();
+    let kc = env.dir().join("unrelated.kubeconfig");
+    env.kubeconfig()
+        .current_context("host")
+        .server("host", &host.url())
+        .server("member1", &m1.url())
+        .write(&kc)
+        .unwrap();
+    ok("init", &kubefedctl(&kc, &["init"]).1);
+    ok("join", &kubefedctl(&kc, &["join", "member1"]).1);
+    for t in ["namespaces", "secrets"] {
+        ok("enable", &kubefedctl(&kc, &["enable", t]).1);
+    }
+    let ns = "unrelated-bench";
+    create_all(
+        &env,
+        "/api/v1/namespaces",
+        vec![json!({"metadata": {"name": ns}}).to_string()],
+    );
+    let fed = format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}");
+    create_all(
+        &env,
+        &format!("{fed}/federatednamespaces"),
+        vec![
+            json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+                   "metadata": {"name": ns, "namespace": ns},
+                    "spec": {"placement": {"clusterSelector": {}}}})
+            .to_string(),
+        ],
+    );
+    create_all(
+        &env,
+        &format!("{fed}/federatedsecrets"),
+        (0..10)
+            .map(|i| {
+                json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedSecret",
+                       "metadata": {"name": format!("s-{i}"), "namespace": ns},
+                       "spec": {"template": {"data": {"k": "dmFsdWU="}},
+                                "placement": {"clusterSelector": {}}}})
+                .to_string()
+            })
+            .collect(),
+    );
+    let run = ["reconcile", "-n", ns];
+    ok("first run", &kubefedctl(&kc, &run).1);
+    // The median of five no-op runs: (seconds, peak RSS MiB, bytes member1 sent).
+    let no_op = || -> (f64, f64, u64) {
+        let mut samples: Vec<(f64, f64, u64)> = (0..5)
+            .map(|_| {
+                m1.reset_records();
+                let (t, out, rss) = measured(&kc, &run);
+                ok("no-op run", &out);
+                let bytes = m1.records().iter().map(|r| r.response_bytes).sum();
+                (t.as_secs_f64(), rss, bytes)
+            })
+            .collect();
+        samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+        samples[2]
+    };
+    let (t0, rss0, bytes0) = no_op();
+    let noise = "helm-releases";
+    let r = env
+        .request(
+            "member1",
+            "POST",
+            "/api/v1/namespaces",
+            Some(&json!({"metadata": {"name": noise}}).to_string()),
+        )
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    // base64 of "xxx", 100 KiB once decoded.
+    let blob = "eHh4".repeat(100 * 1024 / 3);
+    std::thread::scope(|s| {
+        for part in 0..4 {
+            let (env, blob) = (&env, &blob);
+            s.spawn(move || {
+                for i in (part..1000).step_by(4) {
+                    let body = json!({"metadata": {"name": format!("sh.helm.release.v1.r{i}.v1")},
+                                      "type": "helm.sh/release.v1", "data": {"release": blob}});
+                    let r = env
+                        .request(
+                            "member1",
+                            "POST",
+                            &format!("/api/v1/namespaces/{noise}/secrets"),
+                            Some(&body.to_string()),
+                        )
+                        .unwrap();
+                    assert_eq!(r.status, 201, "{}", r.body);
+                }
+            });
+        }
+    });
+    let (t1, rss1, bytes1) = no_op();
+    let time_ok = t1 <= 1.5 * t0 + 0.3;
+    let rss_ok = rss1 <= 1.3 * rss0 + 15.0;
+    rows.push((
+        "no-op run, 10 FederatedSecrets on a member: alone / with 1,000 unrelated 100 KiB Secrets".into(),
+        format!("{t0:.2} s, {rss0:.0} MiB / {t1:.2} s, {rss1:.0} MiB"),
+        format!(
+            "median of 5; member1 sent {bytes0} / {bytes1} bytes; targets ≤ 1.5× time + 0.3 s: {}, ≤ 1.3× memory + 15 MiB: {}",
+            if time_ok { "met" } else { "MISSED" },
+            if rss_ok { "met" } else { "MISSED" }
+        ),
+    ));
+}
+
+/// `reconcile --watch` (product defaults) under faults, in an environment
+/// of its own: the host API server stopped for 20 s (longer than the
+/// lease), then a member frozen (SIGSTOP) for 40 s while 50 objects change.
+fn watch_faults(rows: &mut Vec<(String, String, String)>) {
+    let mut env = TestEnv::private(&["host", "member1", "member2"]).expect("fault environment");
+    let host = env.proxy("host").unwrap();
+    let (m1, m2) = (env.proxy("member1").unwrap(), env.proxy("member2").unwrap());
+    let kc = env.dir().join("faults.kubeconfig");
+    env.kubeconfig()
+        .current_context("host")
+        .server("host", &host.url())
+        .server("member1", &m1.url())
+        .server("member2", &m2.url())
+        .write(&kc)
+        .unwrap();
+    ok("init", &kubefedctl(&kc, &["init"]).1);
+    for m in ["member1", "member2"] {
+        ok("join", &kubefedctl(&kc, &["join", m]).1);
+    }
+    for t in ["namespaces", "configmaps"] {
+        ok("enable", &kubefedctl(&kc, &["enable", t]).1);
+    }
+    let ns = "faults-bench";
+    let fed = |plural: &str| format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/{plural}");
+    create_all(
+        &env,
+        "/api/v1/namespaces",
+        vec![json!({"metadata": {"name": ns}}).to_string()],
+    );
+    create_all(
+        &env,
+        &fed("federatednamespaces"),
+        vec![
+            json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+                   "metadata": {"name": ns, "namespace": ns},
+                    "spec": {"placement": {"clusterSelector": {}}}})
+            .to_string(),
+        ],
+    );
+    let objects = 100;
+    create_all(
+        &env,
+        &fed("federatedconfigmaps"),
+        (0..objects)
+            .map(|i| {
+                json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
+                       "metadata": {"name": format!("f-{i:03}"), "namespace": ns},
+                       "spec": {"template": {"data": {"v": "0"}}, "placement": {"clusterSelector": {}}}})
+                .to_string()
+            })
+            .collect(),
+    );
+    let log = env.dir().join("faults-watch.log");
+    let mut child = Command::new(KUBEFEDCTL)
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["reconcile", "--watch", "-n", ns])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // When `name`'s copy in `member` was last written after `after`.
+    let written = |member: &Proxy, name: &str, after: Instant| -> Option<Instant> {
+        member
+            .records()
+            .iter()
+            .filter(|r| r.is_write() && r.resource == "configmaps" && r.name == name)
+            .filter_map(|r| r.answered.filter(|a| *a >= after))
+            .max()
+    };
+    let wait = |what: &str, limit: Duration, mut done: Box<dyn FnMut() -> bool + '_>| {
+        let deadline = Instant::now() + limit;
+        while !done() {
+            assert!(Instant::now() < deadline, "faults bench: {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait(
+        "initial sync",
+        Duration::from_secs(300),
+        // Creates name no object in their path: count them.
+        Box::new(|| {
+            [&m1, &m2].iter().all(|p| {
+                p.count(|r| r.verb == "create" && r.resource == "configmaps" && r.status == 201)
+                    >= objects
+            })
+        }),
+    );
+    let change = |env: &TestEnv, i: usize, v: &str| -> Instant {
+        let path = format!("{}/f-{i:03}", fed("federatedconfigmaps"));
+        let body = json!({"spec": {"template": {"data": {"v": v}}}});
+        let r = env
+            .request("host", "PATCH", &path, Some(&body.to_string()))
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        Instant::now()
+    };
+
+    // The host away for longer than the lease.
+    std::thread::sleep(Duration::from_secs(5));
+    env.stop_apiserver("host");
+    std::thread::sleep(Duration::from_secs(20));
+    let restarted = Instant::now();
+    env.start_apiserver("host").unwrap();
+    let ready = restarted.elapsed();
+    let text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait(
+        "the lock renewed after the outage",
+        Duration::from_secs(60),
+        Box::new(|| text().contains("; resuming")),
+    );
+    // The first renewal the host answered, from the proxy's records.
+    let renewed = host
+        .records()
+        .iter()
+        .filter(|r| r.resource == "leases" && r.verb == "patch" && r.status == 200)
+        .filter_map(|r| r.answered.filter(|a| *a >= restarted))
+        .min()
+        .map_or(Duration::ZERO, |a| a.duration_since(restarted));
+    let at = change(&env, 0, "after-outage");
+    let mut propagated = Duration::ZERO;
+    wait(
+        "a change after the outage",
+        Duration::from_secs(120),
+        Box::new(
+            || match (written(&m1, "f-000", at), written(&m2, "f-000", at)) {
+                (Some(a), Some(b)) => {
+                    propagated = a.max(b).duration_since(at);
+                    true
+                }
+                _ => false,
+            },
+        ),
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the watch outlives the outage"
+    );
+
+    // member2 frozen for 40 s while 50 objects change (10/s).
+    let pid = env.cluster("member2").apiserver_pid().to_string();
+    let signal = |sig: &str| {
+        let _ = Command::new("kill").args([sig, &pid]).status();
+    };
+    signal("-STOP");
+    let frozen = Instant::now();
+    let changed: Vec<(usize, Instant)> = (1..=50)
+        .map(|i| {
+            let at = change(&env, i, "frozen");
+            std::thread::sleep(Duration::from_millis(100));
+            (i, at)
+        })
+        .collect();
+    let mut latencies: Vec<f64> = Vec::new();
+    for (i, at) in &changed {
+        let n = format!("f-{i:03}");
+        wait(
+            "member1 while member2 is frozen",
+            Duration::from_secs(60),
+            Box::new(|| written(&m1, &n, *at).is_some()),
+        );
+        let done = written(&m1, &n, *at).unwrap();
+        latencies.push(done.duration_since(*at).as_secs_f64());
+    }
+    let all_on_m1 = frozen.elapsed();
+    std::thread::sleep(Duration::from_secs(40).saturating_sub(frozen.elapsed()));
+    signal("-CONT");
+    let resumed_m2 = Instant::now();
+    let mut caught_up = Duration::ZERO;
+    wait(
+        "member2 catches up",
+        Duration::from_secs(120),
+        Box::new(|| {
+            let last: Option<Vec<Instant>> = changed
+                .iter()
+                .map(|(i, _)| written(&m2, &format!("f-{i:03}"), resumed_m2))
+                .collect();
+            match last {
+                Some(ts) => {
+                    caught_up = ts.into_iter().max().unwrap().duration_since(resumed_m2);
+                    true
+                }
+                None => false,
+            }
+        }),
+    );
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)];
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let exit = child.wait().unwrap();
+    rows.push((
+        "watch under faults: host API server down 20 s (> 15 s lease): ready again / lock renewed / a change then on both members".into(),
+        format!(
+            "{:.1} s / {:.1} s / {:.3} s",
+            ready.as_secs_f64(),
+            renewed.as_secs_f64(),
+            propagated.as_secs_f64()
+        ),
+        format!(
+            "from the API server's start (its /readyz ok; the lease PATCH answered, from the host proxy) and, for the change, host PATCH answered → last member write; same process, same lease; SIGTERM afterwards: {}",
+            if exit.success() { "exit 0" } else { "FAILED" }
+        ),
+    ));
+    rows.push((
+        "watch under faults: member2 frozen 40 s, 50 changes (10/s): member1 latency p50 / p99".into(),
+        format!("{:.3} s / {:.3} s", pct(0.5), pct(0.99)),
+        format!(
+            "host PATCH answered → member1 write answered; all 50 on member1 {:.1} s after the freeze",
+            all_on_m1.as_secs_f64()
+        ),
+    ));
+    rows.push((
+        "watch under faults: frozen member catches up after SIGCONT".into(),
+        format!("{:.1} s", caught_up.as_secs_f64()),
+        "SIGCONT → last of the 50 writes answered in member2; probe interval 10 s (default)".into(),
+    ));
 }
 
 /// 1, 2 and 4 shards (`reconcile --shard I/N`) started together, each time
