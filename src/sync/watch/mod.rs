@@ -634,8 +634,12 @@ impl Controller<'_> {
         self.probing = Some((self.generation, task));
     }
 
-    /// A probe's result; returns whether readiness changed (a full round
-    /// follows). A member back from an outage lists again at once.
+    /// A probe's result; returns whether a member came back (a full round
+    /// follows: it lists again at once and is caught up). A member that
+    /// went away asks for no round: a full round runs alone and would hold
+    /// every other member's changes back while it rewrites each object's
+    /// status; its objects show ClusterNotReady as they are next decided,
+    /// and all of them at the next resync or when it is back.
     async fn probed(&mut self, (generation, health): (u64, Vec<Health>)) -> bool {
         if generation != self.generation || health.len() != self.members.len() {
             return false;
@@ -687,7 +691,7 @@ impl Controller<'_> {
                 self.cache.forget(&s);
             }
         }
-        changed
+        !back.is_empty()
     }
 
     /// A member whose request got no answer within the timeout is not
