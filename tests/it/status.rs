@@ -357,7 +357,12 @@ fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
         args.extend_from_slice(extra);
         f.run(&args)
     };
-    let agree = |plural: &str| (live(plural, &[]), f.reconcile(&["--dry-run", "--exit-code"]));
+    let agree = |plural: &str| {
+        (
+            live(plural, &[]),
+            f.reconcile(&["--dry-run", "--exit-code"]),
+        )
+    };
     let (status, dry) = agree("configmaps");
     assert_eq!(dry.code, 0, "converged: {}{}", dry.stdout, dry.stderr);
     assert_eq!(
@@ -373,7 +378,13 @@ fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
         "member2 holds no namespace for it: nothing is expected there"
     );
     let (status, dry) = agree("deployments");
-    assert_eq!((status.code, dry.code), (0, 0), "{}{}", status.stdout, dry.stdout);
+    assert_eq!(
+        (status.code, dry.code),
+        (0, 0),
+        "{}{}",
+        status.stdout,
+        dry.stdout
+    );
 
     // Drift in member1: both see it, and name the same member.
     crate::fixtures::patch(
@@ -384,10 +395,15 @@ fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
     );
     let (status, dry) = agree("configmaps");
     assert_eq!(status.code, 3, "{}", status.stdout);
-    assert!(status.stdout.contains(&format!("{m1}:drifted")), "{}", status.stdout);
+    assert!(
+        status.stdout.contains(&format!("{m1}:drifted")),
+        "{}",
+        status.stdout
+    );
     assert_eq!(dry.code, 1);
     assert!(
-        dry.stdout.contains(&format!("{m1}: update ConfigMap {}/both", f.ns)),
+        dry.stdout
+            .contains(&format!("{m1}: update ConfigMap {}/both", f.ns)),
         "{}",
         dry.stdout
     );
