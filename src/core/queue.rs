@@ -138,13 +138,19 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
 
 /// The delay after `failures` consecutive failures (1 s, doubling, capped).
 pub fn backoff(failures: u32) -> Duration {
-    let doubled = BASE_BACKOFF
+    doubling(BASE_BACKOFF, failures, MAX_BACKOFF)
+}
+
+/// `first` after the first failure, doubled after each one more, at most
+/// `max` (and no overflow however many failures).
+pub fn doubling(first: Duration, failures: u32, max: Duration) -> Duration {
+    let doubled = first
         .checked_mul(
             1u32.checked_shl(failures.saturating_sub(1))
                 .unwrap_or(u32::MAX),
         )
-        .unwrap_or(MAX_BACKOFF);
-    doubled.min(MAX_BACKOFF)
+        .unwrap_or(max);
+    doubled.min(max)
 }
 
 #[cfg(test)]

@@ -303,13 +303,7 @@ impl Watch {
 
 /// The wait before the `failures`-th restart in a row.
 fn restart_delay(failures: u32) -> Duration {
-    let doubled = FIRST_RESTART_DELAY
-        .checked_mul(
-            1u32.checked_shl(failures.saturating_sub(1))
-                .unwrap_or(u32::MAX),
-        )
-        .unwrap_or(MAX_RESTART_DELAY);
-    doubled.min(MAX_RESTART_DELAY)
+    crate::core::queue::doubling(FIRST_RESTART_DELAY, failures, MAX_RESTART_DELAY)
 }
 
 fn failed(e: watcher::Error) -> Change {
