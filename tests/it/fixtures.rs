@@ -491,6 +491,21 @@ impl Federation {
     }
 }
 
+/// A kubeconfig whose host goes through a proxy of its own (the members as
+/// the federation's KubeFedClusters say), so that a second instance's host
+/// requests can be told apart from the first's.
+pub fn own_host_kubeconfig(env: &TestEnv, name: &str) -> (Proxy, PathBuf) {
+    let proxy = env.proxy("host").unwrap();
+    let kc = write_kubeconfig(
+        env,
+        name,
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &proxy.url()),
+    );
+    (proxy, kc)
+}
+
 pub fn cm(env: &TestEnv, cluster: &str, ns: &str, name: &str) -> Option<Value> {
     get(
         env,

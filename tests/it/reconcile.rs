@@ -1441,10 +1441,12 @@ fn cluster_status(
 #[test]
 fn a_no_op_run_reads_only_the_managed_objects_of_a_member() {
     let env = TestEnv::shared();
+    // The default federated group: a FederatedSecret of a second group would
+    // make the kind ambiguous for tests that name it by kind (types.rs).
     let f = Federation::new(
         env,
         "rc-sel",
-        "rcsel.kubefed.io",
+        "types.kubefed.io",
         "rc-sel-objs",
         &["secrets"],
     );

@@ -7,7 +7,6 @@
 
 use crate::fixtures::{
     Federation, KUBEFEDCTL, cm, gone, holder, patch, pod_mount, reconciler_token, wait_until,
-    write_kubeconfig,
 };
 use serde_json::json;
 use std::io::{Read, Write};
@@ -311,14 +310,7 @@ fn only_the_leader_writes_and_the_standby_takes_over_when_it_dies() {
     let f = Federation::new(env, "wt-b", "wtb.kubefed.io", "wt-b-objs", &["configmaps"]);
     // The standby reaches the host through a proxy of its own, so its
     // requests can be told apart.
-    let standby_host = env.proxy("host").unwrap();
-    let standby_kc = write_kubeconfig(
-        env,
-        "wt-b-standby",
-        env.kubeconfig()
-            .current_context("host")
-            .server("host", &standby_host.url()),
-    );
+    let (standby_host, standby_kc) = crate::fixtures::own_host_kubeconfig(env, "wt-b-standby");
     let (log_a, log_b) = (
         env.dir().join("watch-b1.log"),
         env.dir().join("watch-b2.log"),

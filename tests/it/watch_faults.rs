@@ -7,7 +7,7 @@
 //! (`wait_until`, 60 s): no wall-clock asserts beyond "before the fault
 //! ends".
 
-use crate::fixtures::{Federation, cm, holder, wait_until, write_kubeconfig};
+use crate::fixtures::{Federation, cm, holder, wait_until};
 use crate::watch::{free_port, http_get, log, samples, sigterm, spawn_watch};
 use serde_json::json;
 use std::process::Child;
@@ -173,14 +173,7 @@ fn a_standby_started_during_a_host_outage_never_writes_beside_the_leader() {
     let f = Federation::new(&env, "wf-b", "wfb.kubefed.io", "wf-b-objs", &["configmaps"]);
     // Each instance reaches the host through a proxy of its own, so their
     // host requests can be told apart.
-    let b_host = env.proxy("host").unwrap();
-    let b_kc = write_kubeconfig(
-        &env,
-        "wf-b-standby",
-        env.kubeconfig()
-            .current_context("host")
-            .server("host", &b_host.url()),
-    );
+    let (b_host, b_kc) = crate::fixtures::own_host_kubeconfig(&env, "wf-b-standby");
     let (log_a, log_b) = (
         env.dir().join("watch-fault-b1.log"),
         env.dir().join("watch-fault-b2.log"),
