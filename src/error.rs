@@ -6,8 +6,14 @@ use std::fmt;
 pub const EXIT_OK: u8 = 0;
 /// Any error (bad input, unreachable cluster, refused request...).
 pub const EXIT_ERROR: u8 = 1;
-/// A usage error (unknown flag, missing argument): clap's own code.
+/// A usage error (unknown flag, missing argument, a value out of range):
+/// clap's own code.
 pub const EXIT_USAGE: u8 = 2;
+/// Some objects or clusters failed, or are not ready and propagated
+/// (`reconcile`, `status --exit-code`); the rest converged.
+pub const EXIT_PARTIAL: u8 = 3;
+/// `--dry-run --exit-code`: changes are pending.
+pub const EXIT_CHANGES_PENDING: u8 = 1;
 
 /// An error that asks for a specific exit code. Commands return it inside
 /// `anyhow::Error`; [`crate::cli`] finds it with `downcast_ref`.
@@ -61,7 +67,7 @@ mod tests {
     #[test]
     fn finds_the_exit_code_through_context() {
         let e: anyhow::Error = ExitWith {
-            code: 3,
+            code: EXIT_PARTIAL,
             message: "partial".into(),
         }
         .into();

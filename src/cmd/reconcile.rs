@@ -4,7 +4,7 @@
 use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::lease::RECONCILE_LEASE;
 use crate::core::shard::Shard;
-use crate::error::ExitWith;
+use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
 use crate::output::{DocumentFormat, on_stdout};
 use crate::sync::lock;
 use crate::sync::observe::Selection;
@@ -15,9 +15,6 @@ use comfy_table::{Cell, Table, presets};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Exit code when some objects or clusters failed (documented).
-pub const EXIT_PARTIAL: u8 = 3;
 
 #[derive(Args, Debug)]
 #[command(
@@ -95,7 +92,8 @@ pub struct ReconcileOptions {
     pub probe_timeout: Duration,
 
     /// Attempts per member request (429, 5xx, timeouts and conflicts are retried)
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub attempts: u32,
 
     /// Wait up to DURATION (default 5m) for member copies of deleted
@@ -188,7 +186,7 @@ fn live_options(o: &ReconcileOptions) -> live::Options {
         },
         dry_run: o.dry_run,
         concurrency: o.concurrency,
-        attempts: o.attempts.max(1),
+        attempts: o.attempts,
         wait: o.wait,
     }
 }
@@ -341,7 +339,7 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     }
     if o.dry_run && o.exit_code && report.pending_changes() > 0 {
         return Err(ExitWith {
-            code: 1,
+            code: EXIT_CHANGES_PENDING,
             message: format!("{} change(s) pending", report.pending_changes()),
         }
         .into());

@@ -60,6 +60,14 @@ fn usage_errors_exit_2_and_help_lists_only_working_commands() {
     let o = run(KUBEFEDCTL, &["frobnicate"], &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unrecognized subcommand 'frobnicate'"));
+    // A value out of range is refused, not quietly raised.
+    let o = run(KUBEFEDCTL, &["reconcile", "--attempts", "0"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("invalid value '0' for '--attempts <N>'"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(KUBEFEDCTL, &["--help"], &[]);
     assert!(o.status.success());
     let help = stdout(&o);

@@ -236,7 +236,7 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
     }
     if o.exit_code && unhealthy {
         return Err(ExitWith {
-            code: 3,
+            code: crate::error::EXIT_PARTIAL,
             message: "not everything is ready and propagated".into(),
         }
         .into());
