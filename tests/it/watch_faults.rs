@@ -219,7 +219,12 @@ fn a_standby_started_during_a_host_outage_never_writes_beside_the_leader() {
     let back = Instant::now();
 
     // One of them leads afterwards; the other stands by.
-    let leader_of = |port: u16| metrics(port).get("kubefedctl_leader").copied() == Some(1.0);
+    // An instance still waiting for the host serves no metrics yet: not a
+    // leader.
+    let leader_of = |port: u16| {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && metrics(port).get("kubefedctl_leader").copied() == Some(1.0)
+    };
     wait_until("exactly one leader", || {
         let h = holder(&env, f.fedns);
         (h.contains(&format!("pid {}", a.id())) && leader_of(port_a) && !leader_of(port_b))
