@@ -369,14 +369,7 @@ impl Controller<'_> {
         // Started again at once (not at the rebuild): until each has listed
         // no round runs, and a host source that is not running would
         // count as synced.
-        for s in self.sources.restart(|_| true) {
-            self.cache.forget(&s);
-        }
-        let mut wanted = self.host_specs();
-        wanted.extend(self.member_specs());
-        for s in self.sources.sync(wanted) {
-            self.cache.forget(&s);
-        }
+        self.restart_sources(|_| true);
         self.rebuild_due = Some(Instant::now());
     }
 
@@ -599,27 +592,37 @@ impl Controller<'_> {
         self.health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
         for (m, h) in self.members.iter().zip(&self.health) {
             if before.get(&m.name).is_some_and(|was| *was != h.is_ready()) {
-                let now = if h.is_ready() { "ready" } else { "not ready" };
-                eprintln!("{}: {now}", m.name);
+                eprintln!("{}: {}", m.name, readiness(h));
             }
         }
-        for (m, h) in self.members.iter().zip(&self.health) {
-            if let Some(s) = &m.stalled {
-                // A member that does not answer its probe holds no request.
-                if h.is_ready() { s.clear() } else { s.set() }
-            }
-        }
+        mark_stalls(&self.members, &self.health);
         self.write_health().await;
+        let started = self.sync_sources();
+        if self.o.verbosity >= 2 && !started.is_empty() {
+            eprintln!("watching {} more source(s)", started.len());
+        }
+        Ok(())
+    }
+
+    /// Runs exactly the watches the cache's types and the members call for;
+    /// a watch started now forgets what it saw until it lists. Returns the
+    /// started ones.
+    fn sync_sources(&mut self) -> Vec<Source> {
         let mut wanted = self.host_specs();
         wanted.extend(self.member_specs());
         let started = self.sources.sync(wanted);
         for s in &started {
             self.cache.forget(s);
         }
-        if self.o.verbosity >= 2 && !started.is_empty() {
-            eprintln!("watching {} more source(s)", started.len());
+        started
+    }
+
+    /// Starts the watches `which` selects again, from a fresh list.
+    fn restart_sources(&mut self, which: impl Fn(&Source) -> bool) {
+        for s in self.sources.restart(which) {
+            self.cache.forget(&s);
         }
-        Ok(())
+        self.sync_sources();
     }
 
     /// Starts a probe of every member beside the loop (a member that does
@@ -644,12 +647,7 @@ impl Controller<'_> {
         if generation != self.generation || health.len() != self.members.len() {
             return false;
         }
-        for (m, h) in self.members.iter().zip(&health) {
-            if let Some(s) = &m.stalled {
-                // A member that does not answer its probe holds no request.
-                if h.is_ready() { s.clear() } else { s.set() }
-            }
-        }
+        mark_stalls(&self.members, &health);
         let back: BTreeSet<String> = self
             .members
             .iter()
@@ -670,26 +668,12 @@ impl Controller<'_> {
         self.health = health;
         if changed {
             for (m, h) in self.members.iter().zip(&self.health) {
-                eprintln!(
-                    "{}: {}",
-                    m.name,
-                    if h.is_ready() { "ready" } else { "not ready" }
-                );
+                eprintln!("{}: {}", m.name, readiness(h));
             }
             self.write_health().await;
         }
         if !back.is_empty() {
-            for s in self
-                .sources
-                .restart(|s| matches!(s, Source::Member(c, _) if back.contains(c)))
-            {
-                self.cache.forget(&s);
-            }
-            let mut wanted = self.host_specs();
-            wanted.extend(self.member_specs());
-            for s in self.sources.sync(wanted) {
-                self.cache.forget(&s);
-            }
+            self.restart_sources(|s| matches!(s, Source::Member(c, _) if back.contains(c)));
         }
         !back.is_empty()
     }
@@ -897,6 +881,21 @@ impl Controller<'_> {
         }
         self.reported
             .retain(|_, at| now.duration_since(*at) < Duration::from_secs(600));
+    }
+}
+
+/// `ready` or `not ready`, for the readiness lines.
+fn readiness(h: &Health) -> &'static str {
+    if h.is_ready() { "ready" } else { "not ready" }
+}
+
+/// What a probe found, as each member's stall: a member that does not
+/// answer its probe holds no request; one that answers may be asked again.
+fn mark_stalls(members: &[Member], health: &[Health]) {
+    for (m, h) in members.iter().zip(health) {
+        if let Some(s) = &m.stalled {
+            if h.is_ready() { s.clear() } else { s.set() }
+        }
     }
 }
 
