@@ -181,7 +181,9 @@ pub async fn member_view(
                     continue;
                 };
                 if let Action::Create(obj) = &dec.action
-                    && exists_unmanaged(&seen, t, &dec.cluster, obj, o.selection.timeout).await
+                    && member_object(&seen, t, &dec.cluster, decide::key_of(obj), o)
+                        .await
+                        .is_some()
                 {
                     verdict = "unmanaged";
                 }
@@ -198,28 +200,27 @@ pub async fn member_view(
     Ok(view)
 }
 
-/// Whether `cluster` holds an object where a create of `obj` would go.
-async fn exists_unmanaged(
+/// The one object a create would meet in `cluster` (one GET; `None` when
+/// absent or unreadable): members are listed by the managed label only, so
+/// a same-named unmanaged object is not in the observation.
+async fn member_object(
     seen: &Observation,
     t: &observe::ObservedType,
     cluster: &str,
-    obj: &serde_json::Value,
-    timeout: Duration,
-) -> bool {
-    let Some(client) = seen
+    (ns, name): decide::ObjectKey,
+    o: &Options,
+) -> Option<serde_json::Value> {
+    let client = seen
         .members
         .iter()
         .find(|m| m.name == cluster)
-        .and_then(|m| m.client.clone().ok())
-    else {
-        return false;
-    };
-    let (ns, name) = decide::key_of(obj);
+        .and_then(|m| m.client.clone().ok())?;
     let api = crate::apply::dynamic_api(&client, Some(&ns), &t.target);
-    matches!(
-        tokio::time::timeout(timeout, api.get_opt(&name)).await,
-        Ok(Ok(Some(_)))
-    )
+    let live = tokio::time::timeout(o.selection.timeout, api.get_opt(&name))
+        .await
+        .ok()?
+        .ok()??;
+    serde_json::to_value(live).ok()
 }
 
 /// Whether this run writes what belongs to no object (KubeFedCluster
@@ -313,31 +314,13 @@ async fn resolve_creates(
     if creates.is_empty() {
         return;
     }
-    let timeout = o.selection.timeout;
     let found: Vec<((usize, usize), Option<serde_json::Value>)> = {
         let jobs = &*jobs;
         futures::stream::iter(creates)
             .map(|(j, i)| async move {
                 let w = &jobs[j].work[i];
                 let t = &seen.types[w.type_index];
-                let client = seen
-                    .members
-                    .iter()
-                    .find(|m| m.name == w.decision.cluster)
-                    .and_then(|m| m.client.clone().ok());
-                let (ns, name) = w.key();
-                let live = match client {
-                    Some(c) => {
-                        let api = crate::apply::dynamic_api(&c, Some(&ns), &t.target);
-                        tokio::time::timeout(timeout, api.get_opt(&name))
-                            .await
-                            .ok()
-                            .and_then(Result::ok)
-                            .flatten()
-                            .map(|o| serde_json::to_value(o).unwrap_or_default())
-                    }
-                    None => None,
-                };
+                let live = member_object(seen, t, &w.decision.cluster, w.key(), o).await;
                 ((j, i), live)
             })
             .buffer_unordered(o.concurrency.max(1))
