@@ -4,7 +4,7 @@
 use crate::apply::{ObjectRef, api_error, resource_of};
 use crate::client::ClientFactory;
 use crate::core::membership::Scope;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 
@@ -58,14 +58,9 @@ impl Host {
 
     /// Fails with "host not initialised" when KubeFed's CRDs are missing.
     pub async fn require_initialised(&self) -> Result<()> {
-        let crd = self.object(resource_of::<CustomResourceDefinition>(), false, MARKER_CRD);
-        match crd.get().await {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => bail!(
-                "host not initialised: run kubefedctl init (context {:?} has no KubeFed CRDs)",
-                self.context
-            ),
-            Err(e) => Err(e),
+        match self.initialised().await? {
+            true => Ok(()),
+            false => Err(self.not_initialised()),
         }
     }
 
@@ -73,11 +68,11 @@ impl Host {
     /// that does not answer is waited for (every `retry`), one line said
     /// once; a host that answers without KubeFed's CRDs is still an error.
     pub async fn wait_initialised(&self, retry: std::time::Duration) -> Result<()> {
-        let crd = self.object(resource_of::<CustomResourceDefinition>(), false, MARKER_CRD);
         let mut said = false;
         loop {
-            match crd.get().await {
-                Ok(_) => return self.require_initialised().await,
+            match self.initialised().await {
+                Ok(true) => return Ok(()),
+                Ok(false) => return Err(self.not_initialised()),
                 Err(e) => {
                     if !std::mem::replace(&mut said, true) {
                         eprintln!(
@@ -89,6 +84,19 @@ impl Host {
                 }
             }
         }
+    }
+
+    /// Whether KubeFed's CRDs are there (one GET of the marker CRD).
+    async fn initialised(&self) -> Result<bool> {
+        let crd = self.object(resource_of::<CustomResourceDefinition>(), false, MARKER_CRD);
+        Ok(crd.get().await?.is_some())
+    }
+
+    fn not_initialised(&self) -> anyhow::Error {
+        anyhow::anyhow!(
+            "host not initialised: run kubefedctl init (context {:?} has no KubeFed CRDs)",
+            self.context
+        )
     }
 
     /// The scope from the `kubefed` KubeFedConfig; cluster-wide when there is none.
