@@ -289,7 +289,23 @@ pub struct Federation {
 }
 
 impl Federation {
-    pub fn new(
+    /// The federation of one test, every name derived from `prefix`
+    /// (`rc-b`: federation namespace `rc-b`, federated group
+    /// `rcb.kubefed.io`, objects in `rc-b-objs`), with `types` enabled.
+    pub fn new(env: &TestEnv, prefix: &'static str, types: &[&str]) -> Federation {
+        let group = format!("{}.kubefed.io", prefix.replace('-', ""));
+        let ns = format!("{prefix}-objs");
+        Federation::named(
+            env,
+            prefix,
+            Box::leak(group.into()),
+            Box::leak(ns.into()),
+            types,
+        )
+    }
+
+    /// [`Federation::new`] with names of the test's own choosing.
+    pub fn named(
         env: &TestEnv,
         fedns: &'static str,
         group: &'static str,

@@ -30,7 +30,7 @@ fn as_token(env: &TestEnv, token: &str, method: &str, path: &str, body: Option<V
 #[test]
 fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "ic-m", "icm.kubefed.io", "ic-m-objs", &["configmaps"]);
+    let f = Federation::new(env, "ic-m", &["configmaps"]);
     let install = |shards: &str| {
         f.run(&[
             "init",
@@ -212,13 +212,7 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
 #[test]
 fn the_reconcilers_own_token_suffices_inside_a_pod_and_grants_nothing_else() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "ic-r",
-        "icr.kubefed.io",
-        "ic-r-objs",
-        &["configmaps", "deployments.apps"],
-    );
+    let f = Federation::new(env, "ic-r", &["configmaps", "deployments.apps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     f.run(&["init", "--reconciler", "job", "--image", IMAGE])
         .ok();
@@ -358,7 +352,7 @@ fn shards_started_together_reach_one_runs_state_without_sharing_an_object() {
     // Its own clusters: every namespace of the federation is reconciled (-A),
     // which would unlabel other tests' managed member objects.
     let env = &TestEnv::start(&["host", "member1", "member2"]).unwrap();
-    let f = Federation::new(env, "ic-s", "ics.kubefed.io", "ic-s-0", &["configmaps"]);
+    let f = Federation::named(env, "ic-s", "ics.kubefed.io", "ic-s-0", &["configmaps"]);
     let namespaces: Vec<String> = (0..12).map(|i| format!("ic-s-{i}")).collect();
     for ns in &namespaces {
         namespace(env, "host", ns);

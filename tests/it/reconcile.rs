@@ -15,13 +15,7 @@ use testenv::{Faults, Mode, Proxy, RequestRecord, TestEnv};
 #[test]
 fn converges_with_overrides_and_rsp_then_writes_nothing() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-a",
-        "rca.kubefed.io",
-        "rc-a-objs",
-        &["configmaps", "deployments.apps"],
-    );
+    let f = Federation::new(env, "rc-a", &["configmaps", "deployments.apps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     f.create(env, "FederatedConfigMap", "settings", json!({
         "template": {"data": {"colour": "blue"}},
@@ -144,13 +138,7 @@ fn converges_with_overrides_and_rsp_then_writes_nothing() {
 #[test]
 fn long_unschedulable_pods_lower_a_members_capacity() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-f",
-        "rcf.kubefed.io",
-        "rc-f-objs",
-        &["deployments.apps"],
-    );
+    let f = Federation::new(env, "rc-f", &["deployments.apps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     f.create_deployment(env, "api");
     f.create_rsp(env, "api", 6, &[(&m1, 1), (&m2, 1)]);
@@ -225,7 +213,7 @@ fn long_unschedulable_pods_lower_a_members_capacity() {
 #[test]
 fn unreachable_and_hanging_members_cost_their_timeout_and_are_reported() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "rc-b", "rcb.kubefed.io", "rc-b-objs", &["configmaps"]);
+    let f = Federation::new(env, "rc-b", &["configmaps"]);
     // The host joins itself as a third member, the one that stays healthy.
     f.run(&["join", "rc-b-self", "--cluster-context", "host"])
         .ok();
@@ -299,7 +287,7 @@ fn unreachable_and_hanging_members_cost_their_timeout_and_are_reported() {
 #[test]
 fn injected_errors_and_conflicts_are_retried_without_loss_or_duplicates() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "rc-c", "rcc.kubefed.io", "rc-c-objs", &["configmaps"]);
+    let f = Federation::new(env, "rc-c", &["configmaps"]);
     for i in 0..20 {
         f.create(env, "FederatedConfigMap", &format!("cm-{i:02}"), json!({"template": {"data": {"i": i.to_string()}}, "placement": {"clusterSelector": {}}}));
     }
@@ -368,7 +356,7 @@ fn injected_errors_and_conflicts_are_retried_without_loss_or_duplicates() {
 #[test]
 fn unmanaged_objects_are_left_alone_and_deletion_cleans_up_or_orphans() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "rc-d", "rcd.kubefed.io", "rc-d-objs", &["configmaps"]);
+    let f = Federation::new(env, "rc-d", &["configmaps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     for c in ["member1", "member2"] {
         let r = env
@@ -633,7 +621,7 @@ fn bad_input_is_a_clear_error_and_writes_no_output_directory() {
 #[test]
 fn system_namespaces_are_never_touched_and_their_deletion_completes() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "rc-sys", "rcsys.kubefed.io", "rc-sys-objs", &[]);
+    let f = Federation::new(env, "rc-sys", &[]);
     let fedns_path = |ns: &str| {
         format!(
             "/apis/{}/v1beta1/namespaces/{ns}/federatednamespaces",
@@ -731,13 +719,7 @@ fn system_namespaces_are_never_touched_and_their_deletion_completes() {
 #[test]
 fn a_run_killed_after_some_member_writes_leaves_nothing_behind_once_deleted() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-kill",
-        "rckill.kubefed.io",
-        "rc-kill-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "rc-kill", &["configmaps"]);
     let names: Vec<String> = (0..30).map(|i| format!("cfg-{i:02}")).collect();
     for n in &names {
         f.create(
@@ -839,13 +821,7 @@ fn a_run_killed_after_some_member_writes_leaves_nothing_behind_once_deleted() {
 #[test]
 fn a_terminating_member_copy_keeps_the_finalizer_until_it_is_gone() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-term",
-        "rcterm.kubefed.io",
-        "rc-term-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "rc-term", &["configmaps"]);
     f.create(
         env,
         "FederatedConfigMap",
@@ -928,13 +904,7 @@ fn a_terminating_member_copy_keeps_the_finalizer_until_it_is_gone() {
 #[test]
 fn rsp_counts_only_managed_member_copies() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-rspu",
-        "rcrspu.kubefed.io",
-        "rc-rspu-objs",
-        &["deployments.apps"],
-    );
+    let f = Federation::new(env, "rc-rspu", &["deployments.apps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     // member2 already runs an unmanaged `web` that wants 3 replicas.
     namespace(env, "member2", f.ns);
@@ -987,13 +957,7 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
     };
     served("host");
     served("member1");
-    let f = Federation::new(
-        env,
-        "rc-t17",
-        "rct17.kubefed.io",
-        "rc-t17-objs",
-        &["configmaps", &format!("gizmos.{group}")],
-    );
+    let f = Federation::new(env, "rc-t17", &["configmaps", &format!("gizmos.{group}")]);
     f.create(
         env,
         "FederatedConfigMap",
@@ -1082,13 +1046,7 @@ fn a_member_that_does_not_serve_a_type_fails_only_that_type_there() {
 #[test]
 fn a_second_run_is_told_who_holds_the_federation_and_can_wait_for_it() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-lock",
-        "rclock.kubefed.io",
-        "rc-lock-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "rc-lock", &["configmaps"]);
     f.create_configmaps(env, "cfg", 10);
     f.slow_members(250);
     let mut first = f.spawn_reconcile(&["--concurrency", "1"]);
@@ -1162,13 +1120,7 @@ fn a_second_run_is_told_who_holds_the_federation_and_can_wait_for_it() {
 #[test]
 fn sigterm_stops_a_run_and_releases_the_lock() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-term2",
-        "rcterm2.kubefed.io",
-        "rc-term2-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "rc-term2", &["configmaps"]);
     f.create_configmaps(env, "cfg", 10);
     f.slow_members(250);
     f.reset();
@@ -1250,13 +1202,7 @@ fn converged(env: &TestEnv, f: &Federation, names: &[String]) {
 #[test]
 fn killed_anywhere_a_rerun_converges_as_a_clean_run_would() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-any",
-        "rcany.kubefed.io",
-        "rc-any-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "rc-any", &["configmaps"]);
     let mut all = Vec::new();
     type Moment<'a> = (&'a str, Box<dyn Fn(&Federation) -> bool + 'a>);
     let moments: Vec<Moment> = vec![
@@ -1338,13 +1284,7 @@ fn killed_anywhere_a_rerun_converges_as_a_clean_run_would() {
 #[test]
 fn revoked_credentials_fail_that_member_only() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-cred",
-        "rccred.kubefed.io",
-        "rc-cred-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "rc-cred", &["configmaps"]);
     let names = f.create_configmaps(env, "cfg", 2);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     // member2's service account loses its rights: 403 on every list.
@@ -1443,7 +1383,7 @@ fn a_no_op_run_reads_only_the_managed_objects_of_a_member() {
     let env = TestEnv::shared();
     // The default federated group: a FederatedSecret of a second group would
     // make the kind ambiguous for tests that name it by kind (types.rs).
-    let f = Federation::new(
+    let f = Federation::named(
         env,
         "rc-sel",
         "types.kubefed.io",
@@ -1525,13 +1465,7 @@ fn a_no_op_run_reads_only_the_managed_objects_of_a_member() {
 #[test]
 fn unmanaged_objects_are_adopted_or_refused_as_adopt_resources_says_in_runs_and_plans() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "rc-adopt",
-        "rcadopt.kubefed.io",
-        "rc-adopt-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "rc-adopt", &["configmaps"]);
     let m1 = f.cluster("m1");
     namespace(env, "member1", f.ns);
     let unmanaged = |name: &str| {

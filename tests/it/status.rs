@@ -323,13 +323,7 @@ fn live_status_finds_drifted_and_missing_member_objects() {
 #[test]
 fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
     let env = TestEnv::shared();
-    let f = crate::fixtures::Federation::new(
-        env,
-        "st-agree",
-        "stagree.kubefed.io",
-        "st-agree-objs",
-        &["configmaps", "deployments.apps"],
-    );
+    let f = crate::fixtures::Federation::new(env, "st-agree", &["configmaps", "deployments.apps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     // The namespace is placed on member1 only; its objects ask for both.
     crate::fixtures::patch(

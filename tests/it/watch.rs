@@ -105,13 +105,7 @@ fn fed_path(f: &Federation, plural: &str, name: &str) -> String {
 #[test]
 fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "wt-a",
-        "wta.kubefed.io",
-        "wt-a-objs",
-        &["configmaps", "deployments.apps"],
-    );
+    let f = Federation::new(env, "wt-a", &["configmaps", "deployments.apps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     // member2 joins while the controller runs.
     f.run(&["unjoin", &m2, "--cluster-context", "member2"]).ok();
@@ -307,7 +301,7 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
 #[test]
 fn only_the_leader_writes_and_the_standby_takes_over_when_it_dies() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "wt-b", "wtb.kubefed.io", "wt-b-objs", &["configmaps"]);
+    let f = Federation::new(env, "wt-b", &["configmaps"]);
     // The standby reaches the host through a proxy of its own, so its
     // requests can be told apart.
     let (standby_host, standby_kc) = crate::fixtures::own_host_kubeconfig(env, "wt-b-standby");
@@ -387,7 +381,7 @@ fn only_the_leader_writes_and_the_standby_takes_over_when_it_dies() {
 #[test]
 fn the_deployments_own_rights_suffice_for_the_watch_inside_a_pod() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "wt-c", "wtc.kubefed.io", "wt-c-objs", &["configmaps"]);
+    let f = Federation::new(env, "wt-c", &["configmaps"]);
     f.run(&[
         "init",
         "--reconciler",

@@ -75,7 +75,7 @@ fn non_lease_writes(p: &testenv::Proxy, after: Instant) -> Vec<String> {
 #[test]
 fn a_host_outage_longer_than_the_lease_pauses_writes_and_the_watch_resumes() {
     let mut env = fault_env();
-    let f = Federation::new(&env, "wf-a", "wfa.kubefed.io", "wf-a-objs", &["configmaps"]);
+    let f = Federation::new(&env, "wf-a", &["configmaps"]);
     let port = free_port();
     let log_path = env.dir().join("watch-fault-a.log");
     let addr = format!("127.0.0.1:{port}");
@@ -170,7 +170,7 @@ fn a_host_outage_longer_than_the_lease_pauses_writes_and_the_watch_resumes() {
 #[test]
 fn a_standby_started_during_a_host_outage_never_writes_beside_the_leader() {
     let mut env = fault_env();
-    let f = Federation::new(&env, "wf-b", "wfb.kubefed.io", "wf-b-objs", &["configmaps"]);
+    let f = Federation::new(&env, "wf-b", &["configmaps"]);
     // Each instance reaches the host through a proxy of its own, so their
     // host requests can be told apart.
     let (b_host, b_kc) = crate::fixtures::own_host_kubeconfig(&env, "wf-b-standby");
@@ -265,7 +265,7 @@ fn a_standby_started_during_a_host_outage_never_writes_beside_the_leader() {
 #[test]
 fn a_lost_lock_without_leader_election_exits_naming_the_new_holder() {
     let env = fault_env();
-    let f = Federation::new(&env, "wf-c", "wfc.kubefed.io", "wf-c-objs", &["configmaps"]);
+    let f = Federation::new(&env, "wf-c", &["configmaps"]);
     let log_path = env.dir().join("watch-fault-c.log");
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
     wait_until("the watch holds the lock", || {
@@ -308,7 +308,7 @@ fn a_lost_lock_without_leader_election_exits_naming_the_new_holder() {
 #[test]
 fn compacted_history_and_a_restarted_member_make_its_watches_list_again() {
     let mut env = fault_env();
-    let f = Federation::new(&env, "wf-d", "wfd.kubefed.io", "wf-d-objs", &["configmaps"]);
+    let f = Federation::new(&env, "wf-d", &["configmaps"]);
     let port = free_port();
     let log_path = env.dir().join("watch-fault-d.log");
     let addr = format!("127.0.0.1:{port}");
@@ -367,7 +367,7 @@ fn compacted_history_and_a_restarted_member_make_its_watches_list_again() {
 #[test]
 fn a_frozen_member_holds_nobody_back_and_catches_up_when_it_answers() {
     let env = fault_env();
-    let f = Federation::new(&env, "wf-e", "wfe.kubefed.io", "wf-e-objs", &["configmaps"]);
+    let f = Federation::new(&env, "wf-e", &["configmaps"]);
     let names: Vec<String> = (0..50).map(|i| format!("obj-{i:02}")).collect();
     for n in &names {
         create_cm(&env, &f, n, "0");
@@ -453,13 +453,7 @@ fn burst(env: &TestEnv, f: &Federation, names: &[String], v: &str) {
 #[test]
 fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "wf-churn",
-        "wfchurn.kubefed.io",
-        "wf-churn-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "wf-churn", &["configmaps"]);
     let names: Vec<String> = (0..100).map(|i| format!("c-{i:03}")).collect();
     for n in &names {
         create_cm(env, &f, n, "0");
@@ -536,13 +530,7 @@ fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
 #[test]
 fn rotated_credentials_in_the_clusters_secret_are_taken_without_a_restart() {
     let env = TestEnv::shared();
-    let f = Federation::new(
-        env,
-        "wf-rot",
-        "wfrot.kubefed.io",
-        "wf-rot-objs",
-        &["configmaps"],
-    );
+    let f = Federation::new(env, "wf-rot", &["configmaps"]);
     let m1 = f.cluster("m1");
     let log_path = env.dir().join("watch-rot.log");
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
