@@ -107,6 +107,13 @@ pub fn builtin(api_version: &str, kind: &str) -> Option<BuiltinType> {
         .find(|t| t.kind == kind && t.group == group)
 }
 
+/// The plural of a kind when no API server can be asked: the built-in
+/// table's, else Kubernetes' naive one. Live runs take plurals from
+/// discovery or the FederatedTypeConfig instead.
+pub fn plural_of(kind: &str) -> String {
+    builtin_by_kind(kind).map_or_else(|| guess_plural(kind), |t| t.plural.to_string())
+}
+
 /// Kubernetes' naive plural of a kind (for types not in the table).
 pub fn guess_plural(kind: &str) -> String {
     let k = kind.to_lowercase();
@@ -167,6 +174,9 @@ mod tests {
     #[test]
     fn guesses_plurals_like_kubernetes() {
         assert_eq!(guess_plural("EtcdCluster"), "etcdclusters");
+        assert_eq!(plural_of("Ingress"), "ingresses");
+        assert_eq!(plural_of("NetworkPolicy"), "networkpolicies");
+        assert_eq!(plural_of("ServiceDNSRecord"), "servicednsrecords");
         assert_eq!(guess_plural("Policy"), "policies");
         assert_eq!(guess_plural("Gateway"), "gateways");
         assert_eq!(guess_plural("Mailbox"), "mailboxes");

@@ -262,7 +262,7 @@ async fn one_record(
         Some(&record.namespace),
         &ar(
             record.kind.kind(),
-            &format!("{}s", record.kind.kind().to_lowercase()),
+            &crate::core::builtin_types::plural_of(record.kind.kind()),
         ),
     );
     if status != previous && !dry_run {
