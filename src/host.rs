@@ -1,9 +1,12 @@
 //! The host cluster: its client and name, whether `kubefedctl init` has run
 //! there, and the federation's scope.
 
-use crate::apply::{ObjectRef, api_error, resource_of};
+use crate::api::KUBEFED_CONFIG_NAME;
+use crate::api::core::KubeFedConfig;
+use crate::apply::{ObjectRef, resource_of};
 use crate::client::ClientFactory;
 use crate::core::membership::Scope;
+use crate::core::settings::Settings;
 use anyhow::Result;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
@@ -99,21 +102,27 @@ impl Host {
         )
     }
 
-    /// The scope from the `kubefed` KubeFedConfig; cluster-wide when there is none.
-    pub async fn scope(&self) -> Result<Scope> {
-        let api: kube::Api<crate::api::core::KubeFedConfig> =
-            kube::Api::namespaced(self.client.clone(), &self.namespace);
-        match api.get_opt(crate::api::KUBEFED_CONFIG_NAME).await.map_err(api_error)? {
-            None => Ok(Scope::Cluster),
-            Some(cfg) => Scope::parse(&cfg.spec.scope).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "KubeFedConfig {}/kubefed has an invalid scope {:?} (expected Cluster or Namespaced)",
-                    self.namespace,
-                    cfg.spec.scope
-                )
-            }),
-        }
+    /// The settings the `kubefed` KubeFedConfig gives (upstream's defaults
+    /// when there is none); a malformed one is an error naming its field.
+    pub async fn settings(&self) -> Result<Settings> {
+        let config = self
+            .object(resource_of::<KubeFedConfig>(), true, KUBEFED_CONFIG_NAME)
+            .get()
+            .await?;
+        settings_of(&self.namespace, config.as_ref())
     }
+
+    /// The federation's scope (`settings().scope`).
+    pub async fn scope(&self) -> Result<Scope> {
+        Ok(self.settings().await?.scope)
+    }
+}
+
+/// A KubeFedConfig object (None: absent) in `namespace` → its settings, or
+/// an error naming the object and the field.
+pub fn settings_of(namespace: &str, config: Option<&serde_json::Value>) -> Result<Settings> {
+    crate::core::settings::settings(config.map(|c| &c["spec"]))
+        .map_err(|e| anyhow::anyhow!("KubeFedConfig {namespace}/{KUBEFED_CONFIG_NAME}: {e}"))
 }
 
 /// True when `key` names the federated type `f` configures: the FTC's own

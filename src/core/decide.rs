@@ -117,6 +117,8 @@ pub struct ObjectPlan {
     /// Status and PropagatedVersion are written after the member phase
     /// (not for ignored objects).
     pub record: bool,
+    /// Why placement could not be computed (`ComputePlacementFailed`).
+    pub placement_error: Option<String>,
     /// Lines for the report.
     pub failures: Vec<String>,
     pub notes: Vec<String>,
@@ -135,6 +137,7 @@ impl ObjectPlan {
             unchanged_versions: BTreeMap::new(),
             finalizer: FinalizerStep::Keep,
             record: false,
+            placement_error: None,
             failures: Vec::new(),
             notes: Vec::new(),
         }
@@ -293,6 +296,7 @@ pub fn decide_object(
         }
         Err(e) => {
             p.failures.push(format!("{what}: {e}"));
+            p.placement_error = Some(e.to_string());
             p.reason = AggregateReason::ComputePlacementFailed;
         }
     }

@@ -21,6 +21,7 @@ pub mod reconciler;
 pub mod record;
 pub mod retain;
 pub mod scheduling;
+pub mod settings;
 pub mod shard;
 pub mod time;
 pub mod typegen;

@@ -98,6 +98,13 @@ pub async fn round(
     passes: Passes,
     progress: &indicatif::ProgressBar,
 ) -> Result<RoundOutcome> {
+    if !seen.settings.push_reconciler {
+        anyhow::bail!(
+            "KubeFedConfig {}/{}: the PushReconciler feature gate is Disabled: nothing is propagated",
+            host.namespace,
+            crate::api::KUBEFED_CONFIG_NAME
+        );
+    }
     let mut report = Report {
         shard: o.selection.shard.map(|s| s.to_string()),
         ..Report::default()
@@ -135,7 +142,7 @@ pub async fn round(
             concurrency: o.concurrency,
             timeout: o.selection.timeout,
             attempts: o.attempts,
-            settings: seen.settings,
+            settings: seen.settings.sync,
         };
         let wait_until = o.wait.map(|w| Instant::now() + w);
         let finished = Pipeline::new(host, seen, limits, wait_until, progress)
@@ -249,7 +256,7 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
     }
     let namespaced = seen.types.iter().any(|t| t.t.namespaced);
     let namespaces = seen.types.iter().any(|t| t.t.target.is_namespace());
-    if seen.scope == crate::core::membership::Scope::Cluster && namespaced && !namespaces {
+    if seen.settings.scope == crate::core::membership::Scope::Cluster && namespaced && !namespaces {
         report.warnings.push(
             "namespaced objects are placed only in namespaces a FederatedNamespace places, and the namespaces type is not enabled (kubefedctl enable namespaces)".into(),
         );
@@ -260,8 +267,8 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
 fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions> {
     let federation = Federation {
         kubefed_namespace: &host.namespace,
-        scope: seen.scope,
-        settings: seen.settings,
+        scope: seen.settings.scope,
+        settings: seen.settings.sync,
         clusters: &seen.clusters,
         touched: seen.touched.as_ref(),
         fed_namespaces: &seen.fed_namespaces,
@@ -340,7 +347,7 @@ async fn resolve_creates(
             &t.t.target,
             &w.decision.cluster,
             &live,
-            seen.settings,
+            seen.settings.sync,
         ) {
             Ok(action) => {
                 w.decision.action = action;

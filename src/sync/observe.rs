@@ -3,15 +3,13 @@
 //! types and their federated objects, one list per type and ready member,
 //! PropagatedVersions and the host's namespaces. Reads only.
 
-use crate::api::core::{
-    ClusterPropagatedVersion, FederatedTypeConfig, KubeFedConfig, PropagatedVersion,
-};
+use crate::api::core::{ClusterPropagatedVersion, FederatedTypeConfig, PropagatedVersion};
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
 use crate::core::decide::{FederatedType, Listing, ObjectKey, key_of};
 use crate::core::desired::{MANAGED_LABEL, TargetType};
-use crate::core::membership::Scope;
 use crate::core::placement::Cluster;
-use crate::core::plan::{SyncSettings, federated_namespace_name_is_valid};
+use crate::core::plan::federated_namespace_name_is_valid;
+use crate::core::settings::Settings;
 use crate::core::shard::{self, Shard};
 use crate::host::Host;
 use crate::members::{self, Health, Member};
@@ -53,8 +51,8 @@ pub struct ObservedType {
 
 /// Everything one run reads before it decides.
 pub struct Observation {
-    pub scope: Scope,
-    pub settings: SyncSettings,
+    /// What the KubeFedConfig says.
+    pub settings: Settings,
     /// Every member, sorted by name, with its probe result.
     pub members: Vec<Member>,
     pub health: Vec<Health>,
@@ -92,12 +90,8 @@ impl Observation {
 
 /// Reads the host and the members.
 pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
-    // The KubeFedConfig is read once: scope and adoption.
-    let config = Api::<KubeFedConfig>::namespaced(host.client.clone(), &host.namespace)
-        .get_opt(crate::api::KUBEFED_CONFIG_NAME)
-        .await
-        .map_err(api_error)?;
-    let (scope, settings) = config_settings(config.as_ref());
+    // The KubeFedConfig is read once.
+    let settings = host.settings().await?;
 
     // Members: all of them for placement (labels), the chosen ones to touch.
     let members = members::load(host, o.timeout, &[]).await?;
@@ -118,13 +112,8 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     let health = members::probe_all(&members, o.probe_timeout).await;
     let clusters = placement_clusters(&members, &health);
 
-    // Namespace-scoped federations only ever look in their own namespace.
-    let namespace = match scope {
-        Scope::Namespaced => Some(host.namespace.clone()),
-        Scope::Cluster => o.namespace.clone(),
-    };
+    let namespace = settings.objects_namespace(&host.namespace, o.namespace.as_deref());
     let mut seen = Observation {
-        scope,
         settings,
         members,
         health,
@@ -252,21 +241,6 @@ impl ObservedType {
             members: BTreeMap::new(),
         }
     }
-}
-
-/// The KubeFedConfig's scope and sync settings (defaults when absent).
-pub fn config_settings(config: Option<&KubeFedConfig>) -> (Scope, SyncSettings) {
-    let scope = match config.map(|c| c.spec.scope.as_str()) {
-        Some("Namespaced") => Scope::Namespaced,
-        _ => Scope::Cluster,
-    };
-    let settings = SyncSettings {
-        adopt_resources: config
-            .and_then(|c| c.spec.sync_controller.as_ref())
-            .and_then(|s| s.adopt_resources.as_deref())
-            != Some("Disabled"),
-    };
-    (scope, settings)
 }
 
 /// The FederatedNamespaces among the observed types' objects, by name.

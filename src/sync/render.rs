@@ -1,15 +1,16 @@
 //! Offline reconcile: federated objects, FederatedNamespaces, RSPs and
 //! KubeFedClusters from files → the objects each member cluster would hold.
 
-use crate::core::builtin_types::{builtin_by_kind, builtin_version};
+use crate::core::builtin_types::{builtin_by_kind, builtin_version, plural_of};
 use crate::core::decide::{self, FederatedType, Federation, Listing, ObjectPlan, key_of};
 use crate::core::desired::{TargetType, describe};
 use crate::core::legacy;
 use crate::core::membership::Scope;
 use crate::core::overrides::validate_overrides;
-use crate::core::placement::{Cluster, is_federated_namespace, sync_placement};
-use crate::core::plan::{Action, AggregateReason, ClusterStatus, SyncSettings};
+use crate::core::placement::{Cluster, is_federated_namespace};
+use crate::core::plan::{Action, AggregateReason, ClusterStatus};
 use crate::core::scheduling::{Scheduled, schedule};
+use crate::core::settings::Settings;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -36,6 +37,9 @@ pub struct Inputs {
     /// Member Services/Ingresses (annotated with their cluster) carrying
     /// `status.loadBalancer`, for the DNS records.
     pub member_status: Vec<Sourced>,
+    /// The KubeFedConfig, when the input has one: its settings apply as
+    /// they do to a live run.
+    pub config: Option<Sourced>,
     pub notes: Vec<String>,
 }
 
@@ -139,6 +143,19 @@ pub fn add_documents(inputs: &mut Inputs, source: &str, text: &str) -> Result<()
                     &mut inputs.member_status
                 }
                 ("scheduling.kubefed.io", "ReplicaSchedulingPreference") => &mut inputs.rsps,
+                ("core.kubefed.io", "KubeFedConfig") => {
+                    if let Some(first) = &inputs.config {
+                        bail!(
+                            "{at}: a second KubeFedConfig (the first is {})",
+                            first.source
+                        );
+                    }
+                    inputs.config = Some(Sourced {
+                        source: at.clone(),
+                        object,
+                    });
+                    continue;
+                }
                 ("core.kubefed.io", _) => {
                     inputs
                         .notes
@@ -290,22 +307,46 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
     let mut inputs = inputs;
     let mut notes = std::mem::take(&mut inputs.notes);
     let clusters = clusters_of(&inputs, extra_clusters)?;
+    let config = config_of(&inputs)?;
     let mut federated = std::mem::take(&mut inputs.federated);
     check_federated(&federated)?;
+    if let Some(c) = &config {
+        federated = c.keep_visible(federated, &mut notes);
+    }
     let fed_namespaces: BTreeMap<String, Value> = federated
         .iter()
         .filter(|f| is_federated_namespace(&f.object))
         .map(|f| (key_of(&f.object).1, f.object.clone()))
         .collect();
     // RSP pass first: it rewrites placement and replicas overrides.
-    let scheduling = schedule_rsps(
-        &inputs,
-        &mut federated,
+    let scheduling = if config
+        .as_ref()
+        .is_none_or(|c| c.settings.scheduler_preferences)
+    {
+        schedule_rsps(
+            &inputs,
+            &mut federated,
+            &fed_namespaces,
+            &clusters,
+            &mut notes,
+        )?
+    } else {
+        if !inputs.rsps.is_empty() {
+            notes.push(format!(
+                "{}: the SchedulerPreferences feature gate is Disabled: {} ReplicaSchedulingPreference(s) not scheduled",
+                config.as_ref().map_or("", |c| c.source.as_str()),
+                inputs.rsps.len()
+            ));
+        }
+        Vec::new()
+    };
+    let (placed, by_cluster) = decide_all(
+        federated,
+        config.as_ref(),
         &fed_namespaces,
         &clusters,
         &mut notes,
     )?;
-    let (placed, by_cluster) = decide_all(federated, &fed_namespaces, &clusters, &mut notes)?;
     let host = render_dns(&inputs, &clusters, &mut notes)?;
     Ok(RenderPlan {
         clusters,
@@ -315,6 +356,58 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
         scheduling,
         notes,
     })
+}
+
+/// The input's KubeFedConfig, read by the same rule as a live run's.
+struct RenderConfig {
+    source: String,
+    namespace: String,
+    settings: Settings,
+}
+
+fn config_of(inputs: &Inputs) -> Result<Option<RenderConfig>> {
+    let Some(c) = &inputs.config else {
+        return Ok(None);
+    };
+    let namespace = c.object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or(crate::api::DEFAULT_KUBEFED_NAMESPACE)
+        .to_string();
+    let settings = crate::core::settings::settings(Some(&c.object["spec"]))
+        .map_err(|e| anyhow!("{}: KubeFedConfig: {e}", c.source))?;
+    if !settings.push_reconciler {
+        bail!(
+            "{}: the PushReconciler feature gate is Disabled: nothing is propagated",
+            c.source
+        );
+    }
+    Ok(Some(RenderConfig {
+        source: c.source.clone(),
+        namespace,
+        settings,
+    }))
+}
+
+impl RenderConfig {
+    /// The federated objects a control plane with this config sees: a
+    /// namespace-scoped one only those of its own namespace.
+    fn keep_visible(&self, federated: Vec<Sourced>, notes: &mut Vec<String>) -> Vec<Sourced> {
+        let only = self.settings.objects_namespace(&self.namespace, None);
+        let (kept, skipped): (Vec<_>, Vec<_>) = federated.into_iter().partition(|f| {
+            only.as_deref()
+                .is_none_or(|ns| f.object["metadata"]["namespace"].as_str() == Some(ns))
+        });
+        notes.extend(skipped.iter().map(|f| {
+            format!(
+                "{}: {} is skipped: the federation is namespace-scoped to {:?} ({})",
+                f.source,
+                describe(&f.object),
+                self.namespace,
+                self.source
+            )
+        }));
+        kept
+    }
 }
 
 /// The clusters to render for, sorted: KubeFedClusters of the input and `--cluster`s.
@@ -415,26 +508,32 @@ type ByCluster = BTreeMap<String, Vec<usize>>;
 /// constraint (as in a namespace-scoped control plane).
 fn decide_all(
     federated: Vec<Sourced>,
+    config: Option<&RenderConfig>,
     fed_namespaces: &BTreeMap<String, Value>,
     clusters: &[Cluster],
     notes: &mut Vec<String>,
 ) -> Result<(Vec<Placed>, ByCluster)> {
-    let scope = if fed_namespaces.is_empty() {
-        Scope::Namespaced
-    } else {
-        Scope::Cluster
-    };
+    // Without a KubeFedConfig the input says which scope it was written for.
+    let settings = config.map_or_else(
+        || Settings {
+            scope: if fed_namespaces.is_empty() {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            },
+            ..Settings::default()
+        },
+        |c| c.settings,
+    );
     let empty: BTreeMap<String, Listing> = clusters
         .iter()
         .map(|c| (c.name.clone(), Listing::Listed(HashMap::new())))
         .collect();
     let (host_namespaces, versions) = (HashMap::new(), HashMap::new());
     let federation = Federation {
-        kubefed_namespace: crate::api::DEFAULT_KUBEFED_NAMESPACE,
-        scope,
-        settings: SyncSettings {
-            adopt_resources: true,
-        },
+        kubefed_namespace: config.map_or(crate::api::DEFAULT_KUBEFED_NAMESPACE, |c| &c.namespace),
+        scope: settings.scope,
+        settings: settings.sync,
         clusters,
         touched: None,
         fed_namespaces,
@@ -479,20 +578,13 @@ fn decide_one(
         .map_or(obj["metadata"]["namespace"].is_string(), |b| b.namespaced);
     let t = FederatedType {
         federated_kind: obj["kind"].as_str().unwrap_or("").to_string(),
-        target_plural: format!("{}s", target.kind.to_lowercase()),
+        target_plural: plural_of(&target.kind),
         target,
         namespaced,
     };
     let plan = decide::decide_object(federation, &t, obj, empty);
-    if plan.reason == AggregateReason::ComputePlacementFailed {
-        let fedns = federation.fed_namespaces.get(&plan.key.0);
-        sync_placement(
-            obj,
-            fedns,
-            federation.clusters,
-            federation.scope,
-            namespaced,
-        )?;
+    if let Some(e) = &plan.placement_error {
+        bail!("{e}");
     }
     for d in &plan.decisions {
         if let (Action::Skip, Some(status)) = (&d.action, d.status) {
@@ -1352,7 +1444,7 @@ mod properties {
                 let federation = crate::core::decide::Federation {
                     kubefed_namespace: crate::api::DEFAULT_KUBEFED_NAMESPACE,
                     scope: Scope::Namespaced,
-                    settings: SyncSettings { adopt_resources: true },
+                    settings: Settings::default().sync,
                     clusters: &clusters,
                     touched: None,
                     fed_namespaces: &BTreeMap::new(),

@@ -40,6 +40,12 @@ pub async fn schedule_replicas(
     timeout: Duration,
     report: &mut Report,
 ) -> Result<usize> {
+    if !seen.settings.scheduler_preferences {
+        report.notes.push(
+            "the SchedulerPreferences feature gate is Disabled: ReplicaSchedulingPreferences are not scheduled".into(),
+        );
+        return Ok(0);
+    }
     let ar = resource_of::<ReplicaSchedulingPreference>();
     let api = dynamic_api(&host.client, seen.namespace.as_deref(), &ar);
     let rsps = list_all(&api, &ListParams::default()).await?;

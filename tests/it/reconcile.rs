@@ -10,6 +10,7 @@ use crate::fixtures::{
     root, wait_until,
 };
 use serde_json::{Value, json};
+use std::path::Path;
 use testenv::{Faults, Mode, Proxy, RequestRecord, TestEnv};
 
 #[test]
@@ -482,6 +483,102 @@ fn unmanaged_objects_are_left_alone_and_deletion_cleans_up_or_orphans() {
     }
     assert!(f.fed(env, "federatedconfigmaps", "gone").is_none());
     assert!(f.fed(env, "federatedconfigmaps", "orphaned").is_none());
+}
+
+#[test]
+fn render_reads_a_kubefedconfig_as_a_live_run_does() {
+    let none = root().join("testdata/no-such.kubeconfig");
+    let demo = root().join("testdata/demo");
+    let dir = std::env::temp_dir().join(format!("kubefedctl-render-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = |name: &str, namespace: &str, spec: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: core.kubefed.io/v1beta1\nkind: KubeFedConfig\nmetadata: {{name: kubefed, namespace: {namespace}}}\nspec: {spec}\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let render = |config: &Path| {
+        kubefedctl(
+            &none,
+            &[
+                "reconcile",
+                "--from",
+                demo.to_str().unwrap(),
+                "--from",
+                config.to_str().unwrap(),
+                "-o",
+                "json",
+            ],
+        )
+    };
+
+    // SchedulerPreferences off: the RSP is not scheduled, the template's
+    // one replica goes everywhere.
+    let off = config(
+        "no-rsp.yaml",
+        "kube-federation-system",
+        "{scope: Cluster, featureGates: [{name: SchedulerPreferences, configuration: Disabled}]}",
+    );
+    let run = render(&off).ok();
+    assert!(!run.stderr.contains("scheduled test-ns"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("SchedulerPreferences feature gate is Disabled: 1 ReplicaSchedulingPreference(s) not scheduled"),
+        "{}",
+        run.stderr
+    );
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let deployment = |doc: &Value, cluster: &str| {
+        doc[cluster]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["kind"] == "Deployment")
+            .cloned()
+    };
+    assert_eq!(deployment(&doc, "us-east").unwrap()["spec"]["replicas"], 1);
+
+    // Namespace-scoped to another namespace: nothing of test-ns is seen.
+    let elsewhere = config("namespaced.yaml", "fed", "{scope: Namespaced}");
+    let run = render(&elsewhere).ok();
+    assert!(
+        run.stderr
+            .contains("is skipped: the federation is namespace-scoped to \"fed\""),
+        "{}",
+        run.stderr
+    );
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(deployment(&doc, "us-east").is_none(), "{doc}");
+
+    // A malformed config names its file and field, and nothing is printed.
+    let bad = config("bad.yaml", "fed", "{scope: Everywhere}");
+    let run = render(&bad).fails();
+    assert!(
+        run.stderr.contains(
+            "bad.yaml: document 1: KubeFedConfig: spec.scope: must be Cluster or Namespaced"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "");
+
+    let off = config(
+        "no-push.yaml",
+        "kube-federation-system",
+        "{featureGates: [{name: PushReconciler, configuration: Disabled}]}",
+    );
+    let run = render(&off).fails();
+    assert!(
+        run.stderr
+            .contains("PushReconciler feature gate is Disabled"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -1554,5 +1651,78 @@ fn unmanaged_objects_are_adopted_or_refused_as_adopt_resources_says_in_runs_and_
     assert!(
         cm(env, "member1", f.ns, "taken").is_none(),
         "the managed copy of a deleted federated object is deleted"
+    );
+}
+
+#[test]
+fn the_hosts_kubefedconfig_decides_what_a_run_does() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-cfg", &["configmaps"]);
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "web",
+        json!({"template": {"data": {"a": "1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    let config = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+        f.fedns
+    );
+    let set = |spec: Value| patch(env, "host", &config, json!({"spec": spec}));
+
+    // A malformed config: one error naming the field, nothing written.
+    set(json!({"syncController": {"adoptResources": "Sometimes"}}));
+    f.reset();
+    let run = f.reconcile(&[]).fails();
+    assert!(
+        run.stderr.contains(&format!(
+            "KubeFedConfig {}/kubefed: spec.syncController.adoptResources: must be Enabled or Disabled, not \"Sometimes\"",
+            f.fedns
+        )),
+        "{}",
+        run.stderr
+    );
+    // (the run lock's Lease aside, taken before the config is read)
+    let host_writes: Vec<_> = f
+        .host
+        .records()
+        .into_iter()
+        .filter(|r| r.method != "GET" && r.resource != "leases")
+        .collect();
+    assert!(host_writes.is_empty(), "{host_writes:?}");
+    assert_eq!(f.member_writes(), 0);
+
+    // PushReconciler off: nothing is propagated, and the run says why.
+    set(json!({"syncController": {"adoptResources": "Enabled"},
+        "featureGates": [{"name": "PushReconciler", "configuration": "Disabled"}]}));
+    let run = f.reconcile(&[]).fails();
+    assert!(
+        run.stderr
+            .contains("PushReconciler feature gate is Disabled"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(f.member_writes(), 0);
+
+    // SchedulerPreferences off: propagation goes on, RSPs are left alone.
+    set(json!({"featureGates": [{"name": "SchedulerPreferences", "configuration": "Disabled"}]}));
+    let run = f.reconcile(&[]).ok();
+    assert!(
+        run.stderr
+            .contains("SchedulerPreferences feature gate is Disabled")
+            || run
+                .stdout
+                .contains("SchedulerPreferences feature gate is Disabled"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(
+        get(
+            env,
+            "member1",
+            &format!("/api/v1/namespaces/{}/configmaps/web", f.ns)
+        )
+        .is_some()
     );
 }

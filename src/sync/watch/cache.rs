@@ -3,8 +3,9 @@
 //! here, with no request: the same input the one-shot run reads with lists.
 
 use super::sources::{Change, Event, Source};
-use crate::api::core::{FederatedTypeConfig, KubeFedConfig};
+use crate::api::core::FederatedTypeConfig;
 use crate::core::decide::{Listing, ObjectKey, federated_key, key_of};
+use crate::core::settings::Settings;
 use crate::members::{Health, Member};
 use crate::sync::observe::{self, Observation, ObservedType};
 use serde_json::Value;
@@ -83,7 +84,8 @@ pub struct Dirt {
 
 #[derive(Default)]
 pub struct Cache {
-    pub config: Option<KubeFedConfig>,
+    /// What the KubeFedConfig says (the last valid one).
+    pub settings: Settings,
     pub ftcs: BTreeMap<String, FederatedTypeConfig>,
     pub clusters: BTreeMap<String, Value>,
     pub schedulings: BTreeMap<ObjectKey, Compact>,
@@ -180,15 +182,18 @@ impl Cache {
             Source::Config => {
                 let mut warnings = Vec::new();
                 let config = match change {
-                    Change::Applied(v) => parse(v, &mut warnings),
-                    Change::Replaced(vs) => {
-                        vs.into_iter().next().and_then(|v| parse(v, &mut warnings))
-                    }
+                    Change::Applied(v) => Some(v),
+                    Change::Replaced(vs) => vs.into_iter().next(),
                     Change::Deleted(_) => None,
                     Change::Failed { .. } => return Dirt::default(),
                 };
-                let changed = spec_of(&self.config) != spec_of(&config);
-                self.config = config;
+                let before = self.settings;
+                match crate::host::settings_of(host_namespace_of(&config), config.as_ref()) {
+                    Ok(settings) => self.settings = settings,
+                    // Upstream would not start; a running watch keeps what it had.
+                    Err(e) => warnings.push(format!("{e:#}; the previous settings stay")),
+                }
+                let changed = self.settings != before;
                 Dirt {
                     structure: changed,
                     warnings,
@@ -390,11 +395,8 @@ impl Cache {
         touched: BTreeSet<String>,
         keys: Option<&BTreeSet<WorkKey>>,
     ) -> Observation {
-        let (scope, settings) = observe::config_settings(self.config.as_ref());
-        let namespace = match scope {
-            crate::core::membership::Scope::Namespaced => Some(host_namespace.to_string()),
-            crate::core::membership::Scope::Cluster => namespace.map(str::to_string),
-        };
+        let settings = self.settings;
+        let namespace = settings.objects_namespace(host_namespace, namespace);
         let ready: BTreeSet<&str> = members
             .iter()
             .zip(health)
@@ -494,7 +496,6 @@ impl Cache {
                 .collect(),
         };
         Observation {
-            scope,
             settings,
             members: members.to_vec(),
             health: health.to_vec(),
@@ -510,10 +511,11 @@ impl Cache {
     }
 }
 
-fn spec_of(c: &Option<KubeFedConfig>) -> Value {
-    c.as_ref()
-        .map(|c| serde_json::to_value(&c.spec).unwrap_or_default())
-        .unwrap_or_default()
+fn host_namespace_of(config: &Option<Value>) -> &str {
+    config
+        .as_ref()
+        .and_then(|c| c["metadata"]["namespace"].as_str())
+        .unwrap_or("")
 }
 
 fn specs(m: &BTreeMap<String, FederatedTypeConfig>) -> Vec<(String, Value)> {
@@ -700,6 +702,34 @@ mod tests {
 
     fn key(t: &str, ns: &str, name: &str) -> WorkKey {
         (t.to_string(), (ns.to_string(), name.to_string()))
+    }
+
+    #[test]
+    fn a_malformed_kubefedconfig_leaves_the_last_settings() {
+        let mut c = cache();
+        let config = |spec: Value| {
+            json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedConfig",
+                "metadata": {"name": "kubefed", "namespace": "fed"}, "spec": spec})
+        };
+        let d = c.apply(ev(
+            Source::Config,
+            Change::Applied(config(json!({"scope": "Namespaced"}))),
+        ));
+        assert!(d.structure, "a new scope re-plans everything");
+        assert_eq!(c.settings.scope, crate::core::membership::Scope::Namespaced);
+        let d = c.apply(ev(
+            Source::Config,
+            Change::Applied(config(json!({"scope": "Sideways"}))),
+        ));
+        assert!(!d.structure);
+        assert_eq!(
+            d.warnings,
+            ["KubeFedConfig fed/kubefed: spec.scope: must be Cluster or Namespaced, not \"Sideways\"; the previous settings stay"]
+        );
+        assert_eq!(c.settings.scope, crate::core::membership::Scope::Namespaced);
+        let d = c.apply(ev(Source::Config, Change::Deleted(config(json!({})))));
+        assert!(d.structure);
+        assert_eq!(c.settings, Settings::default());
     }
 
     #[test]

@@ -436,11 +436,10 @@ impl Controller<'_> {
     }
 
     fn namespace(&self) -> Option<String> {
-        let (scope, _) = crate::sync::observe::config_settings(self.cache.config.as_ref());
-        match scope {
-            crate::core::membership::Scope::Namespaced => Some(self.host.namespace.clone()),
-            crate::core::membership::Scope::Cluster => self.o.run.selection.namespace.clone(),
-        }
+        self.cache.settings.objects_namespace(
+            &self.host.namespace,
+            self.o.run.selection.namespace.as_deref(),
+        )
     }
 
     /// The host's watches that rounds wait for.

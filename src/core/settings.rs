@@ -1,0 +1,221 @@
+//! A KubeFedConfig → the settings a run uses. The live run, the watch and
+//! the offline render all call [`settings`], so a KubeFedConfig means the
+//! same thing in each (upstream reads it once at start-up:
+//! `cmd/controller-manager/app/controller-manager.go`
+//! `setOptionsByKubeFedConfig`, after `ValidateKubeFedConfig`).
+
+use serde_json::Value;
+
+use super::membership::Scope;
+use super::plan::SyncSettings;
+
+/// The feature gates KubeFed v0.10 knows, with their defaults
+/// (`pkg/features/features.go`).
+pub const FEATURE_GATES: &[(&str, bool)] = &[
+    ("PushReconciler", true),
+    ("SchedulerPreferences", true),
+    ("RawResourceStatusCollection", false),
+];
+
+/// What a KubeFedConfig changes in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub scope: Scope,
+    pub sync: SyncSettings,
+    /// `SchedulerPreferences`: ReplicaSchedulingPreferences are scheduled.
+    pub scheduler_preferences: bool,
+    /// `PushReconciler`: federated objects are propagated at all.
+    pub push_reconciler: bool,
+    /// `RawResourceStatusCollection`.
+    pub raw_resource_status_collection: bool,
+}
+
+impl Default for Settings {
+    /// A host without a KubeFedConfig: cluster-scoped, upstream's defaults.
+    fn default() -> Settings {
+        Settings {
+            scope: Scope::Cluster,
+            sync: SyncSettings {
+                adopt_resources: true,
+            },
+            scheduler_preferences: gate_default("SchedulerPreferences"),
+            push_reconciler: gate_default("PushReconciler"),
+            raw_resource_status_collection: gate_default("RawResourceStatusCollection"),
+        }
+    }
+}
+
+fn gate_default(name: &str) -> bool {
+    FEATURE_GATES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .is_some_and(|(_, on)| *on)
+}
+
+impl Settings {
+    /// The one namespace federated objects are read from: a namespace-scoped
+    /// federation sees its own namespace only, whatever was asked; a
+    /// cluster-scoped one reads `requested` (`-n`), or every namespace.
+    pub fn objects_namespace(
+        &self,
+        kubefed_namespace: &str,
+        requested: Option<&str>,
+    ) -> Option<String> {
+        match self.scope {
+            Scope::Namespaced => Some(kubefed_namespace.to_string()),
+            Scope::Cluster => requested.map(str::to_string),
+        }
+    }
+}
+
+/// A KubeFedConfig's `spec` (None: there is none) → settings, or the first
+/// field that is not valid, named by its path.
+pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
+    let mut s = Settings::default();
+    let Some(spec) = spec else {
+        return Ok(s);
+    };
+    if !spec.is_object() {
+        return Err("spec: must be an object".into());
+    }
+    match spec.get("scope") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            s.scope = v
+                .as_str()
+                .and_then(Scope::parse)
+                .ok_or_else(|| format!("spec.scope: must be Cluster or Namespaced, not {v}"))?
+        }
+    }
+    match &spec["syncController"]["adoptResources"] {
+        Value::Null => {}
+        v => s.sync.adopt_resources = enabled(v, "spec.syncController.adoptResources")?,
+    }
+    match &spec["featureGates"] {
+        Value::Null => {}
+        Value::Array(gates) => {
+            for (i, gate) in gates.iter().enumerate() {
+                let at = format!("spec.featureGates[{i}]");
+                let name = gate["name"].as_str().unwrap_or("");
+                let on = enabled(&gate["configuration"], &format!("{at}.configuration"))?;
+                match name {
+                    "PushReconciler" => s.push_reconciler = on,
+                    "SchedulerPreferences" => s.scheduler_preferences = on,
+                    "RawResourceStatusCollection" => s.raw_resource_status_collection = on,
+                    _ => {
+                        let known: Vec<&str> = FEATURE_GATES.iter().map(|(n, _)| *n).collect();
+                        return Err(format!(
+                            "{at}.name: unknown feature gate {name:?} (known: {})",
+                            known.join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+        _ => return Err("spec.featureGates: must be a list".into()),
+    }
+    Ok(s)
+}
+
+/// `Enabled` or `Disabled`, as KubeFed's API spells every switch.
+fn enabled(v: &Value, at: &str) -> Result<bool, String> {
+    match v.as_str() {
+        Some("Enabled") => Ok(true),
+        Some("Disabled") => Ok(false),
+        _ => Err(format!("{at}: must be Enabled or Disabled, not {v}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn settings_from_configs() {
+        let cases = [
+            (
+                "no config: upstream defaults",
+                None,
+                Ok(Settings::default()),
+            ),
+            ("empty spec", Some(json!({})), Ok(Settings::default())),
+            (
+                "namespaced, adoption off, schedulers off",
+                Some(json!({
+                    "scope": "Namespaced",
+                    "syncController": {"adoptResources": "Disabled"},
+                    "featureGates": [
+                        {"name": "SchedulerPreferences", "configuration": "Disabled"},
+                        {"name": "RawResourceStatusCollection", "configuration": "Enabled"}
+                    ]
+                })),
+                Ok(Settings {
+                    scope: Scope::Namespaced,
+                    sync: SyncSettings {
+                        adopt_resources: false,
+                    },
+                    scheduler_preferences: false,
+                    push_reconciler: true,
+                    raw_resource_status_collection: true,
+                }),
+            ),
+            (
+                "bad scope",
+                Some(json!({"scope": "Everywhere"})),
+                Err("spec.scope: must be Cluster or Namespaced, not \"Everywhere\""),
+            ),
+            (
+                "bad adoption",
+                Some(json!({"syncController": {"adoptResources": "yes"}})),
+                Err("spec.syncController.adoptResources: must be Enabled or Disabled, not \"yes\""),
+            ),
+            (
+                "unknown gate",
+                Some(json!({"featureGates": [{"name": "Teleport", "configuration": "Enabled"}]})),
+                Err(
+                    "spec.featureGates[0].name: unknown feature gate \"Teleport\" (known: PushReconciler, SchedulerPreferences, RawResourceStatusCollection)",
+                ),
+            ),
+            (
+                "gate without configuration",
+                Some(json!({"featureGates": [{"name": "PushReconciler"}]})),
+                Err("spec.featureGates[0].configuration: must be Enabled or Disabled, not null"),
+            ),
+            (
+                "gates not a list",
+                Some(json!({"featureGates": {"PushReconciler": true}})),
+                Err("spec.featureGates: must be a list"),
+            ),
+        ];
+        for (name, spec, want) in cases {
+            let got = settings(spec.as_ref());
+            assert_eq!(got, want.map_err(str::to_string), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_namespace_objects_are_read_from() {
+        let cluster = Settings::default();
+        let namespaced = Settings {
+            scope: Scope::Namespaced,
+            ..Settings::default()
+        };
+        assert_eq!(
+            cluster.objects_namespace("kube-federation-system", None),
+            None
+        );
+        assert_eq!(
+            cluster.objects_namespace("kube-federation-system", Some("shop")),
+            Some("shop".into())
+        );
+        assert_eq!(
+            namespaced.objects_namespace("fed", Some("shop")),
+            Some("fed".into())
+        );
+        assert_eq!(
+            namespaced.objects_namespace("fed", None),
+            Some("fed".into())
+        );
+    }
+}
