@@ -20,6 +20,7 @@ pub mod queue;
 pub mod reconciler;
 pub mod record;
 pub mod retain;
+pub mod retry;
 pub mod scheduling;
 pub mod settings;
 pub mod shard;

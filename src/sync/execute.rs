@@ -8,6 +8,7 @@ use crate::core::decide::{ObjectKey, describe, key_of};
 use crate::core::desired::MANAGED_LABEL;
 use crate::core::plan::{self, Action, ClusterStatus, Decision, SyncSettings};
 use crate::core::record::{Done, Effect, MemberResult};
+use crate::core::retry::{self, Attempt, Failure, Next};
 use crate::core::version::member_version;
 use crate::members::Stall;
 use crate::sync::observe::ObservedType;
@@ -79,63 +80,61 @@ pub async fn apply_one(
         .failure_status()
         .unwrap_or(ClusterStatus::UpdateFailed);
     let mut action = w.decision.action.clone();
-    let timed_out = match failed {
-        ClusterStatus::CreationFailed => ClusterStatus::CreationTimedOut,
-        ClusterStatus::DeletionFailed => ClusterStatus::DeletionTimedOut,
-        ClusterStatus::LabelRemovalFailed => ClusterStatus::LabelRemovalTimedOut,
-        _ => ClusterStatus::UpdateTimedOut,
-    };
-    let gave_up = || {
-        Err((
-            timed_out,
-            "the member stopped answering; not tried until a probe is answered".to_string(),
-        ))
-    };
-    let mut attempt = 0;
+    let fed = w.object.map(|i| &t.objects[i]);
+    let stall_message = "the member stopped answering; not tried until a probe is answered";
+    let mut number = 0;
     loop {
-        attempt += 1;
+        number += 1;
         if stalled.is_some_and(Stall::is_set) {
-            return gave_up();
+            return Err((retry::timed_out(failed), stall_message.to_string()));
         }
         let request = tokio::time::timeout(limits.timeout, run_action(&api, &name, &action));
         let answer = match stalled {
             // A member found frozen meanwhile ends this request at once.
             Some(s) => tokio::select! {
                 answer = request => answer,
-                () = s.wait() => return gave_up(),
+                () = s.wait() => return Err((retry::timed_out(failed), stall_message.to_string())),
             },
             None => request.await,
         };
-        let err = match answer {
+        let (failure, message) = match answer {
             Ok(Ok(done)) => return Ok(done),
-            Ok(Err(e)) => e,
-            Err(_) if attempt >= limits.attempts || stalled.is_some() => {
-                if let Some(s) = stalled {
+            Ok(Err(e)) => classify(e),
+            Err(_) => (
+                Failure::NoAnswer,
+                format!("no answer within {:?}", limits.timeout),
+            ),
+        };
+        let attempt = Attempt {
+            number,
+            allowed: limits.attempts,
+            failed,
+            can_redecide: fed.is_some()
+                && matches!(w.decision.action, Action::Create(_) | Action::Update { .. }),
+            stall_on_timeout: stalled.is_some(),
+        };
+        match retry::next(failure, attempt) {
+            Next::RetryAfter(delay) => tokio::time::sleep(delay).await,
+            Next::GiveUp(status) => {
+                if let (Some(s), Failure::NoAnswer) = (stalled, failure) {
                     s.set();
                 }
-                return Err((timed_out, format!("no answer within {:?}", limits.timeout)));
-            }
-            Err(_) => {
-                backoff(attempt, None).await;
-                continue;
-            }
-        };
-        match err {
-            kube::Error::Api(s) if s.code == 409 => {
-                // Created meanwhile, or changed meanwhile: read it and decide again.
-                let creating_or_updating =
-                    matches!(w.decision.action, Action::Create(_) | Action::Update { .. });
-                let (Some(fed), true) = (w.object.map(|i| &t.objects[i]), creating_or_updating)
-                else {
-                    return Err((failed, s.message.clone()));
+                let message = match failure {
+                    Failure::Conflict if attempt.can_redecide => {
+                        format!("gave up after conflicts: {message}")
+                    }
+                    _ => message,
                 };
+                return Err((status, message));
+            }
+            Next::Reread => {
+                // Created meanwhile, or changed meanwhile: read it and decide again.
                 let live = match api.get_opt(&name).await {
                     Ok(Some(l)) => serde_json::to_value(l).expect("objects serialize"),
-                    Ok(None) => {
-                        return Err((failed, format!("conflict, then gone: {}", s.message)));
-                    }
+                    Ok(None) => return Err((failed, format!("conflict, then gone: {message}"))),
                     Err(e) => return Err((ClusterStatus::RetrievalFailed, api_error_line(e))),
                 };
+                let fed = fed.expect("only federated objects are decided again");
                 action = plan::after_conflict(
                     fed,
                     &t.t.target,
@@ -144,31 +143,25 @@ pub async fn apply_one(
                     limits.settings,
                 )?;
             }
-            kube::Error::Api(s) if s.code == 429 || s.code >= 500 => {
-                if attempt >= limits.attempts {
-                    return Err((failed, api_error_line(kube::Error::Api(s))));
-                }
-                let retry_after = s
-                    .details
-                    .as_ref()
-                    .map(|d| d.retry_after_seconds)
-                    .filter(|s| *s > 0)
-                    .map(|s| Duration::from_secs(u64::from(s)));
-                backoff(attempt, retry_after).await;
-                continue;
-            }
-            kube::Error::Api(s) => return Err((failed, api_error_line(kube::Error::Api(s)))),
-            other => {
-                if attempt >= limits.attempts {
-                    return Err((failed, crate::error::source_chain(&other)));
-                }
-                backoff(attempt, None).await;
-                continue;
-            }
         }
-        if attempt >= limits.attempts {
-            return Err((failed, "gave up after conflicts".into()));
+    }
+}
+
+/// A failed request as the retry rule sees it, and its message.
+fn classify(e: kube::Error) -> (Failure, String) {
+    match e {
+        kube::Error::Api(s) if s.code == 409 => (Failure::Conflict, s.message.clone()),
+        kube::Error::Api(s) if s.code == 429 || s.code >= 500 => {
+            let retry_after_seconds = s.details.as_ref().map_or(0, |d| d.retry_after_seconds);
+            (
+                Failure::Busy {
+                    retry_after_seconds,
+                },
+                api_error_line(kube::Error::Api(s)),
+            )
         }
+        kube::Error::Api(s) => (Failure::Refused, api_error_line(kube::Error::Api(s))),
+        other => (Failure::Transport, crate::error::source_chain(&other)),
     }
 }
 
@@ -258,10 +251,4 @@ fn delete_params(options: Option<&Value>) -> DeleteParams {
         dp.grace_period_seconds = opts["gracePeriodSeconds"].as_u64().map(|g| g as u32);
     }
     dp
-}
-
-/// 100 ms, 200 ms, 400 ms ... capped at 5 s; a server's Retry-After wins.
-async fn backoff(attempt: u32, retry_after: Option<Duration>) {
-    let exp = Duration::from_millis(100u64 << attempt.min(6)).min(Duration::from_secs(5));
-    tokio::time::sleep(retry_after.map_or(exp, |r| r.min(Duration::from_secs(30)))).await;
 }

@@ -724,7 +724,9 @@ mod tests {
         assert!(!d.structure);
         assert_eq!(
             d.warnings,
-            ["KubeFedConfig fed/kubefed: spec.scope: must be Cluster or Namespaced, not \"Sideways\"; the previous settings stay"]
+            [
+                "KubeFedConfig fed/kubefed: spec.scope: must be Cluster or Namespaced, not \"Sideways\"; the previous settings stay"
+            ]
         );
         assert_eq!(c.settings.scope, crate::core::membership::Scope::Namespaced);
         let d = c.apply(ev(Source::Config, Change::Deleted(config(json!({})))));
