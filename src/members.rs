@@ -80,33 +80,7 @@ impl Stall {
     }
 }
 
-/// What a probe found, in KubeFed's terms.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Health {
-    /// `/healthz` said ok; the server's version.
-    Ready { version: String },
-    /// Reachable, but `/healthz` did not say ok.
-    NotReady { message: String },
-    /// Not reachable.
-    Offline { message: String },
-    /// No client could be built from the KubeFedCluster and its Secret.
-    ConfigMalformed { message: String },
-}
-
-/// How a probe's message begins when the member answered 401.
-const CREDENTIALS_REFUSED: &str = "the member refused its credentials";
-
-impl Health {
-    pub fn is_ready(&self) -> bool {
-        matches!(self, Health::Ready { .. })
-    }
-
-    /// The member answered 401: the token in the KubeFedCluster's Secret
-    /// was revoked (and perhaps replaced there by a new one).
-    pub fn credentials_refused(&self) -> bool {
-        matches!(self, Health::NotReady { message } if message.starts_with(CREDENTIALS_REFUSED))
-    }
-}
+pub use crate::core::cluster_health::{CREDENTIALS_REFUSED, Health};
 
 /// Every KubeFedCluster in the kubefed namespace, sorted by name, each with
 /// a client (or the reason there is none). `only` limits them by name.

@@ -1,6 +1,7 @@
 //! The pure core: rules with no I/O, no `async`, no clock.
 
 pub mod builtin_types;
+pub mod cluster_health;
 pub mod compare;
 pub mod convert;
 pub mod decide;

@@ -6,6 +6,7 @@
 
 use crate::api::core::{ClusterPropagatedVersion, PropagatedVersion};
 use crate::apply::{api_error, dynamic_api, resource_of};
+use crate::core::cluster_health::status_after_probe;
 use crate::core::decide::{FinalizerStep, ObjectKey, ObjectPlan, key_of};
 use crate::core::plan::SYNC_FINALIZER;
 use crate::core::record::WriteBack;
@@ -188,37 +189,6 @@ async fn write_versions(
     Ok(writes + 1)
 }
 
-/// KubeFed's conditions for a probe result.
-fn health_conditions(h: &Health, now: &str) -> Vec<Value> {
-    let c = |t: &str, s: &str, reason: &str, msg: &str| json!({"type": t, "status": s, "reason": reason, "message": msg, "lastProbeTime": now, "lastTransitionTime": now});
-    match h {
-        Health::Ready { .. } => vec![c(
-            "Ready",
-            "True",
-            "ClusterReady",
-            "/healthz responded with ok",
-        )],
-        // Upstream's message is "/healthz responded without ok"; ours says
-        // more where we know more (e.g. credentials refused).
-        Health::NotReady { message } => vec![
-            c("Ready", "False", "ClusterNotReady", message),
-            c(
-                "Offline",
-                "False",
-                "ClusterReachable",
-                "cluster is reachable",
-            ),
-        ],
-        Health::Offline { message } => vec![c("Offline", "True", "ClusterNotReachable", message)],
-        Health::ConfigMalformed { .. } => vec![c(
-            "ConfigMalformed",
-            "True",
-            "ClusterConfigMalformed",
-            "cluster's configuration may be malformed",
-        )],
-    }
-}
-
 /// Writes each KubeFedCluster's status when its readiness changed (the
 /// probe time alone is not worth a write).
 pub async fn write_cluster_health(host: &Host, all: &[Member], health: &[Health]) -> Result<usize> {
@@ -228,47 +198,9 @@ pub async fn write_cluster_health(host: &Host, all: &[Member], health: &[Health]
     let mut writes = 0;
     for (m, h) in all.iter().zip(health) {
         let old = serde_json::to_value(&m.cluster.status).unwrap_or(Value::Null);
-        let essence = |conds: &Value| -> Vec<(String, String, String)> {
-            conds
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| {
-                    let f = |k: &str| c[k].as_str().unwrap_or("").to_string();
-                    (f("type"), f("status"), f("reason"))
-                })
-                .collect()
-        };
-        let mut conditions = health_conditions(h, &now);
-        // Keep the transition time while readiness does not change.
-        for c in conditions.iter_mut() {
-            if let Some(prev) = old["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|p| p["type"] == c["type"] && p["status"] == c["status"])
-            {
-                c["lastTransitionTime"] = prev["lastTransitionTime"].clone();
-            }
-        }
-        let version = match h {
-            Health::Ready { version } if !version.is_empty() => json!(version),
-            _ => old["kubernetesVersion"].clone(),
-        };
-        if essence(&old["conditions"]) == essence(&json!(conditions))
-            && old["kubernetesVersion"] == version
-        {
+        let Some(status) = status_after_probe(&old, h, &now) else {
             continue;
-        }
-        let mut status = json!({"conditions": conditions});
-        if !version.is_null() {
-            status["kubernetesVersion"] = version;
-        }
-        for k in ["zones", "region"] {
-            if !old[k].is_null() {
-                status[k] = old[k].clone();
-            }
-        }
+        };
         api.patch_status(
             &m.name,
             &PatchParams::default(),
