@@ -18,7 +18,7 @@ use crate::cmd::options::GlobalOptions;
 use crate::core::builtin_types::{builtin, guess_plural};
 use crate::core::compare::{is_subset, overlay};
 use crate::core::convert::{
-    FederatedType, Placement, federated_object, invalid_name_warning, parse_labels,
+    FederatedResource, Placement, federated_object, invalid_name_warning, parse_labels,
     skipped_in_contents, system_namespace_note,
 };
 use crate::core::lookup::{self, ServedResource};
@@ -227,7 +227,7 @@ pub fn federate_documents(
                     guess
                 }
             };
-            let fed = FederatedType {
+            let fed = FederatedResource {
                 group: DEFAULT_FEDERATED_GROUP.into(),
                 version: DEFAULT_FEDERATED_VERSION.into(),
                 kind: format!("Federated{kind}"),
@@ -359,7 +359,7 @@ async fn federate_live(
     }
 
     // Each type needs its federated type: from its FTC, or enabled now.
-    let mut objects: Vec<(FederatedType, Value)> = Vec::new();
+    let mut objects: Vec<(FederatedResource, Value)> = Vec::new();
     let mut to_enable: Vec<Directive> = Vec::new();
     let mut unfederated: Vec<String> = Vec::new();
     let ftcs: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
@@ -367,7 +367,7 @@ async fn federate_live(
         let fed = match ftcs.get_opt(&r.qualified_name()).await.map_err(api_error)? {
             Some(ftc) => {
                 let f = &ftc.spec.federated_type;
-                FederatedType {
+                FederatedResource {
                     group: f.group.clone().unwrap_or_default(),
                     version: f.version.clone(),
                     kind: f.kind.clone(),
@@ -389,7 +389,7 @@ async fn federate_live(
                     DEFAULT_FEDERATED_GROUP,
                     DEFAULT_FEDERATED_VERSION,
                 );
-                FederatedType {
+                FederatedResource {
                     group: names.group,
                     version: names.version,
                     kind: names.kind,
@@ -488,7 +488,7 @@ async fn get_object(host: &Host, r: &ServedResource, namespace: &str, name: &str
 /// `Ok(line)` to print, or `Err(name)` when it differs and may not be updated.
 async fn write_federated(
     host: &Host,
-    fed: &FederatedType,
+    fed: &FederatedResource,
     obj: &Value,
     o: &FederateOptions,
     new_type: bool,

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 /// Where the federated object goes: its type's group/version/kind and scope.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FederatedType {
+pub struct FederatedResource {
     pub group: String,
     pub version: String,
     pub kind: String,
@@ -58,7 +58,7 @@ impl Placement {
 /// The federated object, and warnings about what did not travel.
 pub fn federated_object(
     target: &Value,
-    fed: &FederatedType,
+    fed: &FederatedResource,
     placement: &Placement,
 ) -> (Value, Vec<String>) {
     let kind = target["kind"].as_str().unwrap_or("");
@@ -261,8 +261,8 @@ pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
 mod tests {
     use super::*;
 
-    fn fed(kind: &str, namespaced: bool) -> FederatedType {
-        FederatedType {
+    fn fed(kind: &str, namespaced: bool) -> FederatedResource {
+        FederatedResource {
             group: "types.kubefed.io".into(),
             version: "v1beta1".into(),
             kind: format!("Federated{kind}"),

@@ -48,6 +48,11 @@ pub fn describe_key(kind: &str, key: &ObjectKey) -> String {
     format!("{kind} {}", qualified_key(key))
 }
 
+/// `Kind "ns/name"` of a federated object, for errors about it.
+pub fn describe_federated(fed: &Value) -> String {
+    quoted(fed, "federated object")
+}
+
 /// `Kind "ns/name"` (or `Kind "name"`), the kind read from the object
 /// (`default_kind` when it has none).
 pub fn quoted(obj: &Value, default_kind: &str) -> String {

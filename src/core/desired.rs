@@ -7,6 +7,8 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::describe::describe_federated;
+
 use super::overrides::{
     OverrideError, ParsedOverrides, apply_cluster_overrides, overrides_by_cluster, patched,
 };
@@ -122,7 +124,7 @@ pub fn rendered_template(
         Some(t @ Value::Object(_)) => t.clone(),
         Some(_) => {
             return Err(DesiredError::TemplateNotObject {
-                object: describe(fed),
+                object: describe_federated(fed),
             });
         }
     };
@@ -199,7 +201,7 @@ pub fn desired_for_cluster(
             Some(Value::Bool(b)) => *b,
             Some(_) => {
                 return Err(DesiredError::Retention {
-                    object: describe(fed),
+                    object: describe_federated(fed),
                     source: RetainError {
                         kind: target.kind.clone(),
                         field: "spec.retainReplicas".into(),
@@ -210,13 +212,13 @@ pub fn desired_for_cluster(
         };
         retain_fields(&mut obj, live, &target.kind, retain_replicas).map_err(|source| {
             DesiredError::Retention {
-                object: describe(fed),
+                object: describe_federated(fed),
                 source,
             }
         })?;
     }
     apply_cluster_overrides(&mut obj, fed, cluster).map_err(|source| DesiredError::Overrides {
-        object: describe(fed),
+        object: describe_federated(fed),
         source,
     })?;
     set_managed_label(&mut obj);
@@ -244,7 +246,7 @@ impl DesiredObjects {
         let (template, _) = rendered_template(fed, target)?;
         let overrides: ParsedOverrides = overrides_by_cluster(fed)
             .map_err(|source| DesiredError::Overrides {
-                object: describe(fed),
+                object: describe_federated(fed),
                 source,
             })?
             .into_iter()
@@ -253,7 +255,7 @@ impl DesiredObjects {
         let mut shared = template.clone();
         set_managed_label(&mut shared);
         Ok(DesiredObjects {
-            object: describe(fed),
+            object: describe_federated(fed),
             shared: Arc::new(shared),
             template: (!overrides.is_empty()).then_some(template),
             overrides,
@@ -321,11 +323,6 @@ pub fn set_managed_label(obj: &mut Value) {
         .as_object_mut()
         .expect("labels is an object")
         .insert(MANAGED_LABEL.into(), Value::String("true".into()));
-}
-
-/// `Kind "ns/name"` of a federated object, for errors about it.
-pub(crate) fn describe(fed: &Value) -> String {
-    super::describe::quoted(fed, "federated object")
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::desired::describe;
+use super::describe::describe_federated;
 
 use super::membership::Scope;
 
@@ -143,7 +143,7 @@ fn compute(
     clusters: &[Cluster],
     selector_only: bool,
 ) -> Result<BTreeSet<String>, PlacementError> {
-    let object = describe(fed);
+    let object = describe_federated(fed);
     let placement = fed.get("spec").and_then(|s| s.get("placement"));
     let listed = placement
         .and_then(|p| p.get("clusters"))

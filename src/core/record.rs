@@ -69,7 +69,7 @@ fn confirmed(action: &Action, result: Option<&MemberResult>) -> bool {
 /// The host's write-backs for `fed` after its member requests.
 /// `clusters` are all registered members; `touched` the ones this run may
 /// change (others keep the status recorded for them); `now` is RFC 3339.
-pub fn write_back(
+pub fn plan_write_back(
     fed: &Value,
     plan: &ObjectPlan,
     results: &BTreeMap<String, MemberResult>,
@@ -293,17 +293,17 @@ mod tests {
             ),
         ];
         for (name, r, release, pending) in cases {
-            let w = write_back(&fed, &p, &r, &clusters, None, "now");
+            let w = plan_write_back(&fed, &p, &r, &clusters, None, "now");
             assert_eq!(w.release_finalizer, release, "{name}");
             assert_eq!(w.pending, pending, "{name}");
             assert!(w.status.is_none() && w.versions.is_none(), "{name}");
         }
         // A copy already terminating is waited for: released only once gone.
         let p = plan_for(&fed, &[], &[copy("x", true)]);
-        let w = write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        let w = plan_write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
         assert!(!w.release_finalizer);
         assert_eq!(w.pending, vec!["b"]);
-        let w = write_back(
+        let w = plan_write_back(
             &fed,
             &p,
             &results(&[("b", ok(Effect::Deleted { gone: true }))]),
@@ -314,7 +314,7 @@ mod tests {
         assert!(w.release_finalizer, "--wait saw it go");
         // Nothing anywhere: released at once.
         let p = plan_for(&fed, &[], &[]);
-        let w = write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        let w = plan_write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
         assert!(w.release_finalizer);
     }
 
@@ -325,9 +325,9 @@ mod tests {
         fed["metadata"]["annotations"] = json!({"kubefed.io/orphan": "true"});
         let p = plan_for(&fed, &[copy("x", false)], &[]);
         let clusters = [];
-        let none = write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        let none = plan_write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
         assert!(!none.release_finalizer, "killed before the unlabel");
-        let done = write_back(
+        let done = plan_write_back(
             &fed,
             &p,
             &results(&[("a", ok(Effect::Unlabelled))]),
@@ -353,7 +353,7 @@ mod tests {
             ),
             ("b", Err((ClusterStatus::CreationFailed, "boom".into()))),
         ]);
-        let w = write_back(&fed, &p, &r, &clusters, None, "now");
+        let w = plan_write_back(&fed, &p, &r, &clusters, None, "now");
         let status = w.status.unwrap();
         assert_eq!(status["conditions"][0]["reason"], "CheckClusters");
         assert_eq!(

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use md5::{Digest, Md5};
 use serde_json::{Map, Number, Value, json};
 
-use super::desired::describe;
+use super::describe::describe_federated;
 
 /// Why a hash could not be computed (the shape of the federated object is
 /// wrong where KubeFed's typed decoding would also fail).
@@ -37,7 +37,7 @@ pub fn template_version(fed: &Value) -> Result<String, VersionError> {
         None | Some(Value::Null) => Ok(md5_hex("{}\n")),
         Some(t @ Value::Object(_)) => Ok(md5_hex(&go_json_line(t))),
         Some(_) => Err(VersionError::TemplateNotObject {
-            object: describe(fed),
+            object: describe_federated(fed),
         }),
     }
 }
@@ -52,12 +52,12 @@ pub fn overrides_version(fed: &Value) -> Result<String, VersionError> {
         Some(Value::Object(s)) => s,
         Some(_) => {
             return Err(VersionError::SpecNotObject {
-                object: describe(fed),
+                object: describe_federated(fed),
             });
         }
     };
     let bad = |problem: String| VersionError::BadOverrides {
-        object: describe(fed),
+        object: describe_federated(fed),
         problem,
     };
     let mut out = String::from("{\"overrides\":");

@@ -4,7 +4,7 @@
 //! (`pipeline.rs`) decides when and how many at once.
 
 use crate::apply::api_error_line;
-use crate::core::decide::{ObjectKey, describe, key_of};
+use crate::core::decide::{ObjectKey, key_of};
 use crate::core::desired::MANAGED_LABEL;
 use crate::core::plan::{self, Action, ClusterStatus, Decision, SyncSettings};
 use crate::core::record::{Done, Effect, MemberResult};
@@ -45,17 +45,8 @@ impl Work {
         match (&self.live, &self.decision.action) {
             (Some(live), _) => key_of(live),
             (None, Action::Create(obj)) => key_of(obj),
+            (None, Action::Update { object, .. }) => key_of(object),
             _ => ObjectKey::default(),
-        }
-    }
-
-    /// `Kind ns/name` of the member object.
-    pub fn describe(&self, kind: &str) -> String {
-        match (&self.live, &self.decision.action) {
-            (Some(live), _) => describe(kind, live),
-            (None, Action::Create(obj)) => describe(kind, obj),
-            (None, Action::Update { object, .. }) => describe(kind, object),
-            _ => kind.to_string(),
         }
     }
 }
@@ -137,7 +128,7 @@ pub async fn apply_one(
                 let fed = fed.expect("only federated objects are decided again");
                 action = plan::after_conflict(
                     fed,
-                    &t.t.target,
+                    &t.ty.target,
                     &w.decision.cluster,
                     &live,
                     limits.settings,

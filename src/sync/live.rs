@@ -12,7 +12,9 @@
 //! The RSP pass (`rsp.rs`) runs between observe and decide, as it rewrites
 //! placement and overrides. A run with nothing to do writes nothing.
 
-use crate::core::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions, describe};
+use crate::core::decide::{
+    self, Federation, ObjectPlan, RunLimits, TypeDecisions, describe, describe_key,
+};
 use crate::core::plan::{self, Action, ClusterStatus};
 use crate::host::Host;
 use crate::members::{Health, Member};
@@ -254,8 +256,8 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
             m.name
         ));
     }
-    let namespaced = seen.types.iter().any(|t| t.t.namespaced);
-    let namespaces = seen.types.iter().any(|t| t.t.target.is_namespace());
+    let namespaced = seen.types.iter().any(|t| t.ty.namespaced);
+    let namespaces = seen.types.iter().any(|t| t.ty.target.is_namespace());
     if seen.settings.scope == crate::core::membership::Scope::Cluster && namespaced && !namespaces {
         report.warnings.push(
             "namespaced objects are placed only in namespaces a FederatedNamespace places, and the namespaces type is not enabled (kubefedctl enable namespaces)".into(),
@@ -287,9 +289,9 @@ fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions
             };
             // Each object's plan depends on that object alone: on all cores.
             let plans = crate::parallel::map(&t.objects, |o| {
-                decide::decide_object(&federation, &t.t, o, &t.members)
+                decide::decide_object(&federation, &t.ty, o, &t.members)
             });
-            decide::complete_type(&federation, &t.t, &t.objects, &t.members, limits, plans)
+            decide::complete_type(&federation, &t.ty, &t.objects, &t.members, limits, plans)
         })
         .collect()
 }
@@ -344,7 +346,7 @@ async fn resolve_creates(
         };
         match crate::core::plan::after_conflict(
             fed,
-            &t.t.target,
+            &t.ty.target,
             &w.decision.cluster,
             &live,
             seen.settings.sync,
@@ -358,7 +360,7 @@ async fn resolve_creates(
                 report.failures.push(format!(
                     "{}: {}: {why}",
                     w.decision.cluster,
-                    w.describe(&t.t.target.kind)
+                    describe_key(&t.ty.target.kind, &w.key())
                 ));
                 dropped.push((j, i));
             }
@@ -373,7 +375,7 @@ async fn resolve_creates(
 /// Member changes a dry run would make, with diffs.
 fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
     for w in jobs.iter().flat_map(|j| &j.work) {
-        let kind = &seen.types[w.type_index].t.target.kind;
+        let kind = &seen.types[w.type_index].ty.target.kind;
         let action = &w.decision.action;
         let desired = match action {
             Action::Create(obj) => Some(obj.as_ref()),
@@ -391,7 +393,7 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
         report.plan.push(format!(
             "{}: {verb} {}",
             w.decision.cluster,
-            w.describe(kind)
+            describe_key(kind, &w.key())
         ));
         if let (Some(live), Some(desired)) = (&w.live, desired) {
             report.diffs.push(crate::sync::diff::unified(
@@ -460,7 +462,7 @@ fn live_copy(
     cluster: &str,
     p: &ObjectPlan,
 ) -> Option<serde_json::Value> {
-    let key = if t.t.namespaced {
+    let key = if t.ty.namespaced {
         p.key.clone()
     } else {
         (String::new(), p.key.1.clone())
@@ -533,7 +535,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
             outcome.changes.push(format!(
                 "{}: {verb} {}",
                 w.decision.cluster,
-                w.describe(&t.t.target.kind)
+                describe_key(&t.ty.target.kind, &w.key())
             ));
         }
         outcomes.push(outcome);

@@ -38,7 +38,7 @@ pub struct Selection {
 
 /// One enabled type and what was read of it.
 pub struct ObservedType {
-    pub t: FederatedType,
+    pub ty: FederatedType,
     pub federated: ApiResource,
     /// The federated objects are namespaced (FederatedNamespaces are, though
     /// Namespaces are not).
@@ -131,7 +131,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     // the PropagatedVersions and the host's namespaces. Each is a paged list
     // bound by its API server's CPU; one after another they added up.
     seen.types = enabled_types(host, o).await?;
-    let wants_namespaces = seen.types.iter().any(|t| t.t.target.is_namespace());
+    let wants_namespaces = seen.types.iter().any(|t| t.ty.target.is_namespace());
     let (objects, listings, versions, namespaces) = tokio::join!(
         federated_objects(host, o, &seen.types, &seen.namespace),
         list_members(&seen, o.timeout),
@@ -223,7 +223,7 @@ impl ObservedType {
         let (t, fd) = (&f.spec.target_type, &f.spec.federated_type);
         let target_group = t.group.clone().unwrap_or_default();
         ObservedType {
-            t: FederatedType {
+            ty: FederatedType {
                 target: TargetType::new(&target_group, &t.version, &t.kind),
                 federated_kind: fd.kind.clone(),
                 target_plural: t.plural_name.clone(),
@@ -247,7 +247,7 @@ impl ObservedType {
 pub fn federated_namespaces(types: &[ObservedType]) -> BTreeMap<String, Value> {
     types
         .iter()
-        .filter(|t| t.t.target.is_namespace())
+        .filter(|t| t.ty.target.is_namespace())
         .flat_map(|t| t.objects.iter())
         // The FTC says which type federates namespaces, whatever its group.
         .filter(|o| federated_namespace_name_is_valid(o))
@@ -277,7 +277,7 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
         for m in seen.ready_members() {
             let client = m.client.clone().expect("ready members have clients");
             let ar = t.target.clone();
-            let ns = seen.namespace.clone().filter(|_| t.t.namespaced);
+            let ns = seen.namespace.clone().filter(|_| t.ty.namespaced);
             let name = m.name.clone();
             lists.spawn(async move {
                 let api = dynamic_api(&client, ns.as_deref(), &ar);

@@ -39,7 +39,7 @@ impl Job<'_> {
     /// The stage the job runs in (namespaces before their contents, namespace
     /// deletions after).
     fn stage(&self, seen: &Observation) -> usize {
-        if !seen.types[self.type_index].t.target.is_namespace() {
+        if !seen.types[self.type_index].ty.target.is_namespace() {
             return 1;
         }
         let deletes = self
@@ -186,7 +186,7 @@ impl<'a> Pipeline<'a> {
             .map(|(w, r)| (w.decision.cluster.clone(), r.clone()))
             .collect();
         let seen = self.seen;
-        let write = decide_record::write_back(
+        let write = decide_record::plan_write_back(
             &fed,
             plan,
             &by_cluster,
@@ -197,7 +197,7 @@ impl<'a> Pipeline<'a> {
         for cluster in &write.pending {
             done.pending.push(format!(
                 "{cluster}: {} is still being deleted; {} keeps its finalizer until it is gone (--wait waits; the next run completes the deletion)",
-                describe_key(&t.t.target.kind, &plan.key),
+                describe_key(&t.ty.target.kind, &plan.key),
                 describe(&t.federated.kind, &fed),
             ));
         }
@@ -233,7 +233,12 @@ impl<'a> Pipeline<'a> {
                 "no client for this member".into(),
             )),
         };
-        let result = result.map_err(|(s, m)| (s, format!("{}: {m}", w.describe(&t.target.kind))));
+        let result = result.map_err(|(s, m)| {
+            (
+                s,
+                format!("{}: {m}", describe_key(&t.target.kind, &w.key())),
+            )
+        });
         self.progress.inc(1);
         (w, result)
     }

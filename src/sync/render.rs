@@ -3,7 +3,8 @@
 
 use crate::core::builtin_types::{builtin_by_kind, builtin_version, plural_of};
 use crate::core::decide::{self, FederatedType, Federation, Listing, ObjectPlan, key_of};
-use crate::core::desired::{TargetType, describe};
+use crate::core::describe::describe_federated;
+use crate::core::desired::TargetType;
 use crate::core::legacy;
 use crate::core::membership::Scope;
 use crate::core::overrides::validate_overrides;
@@ -401,7 +402,7 @@ impl RenderConfig {
             format!(
                 "{}: {} is skipped: the federation is namespace-scoped to {:?} ({})",
                 f.source,
-                describe(&f.object),
+                describe_federated(&f.object),
                 self.namespace,
                 self.source
             )
@@ -455,13 +456,13 @@ fn check_federated(federated: &[Sourced]) -> Result<()> {
             bail!(
                 "{}: {kind} {:?} is given twice",
                 f.source,
-                describe(&f.object)
+                describe_federated(&f.object)
             );
         }
     }
     crate::parallel::map(federated, |f| {
         validate_overrides(&f.object)
-            .map_err(|e| anyhow!("{}: {}: {e}", f.source, describe(&f.object)))
+            .map_err(|e| anyhow!("{}: {}: {e}", f.source, describe_federated(&f.object)))
     })
     .into_iter()
     .collect()
@@ -604,7 +605,7 @@ fn decide_one(
         notes.push(format!(
             "{}: {} is not placed: namespace {:?} has no FederatedNamespace in the input",
             f.source,
-            describe(obj),
+            describe_federated(obj),
             plan.key.0
         ));
     }
@@ -695,7 +696,7 @@ pub fn target_type(fed: &Value) -> Result<TargetType> {
         .and_then(|k| k.strip_prefix("Federated"))
         .unwrap_or("");
     if kind.is_empty() {
-        bail!("{}: not a Federated<Kind>", describe(fed));
+        bail!("{}: not a Federated<Kind>", describe_federated(fed));
     }
     if let Some(av) = fed["spec"]["template"]["apiVersion"]
         .as_str()
@@ -708,7 +709,7 @@ pub fn target_type(fed: &Value) -> Result<TargetType> {
         Some(b) => Ok(TargetType::new(b.group, builtin_version(b.group), kind)),
         None => bail!(
             "{}: {kind} is not a built-in type; set spec.template.apiVersion to say which group/version it is",
-            describe(fed)
+            describe_federated(fed)
         ),
     }
 }

@@ -112,7 +112,7 @@ impl Cache {
     fn namespaces_type(&self) -> Option<String> {
         self.types()
             .into_iter()
-            .find(|(_, t)| t.t.target.is_namespace())
+            .find(|(_, t)| t.ty.target.is_namespace())
             .map(|(n, _)| n)
     }
 
@@ -348,13 +348,13 @@ impl Cache {
                 };
                 let mut dirt = Dirt::default();
                 for key in touched {
-                    dirt.keys.insert((ftc.clone(), federated_key(&t.t, &key)));
+                    dirt.keys.insert((ftc.clone(), federated_key(&t.ty, &key)));
                 }
                 // A member's status is news only where an RSP schedules the
                 // object: its replicas follow the members' ready ones (as
                 // upstream's RSP controller, which watches member status).
                 for key in status_only {
-                    let fed_key = federated_key(&t.t, &key);
+                    let fed_key = federated_key(&t.ty, &key);
                     if self.schedulings.contains_key(&fed_key) {
                         dirt.keys.insert((ftc.clone(), fed_key));
                     }
@@ -444,7 +444,7 @@ impl Cache {
                     StoreState::Listed if keys.is_some() => Listing::Listed(
                         s.objects
                             .iter()
-                            .filter(|(k, _)| wanted.contains(&federated_key(&t.t, k)))
+                            .filter(|(k, _)| wanted.contains(&federated_key(&t.ty, k)))
                             .map(|(k, v)| (k.clone(), v.value()))
                             .collect(),
                     ),
@@ -467,7 +467,7 @@ impl Cache {
             &self
                 .types()
                 .into_iter()
-                .filter(|(_, t)| t.t.target.is_namespace())
+                .filter(|(_, t)| t.ty.target.is_namespace())
                 .map(|(name, mut t)| {
                     t.objects = self
                         .federated
@@ -488,7 +488,7 @@ impl Cache {
                     wanted.iter().filter_map(|(ns, name)| {
                         let k = (
                             ns.clone(),
-                            crate::core::version::propagated_version_name(&t.t.target.kind, name),
+                            crate::core::version::propagated_version_name(&t.ty.target.kind, name),
                         );
                         self.versions.get(&k).map(|v| (k, v.clone()))
                     })

@@ -536,7 +536,7 @@ impl Controller<'_> {
                 continue;
             }
             for (name, t) in self.observed_types() {
-                let in_ns = ns.as_deref().filter(|_| t.t.namespaced);
+                let in_ns = ns.as_deref().filter(|_| t.ty.namespaced);
                 out.insert(
                     Source::Member(m.name.clone(), name),
                     Spec {
@@ -916,7 +916,7 @@ fn outcome_keys(
         };
         // An orphan's key is its member object's.
         let key = if o.orphan {
-            federated_key(&t.t, &o.key)
+            federated_key(&t.ty, &o.key)
         } else {
             o.key.clone()
         };
