@@ -11,7 +11,7 @@ use crate::sync::observe::Selection;
 use crate::sync::{live, render, watch};
 use anyhow::Result;
 use clap::Args;
-use comfy_table::{Cell, Table, presets};
+use comfy_table::Cell;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -349,17 +349,14 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
 
 /// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
 pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::NOTHING);
-    t.force_no_tty();
-    t.set_header(vec![
-        Cell::new("CLUSTER"),
-        Cell::new("READY"),
-        Cell::new(if dry_run { "TO CREATE" } else { "CREATED" }),
-        Cell::new(if dry_run { "TO UPDATE" } else { "UPDATED" }),
-        Cell::new(if dry_run { "TO DELETE" } else { "DELETED" }),
-        Cell::new("UNCHANGED"),
-        Cell::new("FAILED"),
+    let mut t = crate::output::table(&[
+        "CLUSTER",
+        "READY",
+        if dry_run { "TO CREATE" } else { "CREATED" },
+        if dry_run { "TO UPDATE" } else { "UPDATED" },
+        if dry_run { "TO DELETE" } else { "DELETED" },
+        "UNCHANGED",
+        "FAILED",
     ]);
     for (name, c) in &r.clusters {
         t.add_row(vec![
@@ -372,7 +369,5 @@ pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
             Cell::new(c.failed),
         ]);
     }
-    t.lines()
-        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string() + "\n")
-        .collect()
+    crate::output::table_text(&t)
 }

@@ -48,8 +48,14 @@ pub struct Federation<'a> {
 
 impl Federation<'_> {
     pub fn touches(&self, cluster: &str) -> bool {
-        self.touched.is_none_or(|t| t.contains(cluster))
+        touches(self.touched, cluster)
     }
+}
+
+/// Whether a run limited to `touched` (`--cluster`; `None`: every member)
+/// may write to `cluster`. Placement still sees every member.
+pub fn touches(touched: Option<&BTreeSet<String>>, cluster: &str) -> bool {
+    touched.is_none_or(|t| t.contains(cluster))
 }
 
 /// One enabled federated type.

@@ -75,7 +75,7 @@ pub struct Observation {
 
 impl Observation {
     pub fn touches(&self, cluster: &str) -> bool {
-        self.touched.as_ref().is_none_or(|t| t.contains(cluster))
+        crate::core::decide::touches(self.touched.as_ref(), cluster)
     }
 
     /// Ready members this run may touch.

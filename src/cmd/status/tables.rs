@@ -2,7 +2,7 @@
 //! borders; colours only on a terminal).
 
 use super::data::{ClusterRow, DnsRow, NOT_SERVED, ObjectRow, SERVES, TypeRow};
-use comfy_table::{Cell, Color, Table, presets};
+use comfy_table::{Cell, Color};
 use std::collections::BTreeMap;
 
 pub(super) fn dns_table(rows: &[DnsRow]) -> String {
@@ -30,20 +30,7 @@ pub(super) fn dns_table(rows: &[DnsRow]) -> String {
     render(&t)
 }
 
-pub(super) fn table(headers: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::NOTHING);
-    t.set_header(headers.iter().map(Cell::new).collect::<Vec<_>>());
-    t.force_no_tty();
-    t
-}
-
-/// Table text with trailing blanks trimmed (no borders, kubectl style).
-pub(super) fn render(t: &Table) -> String {
-    t.lines()
-        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string() + "\n")
-        .collect()
-}
+use crate::output::{table, table_text as render};
 
 pub(super) fn ready_cell(text: &str, colour: bool) -> Cell {
     let cell = Cell::new(text);
