@@ -249,6 +249,18 @@ fn run_render(o: &ReconcileOptions) -> Result<()> {
     Ok(())
 }
 
+/// The engine's progress as a bar on the terminal.
+struct Bar<'a>(&'a indicatif::ProgressBar);
+
+impl live::Progress for Bar<'_> {
+    fn requests(&self, total: u64) {
+        self.0.set_length(total);
+    }
+    fn request_done(&self) {
+        self.0.inc(1);
+    }
+}
+
 async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
@@ -279,7 +291,8 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     // From here on a signal releases the lock (while waiting for it, the
     // default action still ends the process at once).
     let mut signals = crate::signals::Signals::new()?;
-    let run = live::reconcile(&host, &opts, &progress);
+    let bar = Bar(&progress);
+    let run = live::reconcile(&host, &opts, &bar);
     let report = tokio::select! {
         report = run => report,
         signal = signals.next() => {

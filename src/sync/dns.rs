@@ -24,11 +24,6 @@ fn ar(kind: &str, plural: &str) -> ApiResource {
     api_resource(GROUP, "v1alpha1", kind, plural)
 }
 
-/// True when `init --with-dns` installed the DNS API in the host.
-pub async fn installed(host: &Host) -> Result<bool> {
-    host.dns_installed().await
-}
-
 /// Region and zones of a member from its Nodes' labels (the newer
 /// `topology.kubernetes.io/*` first, then `failure-domain.beta...`).
 pub fn topology(nodes: &[Value]) -> (Option<String>, Vec<String>) {

@@ -27,6 +27,22 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// How an engine tells its caller how far it got: how many member
+/// requests it will make, then each one done. The command decides how to
+/// show it (a bar on a terminal); engines know no terminal.
+pub trait Progress: Sync {
+    fn requests(&self, total: u64);
+    fn request_done(&self);
+}
+
+/// Progress nobody watches (the watch's rounds).
+pub struct Silent;
+
+impl Progress for Silent {
+    fn requests(&self, _: u64) {}
+    fn request_done(&self) {}
+}
+
 /// What to reconcile and how.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -42,11 +58,7 @@ pub struct Options {
 
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
 /// failures while applying are in the report.
-pub async fn reconcile(
-    host: &Host,
-    o: &Options,
-    progress: &indicatif::ProgressBar,
-) -> Result<Report> {
+pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Result<Report> {
     let mut seen = observe::observe(host, &o.selection).await?;
     let outcome = round(host, &mut seen, o, Passes::ALL, progress).await?;
     crate::parallel::drop_in_background((seen, outcome.objects));
@@ -98,7 +110,7 @@ pub async fn round(
     seen: &mut Observation,
     o: &Options,
     passes: Passes,
-    progress: &indicatif::ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<RoundOutcome> {
     if !seen.settings.push_reconciler {
         anyhow::bail!(
@@ -117,14 +129,8 @@ pub async fn round(
         report.host_writes +=
             record::write_cluster_health(host, &seen.members, &seen.health).await?;
     }
-    report.host_writes += crate::sync::rsp::schedule_replicas(
-        host,
-        seen,
-        o.dry_run,
-        o.selection.timeout,
-        &mut report,
-    )
-    .await?;
+    report.host_writes +=
+        crate::sync::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
 
     let decided = decide_all(host, seen, o);
     for d in &decided {
@@ -139,7 +145,7 @@ pub async fn round(
         resolve_creates(seen, &mut jobs, o, &mut report).await;
         dry_run_plan(seen, &jobs, &mut report);
     } else {
-        progress.set_length(jobs.iter().map(|j| j.work.len() as u64).sum());
+        progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
         let limits = Limits {
             concurrency: o.concurrency,
             timeout: o.selection.timeout,
@@ -178,8 +184,7 @@ pub async fn member_view(
 ) -> Result<BTreeMap<(String, decide::ObjectKey), Vec<MemberVerdict>>> {
     let mut seen = observe::observe(host, &o.selection).await?;
     let mut report = Report::default();
-    crate::sync::rsp::schedule_replicas(host, &mut seen, true, o.selection.timeout, &mut report)
-        .await?;
+    crate::sync::rsp::schedule_replicas(host, &mut seen, true, &mut report).await?;
     let decided = decide_all(host, &seen, o);
     let mut view = BTreeMap::new();
     for (t, d) in seen.types.iter().zip(&decided) {
@@ -545,7 +550,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
 
 /// The multi-cluster DNS pass, when the host has the DNS API.
 async fn dns(host: &Host, seen: &Observation, o: &Options, report: &mut Report) -> Result<()> {
-    if crate::sync::dns::installed(host).await? {
+    if seen.dns_installed {
         let members: &[Member] = &seen.members;
         crate::sync::dns::dns_pass(
             host,

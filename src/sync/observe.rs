@@ -4,11 +4,13 @@
 //! PropagatedVersions and the host's namespaces. Reads only.
 
 use crate::api::core::{ClusterPropagatedVersion, FederatedTypeConfig, PropagatedVersion};
+use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
 use crate::core::decide::{FederatedType, Listing, ObjectKey, key_of};
 use crate::core::desired::{MANAGED_LABEL, TargetType};
 use crate::core::placement::Cluster;
-use crate::core::plan::federated_namespace_name_is_valid;
+use crate::core::plan::{ManagedLabel, federated_namespace_name_is_valid, managed_label};
+use crate::core::scheduling::{MemberReplicas, observe_member};
 use crate::core::settings::Settings;
 use crate::core::shard::{self, Shard};
 use crate::host::Host;
@@ -67,6 +69,14 @@ pub struct Observation {
     pub fed_namespaces: BTreeMap<String, Value>,
     pub host_namespaces: HashMap<String, String>,
     pub versions: HashMap<ObjectKey, Value>,
+    /// The ReplicaSchedulingPreferences of the observed namespace (none
+    /// when the SchedulerPreferences feature gate is off).
+    pub rsps: Vec<Value>,
+    /// The member pods RSP scheduling needs (member copies that have not
+    /// settled), by [`PodQuery`]; `Err` says why they could not be listed.
+    pub rsp_pods: BTreeMap<PodQuery, Result<Vec<Value>, String>>,
+    /// The host has the multi-cluster DNS API (`init --with-dns`).
+    pub dns_installed: bool,
     /// A watch round: per type (aligned with `types`), the only keys it
     /// covers; `objects` hold those of them that exist, and orphans are
     /// looked for among them only. `None`: everything was observed.
@@ -124,6 +134,9 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         fed_namespaces: BTreeMap::new(),
         host_namespaces: HashMap::new(),
         versions: HashMap::new(),
+        rsps: Vec::new(),
+        rsp_pods: BTreeMap::new(),
+        dns_installed: false,
         partial: None,
     };
     // What the decide step needs is read all at once after the types are
@@ -132,7 +145,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     // bound by its API server's CPU; one after another they added up.
     seen.types = enabled_types(host, o).await?;
     let wants_namespaces = seen.types.iter().any(|t| t.ty.target.is_namespace());
-    let (objects, listings, versions, namespaces) = tokio::join!(
+    let (objects, listings, versions, namespaces, rsps, dns) = tokio::join!(
         federated_objects(host, o, &seen.types, &seen.namespace),
         list_members(&seen, o.timeout),
         read_versions(host, &seen.namespace),
@@ -147,6 +160,8 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
             );
             list_all(&api, &ListParams::default()).await
         },
+        read_rsps(host, &seen),
+        host.dns_installed(),
     );
     for (t, objects) in seen.types.iter_mut().zip(objects?) {
         t.objects = shard::retain_owned(o.shard, objects);
@@ -163,7 +178,115 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
             (key_of(&n).1, uid)
         })
         .collect();
+    seen.rsps = rsps?;
+    seen.dns_installed = dns?;
+    read_rsp_pods(&mut seen, o.timeout).await;
     Ok(seen)
+}
+
+/// What a watch round reads beyond its cache: the pods its RSPs need and,
+/// on a full round (the only one with a DNS pass), whether the host has
+/// the DNS API.
+pub async fn finish_from_cache(
+    host: &Host,
+    seen: &mut Observation,
+    timeout: Duration,
+    full: bool,
+) -> Result<()> {
+    if !seen.settings.scheduler_preferences {
+        seen.rsps.clear();
+    }
+    read_rsp_pods(seen, timeout).await;
+    if full {
+        seen.dns_installed = host.dns_installed().await?;
+    }
+    Ok(())
+}
+
+/// The ReplicaSchedulingPreferences a run schedules.
+async fn read_rsps(host: &Host, seen: &Observation) -> Result<Vec<Value>> {
+    if !seen.settings.scheduler_preferences {
+        return Ok(Vec::new());
+    }
+    let ar = resource_of::<ReplicaSchedulingPreference>();
+    let api = dynamic_api(&host.client, seen.namespace.as_deref(), &ar);
+    list_all(&api, &ListParams::default())
+        .await
+        .context("listing ReplicaSchedulingPreferences")
+}
+
+/// Which pods RSP scheduling needs: a member, a namespace and the label
+/// selector of a workload whose copy has not settled.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PodQuery {
+    pub cluster: String,
+    pub namespace: String,
+    /// `k=v,k2=v2`.
+    pub selector: String,
+}
+
+impl PodQuery {
+    pub fn new(cluster: &str, namespace: &str, labels: &BTreeMap<String, String>) -> PodQuery {
+        PodQuery {
+            cluster: cluster.to_string(),
+            namespace: namespace.to_string(),
+            selector: labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+}
+
+/// Lists the member pods the observed RSPs need (`seen.rsps`, members
+/// already listed): upstream's scheduler counts a workload's running pods
+/// when its copy has not settled. All lists at once.
+pub async fn read_rsp_pods(seen: &mut Observation, timeout: Duration) {
+    let mut queries = BTreeSet::new();
+    for rsp in &seen.rsps {
+        let target_kind = rsp["spec"]["targetKind"].as_str().unwrap_or("");
+        let Some(t) = seen.types.iter().find(|t| t.federated.kind == target_kind) else {
+            continue;
+        };
+        let key = key_of(rsp);
+        for m in seen.ready_members() {
+            let Some(Listing::Listed(objects)) = t.members.get(&m.name) else {
+                continue;
+            };
+            let managed = objects
+                .get(&key)
+                .filter(|o| managed_label(o) == ManagedLabel::True);
+            if let Some(Ok(MemberReplicas::NeedsPods { match_labels, .. })) =
+                managed.map(observe_member)
+            {
+                queries.insert(PodQuery::new(&m.name, &key.0, &match_labels));
+            }
+        }
+    }
+    let lists = queries.into_iter().map(|q| {
+        let member = seen.members.iter().find(|m| m.name == q.cluster);
+        async move {
+            let pods = match member.map(|m| m.client.as_ref()) {
+                Some(Ok(client)) => {
+                    let api = dynamic_api(
+                        client,
+                        Some(&q.namespace),
+                        &api_resource("", "v1", "Pod", "pods"),
+                    );
+                    let params = ListParams::default().labels(&q.selector);
+                    match tokio::time::timeout(timeout, list_all(&api, &params)).await {
+                        Ok(Ok(pods)) => Ok(pods),
+                        Ok(Err(e)) => Err(format!("listing pods: {}", crate::error::one_line(&e))),
+                        Err(_) => Err(format!("listing pods: no answer within {timeout:?}")),
+                    }
+                }
+                _ => Err("no client for this member".to_string()),
+            };
+            (q, pods)
+        }
+    });
+    seen.rsp_pods = futures::future::join_all(lists).await.into_iter().collect();
 }
 
 /// The enabled types (all, or those asked for), with nothing read of them yet.

@@ -71,7 +71,7 @@ pub struct Pipeline<'a> {
     pub limits: Limits,
     /// `--wait`: until when to wait for member copies being deleted.
     pub wait_until: Option<Instant>,
-    pub progress: &'a indicatif::ProgressBar,
+    pub progress: &'a dyn crate::sync::live::Progress,
     pub now: String,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
@@ -91,7 +91,7 @@ impl<'a> Pipeline<'a> {
         seen: &'a Observation,
         limits: Limits,
         wait_until: Option<Instant>,
-        progress: &'a indicatif::ProgressBar,
+        progress: &'a dyn crate::sync::live::Progress,
     ) -> Pipeline<'a> {
         let member_lanes = seen
             .members
@@ -239,7 +239,7 @@ impl<'a> Pipeline<'a> {
                 format!("{}: {m}", describe_key(&t.target.kind, &w.key())),
             )
         });
-        self.progress.inc(1);
+        self.progress.request_done();
         (w, result)
     }
 

@@ -3,8 +3,7 @@
 //! each ReplicaSchedulingPreference rewrites its federated object's
 //! placement and replicas overrides from what the members run now.
 
-use crate::api::scheduling::ReplicaSchedulingPreference;
-use crate::apply::{api_error_line, api_resource, dynamic_api, resource_of};
+use crate::apply::{api_error_line, dynamic_api};
 use crate::core::decide::{Listing, describe, key_of};
 use crate::core::placement::Cluster;
 use crate::core::plan::{ManagedLabel, managed_label};
@@ -14,13 +13,12 @@ use crate::core::scheduling::{
 };
 use crate::host::Host;
 use crate::members::Member;
-use crate::sync::observe::{Observation, list_all};
+use crate::sync::observe::{Observation, PodQuery};
 use crate::sync::report::Report;
 use anyhow::{Result, bail};
-use kube::api::{ListParams, PostParams};
+use kube::api::PostParams;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// What one member says of an RSP's target.
 enum Seen {
@@ -32,12 +30,12 @@ enum Seen {
     CannotHold,
 }
 
-/// Runs every RSP of the observed namespace. Returns the number of host writes.
+/// Schedules every observed RSP (`seen.rsps`, read by the observe step
+/// with the pods it needs). Returns the number of host writes.
 pub async fn schedule_replicas(
     host: &Host,
     seen: &mut Observation,
     dry_run: bool,
-    timeout: Duration,
     report: &mut Report,
 ) -> Result<usize> {
     if !seen.settings.scheduler_preferences {
@@ -46,11 +44,8 @@ pub async fn schedule_replicas(
         );
         return Ok(0);
     }
-    let ar = resource_of::<ReplicaSchedulingPreference>();
-    let api = dynamic_api(&host.client, seen.namespace.as_deref(), &ar);
-    let rsps = list_all(&api, &ListParams::default()).await?;
     let mut writes = 0;
-    for rsp in rsps {
+    for rsp in std::mem::take(&mut seen.rsps) {
         let target_kind = rsp["spec"]["targetKind"].as_str().unwrap_or("").to_string();
         let Some(ti) = seen
             .types
@@ -71,7 +66,14 @@ pub async fn schedule_replicas(
         let mut clusters: Vec<Cluster> = seen.clusters.clone();
         let mut unobservable = Vec::new();
         for m in seen.ready_members() {
-            match observe(m, &seen.types[ti].members, &key, timeout, &what, report).await {
+            match observe(
+                m,
+                &seen.types[ti].members,
+                &seen.rsp_pods,
+                &key,
+                &what,
+                report,
+            ) {
                 Ok(Seen::Replicas(now, cap)) => {
                     current.insert(m.name.clone(), now);
                     if let Some(cap) = cap {
@@ -140,11 +142,11 @@ pub async fn schedule_replicas(
 /// (upstream's informer sees only `kubefed.io/managed=true` objects); a
 /// settled copy's ready replicas, else its pods (running and ready ones
 /// count; pods unschedulable for over 60 s lower the capacity).
-async fn observe(
+fn observe(
     m: &Member,
     listings: &BTreeMap<String, Listing>,
+    pods: &BTreeMap<PodQuery, Result<Vec<Value>, String>>,
     key: &(String, String),
-    timeout: Duration,
     what: &str,
     report: &mut Report,
 ) -> Result<Seen> {
@@ -164,8 +166,11 @@ async fn observe(
     let pods = match &state {
         MemberReplicas::Settled { .. } => PodAnalysis::default(),
         MemberReplicas::NeedsPods { match_labels, .. } => {
-            let pods = member_pods(m, &key.0, match_labels, timeout).await?;
-            analyze_pods(&pods, crate::clock::now_unix())
+            match pods.get(&PodQuery::new(&m.name, &key.0, match_labels)) {
+                Some(Ok(pods)) => analyze_pods(pods, crate::clock::now_unix()),
+                Some(Err(why)) => bail!("{why}"),
+                None => bail!("its pods were not listed"),
+            }
         }
     };
     if pods.needs_recheck {
@@ -176,33 +181,4 @@ async fn observe(
     }
     let (now, cap) = current_and_capacity(&state, &pods);
     Ok(Seen::Replicas(now, cap))
-}
-
-/// The pods in `namespace` of a member that carry all `labels`.
-async fn member_pods(
-    member: &Member,
-    namespace: &str,
-    labels: &BTreeMap<String, String>,
-    timeout: Duration,
-) -> Result<Vec<Value>> {
-    let Ok(client) = member.client.as_ref() else {
-        bail!("no client for this member");
-    };
-    let pods = dynamic_api(
-        client,
-        Some(namespace),
-        &api_resource("", "v1", "Pod", "pods"),
-    );
-    let selector = labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    tokio::time::timeout(
-        timeout,
-        list_all(&pods, &ListParams::default().labels(&selector)),
-    )
-    .await
-    .map_err(|_| anyhow::anyhow!("listing pods: no answer within {timeout:?}"))?
-    .map_err(|e| e.context("listing pods"))
 }

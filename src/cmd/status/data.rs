@@ -457,7 +457,7 @@ pub struct DnsRow {
 }
 
 pub(super) async fn dns_rows(host: &Host, o: &StatusOptions) -> Result<Vec<DnsRow>> {
-    if !crate::sync::dns::installed(host).await? {
+    if !host.dns_installed().await? {
         bail!("multi-cluster DNS is not installed in the host (kubefedctl init --with-dns)");
     }
     // Every namespace unless -n names one.

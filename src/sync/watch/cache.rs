@@ -495,6 +495,12 @@ impl Cache {
                 })
                 .collect(),
         };
+        let rsps = self
+            .schedulings
+            .iter()
+            .filter(|(k, _)| namespace.as_ref().is_none_or(|ns| *ns == k.0))
+            .map(|(_, v)| v.value())
+            .collect();
         Observation {
             settings,
             members: members.to_vec(),
@@ -506,6 +512,11 @@ impl Cache {
             fed_namespaces,
             host_namespaces: self.namespaces.clone(),
             versions,
+            rsps,
+            // What the cache does not hold is read by the round's own
+            // observe step (`observe::finish_from_cache`).
+            rsp_pods: BTreeMap::new(),
+            dns_installed: false,
             partial: keys.map(|_| partial),
         }
     }

@@ -29,7 +29,7 @@ use crate::members::{self, Health, Member};
 use crate::signals::Signals;
 use crate::sync::live::{self, Passes, RoundOutcome};
 use crate::sync::lock::{self, LockState, RunLock};
-use crate::sync::observe::Observation;
+use crate::sync::observe::{self, Observation};
 use anyhow::{Result, bail};
 use cache::{Cache, Dirt, WorkKey};
 use kube::runtime::watcher;
@@ -786,17 +786,20 @@ impl Controller<'_> {
         let shared = self.shared.clone();
         self.rounds.spawn(async move {
             let mut seen = seen;
-            let progress = indicatif::ProgressBar::hidden();
-            let result = live::round(&shared.host, &mut seen, &shared.run, passes, &progress)
-                .await
-                .map(|outcome| {
-                    let (failed, changed) = outcome_keys(&names, &seen, &outcome);
-                    RoundResult {
-                        outcome,
-                        failed,
-                        changed,
-                    }
-                });
+            let timeout = shared.run.selection.timeout;
+            let result = async {
+                observe::finish_from_cache(&shared.host, &mut seen, timeout, full).await?;
+                live::round(&shared.host, &mut seen, &shared.run, passes, &live::Silent).await
+            }
+            .await
+            .map(|outcome| {
+                let (failed, changed) = outcome_keys(&names, &seen, &outcome);
+                RoundResult {
+                    outcome,
+                    failed,
+                    changed,
+                }
+            });
             crate::parallel::drop_in_background(seen);
             RoundDone {
                 full,
