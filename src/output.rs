@@ -93,6 +93,29 @@ pub fn print_objects(objects: &[Value], format: DocumentFormat) -> Result<()> {
     }
 }
 
+/// A kubectl-style table: no borders, headers as given, no terminal
+/// styling unless cells ask for colour.
+pub fn table(headers: &[&str]) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING);
+    t.set_header(
+        headers
+            .iter()
+            .map(comfy_table::Cell::new)
+            .collect::<Vec<_>>(),
+    );
+    t.force_no_tty();
+    t
+}
+
+/// A table's text with the preset's leading and trailing blanks trimmed,
+/// as kubectl prints.
+pub fn table_text(t: &comfy_table::Table) -> String {
+    t.lines()
+        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string() + "\n")
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,27 +144,4 @@ mod tests {
             1
         );
     }
-}
-
-/// A kubectl-style table: no borders, headers as given, no terminal
-/// styling unless cells ask for colour.
-pub fn table(headers: &[&str]) -> comfy_table::Table {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::NOTHING);
-    t.set_header(
-        headers
-            .iter()
-            .map(comfy_table::Cell::new)
-            .collect::<Vec<_>>(),
-    );
-    t.force_no_tty();
-    t
-}
-
-/// A table's text with the preset's leading and trailing blanks trimmed,
-/// as kubectl prints.
-pub fn table_text(t: &comfy_table::Table) -> String {
-    t.lines()
-        .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string() + "\n")
-        .collect()
 }
