@@ -16,10 +16,10 @@ use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error};
 use crate::cmd::options::GlobalOptions;
 use crate::core::builtin_types::{builtin, guess_plural};
-use crate::core::compare::{is_subset, overlay};
+use crate::core::compare::overlay;
 use crate::core::convert::{
-    FederatedResource, Placement, federated_object, invalid_name_warning, parse_labels,
-    skipped_in_contents, system_namespace_note,
+    FederatedResource, Federating, Placement, federated_object, federating, invalid_name_warning,
+    parse_labels, skipped_in_contents, system_namespace_note,
 };
 use crate::core::lookup::{self, ServedResource};
 use crate::core::typegen::TemplateSchema;
@@ -502,11 +502,11 @@ async fn write_federated(
         None => target.short(),
     };
     let live = if new_type { None } else { target.get().await? };
-    let verdict = match &live {
-        None => "created",
-        Some(l) if is_subset(&obj["spec"], &l["spec"]) => "unchanged",
-        Some(_) if o.overwrite => "updated",
-        Some(_) => return Ok(Err(shown)),
+    let verdict = match federating(obj, live.as_ref()) {
+        Federating::Create => "created",
+        Federating::Unchanged => "unchanged",
+        Federating::Differs if o.overwrite => "updated",
+        Federating::Differs => return Ok(Err(shown)),
     };
     if o.dry_run || verdict == "unchanged" {
         let v = if o.dry_run && verdict != "unchanged" {

@@ -27,6 +27,26 @@ pub struct FederatedResource {
     pub namespaced: bool,
 }
 
+/// What federating an object does to the federated object already there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Federating {
+    Create,
+    /// The host's object already says everything the new one says.
+    Unchanged,
+    /// It differs: updated with `--overwrite`, else refused.
+    Differs,
+}
+
+/// Compares a federated object to be written with the host's (`None`:
+/// absent): only `spec` counts, and fields the host added are not a change.
+pub fn federating(new: &Value, live: Option<&Value>) -> Federating {
+    match live {
+        None => Federating::Create,
+        Some(l) if super::compare::is_subset(&new["spec"], &l["spec"]) => Federating::Unchanged,
+        Some(_) => Federating::Differs,
+    }
+}
+
 /// `spec.placement` of a new federated object.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Placement {
@@ -255,6 +275,23 @@ pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
             _ => Err(format!("invalid label {pair:?}: expected key=value")),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod federating_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_spec_that_says_something_new_differs() {
+        let new =
+            json!({"spec": {"template": {"data": {"a": "1"}}, "placement": {"clusters": []}}});
+        let same = json!({"metadata": {"resourceVersion": "7"}, "spec": {"template": {"data": {"a": "1"}}, "placement": {"clusters": []}, "overrides": []}});
+        let other =
+            json!({"spec": {"template": {"data": {"a": "2"}}, "placement": {"clusters": []}}});
+        assert_eq!(federating(&new, None), Federating::Create);
+        assert_eq!(federating(&new, Some(&same)), Federating::Unchanged);
+        assert_eq!(federating(&new, Some(&other)), Federating::Differs);
+    }
 }
 
 #[cfg(test)]
