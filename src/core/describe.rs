@@ -12,6 +12,46 @@ use serde_json::Value;
 /// `(namespace, name)` of an object; cluster-scoped objects have `""`.
 pub type ObjectKey = (String, String);
 
+/// One federated object, the same from the observe step to a round's
+/// outcome and in the watch's work queue: its type (the
+/// FederatedTypeConfig's name, unique in a federation) and its key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FederatedRef {
+    pub type_name: String,
+    pub key: ObjectKey,
+}
+
+impl FederatedRef {
+    pub fn new(type_name: &str, key: ObjectKey) -> FederatedRef {
+        FederatedRef {
+            type_name: type_name.to_string(),
+            key,
+        }
+    }
+}
+
+/// What a round worked on: a federated object, or the member copies of
+/// one that no longer exists (an orphan, named by the federated object it
+/// had; member copies of a cluster-scoped type have the same name).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ObjectRef {
+    Federated(FederatedRef),
+    Orphan(FederatedRef),
+}
+
+impl ObjectRef {
+    /// The federated object it is, or was.
+    pub fn federated(&self) -> &FederatedRef {
+        match self {
+            ObjectRef::Federated(r) | ObjectRef::Orphan(r) => r,
+        }
+    }
+
+    pub fn is_orphan(&self) -> bool {
+        matches!(self, ObjectRef::Orphan(_))
+    }
+}
+
 /// The key of any object.
 pub fn key_of(obj: &Value) -> ObjectKey {
     let get = |k: &str| {

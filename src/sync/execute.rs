@@ -28,12 +28,30 @@ pub struct Limits {
     pub settings: SyncSettings,
 }
 
+/// What a request or a pipeline job is for, within its observed type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The federated object at this index of the type's objects.
+    Object(usize),
+    /// Member copies whose federated object is gone.
+    Orphan,
+}
+
+impl Target {
+    /// The federated object, if there is one.
+    pub fn object<'o>(&self, t: &'o ObservedType) -> Option<&'o Value> {
+        match *self {
+            Target::Object(i) => Some(&t.objects[i]),
+            Target::Orphan => None,
+        }
+    }
+}
+
 /// One member request to make.
 #[derive(Clone, Debug)]
 pub struct Work {
     pub type_index: usize,
-    /// The federated object's index in its type; `None` for an orphan.
-    pub object: Option<usize>,
+    pub target: Target,
     pub decision: Decision,
     /// The member object as listed (absent for creates).
     pub live: Option<Value>,
@@ -71,7 +89,7 @@ pub async fn apply_one(
         .failure_status()
         .unwrap_or(ClusterStatus::UpdateFailed);
     let mut action = w.decision.action.clone();
-    let fed = w.object.map(|i| &t.objects[i]);
+    let fed = w.target.object(t);
     let stall_message = "the member stopped answering; not tried until a probe is answered";
     let mut number = 0;
     loop {

@@ -15,10 +15,11 @@
 use crate::core::decide::{
     self, Federation, ObjectPlan, RunLimits, TypeDecisions, describe, describe_key,
 };
+use crate::core::describe::{FederatedRef, ObjectRef};
 use crate::core::plan::{self, Action, ClusterStatus};
 use crate::host::Host;
 use crate::members::{Health, Member};
-use crate::sync::execute::{Limits, Work};
+use crate::sync::execute::{Limits, Target, Work};
 use crate::sync::observe::{self, Observation, Selection};
 use crate::sync::pipeline::{self, Finished, Job, Pipeline};
 use crate::sync::record;
@@ -85,11 +86,7 @@ impl Passes {
 /// What became of one federated object (or orphan) in a round.
 #[derive(Clone, Debug)]
 pub struct ObjectOutcome {
-    /// The federated kind (`FederatedConfigMap`).
-    pub kind: String,
-    pub key: decide::ObjectKey,
-    /// An orphan's unlabel: `key` is the member object's.
-    pub orphan: bool,
+    pub object: ObjectRef,
     /// Some member request or host write failed: retry after a backoff.
     pub failed: bool,
     /// One line per member change made (`member1: created ConfigMap shop/web`).
@@ -346,7 +343,7 @@ async fn resolve_creates(
         let Some(live) = live else { continue };
         let w = &mut jobs[j].work[i];
         let t = &seen.types[w.type_index];
-        let Some(fed) = w.object.map(|oi| &t.objects[oi]) else {
+        let Some(fed) = w.target.object(t) else {
             continue;
         };
         match crate::core::plan::after_conflict(
@@ -433,7 +430,7 @@ fn jobs<'d>(
                     (Action::AwaitRemoval, _) if !wait => {}
                     _ => work.push(Work {
                         type_index: ti,
-                        object: Some(oi),
+                        target: Target::Object(oi),
                         decision: dec.clone(),
                         live: live_copy(t, &dec.cluster, p),
                     }),
@@ -441,17 +438,19 @@ fn jobs<'d>(
             }
             jobs.push(Job {
                 type_index: ti,
-                object: Some((oi, p)),
+                target: Target::Object(oi),
+                plan: Some(p),
                 work,
             });
         }
         for orphan in &d.orphans {
             jobs.push(Job {
                 type_index: ti,
-                object: None,
+                target: Target::Orphan,
+                plan: None,
                 work: vec![Work {
                     type_index: ti,
-                    object: None,
+                    target: Target::Orphan,
                     decision: orphan.decision.clone(),
                     live: Some(orphan.live.clone()),
                 }],
@@ -489,14 +488,19 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
         let fed_kind = &t.federated.kind;
         let subject = pipeline::subject(seen, &f);
         let what = subject.map(|o| describe(fed_kind, o)).unwrap_or_default();
-        let key = match subject {
-            Some(o) => decide::key_of(o),
-            None => f.results.first().map(|(w, _)| w.key()).unwrap_or_default(),
+        let object = match subject {
+            Some(o) => ObjectRef::Federated(FederatedRef::new(&t.name, decide::key_of(o))),
+            // An orphan is named by the federated object it had.
+            None => {
+                let member = f.results.first().map(|(w, _)| w.key()).unwrap_or_default();
+                ObjectRef::Orphan(FederatedRef::new(
+                    &t.name,
+                    decide::federated_key(&t.ty, &member),
+                ))
+            }
         };
         let mut outcome = ObjectOutcome {
-            kind: fed_kind.clone(),
-            key,
-            orphan: subject.is_none(),
+            object,
             failed: f.refused.is_some() || f.write_failed.is_some(),
             changes: Vec::new(),
         };

@@ -40,6 +40,8 @@ pub struct Selection {
 
 /// One enabled type and what was read of it.
 pub struct ObservedType {
+    /// The FederatedTypeConfig's name (`FederatedRef::type_name`).
+    pub name: String,
     pub ty: FederatedType,
     pub federated: ApiResource,
     /// The federated objects are namespaced (FederatedNamespaces are, though
@@ -346,6 +348,7 @@ impl ObservedType {
         let (t, fd) = (&f.spec.target_type, &f.spec.federated_type);
         let target_group = t.group.clone().unwrap_or_default();
         ObservedType {
+            name: f.metadata.name.clone().unwrap_or_default(),
             ty: FederatedType {
                 target: TargetType::new(&target_group, &t.version, &t.kind),
                 federated_kind: fd.kind.clone(),

@@ -13,7 +13,7 @@ use crate::core::decide::{FinalizerStep, ObjectPlan, describe, describe_key};
 use crate::core::plan::{Action, ClusterStatus};
 use crate::core::record::{self as decide_record, Done, Effect, MemberResult};
 use crate::host::Host;
-use crate::sync::execute::{Limits, Work, apply_one};
+use crate::sync::execute::{Limits, Target, Work, apply_one};
 use crate::sync::observe::Observation;
 use crate::sync::record::{self, HOST_WRITES_IN_FLIGHT};
 use futures::StreamExt;
@@ -30,30 +30,45 @@ const OBJECTS_IN_FLIGHT: usize = 256;
 /// One federated object's way through the pipeline (or an orphan's request).
 pub struct Job<'a> {
     pub type_index: usize,
-    /// The federated object and its plan; `None` for an orphan's unlabel.
-    pub object: Option<(usize, &'a ObjectPlan)>,
+    pub target: Target,
+    /// The federated object's plan (`None` for an orphan's unlabel).
+    pub plan: Option<&'a ObjectPlan>,
     pub work: Vec<Work>,
 }
 
+/// The pipeline's stages, in the order they run: namespaced objects never
+/// race their namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    /// Namespaces created or updated.
+    Namespaces,
+    /// Everything that is not a namespace.
+    Contents,
+    /// Namespaces being deleted somewhere.
+    NamespaceDeletions,
+}
+
 impl Job<'_> {
-    /// The stage the job runs in (namespaces before their contents, namespace
-    /// deletions after).
-    fn stage(&self, seen: &Observation) -> usize {
+    fn stage(&self, seen: &Observation) -> Stage {
         if !seen.types[self.type_index].ty.target.is_namespace() {
-            return 1;
+            return Stage::Contents;
         }
         let deletes = self
             .work
             .iter()
             .any(|w| matches!(w.decision.action, Action::Delete { .. }));
-        if deletes { 2 } else { 0 }
+        if deletes {
+            Stage::NamespaceDeletions
+        } else {
+            Stage::Namespaces
+        }
     }
 }
 
 /// What became of one job.
 pub struct Finished {
     pub type_index: usize,
-    pub object: Option<usize>,
+    pub target: Target,
     pub results: Vec<(Work, MemberResult)>,
     /// Host writes made (finalizer, status, versions, release).
     pub host_writes: usize,
@@ -119,12 +134,12 @@ impl<'a> Pipeline<'a> {
 
     /// Runs every job, stage by stage.
     pub async fn run<'j>(&self, jobs: Vec<Job<'j>>) -> Vec<Finished> {
-        let mut stages: [Vec<Job<'j>>; 3] = Default::default();
+        let mut stages: BTreeMap<Stage, Vec<Job<'j>>> = BTreeMap::new();
         for job in jobs {
-            stages[job.stage(self.seen)].push(job);
+            stages.entry(job.stage(self.seen)).or_default().push(job);
         }
         let mut out = Vec::new();
-        for stage in stages {
+        for stage in stages.into_values() {
             // A loop rather than `buffer_unordered` over a closure: such a
             // closure trips rustc's higher-ranked lifetime check (rust-lang/
             // rust#102211) once a round is a task of its own.
@@ -147,7 +162,7 @@ impl<'a> Pipeline<'a> {
     async fn run_job<'j>(&self, job: Job<'j>) -> Finished {
         let mut done = Finished {
             type_index: job.type_index,
-            object: job.object.map(|(oi, _)| oi),
+            target: job.target,
             results: Vec::new(),
             host_writes: 0,
             refused: None,
@@ -155,7 +170,7 @@ impl<'a> Pipeline<'a> {
             pending: Vec::new(),
         };
         let t = &self.seen.types[job.type_index];
-        let Some((oi, plan)) = job.object else {
+        let (Target::Object(oi), Some(plan)) = (job.target, job.plan) else {
             done.results = self.member_requests(job.work).await;
             return done;
         };
@@ -275,5 +290,5 @@ impl<'a> Pipeline<'a> {
 
 /// The federated object a finished job was about, for messages.
 pub fn subject<'s>(seen: &'s Observation, f: &Finished) -> Option<&'s Value> {
-    f.object.map(|oi| &seen.types[f.type_index].objects[oi])
+    f.target.object(&seen.types[f.type_index])
 }

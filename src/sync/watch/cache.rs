@@ -5,6 +5,7 @@
 use super::sources::{Change, Event, Source};
 use crate::api::core::FederatedTypeConfig;
 use crate::core::decide::{Listing, ObjectKey, federated_key, key_of};
+use crate::core::describe::FederatedRef;
 use crate::core::settings::Settings;
 use crate::members::{Health, Member};
 use crate::sync::observe::{self, Observation, ObservedType};
@@ -12,7 +13,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// (FederatedTypeConfig name, federated object key).
-pub type WorkKey = (String, ObjectKey);
+/// The queue's key: the federated object a change touches.
+pub type WorkKey = FederatedRef;
 
 /// A watched set of objects.
 #[derive(Clone, Debug, Default)]
@@ -136,7 +138,11 @@ impl Cache {
     pub fn all_keys(&self) -> BTreeSet<WorkKey> {
         self.federated
             .iter()
-            .flat_map(|(t, s)| s.objects.keys().map(move |k| (t.clone(), k.clone())))
+            .flat_map(|(t, s)| {
+                s.objects
+                    .keys()
+                    .map(move |k| FederatedRef::new(t, k.clone()))
+            })
             .collect()
     }
 
@@ -241,7 +247,7 @@ impl Cache {
                         .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
                     for (name, t) in self.types() {
                         if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
-                            dirt.keys.insert((name, key.clone()));
+                            dirt.keys.insert(FederatedRef::new(&name, key.clone()));
                         }
                     }
                 }
@@ -304,7 +310,8 @@ impl Cache {
                 let mut dirt = Dirt::default();
                 if let Some(ns_type) = self.namespaces_type() {
                     for name in touched {
-                        dirt.keys.insert((ns_type.clone(), (name.clone(), name)));
+                        dirt.keys
+                            .insert(FederatedRef::new(&ns_type, (name.clone(), name)));
                     }
                 }
                 dirt
@@ -320,11 +327,11 @@ impl Cache {
                         // A FederatedNamespace places everything in it.
                         for (t, s) in &self.federated {
                             for k in s.objects.keys().filter(|k| k.0 == key.0) {
-                                dirt.keys.insert((t.clone(), k.clone()));
+                                dirt.keys.insert(FederatedRef::new(t, k.clone()));
                             }
                         }
                     }
-                    dirt.keys.insert((ftc.clone(), key));
+                    dirt.keys.insert(FederatedRef::new(ftc, key));
                 }
                 dirt
             }
@@ -348,7 +355,8 @@ impl Cache {
                 };
                 let mut dirt = Dirt::default();
                 for key in touched {
-                    dirt.keys.insert((ftc.clone(), federated_key(&t.ty, &key)));
+                    dirt.keys
+                        .insert(FederatedRef::new(ftc, federated_key(&t.ty, &key)));
                 }
                 // A member's status is news only where an RSP schedules the
                 // object: its replicas follow the members' ready ones (as
@@ -356,7 +364,7 @@ impl Cache {
                 for key in status_only {
                     let fed_key = federated_key(&t.ty, &key);
                     if self.schedulings.contains_key(&fed_key) {
-                        dirt.keys.insert((ftc.clone(), fed_key));
+                        dirt.keys.insert(FederatedRef::new(ftc, fed_key));
                     }
                 }
                 if !matches!(
@@ -377,7 +385,7 @@ impl Cache {
             .map(|s| {
                 s.objects
                     .keys()
-                    .map(|k| (ftc.to_string(), k.clone()))
+                    .map(|k| FederatedRef::new(ftc, k.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -414,8 +422,8 @@ impl Cache {
             let wanted: BTreeSet<ObjectKey> = match keys {
                 Some(keys) => keys
                     .iter()
-                    .filter(|(n, _)| n == &name)
-                    .map(|(_, k)| k.clone())
+                    .filter(|r| r.type_name == name)
+                    .map(|r| r.key.clone())
                     .collect(),
                 None => BTreeSet::new(),
             };
@@ -712,7 +720,7 @@ mod tests {
     }
 
     fn key(t: &str, ns: &str, name: &str) -> WorkKey {
-        (t.to_string(), (ns.to_string(), name.to_string()))
+        FederatedRef::new(t, (ns.to_string(), name.to_string()))
     }
 
     #[test]

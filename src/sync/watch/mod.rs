@@ -21,7 +21,6 @@ pub mod metrics;
 pub mod sources;
 
 use crate::apply::{api_resource, dynamic_api, resource_of};
-use crate::core::decide::federated_key;
 use crate::core::lease::RECONCILE_LEASE;
 use crate::core::queue::WorkQueue;
 use crate::host::Host;
@@ -765,13 +764,6 @@ impl Controller<'_> {
         }
         let keys: BTreeSet<WorkKey> = taken.iter().map(|(k, _)| k.clone()).collect();
         let seen = self.observe(if full { None } else { Some(&keys) });
-        // Outcomes name federated kinds; the queue keys by FTC name.
-        let names: BTreeMap<String, String> = self
-            .cache
-            .types()
-            .into_iter()
-            .map(|(name, t)| (t.federated.kind.clone(), name))
-            .collect();
         let passes = Passes {
             cluster_health: false,
             dns: full,
@@ -793,7 +785,7 @@ impl Controller<'_> {
             }
             .await
             .map(|outcome| {
-                let (failed, changed) = outcome_keys(&names, &seen, &outcome);
+                let (failed, changed) = outcome_keys(&outcome);
                 RoundResult {
                     outcome,
                     failed,
@@ -902,33 +894,17 @@ fn mark_stalls(members: &[Member], health: &[Health]) {
 }
 
 /// The keys of a round's outcome that failed, and those that changed a
-/// member (`names`: federated kind → FTC name).
-fn outcome_keys(
-    names: &BTreeMap<String, String>,
-    seen: &Observation,
-    outcome: &RoundOutcome,
-) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
+/// member: an outcome names its object as the queue does.
+fn outcome_keys(outcome: &RoundOutcome) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
     let mut failed = BTreeSet::new();
     let mut changed = BTreeSet::new();
     for o in &outcome.objects {
-        let (Some(name), Some(t)) = (
-            names.get(&o.kind),
-            seen.types.iter().find(|t| t.federated.kind == o.kind),
-        ) else {
-            continue;
-        };
-        // An orphan's key is its member object's.
-        let key = if o.orphan {
-            federated_key(&t.ty, &o.key)
-        } else {
-            o.key.clone()
-        };
-        let k = (name.clone(), key);
+        let k = o.object.federated();
         if o.failed {
             failed.insert(k.clone());
         }
         if !o.changes.is_empty() {
-            changed.insert(k);
+            changed.insert(k.clone());
         }
     }
     (failed, changed)
