@@ -1,0 +1,157 @@
+//! Reading the render's input: files, directories and stdin, sorted by role.
+
+use super::*;
+use crate::core::legacy;
+use crate::core::placement::Cluster;
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Reads YAML/JSON files, directories (recursively, `*.yaml`, `*.yml`,
+/// `*.json`, in name order) or `-` (stdin).
+pub fn load(paths: &[PathBuf]) -> Result<Inputs> {
+    let mut inputs = Inputs::default();
+    for path in paths {
+        for file in files(path)? {
+            let (name, text) = if file.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut s)
+                    .context("reading stdin")?;
+                ("stdin".to_string(), s)
+            } else {
+                let text = std::fs::read_to_string(&file)
+                    .with_context(|| format!("reading {}", file.display()))?;
+                (file.display().to_string(), text)
+            };
+            add_documents(&mut inputs, &name, &text)?;
+        }
+    }
+    Ok(inputs)
+}
+
+pub(super) fn files(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.as_os_str() == "-" || path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    if !path.is_dir() {
+        bail!("{}: no such file or directory", path.display());
+    }
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(files(&p)?);
+        } else if p
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Sorts the documents of one file into [`Inputs`].
+pub fn add_documents(inputs: &mut Inputs, source: &str, text: &str) -> Result<()> {
+    let docs: Vec<Value> =
+        crate::yaml::yaml_documents(text).map_err(|e| anyhow!("{source}: invalid YAML: {e}"))?;
+    for (i, doc) in docs.into_iter().enumerate() {
+        let at = format!("{source}: document {}", i + 1);
+        let items = match doc {
+            Value::Object(mut list) if list.get("kind").is_some_and(|k| k == "List") => {
+                match list.remove("items") {
+                    Some(Value::Array(items)) => items,
+                    _ => Vec::new(),
+                }
+            }
+            doc => vec![doc],
+        };
+        for obj in items {
+            let (object, notes) = legacy::normalize(obj);
+            inputs
+                .notes
+                .extend(notes.into_iter().map(|n| format!("{at}: {n}")));
+            let kind = object["kind"].as_str().unwrap_or("");
+            let group = object["apiVersion"]
+                .as_str()
+                .and_then(|a| a.split_once('/'))
+                .map(|(g, _)| g)
+                .unwrap_or("");
+            if object["metadata"]["name"]
+                .as_str()
+                .is_none_or(str::is_empty)
+            {
+                bail!(
+                    "{at}: {} has no metadata.name",
+                    if kind.is_empty() { "the object" } else { kind }
+                );
+            }
+            let member = object["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                .as_str()
+                .is_some();
+            let role = match (group, kind) {
+                ("core.kubefed.io", "KubeFedCluster") => &mut inputs.clusters,
+                (
+                    "multiclusterdns.kubefed.io",
+                    "Domain" | "ServiceDNSRecord" | "IngressDNSRecord",
+                ) => &mut inputs.dns,
+                ("", "Service") | ("networking.k8s.io", "Ingress") if member => {
+                    &mut inputs.member_status
+                }
+                ("scheduling.kubefed.io", "ReplicaSchedulingPreference") => &mut inputs.rsps,
+                ("core.kubefed.io", "KubeFedConfig") => {
+                    if let Some(first) = &inputs.config {
+                        bail!(
+                            "{at}: a second KubeFedConfig (the first is {})",
+                            first.source
+                        );
+                    }
+                    inputs.config = Some(Sourced {
+                        source: at.clone(),
+                        object,
+                    });
+                    continue;
+                }
+                ("core.kubefed.io", _) => {
+                    inputs
+                        .notes
+                        .push(format!("{at}: {kind} is not used when rendering; skipped"));
+                    continue;
+                }
+                (_, k) if k.starts_with("Federated") && group.ends_with("kubefed.io") => {
+                    &mut inputs.federated
+                }
+                _ => bail!(
+                    "{at}: {kind:?} ({}) is not a federated object, ReplicaSchedulingPreference or KubeFedCluster",
+                    object["apiVersion"].as_str().unwrap_or("no apiVersion")
+                ),
+            };
+            role.push(Sourced {
+                source: at.clone(),
+                object,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `name` or `name:k=v,k2=v2` from `--cluster`.
+pub fn parse_cluster_flag(text: &str) -> Result<Cluster> {
+    let (name, labels) = text.split_once(':').unwrap_or((text, ""));
+    if let Some(e) = crate::core::names::subdomain_error(name) {
+        bail!("--cluster {text:?}: invalid cluster name: {e}");
+    }
+    let labels = crate::core::convert::parse_labels(labels)
+        .map_err(|e| anyhow!("--cluster {text:?}: {e}"))?;
+    Ok(Cluster {
+        name: name.to_string(),
+        labels: labels.into_iter().collect(),
+        ready: true,
+    })
+}
