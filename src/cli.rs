@@ -60,7 +60,7 @@ pub fn main(bin_name: &str) -> ExitCode {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
-    init_diagnostics(cli.global.verbosity);
+    crate::logging::init(cli.global.verbosity, cli.global.log_format);
     match run(cli) {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) if err.is::<crate::output::StdoutClosed>() => ExitCode::from(EXIT_OK),
@@ -101,38 +101,6 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .worker_threads(2)
         .enable_all()
         .build()?)
-}
-
-fn init_diagnostics(verbosity: u8) {
-    use tracing::Level;
-    use tracing_subscriber::filter::{LevelFilter, Targets};
-    use tracing_subscriber::layer::SubscriberExt;
-    let level = match verbosity {
-        0 | 1 => Level::WARN,
-        2 | 3 => Level::INFO,
-        4 | 5 => Level::DEBUG,
-        _ => Level::TRACE,
-    };
-    // kube's client logs every failed request itself (`ERROR failed with
-    // status 502`, `WARN eof in poll`); kubefedctl reports failures in its
-    // own words, once, so those lines are shown only from `-v 4` on.
-    let kube = if verbosity >= 4 {
-        LevelFilter::from_level(level)
-    } else {
-        LevelFilter::OFF
-    };
-    let filter = Targets::new()
-        .with_default(level)
-        .with_target("kube_client", kube);
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_target(verbosity >= 4)
-        .with_ansi(false)
-        .without_time()
-        .finish()
-        .with(filter);
-    let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 #[cfg(test)]

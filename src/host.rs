@@ -78,7 +78,7 @@ impl Host {
                 Ok(false) => return Err(self.not_initialised()),
                 Err(e) => {
                     if !std::mem::replace(&mut said, true) {
-                        eprintln!(
+                        tracing::warn!(
                             "the host does not answer ({}); waiting for it (--leader-elect)",
                             crate::error::one_line(&e)
                         );

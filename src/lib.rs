@@ -20,6 +20,7 @@ pub mod error;
 pub mod federated_types;
 pub mod host;
 pub mod kubeconfig;
+pub mod logging;
 pub mod man;
 pub mod members;
 pub mod output;

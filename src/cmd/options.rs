@@ -35,7 +35,7 @@ pub struct GlobalOptions {
           value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// Diagnostics on stderr: 0 warnings, 2 progress, 4 debug, 6 every request
+    /// Diagnostics on stderr: 0 notes and warnings, 2 progress, 4 debug, 6 every request
     #[arg(
         short = 'v',
         long = "verbosity",
@@ -44,6 +44,16 @@ pub struct GlobalOptions {
         default_value_t = 0
     )]
     pub verbosity: u8,
+
+    /// Diagnostics as text lines, or as one JSON object per line (for log collectors)
+    #[arg(
+        long,
+        global = true,
+        value_name = "FORMAT",
+        value_enum,
+        default_value_t
+    )]
+    pub log_format: crate::logging::LogFormat,
 }
 
 impl GlobalOptions {

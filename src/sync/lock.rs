@@ -57,7 +57,7 @@ pub enum LockState {
 pub async fn take(host: &Host, name: &str, wait: Duration) -> Result<RunLock> {
     let lock = RunLock::acquire(host, name, this_run(), wait).await?;
     if let Some(previous) = &lock.took_over {
-        eprintln!("note: took over the federation lock from {previous}");
+        tracing::info!("note: took over the federation lock from {previous}");
     }
     Ok(lock)
 }
@@ -95,7 +95,7 @@ impl RunLock {
                 // A standby outlives host outages: it keeps waiting.
                 Err(e) if standby => {
                     if !std::mem::replace(&mut unreachable, true) {
-                        eprintln!(
+                        tracing::warn!(
                             "lock: cannot read the federation lock ({}); still waiting",
                             crate::apply::api_error_line(e)
                         );
@@ -270,7 +270,7 @@ impl Renewer {
             let held = *tx.borrow() == LockState::Held;
             let stop_writing = renewed + deadline;
             if held && Instant::now() >= stop_writing {
-                eprintln!(
+                tracing::warn!(
                     "lock: not renewed for {}s (the host does not answer); no writes until it is",
                     renewed.elapsed().as_secs()
                 );
@@ -292,7 +292,7 @@ impl Renewer {
             match attempt {
                 Ok(Ok(Renewed::Yes)) => {
                     if !held {
-                        eprintln!(
+                        tracing::info!(
                             "lock: renewed after {}s without contact; resuming",
                             renewed.elapsed().as_secs()
                         );
@@ -308,7 +308,7 @@ impl Renewer {
                     return;
                 }
                 Ok(Err(e)) => {
-                    tracing::info!(
+                    tracing::debug!(
                         "renewing the federation lock: {}",
                         crate::apply::api_error_line(e)
                     );

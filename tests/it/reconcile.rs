@@ -1195,6 +1195,31 @@ fn a_second_run_is_told_who_holds_the_federation_and_can_wait_for_it() {
     assert_eq!(l["spec"]["holderIdentity"], Value::Null);
     assert!(l["spec"]["leaseTransitions"].as_i64().unwrap() >= 1);
 
+    // The same note as JSON, one object per line, for log collectors.
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": {"holderIdentity": "ghost (pid 2)", "acquireTime": old, "renewTime": old, "leaseDurationSeconds": 15}}),
+    );
+    let run = f.reconcile(&["--log-format", "json"]).ok();
+    let events: Vec<Value> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("each JSON line is one object"))
+        .collect();
+    let took_over = events
+        .iter()
+        .find(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("took over the federation lock from ghost (pid 2)"))
+        })
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert_eq!(took_over["level"], "info");
+    assert!(took_over["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+
     // --dry-run and --no-lock do not take it.
     patch(
         env,

@@ -90,7 +90,7 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
             None
         } else {
             let wait = if o.leader_elect {
-                eprintln!(
+                tracing::info!(
                     "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
                     host.namespace
                 );
@@ -101,15 +101,16 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
             tokio::select! {
                 lock = lock::take(host, RECONCILE_LEASE, wait) => Some(lock?),
                 _ = stop.next() => {
-                    eprintln!("stopped while waiting for the federation lock");
+                    tracing::info!("stopped while waiting for the federation lock");
                     return Ok(());
                 }
             }
         };
         metrics.leader.store(true, Ordering::Relaxed);
-        eprintln!(
+        tracing::info!(
             "watching the federation in {} (host {:?})",
-            host.namespace, host.context
+            host.namespace,
+            host.context
         );
         let (tx, rx) = unbounded_channel();
         let mut controller = Controller {
@@ -144,7 +145,7 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
                 return Ok(());
             }
             Ok(Ended::Lost { holder }) if o.leader_elect => {
-                eprintln!("lock: {holder} holds the federation lock now; standing by");
+                tracing::warn!("lock: {holder} holds the federation lock now; standing by");
             }
             Ok(Ended::Lost { holder }) => bail!(
                 "lost the federation lock to {holder}; stopping (with --leader-elect this instance would stand by)"
@@ -254,7 +255,7 @@ impl Controller<'_> {
             tokio::select! {
                 biased;
                 _ = stop.next() => {
-                    eprintln!("stopping: the rounds in flight complete; releasing the federation lock");
+                    tracing::info!("stopping: the rounds in flight complete; releasing the federation lock");
                     while let Some(done) = self.rounds.join_next().await {
                         if let Ok(done) = done {
                             self.finish(done);
@@ -286,7 +287,7 @@ impl Controller<'_> {
                         merge(&mut dirt, self.cache.apply(event));
                     }
                     for w in std::mem::take(&mut dirt.warnings) {
-                        eprintln!("warning: {w}");
+                        tracing::warn!("{w}");
                     }
                     if dirt.structure {
                         self.try_rebuild().await;
@@ -385,14 +386,14 @@ impl Controller<'_> {
             let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 _ = stop.next() => {
-                    eprintln!("stopping before the first round; releasing the federation lock");
+                    tracing::info!("stopping before the first round; releasing the federation lock");
                     return Ok(false);
                 }
                 event = self.rx.recv() => match event {
                     Some(event) => {
                         let dirt = self.cache.apply(event);
                         for w in &dirt.warnings {
-                            eprintln!("warning: {w}");
+                            tracing::warn!("{w}");
                         }
                         if dirt.structure && self.cache.host_synced(&self.host_sources()) && !self.members.is_empty() {
                             self.rebuild().await?;
@@ -590,14 +591,14 @@ impl Controller<'_> {
         self.health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
         for (m, h) in self.members.iter().zip(&self.health) {
             if before.get(&m.name).is_some_and(|was| *was != h.is_ready()) {
-                eprintln!("{}: {}", m.name, readiness(h));
+                log_readiness(&m.name, h);
             }
         }
         mark_stalls(&self.members, &self.health);
         self.write_health().await;
         let started = self.sync_sources();
-        if self.o.verbosity >= 2 && !started.is_empty() {
-            eprintln!("watching {} more source(s)", started.len());
+        if !started.is_empty() {
+            tracing::debug!("watching {} more source(s)", started.len());
         }
         Ok(())
     }
@@ -666,7 +667,7 @@ impl Controller<'_> {
         self.health = health;
         if changed {
             for (m, h) in self.members.iter().zip(&self.health) {
-                eprintln!("{}: {}", m.name, readiness(h));
+                log_readiness(&m.name, h);
             }
             self.write_health().await;
         }
@@ -689,7 +690,7 @@ impl Controller<'_> {
                 *h = Health::Offline {
                     message: format!("cluster is not reachable: no answer within {timeout:?}"),
                 };
-                eprintln!("{}: not ready (no answer within {timeout:?})", m.name);
+                tracing::warn!("{}: not ready (no answer within {timeout:?})", m.name);
                 changed = true;
             }
         }
@@ -837,11 +838,9 @@ impl Controller<'_> {
                 }
             }
         }
-        if self.o.verbosity >= 2 {
-            for o in &r.outcome.objects {
-                for c in &o.changes {
-                    eprintln!("{c}");
-                }
+        for o in &r.outcome.objects {
+            for c in &o.changes {
+                tracing::debug!("{c}");
             }
         }
         let report = &r.outcome.report;
@@ -870,7 +869,7 @@ impl Controller<'_> {
             .get(&line)
             .is_some_and(|at| now.duration_since(*at) < Duration::from_secs(300));
         if !repeat {
-            eprintln!("failed: {line}");
+            tracing::error!("{line}");
             self.reported.insert(line, now);
         }
         self.reported
@@ -879,6 +878,15 @@ impl Controller<'_> {
 }
 
 /// `ready` or `not ready`, for the readiness lines.
+/// A member's readiness as a log line: a warning when it is not ready.
+fn log_readiness(name: &str, h: &Health) {
+    if h.is_ready() {
+        tracing::info!("{name}: {}", readiness(h));
+    } else {
+        tracing::warn!("{name}: {}", readiness(h));
+    }
+}
+
 fn readiness(h: &Health) -> &'static str {
     if h.is_ready() { "ready" } else { "not ready" }
 }

@@ -228,7 +228,7 @@ impl Watch {
                 || matches!(&error, watcher::Error::WatchFailed(kube::Error::Api(s)) if s.code == 410);
             self.metrics.watch_restarted(&self.label, !gone);
             if gone {
-                tracing::info!(
+                tracing::debug!(
                     "{}: watch history compacted (410); listing again",
                     self.label
                 );

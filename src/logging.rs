@@ -1,0 +1,203 @@
+//! Diagnostics on stderr, through `tracing`: the levels `-v` chooses, and
+//! two formats. `text` prints what a person reads (`warning: …`,
+//! `error: …`, plain lines for information); `json` prints one object per
+//! event and line (`time`, `level`, `target`, `message` and the event's
+//! fields) for the watch and in-cluster runs, whose logs a collector reads.
+//! Messages never carry tokens or Secret data: they name objects, not
+//! their contents.
+
+use std::fmt;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// `--log-format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Lines for people: `warning: …`, `error: …`, information as is.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The levels `-v N` shows: kubefedctl's own events, and other crates'.
+/// 0: what the tool has to say (information, warnings); 2: progress;
+/// 4: debug, kube's own request errors included; 6: every request.
+pub fn levels(verbosity: u8) -> (Level, Option<Level>) {
+    match verbosity {
+        0 | 1 => (Level::INFO, None),
+        2 | 3 => (Level::DEBUG, None),
+        4 | 5 => (Level::DEBUG, Some(Level::DEBUG)),
+        _ => (Level::TRACE, Some(Level::TRACE)),
+    }
+}
+
+/// Installs the global subscriber (once; later calls do nothing).
+pub fn init(verbosity: u8, format: LogFormat) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    let (ours, kube) = levels(verbosity);
+    // kube's client logs every failed request itself (`ERROR failed with
+    // status 502`, `WARN eof in poll`); kubefedctl reports failures in its
+    // own words, once, so those lines are shown only from `-v 4` on.
+    let filter = Targets::new()
+        .with_default(kube.map_or(LevelFilter::WARN, LevelFilter::from_level))
+        .with_target(
+            "kube_client",
+            kube.map_or(LevelFilter::OFF, LevelFilter::from_level),
+        )
+        .with_target("kubefedctl", LevelFilter::from_level(ours));
+    let fmt = tracing_subscriber::fmt()
+        .with_max_level(Level::TRACE)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let with_target = verbosity >= 4;
+    let _ = match format {
+        LogFormat::Text => tracing::subscriber::set_global_default(
+            fmt.event_format(Text { with_target }).finish().with(filter),
+        ),
+        LogFormat::Json => {
+            tracing::subscriber::set_global_default(fmt.event_format(Json).finish().with(filter))
+        }
+    };
+}
+
+/// `warning: message`, `error: message`, or the message alone.
+struct Text {
+    with_target: bool,
+}
+
+impl<S, N> FormatEvent<S, N> for Text
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let meta = event.metadata();
+        match *meta.level() {
+            Level::ERROR => write!(w, "error: ")?,
+            Level::WARN => write!(w, "warning: ")?,
+            _ => {}
+        }
+        if self.with_target {
+            write!(w, "{}: ", meta.target())?;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        write!(w, "{}", fields.message)?;
+        for (k, v) in &fields.rest {
+            write!(w, " {k}={v}")?;
+        }
+        writeln!(w)
+    }
+}
+
+/// One JSON object per event.
+struct Json;
+
+impl<S, N> FormatEvent<S, N> for Json
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let line = json_line(
+            &crate::clock::now_rfc3339(),
+            *event.metadata().level(),
+            event.metadata().target(),
+            fields,
+        );
+        writeln!(w, "{line}")
+    }
+}
+
+/// The JSON object of one event.
+fn json_line(time: &str, level: Level, target: &str, fields: Fields) -> String {
+    let mut obj = serde_json::Map::new();
+    obj.insert("time".into(), time.into());
+    obj.insert("level".into(), level.as_str().to_lowercase().into());
+    obj.insert("target".into(), target.into());
+    obj.insert("message".into(), fields.message.into());
+    for (k, v) in fields.rest {
+        obj.entry(k).or_insert(v.into());
+    }
+    serde_json::Value::Object(obj).to_string()
+}
+
+/// An event's message and its other fields, as text.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    rest: Vec<(String, String)>,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.message = value.to_string();
+        } else {
+            self.rest
+                .push((field.name().to_string(), value.to_string()));
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            self.message = format!("{value:?}");
+        } else {
+            self.rest
+                .push((field.name().to_string(), format!("{value:?}")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbosity_chooses_levels() {
+        assert_eq!(levels(0), (Level::INFO, None));
+        assert_eq!(levels(2), (Level::DEBUG, None));
+        assert_eq!(levels(4), (Level::DEBUG, Some(Level::DEBUG)));
+        assert_eq!(levels(9), (Level::TRACE, Some(Level::TRACE)));
+    }
+
+    #[test]
+    fn a_json_line_is_one_object_with_fields() {
+        let fields = Fields {
+            message: "m2: not ready \"x\"\nsecond line".into(),
+            rest: vec![
+                ("cluster".into(), "m2".into()),
+                ("message".into(), "dup".into()),
+            ],
+        };
+        let line = json_line(
+            "2026-01-01T00:00:00Z",
+            Level::WARN,
+            "kubefedctl::sync",
+            fields,
+        );
+        assert!(!line.contains('\n'), "one event, one line: {line}");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["level"], "warn");
+        assert_eq!(v["message"], "m2: not ready \"x\"\nsecond line");
+        assert_eq!(v["cluster"], "m2");
+        assert_eq!(v["target"], "kubefedctl::sync");
+        assert_eq!(v["time"], "2026-01-01T00:00:00Z");
+    }
+}
