@@ -183,200 +183,224 @@ impl Cache {
         dirt
     }
 
+    /// One change of one source → the cache updated, and what it touches.
     fn apply_change(&mut self, source: &Source, change: Change) -> Dirt {
         match source {
-            Source::Config => {
-                let mut warnings = Vec::new();
-                let config = match change {
-                    Change::Applied(v) => Some(v),
-                    Change::Replaced(vs) => vs.into_iter().next(),
-                    Change::Deleted(_) => None,
-                    Change::Failed { .. } => return Dirt::default(),
-                };
-                let before = self.settings;
-                match crate::host::settings_of(host_namespace_of(&config), config.as_ref()) {
-                    Ok(settings) => self.settings = settings,
-                    // Upstream would not start; a running watch keeps what it had.
-                    Err(e) => warnings.push(format!("{e:#}; the previous settings stay")),
+            Source::Config => self.apply_config(change),
+            Source::TypeConfigs => self.apply_type_configs(change),
+            Source::Clusters => self.apply_clusters(change),
+            Source::Schedulings => self.apply_schedulings(change),
+            Source::Versions(cluster_scoped) => self.apply_versions(*cluster_scoped, change),
+            Source::Namespaces => self.apply_namespaces(change),
+            Source::Federated(ftc) => self.apply_federated(ftc, change),
+            Source::Member(cluster, ftc) => self.apply_member(cluster, ftc, change),
+        }
+    }
+
+    /// The KubeFedConfig: new settings re-plan everything.
+    fn apply_config(&mut self, change: Change) -> Dirt {
+        let mut warnings = Vec::new();
+        let config = match change {
+            Change::Applied(v) => Some(v),
+            Change::Replaced(vs) => vs.into_iter().next(),
+            Change::Deleted(_) => None,
+            Change::Failed { .. } => return Dirt::default(),
+        };
+        let before = self.settings;
+        match crate::host::settings_of(host_namespace_of(&config), config.as_ref()) {
+            Ok(settings) => self.settings = settings,
+            // Upstream would not start; a running watch keeps what it had.
+            Err(e) => warnings.push(format!("{e:#}; the previous settings stay")),
+        }
+        let changed = self.settings != before;
+        Dirt {
+            structure: changed,
+            warnings,
+            ..Dirt::default()
+        }
+    }
+
+    /// FederatedTypeConfigs: a changed spec re-plans everything.
+    fn apply_type_configs(&mut self, change: Change) -> Dirt {
+        let before = self.ftcs.clone();
+        let warnings = apply_typed(&mut self.ftcs, change);
+        Dirt {
+            structure: specs(&before) != specs(&self.ftcs),
+            warnings,
+            ..Dirt::default()
+        }
+    }
+
+    /// KubeFedClusters: a changed spec or labels re-plans everything.
+    fn apply_clusters(&mut self, change: Change) -> Dirt {
+        let essence = |m: &BTreeMap<String, Value>| -> Vec<(String, Value, Value)> {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v["spec"].clone(),
+                        v["metadata"]["labels"].clone(),
+                    )
+                })
+                .collect()
+        };
+        let before = essence(&self.clusters);
+        apply_by_name(&mut self.clusters, change);
+        // Status writes (ours, after each probe) are no news.
+        Dirt {
+            structure: before != essence(&self.clusters),
+            ..Dirt::default()
+        }
+    }
+
+    /// RSPs touch the objects they schedule.
+    fn apply_schedulings(&mut self, change: Change) -> Dirt {
+        let touched = apply_keyed(&mut self.schedulings, change);
+        let mut dirt = Dirt::default();
+        for key in touched {
+            // The RSP's target kind names the type it schedules.
+            let kind = self
+                .schedulings
+                .get(&key)
+                .map(Compact::value)
+                .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
+            for (name, t) in self.types() {
+                if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
+                    dirt.keys.insert(FederatedRef::new(&name, key.clone()));
                 }
-                let changed = self.settings != before;
-                Dirt {
-                    structure: changed,
-                    warnings,
-                    ..Dirt::default()
-                }
-            }
-            Source::TypeConfigs => {
-                let before = self.ftcs.clone();
-                let warnings = apply_typed(&mut self.ftcs, change);
-                Dirt {
-                    structure: specs(&before) != specs(&self.ftcs),
-                    warnings,
-                    ..Dirt::default()
-                }
-            }
-            Source::Clusters => {
-                let essence = |m: &BTreeMap<String, Value>| -> Vec<(String, Value, Value)> {
-                    m.iter()
-                        .map(|(k, v)| {
-                            (
-                                k.clone(),
-                                v["spec"].clone(),
-                                v["metadata"]["labels"].clone(),
-                            )
-                        })
-                        .collect()
-                };
-                let before = essence(&self.clusters);
-                apply_by_name(&mut self.clusters, change);
-                // Status writes (ours, after each probe) are no news.
-                Dirt {
-                    structure: before != essence(&self.clusters),
-                    ..Dirt::default()
-                }
-            }
-            Source::Schedulings => {
-                let touched = apply_keyed(&mut self.schedulings, change);
-                let mut dirt = Dirt::default();
-                for key in touched {
-                    // The RSP's target kind names the type it schedules.
-                    let kind = self
-                        .schedulings
-                        .get(&key)
-                        .map(Compact::value)
-                        .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
-                    for (name, t) in self.types() {
-                        if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
-                            dirt.keys.insert(FederatedRef::new(&name, key.clone()));
-                        }
-                    }
-                }
-                dirt
-            }
-            Source::Versions(cluster_scoped) => {
-                // Our own write-backs: what the next round compares against,
-                // never a reason for one.
-                let cluster_scoped = *cluster_scoped;
-                match change {
-                    Change::Applied(v) => {
-                        self.versions.insert(key_of(&v), v);
-                    }
-                    Change::Deleted(v) => {
-                        self.versions.remove(&key_of(&v));
-                    }
-                    Change::Replaced(vs) => {
-                        self.versions
-                            .retain(|k, _| k.0.is_empty() != cluster_scoped);
-                        self.versions
-                            .extend(vs.into_iter().map(|v| (key_of(&v), v)));
-                    }
-                    Change::Failed { .. } => {}
-                }
-                Dirt::default()
-            }
-            Source::Namespaces => {
-                let uid = |v: &Value| v["metadata"]["uid"].as_str().unwrap_or("").to_string();
-                let touched: Vec<String> = match change {
-                    Change::Applied(v) => {
-                        let name = name_of(&v);
-                        let changed = self.namespaces.get(&name) != Some(&uid(&v));
-                        self.namespaces.insert(name.clone(), uid(&v));
-                        if changed { vec![name] } else { Vec::new() }
-                    }
-                    Change::Deleted(v) => {
-                        let name = name_of(&v);
-                        self.namespaces.remove(&name);
-                        vec![name]
-                    }
-                    Change::Replaced(vs) => {
-                        let new: HashMap<String, String> =
-                            vs.iter().map(|v| (name_of(v), uid(v))).collect();
-                        let mut touched: Vec<String> = self
-                            .namespaces
-                            .iter()
-                            .filter(|(n, u)| new.get(*n) != Some(*u))
-                            .map(|(n, _)| n.clone())
-                            .collect();
-                        touched.extend(
-                            new.keys()
-                                .filter(|n| !self.namespaces.contains_key(*n))
-                                .cloned(),
-                        );
-                        self.namespaces = new;
-                        touched
-                    }
-                    Change::Failed { .. } => Vec::new(),
-                };
-                let mut dirt = Dirt::default();
-                if let Some(ns_type) = self.namespaces_type() {
-                    for name in touched {
-                        dirt.keys
-                            .insert(FederatedRef::new(&ns_type, (name.clone(), name)));
-                    }
-                }
-                dirt
-            }
-            Source::Federated(ftc) => {
-                let store = self.federated.entry(ftc.clone()).or_default();
-                // Status updates are our own write-backs: no news.
-                let (touched, _) = apply_store(store, change);
-                let mut dirt = Dirt::default();
-                let is_namespaces = self.namespaces_type().as_ref() == Some(ftc);
-                for key in touched {
-                    if is_namespaces {
-                        // A FederatedNamespace places everything in it.
-                        for (t, s) in &self.federated {
-                            for k in s.objects.keys().filter(|k| k.0 == key.0) {
-                                dirt.keys.insert(FederatedRef::new(t, k.clone()));
-                            }
-                        }
-                    }
-                    dirt.keys.insert(FederatedRef::new(ftc, key));
-                }
-                dirt
-            }
-            Source::Member(cluster, ftc) => {
-                let store = self
-                    .members
-                    .entry((cluster.clone(), ftc.clone()))
-                    .or_default();
-                let was_usable = store.state == StoreState::Listed;
-                let replaced = matches!(change, Change::Replaced(_));
-                let (touched, status_only) = apply_store(store, change);
-                if replaced && !was_usable {
-                    // Rounds left this member out until now.
-                    return Dirt {
-                        all: true,
-                        ..Dirt::default()
-                    };
-                }
-                let Some(t) = self.ftcs.get(ftc).map(ObservedType::of) else {
-                    return Dirt::default();
-                };
-                let mut dirt = Dirt::default();
-                for key in touched {
-                    dirt.keys
-                        .insert(FederatedRef::new(ftc, federated_key(&t.ty, &key)));
-                }
-                // A member's status is news only where an RSP schedules the
-                // object: its replicas follow the members' ready ones (as
-                // upstream's RSP controller, which watches member status).
-                for key in status_only {
-                    let fed_key = federated_key(&t.ty, &key);
-                    if self.schedulings.contains_key(&fed_key) {
-                        dirt.keys.insert(FederatedRef::new(ftc, fed_key));
-                    }
-                }
-                if !matches!(
-                    self.members[&(cluster.clone(), ftc.clone())].state,
-                    StoreState::Listed
-                ) {
-                    // Failing now: every object of the type shows it there.
-                    dirt.keys.extend(self.type_keys(ftc));
-                }
-                dirt
             }
         }
+        dirt
+    }
+
+    /// (Cluster)PropagatedVersions.
+    fn apply_versions(&mut self, cluster_scoped: bool, change: Change) -> Dirt {
+        // Our own write-backs: what the next round compares against,
+        // never a reason for one.
+        match change {
+            Change::Applied(v) => {
+                self.versions.insert(key_of(&v), v);
+            }
+            Change::Deleted(v) => {
+                self.versions.remove(&key_of(&v));
+            }
+            Change::Replaced(vs) => {
+                self.versions
+                    .retain(|k, _| k.0.is_empty() != cluster_scoped);
+                self.versions
+                    .extend(vs.into_iter().map(|v| (key_of(&v), v)));
+            }
+            Change::Failed { .. } => {}
+        }
+        Dirt::default()
+    }
+
+    /// The host's namespaces touch their FederatedNamespaces.
+    fn apply_namespaces(&mut self, change: Change) -> Dirt {
+        let uid = |v: &Value| v["metadata"]["uid"].as_str().unwrap_or("").to_string();
+        let touched: Vec<String> = match change {
+            Change::Applied(v) => {
+                let name = name_of(&v);
+                let changed = self.namespaces.get(&name) != Some(&uid(&v));
+                self.namespaces.insert(name.clone(), uid(&v));
+                if changed { vec![name] } else { Vec::new() }
+            }
+            Change::Deleted(v) => {
+                let name = name_of(&v);
+                self.namespaces.remove(&name);
+                vec![name]
+            }
+            Change::Replaced(vs) => {
+                let new: HashMap<String, String> =
+                    vs.iter().map(|v| (name_of(v), uid(v))).collect();
+                let mut touched: Vec<String> = self
+                    .namespaces
+                    .iter()
+                    .filter(|(n, u)| new.get(*n) != Some(*u))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                touched.extend(
+                    new.keys()
+                        .filter(|n| !self.namespaces.contains_key(*n))
+                        .cloned(),
+                );
+                self.namespaces = new;
+                touched
+            }
+            Change::Failed { .. } => Vec::new(),
+        };
+        let mut dirt = Dirt::default();
+        if let Some(ns_type) = self.namespaces_type() {
+            for name in touched {
+                dirt.keys
+                    .insert(FederatedRef::new(&ns_type, (name.clone(), name)));
+            }
+        }
+        dirt
+    }
+
+    /// Federated objects touch themselves (a FederatedNamespace: everything in it).
+    fn apply_federated(&mut self, ftc: &String, change: Change) -> Dirt {
+        let store = self.federated.entry(ftc.clone()).or_default();
+        // Status updates are our own write-backs: no news.
+        let (touched, _) = apply_store(store, change);
+        let mut dirt = Dirt::default();
+        let is_namespaces = self.namespaces_type().as_ref() == Some(ftc);
+        for key in touched {
+            if is_namespaces {
+                // A FederatedNamespace places everything in it.
+                for (t, s) in &self.federated {
+                    for k in s.objects.keys().filter(|k| k.0 == key.0) {
+                        dirt.keys.insert(FederatedRef::new(t, k.clone()));
+                    }
+                }
+            }
+            dirt.keys.insert(FederatedRef::new(ftc, key));
+        }
+        dirt
+    }
+
+    /// A member's objects touch their federated objects.
+    fn apply_member(&mut self, cluster: &String, ftc: &String, change: Change) -> Dirt {
+        let store = self
+            .members
+            .entry((cluster.clone(), ftc.clone()))
+            .or_default();
+        let was_usable = store.state == StoreState::Listed;
+        let replaced = matches!(change, Change::Replaced(_));
+        let (touched, status_only) = apply_store(store, change);
+        if replaced && !was_usable {
+            // Rounds left this member out until now.
+            return Dirt {
+                all: true,
+                ..Dirt::default()
+            };
+        }
+        let Some(t) = self.ftcs.get(ftc).map(ObservedType::of) else {
+            return Dirt::default();
+        };
+        let mut dirt = Dirt::default();
+        for key in touched {
+            dirt.keys
+                .insert(FederatedRef::new(ftc, federated_key(&t.ty, &key)));
+        }
+        // A member's status is news only where an RSP schedules the
+        // object: its replicas follow the members' ready ones (as
+        // upstream's RSP controller, which watches member status).
+        for key in status_only {
+            let fed_key = federated_key(&t.ty, &key);
+            if self.schedulings.contains_key(&fed_key) {
+                dirt.keys.insert(FederatedRef::new(ftc, fed_key));
+            }
+        }
+        if !matches!(
+            self.members[&(cluster.clone(), ftc.clone())].state,
+            StoreState::Listed
+        ) {
+            // Failing now: every object of the type shows it there.
+            dirt.keys.extend(self.type_keys(ftc));
+        }
+        dirt
     }
 
     fn type_keys(&self, ftc: &str) -> Vec<WorkKey> {
