@@ -66,9 +66,35 @@ pub async fn run(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
     disable(global, o).await
 }
 
+/// What disable acts on, all read before anything is written.
+struct Target {
+    /// The FederatedTypeConfig's name, in the kubefed namespace.
+    name: String,
+    ftc_ref: ObjectRef,
+    ftc: Option<FederatedTypeConfig>,
+    /// With --delete-crd: the `Federated<Kind>` CRD and its objects' resource.
+    crd: Option<(ObjectRef, ApiResource)>,
+}
+
+/// Reads the type, guards the CRD's deletion, then shows (--dry-run) or makes the changes.
 async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
     let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
+    let target = find_target(&host, o).await?;
+    if let Some((crd, ar)) = &target.crd {
+        guard_crd_deletion(&host, o, crd, ar).await?;
+    }
+
+    if o.dry_run {
+        print_dry_run(&host, &target).await?;
+        return refresh_reconciler_rules(&host, target.ftc.as_ref(), true).await;
+    }
+    apply(&host, &target).await?;
+    refresh_reconciler_rules(&host, target.ftc.as_ref(), false).await
+}
+
+/// NAME as the FTC's name (a dotted name as it is, so a type whose API is gone still works).
+async fn find_target(host: &Host, o: &DisableOptions) -> Result<Target> {
     let name = if o.name.contains('.') {
         o.name.clone()
     } else {
@@ -76,88 +102,116 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
             .await?
             .qualified_name()
     };
-    let ns = host.namespace.clone();
+    let ns = &host.namespace;
     let ftc_ref = host.object(resource_of::<FederatedTypeConfig>(), true, &name);
-    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &ns);
+    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), ns);
     let ftc = api.get_opt(&name).await.map_err(api_error)?;
     if ftc.is_none() {
         println!("FederatedTypeConfig \"{ns}/{name}\" does not exist");
     }
 
     let crd: Option<(ObjectRef, ApiResource)> = if o.delete_crd {
-        let names = match &ftc {
-            Some(f) => {
-                let t = &f.spec.federated_type;
-                FederatedNames {
-                    group: t.group.clone().unwrap_or_default(),
-                    version: t.version.clone(),
-                    kind: t.kind.clone(),
-                    plural: t.plural_name.clone(),
-                    namespaced: t.scope == "Namespaced",
-                }
-            }
-            None => {
-                let target =
-                    discovery::find_resource(&host.client, &name, o.target_version.as_deref())
-                        .await?;
-                FederatedNames::new(&target, &o.federated_group, DEFAULT_FEDERATED_VERSION)
-            }
-        };
-        let ar =
-            crate::apply::api_resource(&names.group, &names.version, &names.kind, &names.plural);
-        Some((crd_object(&host, &names), ar))
+        Some(federated_crd(host, o, &name, ftc.as_ref()).await?)
     } else {
         None
     };
+    Ok(Target {
+        name,
+        ftc_ref,
+        ftc,
+        crd,
+    })
+}
 
-    if let Some((crd, ar)) = &crd
+/// The CRD is named by the FTC when there is one, else by the target type and --federated-group.
+async fn federated_crd(
+    host: &Host,
+    o: &DisableOptions,
+    name: &str,
+    ftc: Option<&FederatedTypeConfig>,
+) -> Result<(ObjectRef, ApiResource)> {
+    let names = match ftc {
+        Some(f) => {
+            let t = &f.spec.federated_type;
+            FederatedNames {
+                group: t.group.clone().unwrap_or_default(),
+                version: t.version.clone(),
+                kind: t.kind.clone(),
+                plural: t.plural_name.clone(),
+                namespaced: t.scope == "Namespaced",
+            }
+        }
+        None => {
+            let target =
+                discovery::find_resource(&host.client, name, o.target_version.as_deref()).await?;
+            FederatedNames::new(&target, &o.federated_group, DEFAULT_FEDERATED_VERSION)
+        }
+    };
+    let ar = crate::apply::api_resource(&names.group, &names.version, &names.kind, &names.plural);
+    Ok((crd_object(host, &names), ar))
+}
+
+/// Deleting a CRD deletes its objects: refused while some exist (but --force), and confirmed.
+async fn guard_crd_deletion(
+    host: &Host,
+    o: &DisableOptions,
+    crd: &ObjectRef,
+    ar: &ApiResource,
+) -> Result<()> {
+    if crd.get().await?.is_none() {
+        return Ok(());
+    }
+    let count = instances(host, ar).await?;
+    if count > 0 && !o.force {
+        bail!(
+            "cannot delete CRD {:?} while {count} {} object(s) exist: delete them first, or pass --force to delete them with the CRD",
+            crd.name,
+            ar.kind
+        );
+    }
+    if !o.dry_run && !o.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        let ok = dialoguer::Confirm::new()
+            .with_prompt(format!(
+                "Delete CRD {:?} and every {} in the host?",
+                crd.name, ar.kind
+            ))
+            .default(false)
+            .interact()?;
+        if !ok {
+            bail!("disable cancelled");
+        }
+    }
+    Ok(())
+}
+
+/// --dry-run: what would change, read again now, writing nothing.
+async fn print_dry_run(host: &Host, target: &Target) -> Result<()> {
+    let (ns, name) = (&host.namespace, &target.name);
+    if let Some(f) = &target.ftc {
+        if f.spec.is_enabled() {
+            println!("propagation would be disabled for FederatedTypeConfig \"{ns}/{name}\"");
+        }
+        println!("{} would be deleted (host)", target.ftc_ref.short());
+    }
+    if let Some((crd, _)) = &target.crd
         && crd.get().await?.is_some()
     {
-        let count = instances(&host, ar).await?;
-        if count > 0 && !o.force {
-            bail!(
-                "cannot delete CRD {:?} while {count} {} object(s) exist: delete them first, or pass --force to delete them with the CRD",
-                crd.name,
-                ar.kind
-            );
-        }
-        if !o.dry_run && !o.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-        {
-            let ok = dialoguer::Confirm::new()
-                .with_prompt(format!(
-                    "Delete CRD {:?} and every {} in the host?",
-                    crd.name, ar.kind
-                ))
-                .default(false)
-                .interact()?;
-            if !ok {
-                bail!("disable cancelled");
-            }
-        }
+        println!("{} would be deleted (host)", crd.short());
     }
+    Ok(())
+}
 
-    if o.dry_run {
-        if let Some(f) = &ftc {
-            if f.spec.is_enabled() {
-                println!("propagation would be disabled for FederatedTypeConfig \"{ns}/{name}\"");
-            }
-            println!("{} would be deleted (host)", ftc_ref.short());
-        }
-        if let Some((crd, _)) = &crd
-            && crd.get().await?.is_some()
-        {
-            println!("{} would be deleted (host)", crd.short());
-        }
-        return refresh_reconciler_rules(&host, ftc.as_ref(), true).await;
-    }
-
+/// Disables propagation, then deletes the CRD (with --delete-crd) and the FTC.
+async fn apply(host: &Host, target: &Target) -> Result<()> {
+    let (ns, name) = (&host.namespace, &target.name);
     // Propagation off first, CRD next, FTC last: KubeFed's order, so that a
     // running controller stops before its CRD disappears.
-    if let Some(f) = &ftc
+    if let Some(f) = &target.ftc
         && f.spec.is_enabled()
     {
+        let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), ns);
         api.patch(
-            &name,
+            name,
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"propagation": "Disabled"}})),
         )
@@ -165,17 +219,17 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
         .map_err(api_error)?;
         println!("Disabled propagation for FederatedTypeConfig \"{ns}/{name}\"");
     }
-    if let Some((crd, _)) = &crd {
+    if let Some((crd, _)) = &target.crd {
         if crd.delete().await? {
             println!("{} deleted (host)", crd.short());
         } else {
             println!("customresourcedefinition {:?} does not exist", crd.name);
         }
     }
-    if ftc.is_some() && ftc_ref.delete().await? {
-        println!("{} deleted (host)", ftc_ref.short());
+    if target.ftc.is_some() && target.ftc_ref.delete().await? {
+        println!("{} deleted (host)", target.ftc_ref.short());
     }
-    refresh_reconciler_rules(&host, ftc.as_ref(), false).await
+    Ok(())
 }
 
 /// The reconciler (when installed) loses the disabled type's rules.

@@ -118,7 +118,7 @@ impl FederateOptions {
 }
 
 pub async fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
-    let placement = o.placement()?;
+    let placement = validate(o)?;
     if let Some(path) = &o.filename {
         return federate_file(
             path,
@@ -127,10 +127,16 @@ pub async fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
             o.output.unwrap_or(DocumentFormat::Yaml),
         );
     }
+    federate_live(global, o, &placement).await
+}
+
+/// Flag checks that need no cluster, so a bad flag fails before anything is read.
+fn validate(o: &FederateOptions) -> Result<Placement> {
+    let placement = o.placement()?;
     if o.contents && !is_namespaces(o.type_name.as_deref().unwrap_or("")) {
         bail!("--contents can only be used with type namespaces");
     }
-    federate_live(global, o, &placement).await
+    Ok(placement)
 }
 
 fn is_namespaces(t: &str) -> bool {
@@ -263,6 +269,16 @@ fn generated_by_cluster(obj: &Value) -> bool {
     owned || obj["type"] == "kubernetes.io/service-account-token"
 }
 
+/// Objects to federate, grouped by type, as read from the host.
+type Work = Vec<(ServedResource, Vec<Value>)>;
+
+/// What a live run prints or writes: federated objects, and the types to enable before them.
+struct Prepared {
+    objects: Vec<(FederatedResource, Value)>,
+    to_enable: Vec<Directive>,
+}
+
+/// Live: reads the objects from the host, federates them, then prints (`-o`) or writes them.
 async fn federate_live(
     global: &GlobalOptions,
     o: &FederateOptions,
@@ -278,22 +294,39 @@ async fn federate_live(
         None => factory.config(&host.context).await?.default_namespace,
     };
     let served = discovery::served_resources(&host.client, false).await?;
+    let work = objects_to_federate(&host, o, &served, &namespace).await?;
+    let prepared = federated_forms(&host, o, &work, placement, writing).await?;
+
+    if let Some(format) = o.output {
+        let docs: Vec<Value> = prepared.objects.into_iter().map(|(_, v)| v).collect();
+        return crate::output::print_objects(&docs, format);
+    }
+    write_all(&host, o, &prepared).await
+}
+
+/// What to federate: the named object (unless its name is unusable), then --contents.
+async fn objects_to_federate(
+    host: &Host,
+    o: &FederateOptions,
+    served: &[ServedResource],
+    namespace: &str,
+) -> Result<Work> {
     let type_name = o.type_name.as_deref().expect("clap requires TYPE");
     let name = o.name.as_deref().expect("clap requires NAME");
-    let target = lookup::find(&served, type_name, None)?;
+    let target = lookup::find(served, type_name, None)?;
 
     // (resource, objects) to federate, the named object first.
-    let first = get_object(&host, &target, &namespace, name).await?;
+    let first = get_object(host, &target, namespace, name).await?;
     let is_namespace = target.plural == "namespaces" && target.group.is_empty();
     let object_ns = if is_namespace {
         name.to_string()
     } else {
-        namespace.clone()
+        namespace.to_string()
     };
     if is_namespace && let Some(note) = system_namespace_note(name, &host.namespace) {
         eprintln!("note: {note}");
     }
-    let mut work: Vec<(ServedResource, Vec<Value>)> = match invalid_name_warning(&first) {
+    let mut work: Work = match invalid_name_warning(&first) {
         Some(w) => {
             eprintln!("warning: {w}");
             Vec::new()
@@ -301,110 +334,106 @@ async fn federate_live(
         None => vec![(target.clone(), vec![first])],
     };
     if o.contents {
-        let mut list_errors = Vec::new();
-        let mut by_type: BTreeMap<String, (ServedResource, Vec<Value>)> = BTreeMap::new();
-        let mut controlled = 0usize;
-        for r in served
-            .iter()
-            .filter(|r| r.preferred && !skipped_in_contents(r, &o.skip_api_resources))
-        {
-            let api: Api<DynamicObject> = Api::namespaced_with(
-                host.client.clone(),
-                &object_ns,
-                &discovery::api_resource_of(r),
-            );
-            match api.list(&ListParams::default()).await {
-                Ok(list) => {
-                    let mut items: Vec<Value> = Vec::new();
-                    for item in list.items {
-                        let mut v = serde_json::to_value(item)?;
-                        v["apiVersion"] = Value::String(r.api_version());
-                        v["kind"] = Value::String(r.kind.clone());
-                        if generated_by_cluster(&v) {
-                            controlled += 1;
-                        } else if let Some(w) = invalid_name_warning(&v) {
-                            eprintln!("warning: {w}");
-                        } else {
-                            items.push(v);
-                        }
-                    }
-                    items.sort_by(|a, b| {
-                        a["metadata"]["name"]
-                            .as_str()
-                            .cmp(&b["metadata"]["name"].as_str())
-                    });
-                    if !items.is_empty() {
-                        by_type.insert(r.qualified_name(), (r.clone(), items));
-                    }
-                }
-                Err(e) => list_errors.push(format!(
-                    "{}: {}",
-                    r.qualified_name(),
-                    crate::error::one_line(&api_error(e))
-                )),
-            }
-        }
-        if !list_errors.is_empty() {
-            bail!(
-                "cannot list the contents of namespace {object_ns:?} (nothing was written; skip these with -s): {}",
-                list_errors.join("; ")
-            );
-        }
-        if controlled > 0 {
-            eprintln!(
-                "note: left out {controlled} object(s) made by controllers or the cluster (owned objects, service-account tokens)"
-            );
-        }
-        work.extend(by_type.into_values());
+        work.extend(namespace_contents(host, served, &object_ns, &o.skip_api_resources).await?);
     }
+    Ok(work)
+}
 
+/// A namespace's contents (but -s), by type and name; any list error fails before a write.
+async fn namespace_contents(
+    host: &Host,
+    served: &[ServedResource],
+    object_ns: &str,
+    skip: &[String],
+) -> Result<Work> {
+    let mut list_errors = Vec::new();
+    let mut by_type: BTreeMap<String, (ServedResource, Vec<Value>)> = BTreeMap::new();
+    let mut controlled = 0usize;
+    for r in served
+        .iter()
+        .filter(|r| r.preferred && !skipped_in_contents(r, skip))
+    {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            host.client.clone(),
+            object_ns,
+            &discovery::api_resource_of(r),
+        );
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                let items = federatable_items(r, list.items, &mut controlled)?;
+                if !items.is_empty() {
+                    by_type.insert(r.qualified_name(), (r.clone(), items));
+                }
+            }
+            Err(e) => list_errors.push(format!(
+                "{}: {}",
+                r.qualified_name(),
+                crate::error::one_line(&api_error(e))
+            )),
+        }
+    }
+    if !list_errors.is_empty() {
+        bail!(
+            "cannot list the contents of namespace {object_ns:?} (nothing was written; skip these with -s): {}",
+            list_errors.join("; ")
+        );
+    }
+    if controlled > 0 {
+        eprintln!(
+            "note: left out {controlled} object(s) made by controllers or the cluster (owned objects, service-account tokens)"
+        );
+    }
+    Ok(by_type.into_values().collect())
+}
+
+/// Leaves out what controllers made and names no federated object can carry; sorts by name.
+fn federatable_items(
+    r: &ServedResource,
+    listed: Vec<DynamicObject>,
+    controlled: &mut usize,
+) -> Result<Vec<Value>> {
+    let mut items: Vec<Value> = Vec::new();
+    for item in listed {
+        let mut v = serde_json::to_value(item)?;
+        v["apiVersion"] = Value::String(r.api_version());
+        v["kind"] = Value::String(r.kind.clone());
+        if generated_by_cluster(&v) {
+            *controlled += 1;
+        } else if let Some(w) = invalid_name_warning(&v) {
+            eprintln!("warning: {w}");
+        } else {
+            items.push(v);
+        }
+    }
+    items.sort_by(|a, b| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
+    Ok(items)
+}
+
+/// Federated forms need a federated type: types without one fail, or are skipped (--contents).
+async fn federated_forms(
+    host: &Host,
+    o: &FederateOptions,
+    work: &Work,
+    placement: &Placement,
+    writing: bool,
+) -> Result<Prepared> {
     // Each type needs its federated type: from its FTC, or enabled now.
     let mut objects: Vec<(FederatedResource, Value)> = Vec::new();
     let mut to_enable: Vec<Directive> = Vec::new();
     let mut unfederated: Vec<String> = Vec::new();
     let ftcs: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
-    for (r, items) in &work {
-        let fed = match ftcs.get_opt(&r.qualified_name()).await.map_err(api_error)? {
-            Some(ftc) => {
-                let f = &ftc.spec.federated_type;
-                FederatedResource {
-                    group: f.group.clone().unwrap_or_default(),
-                    version: f.version.clone(),
-                    kind: f.kind.clone(),
-                    plural: f.plural_name.clone(),
-                    namespaced: f.scope == "Namespaced",
-                }
-            }
-            None if o.enable_type || !writing => {
-                if o.enable_type {
-                    to_enable.push(Directive {
-                        name: r.qualified_name(),
-                        target_version: Some(r.version.clone()),
-                        federated_group: DEFAULT_FEDERATED_GROUP.into(),
-                        federated_version: DEFAULT_FEDERATED_VERSION.into(),
-                    });
-                }
-                let names = crate::core::typegen::FederatedNames::new(
-                    r,
-                    DEFAULT_FEDERATED_GROUP,
-                    DEFAULT_FEDERATED_VERSION,
-                );
-                FederatedResource {
-                    group: names.group,
-                    version: names.version,
-                    kind: names.kind,
-                    plural: names.plural,
-                    namespaced: names.namespaced,
-                }
-            }
-            None => {
-                unfederated.push(format!(
-                    "{} ({} object(s))",
-                    r.qualified_name(),
-                    items.len()
-                ));
-                continue;
-            }
+    for (r, items) in work {
+        let Some(fed) = federated_type(&ftcs, r, o, writing, &mut to_enable).await? else {
+            unfederated.push(format!(
+                "{} ({} object(s))",
+                r.qualified_name(),
+                items.len()
+            ));
+            continue;
         };
         for item in items {
             let (obj, warnings) = federated_object(item, &fed, placement);
@@ -419,7 +448,7 @@ async fn federate_live(
             bail!(
                 "{} is not federated: run kubefedctl enable {}, or pass --enable-type",
                 unfederated.join(", "),
-                type_name
+                o.type_name.as_deref().expect("clap requires TYPE")
             );
         }
         eprintln!(
@@ -427,25 +456,72 @@ async fn federate_live(
             unfederated.join(", ")
         );
     }
+    Ok(Prepared { objects, to_enable })
+}
 
-    if let Some(format) = o.output {
-        let docs: Vec<Value> = objects.into_iter().map(|(_, v)| v).collect();
-        return crate::output::print_objects(&docs, format);
-    }
+/// From the type's FTC, else as enabling would make it (queued with -t); None: not federated.
+async fn federated_type(
+    ftcs: &Api<FederatedTypeConfig>,
+    r: &ServedResource,
+    o: &FederateOptions,
+    writing: bool,
+    to_enable: &mut Vec<Directive>,
+) -> Result<Option<FederatedResource>> {
+    let ftc = ftcs.get_opt(&r.qualified_name()).await.map_err(api_error)?;
+    Ok(match ftc {
+        Some(ftc) => {
+            let f = &ftc.spec.federated_type;
+            Some(FederatedResource {
+                group: f.group.clone().unwrap_or_default(),
+                version: f.version.clone(),
+                kind: f.kind.clone(),
+                plural: f.plural_name.clone(),
+                namespaced: f.scope == "Namespaced",
+            })
+        }
+        None if o.enable_type || !writing => {
+            if o.enable_type {
+                to_enable.push(Directive {
+                    name: r.qualified_name(),
+                    target_version: Some(r.version.clone()),
+                    federated_group: DEFAULT_FEDERATED_GROUP.into(),
+                    federated_version: DEFAULT_FEDERATED_VERSION.into(),
+                });
+            }
+            let names = crate::core::typegen::FederatedNames::new(
+                r,
+                DEFAULT_FEDERATED_GROUP,
+                DEFAULT_FEDERATED_VERSION,
+            );
+            Some(FederatedResource {
+                group: names.group,
+                version: names.version,
+                kind: names.kind,
+                plural: names.plural,
+                namespaced: names.namespaced,
+            })
+        }
+        None => None,
+    })
+}
+
+/// Types first (objects need them served), then objects; differing ones fail once all are done.
+async fn write_all(host: &Host, o: &FederateOptions, prepared: &Prepared) -> Result<()> {
+    let to_enable = &prepared.to_enable;
     if !to_enable.is_empty() {
-        for g in generate(&host, &to_enable, TemplateSchema::Preserve).await? {
-            write_type(&host, &g, o.dry_run).await?;
+        for g in generate(host, to_enable, TemplateSchema::Preserve).await? {
+            write_type(host, &g, o.dry_run).await?;
         }
     }
     let mut differing = Vec::new();
     let pending: Vec<String> = to_enable.iter().map(|d| d.name.clone()).collect();
-    for (fed, obj) in &objects {
+    for (fed, obj) in &prepared.objects {
         // A type enabled in this (dry) run is not served yet: nothing exists.
         let new_type = o.dry_run
             && pending
                 .iter()
                 .any(|p| fed.plural == format!("federated{}", p.split('.').next().unwrap_or("")));
-        let line = write_federated(&host, fed, obj, o, new_type).await?;
+        let line = write_federated(host, fed, obj, o, new_type).await?;
         match line {
             Ok(l) => println!("{l}"),
             Err(l) => differing.push(l),
@@ -640,6 +716,49 @@ mod tests {
             "{:?}",
             out.warnings
         );
+    }
+
+    fn options(type_name: &str) -> FederateOptions {
+        FederateOptions {
+            type_name: Some(type_name.into()),
+            name: Some("x".into()),
+            namespace: None,
+            enable_type: false,
+            contents: false,
+            skip_api_resources: Vec::new(),
+            filename: None,
+            output: None,
+            placement_clusters: Vec::new(),
+            cluster_selector: None,
+            overwrite: false,
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn validate_names_the_flag_before_any_cluster() {
+        let contents = FederateOptions {
+            contents: true,
+            ..options("configmaps")
+        };
+        assert_eq!(
+            validate(&contents).unwrap_err().to_string(),
+            "--contents can only be used with type namespaces"
+        );
+        let selector = FederateOptions {
+            cluster_selector: Some("region".into()),
+            ..options("configmaps")
+        };
+        assert_eq!(
+            validate(&selector).unwrap_err().to_string(),
+            "--cluster-selector: invalid label \"region\": expected key=value"
+        );
+        let ns = FederateOptions {
+            contents: true,
+            cluster_selector: Some("region=eu".into()),
+            ..options("ns")
+        };
+        assert!(matches!(validate(&ns), Ok(Placement::Labels(_))));
     }
 
     #[test]

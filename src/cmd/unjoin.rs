@@ -54,102 +54,40 @@ pub struct UnjoinOptions {
 }
 
 pub async fn run(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
-    validate_cluster_name(&o.cluster_name)?;
+    validate(o)?;
     unjoin(global, o).await
 }
 
+/// Flag checks that need no cluster: the names unjoin looks objects up by, before anything is read.
+fn validate(o: &UnjoinOptions) -> Result<()> {
+    validate_cluster_name(&o.cluster_name)?;
+    if let Some(name) = o.member.host_cluster_name.as_deref() {
+        // A given name is checked as it is: the host context is only used without one.
+        host_cluster_name(Some(name), "")?;
+    }
+    Ok(())
+}
+
+/// The host's records of the member, read before the member is touched.
+struct HostRecords {
+    /// The credentials Secret the KubeFedCluster points at.
+    secret: Option<ObjectRef>,
+    /// The KubeFedCluster, when it exists.
+    cluster: Option<ObjectRef>,
+}
+
+/// Confirms, cleans up the member, then removes the host records, and says what it did.
 async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     let (factory, host) = global.connect_host().await?;
     host.require_initialised().await?;
     let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
-    let ns = host.namespace.clone();
-    let names = JoinNames::new(&o.cluster_name, &host_name, &ns);
-    let kfc = host.object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
-    let cluster = kfc.get().await?;
-    let secret = cluster
-        .as_ref()
-        .and_then(|c| c["spec"]["secretRef"]["name"].as_str())
-        .map(|s| host.object(resource_of::<Secret>(), true, s));
-
-    if !o.yes && !o.dry_run && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
-        let ok = dialoguer::Confirm::new()
-            .with_prompt(format!(
-                "Unjoin cluster {:?} from host {:?}? Workloads already propagated to it stay.",
-                o.cluster_name, host.context
-            ))
-            .default(false)
-            .interact()?;
-        if !ok {
-            bail!("unjoin cancelled");
-        }
-    }
+    let names = JoinNames::new(&o.cluster_name, &host_name, &host.namespace);
+    let records = host_records(&host, o).await?;
+    confirm(o, &host)?;
 
     // The member first: once the host records are gone, nothing points at it.
-    let member = member_objects(global, o, &factory, &names, &ns).await;
-    let mut removed = 0usize;
-    match member {
-        Ok((objects, namespace)) => {
-            let mut failures = Vec::new();
-            for obj in &objects {
-                if o.dry_run {
-                    if obj.get().await.ok().flatten().is_some() {
-                        println!("{} would be deleted ({})", obj.short(), obj.cluster);
-                    }
-                    continue;
-                }
-                match obj.delete().await {
-                    Ok(true) => {
-                        removed += 1;
-                        println!("{} deleted ({})", obj.short(), obj.cluster);
-                    }
-                    Ok(false) => {}
-                    Err(e) => failures.push(format!("{}: {}", obj.short(), one_line(&e))),
-                }
-            }
-            if failures.is_empty() && !o.dry_run {
-                removed += remove_namespace_if_join_made_it(&namespace, &host).await?;
-            }
-            if !failures.is_empty() {
-                if !o.force {
-                    bail!(
-                        "cannot clean up cluster {:?}: {}; nothing was removed from the host (use --force to remove the host records anyway)",
-                        o.cluster_name,
-                        failures.join("; ")
-                    );
-                }
-                eprintln!(
-                    "warning: left behind in {:?}: {}",
-                    o.cluster_name,
-                    failures.join("; ")
-                );
-            }
-        }
-        Err(e) if o.force => {
-            eprintln!(
-                "warning: cluster {:?} not cleaned up ({}); left behind there: service account {ns}/{}, its token secret, and RBAC objects {} / {}",
-                o.cluster_name,
-                one_line(&e),
-                names.service_account,
-                names.role,
-                names.health_check
-            );
-        }
-        Err(e) => {
-            return Err(e.context(format!(
-                "cannot reach cluster {:?} to clean it up; nothing was removed (use --force to remove the host records anyway)",
-                o.cluster_name
-            )));
-        }
-    }
-
-    for obj in secret.iter().chain(cluster.is_some().then_some(&kfc)) {
-        if o.dry_run {
-            println!("{} would be deleted (host)", obj.short());
-        } else if obj.delete().await? {
-            removed += 1;
-            println!("{} deleted (host)", obj.short());
-        }
-    }
+    let mut removed = clean_up_member(global, o, &factory, &host, &names).await?;
+    removed += remove_host_records(o, &records).await?;
     if o.dry_run {
         return Ok(());
     }
@@ -165,6 +103,124 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The KubeFedCluster names its Secret, so both are found before either is deleted.
+async fn host_records(host: &Host, o: &UnjoinOptions) -> Result<HostRecords> {
+    let kfc = host.object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
+    let cluster = kfc.get().await?;
+    let secret = cluster
+        .as_ref()
+        .and_then(|c| c["spec"]["secretRef"]["name"].as_str())
+        .map(|s| host.object(resource_of::<Secret>(), true, s));
+    Ok(HostRecords {
+        secret,
+        cluster: cluster.is_some().then_some(kfc),
+    })
+}
+
+/// Unjoining is not undone by a re-run: ask on a terminal, unless --yes or --dry-run.
+fn confirm(o: &UnjoinOptions, host: &Host) -> Result<()> {
+    if !o.yes && !o.dry_run && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        let ok = dialoguer::Confirm::new()
+            .with_prompt(format!(
+                "Unjoin cluster {:?} from host {:?}? Workloads already propagated to it stay.",
+                o.cluster_name, host.context
+            ))
+            .default(false)
+            .interact()?;
+        if !ok {
+            bail!("unjoin cancelled");
+        }
+    }
+    Ok(())
+}
+
+/// Member cleanup first: a member that cannot be cleaned up stops unjoin, unless --force.
+async fn clean_up_member(
+    global: &GlobalOptions,
+    o: &UnjoinOptions,
+    factory: &crate::client::ClientFactory,
+    host: &Host,
+    names: &JoinNames,
+) -> Result<usize> {
+    let ns = &host.namespace;
+    let member = member_objects(global, o, factory, names, ns).await;
+    match member {
+        Ok((objects, namespace)) => {
+            let (mut removed, failures) = delete_member_objects(o, &objects).await;
+            if failures.is_empty() && !o.dry_run {
+                removed += remove_namespace_if_join_made_it(&namespace, host).await?;
+            }
+            if !failures.is_empty() {
+                if !o.force {
+                    bail!(
+                        "cannot clean up cluster {:?}: {}; nothing was removed from the host (use --force to remove the host records anyway)",
+                        o.cluster_name,
+                        failures.join("; ")
+                    );
+                }
+                eprintln!(
+                    "warning: left behind in {:?}: {}",
+                    o.cluster_name,
+                    failures.join("; ")
+                );
+            }
+            Ok(removed)
+        }
+        Err(e) if o.force => {
+            eprintln!(
+                "warning: cluster {:?} not cleaned up ({}); left behind there: service account {ns}/{}, its token secret, and RBAC objects {} / {}",
+                o.cluster_name,
+                one_line(&e),
+                names.service_account,
+                names.role,
+                names.health_check
+            );
+            Ok(0)
+        }
+        Err(e) => Err(e.context(format!(
+            "cannot reach cluster {:?} to clean it up; nothing was removed (use --force to remove the host records anyway)",
+            o.cluster_name
+        ))),
+    }
+}
+
+/// Deletes (with --dry-run lists) each object; a failure is noted and the rest still go.
+async fn delete_member_objects(o: &UnjoinOptions, objects: &[ObjectRef]) -> (usize, Vec<String>) {
+    let mut removed = 0usize;
+    let mut failures = Vec::new();
+    for obj in objects {
+        if o.dry_run {
+            if obj.get().await.ok().flatten().is_some() {
+                println!("{} would be deleted ({})", obj.short(), obj.cluster);
+            }
+            continue;
+        }
+        match obj.delete().await {
+            Ok(true) => {
+                removed += 1;
+                println!("{} deleted ({})", obj.short(), obj.cluster);
+            }
+            Ok(false) => {}
+            Err(e) => failures.push(format!("{}: {}", obj.short(), one_line(&e))),
+        }
+    }
+    (removed, failures)
+}
+
+/// The Secret, then the KubeFedCluster (with --dry-run only listed); returns how many were deleted.
+async fn remove_host_records(o: &UnjoinOptions, records: &HostRecords) -> Result<usize> {
+    let mut removed = 0usize;
+    for obj in records.secret.iter().chain(records.cluster.iter()) {
+        if o.dry_run {
+            println!("{} would be deleted (host)", obj.short());
+        } else if obj.delete().await? {
+            removed += 1;
+            println!("{} deleted (host)", obj.short());
+        }
+    }
+    Ok(removed)
 }
 
 /// The member's join objects, bindings before roles, and its kubefed
@@ -287,5 +343,41 @@ fn is_furniture(kind: &str, item: &DynamicObject) -> bool {
                     .is_some_and(|sa| sa == "default")
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(cluster_name: &str, host_cluster_name: Option<&str>) -> UnjoinOptions {
+        UnjoinOptions {
+            cluster_name: cluster_name.into(),
+            member: MemberOptions {
+                cluster_context: None,
+                cluster_kubeconfig: None,
+                host_cluster_name: host_cluster_name.map(str::to_string),
+            },
+            force: false,
+            yes: false,
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn validate_names_the_bad_name_before_any_cluster() {
+        let e = validate(&options("Bad_Name", None))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("invalid cluster name \"Bad_Name\""), "{e}");
+        let e = validate(&options("member1", Some("Bad_Host")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("invalid --host-cluster-name \"Bad_Host\""),
+            "{e}"
+        );
+        assert!(validate(&options("member1", Some("hub"))).is_ok());
+        assert!(validate(&options("member1", None)).is_ok());
     }
 }

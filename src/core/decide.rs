@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::desired::TargetType;
 use super::membership::Scope;
-use super::placement::{Cluster, sync_placement};
+use super::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
 use super::plan::{
     self, Action, AggregateReason, ClusterStatus, Decision, DeletionPlan, ManagedLabel,
     MemberState, SYNC_FINALIZER, SyncSettings,
@@ -191,29 +191,67 @@ pub fn decide_object(
         // Upstream `pkg/controller/sync/accessor.go` (`isSystemNamespace`):
         // never adopted, labelled, finalized or deleted; it still places
         // the objects inside the namespace.
-        let mut p = ObjectPlan::ignored(key, pv_name);
-        if has_sync_finalizer(obj) {
-            p.finalizer = FinalizerStep::RemoveStray;
-        }
-        p.notes.push(format!(
-            "{what}: ignored: {:?} is a system namespace, never propagated (the objects in it still are)",
-            p.key.1
-        ));
-        return p;
+        return system_namespace_plan(obj, key, pv_name, &what);
     }
     if is_namespace && !plan::federated_namespace_name_is_valid(obj) {
-        let mut p = ObjectPlan::ignored(key, pv_name);
-        p.failures.push(format!(
-            "{what}: the name of a federated namespace must match its namespace"
-        ));
-        return p;
+        return invalid_namespace_plan(key, pv_name, &what);
     }
     let deleting = obj
         .pointer("/metadata/deletionTimestamp")
         .is_some_and(|t| !t.is_null());
-    let live_key = member_key(t, &key);
-    let states: Vec<MemberState> = fed
-        .clusters
+    let states = member_states(fed, t, &key, members, deleting);
+    let placement = object_placement(fed, t, obj, &key);
+    let mut p = ObjectPlan::ignored(key, pv_name);
+    p.record = true;
+    p.pv_status = fed
+        .versions
+        .get(&(p.key.0.clone(), p.pv_name.clone()))
+        .map(|v| v.get("status").cloned().unwrap_or(Value::Null));
+    if deleting {
+        plan_deletion(&mut p, obj, placement, &states, &what);
+        return p;
+    }
+    if !has_sync_finalizer(obj) {
+        p.finalizer = FinalizerStep::AddFirst;
+    }
+    plan_sync(&mut p, fed, t, obj, placement, &states, &what);
+    note_decisions(&mut p, t, &states);
+    p
+}
+
+/// A system namespace's FederatedNamespace: left alone, but a stray sync finalizer must go.
+fn system_namespace_plan(obj: &Value, key: ObjectKey, pv_name: String, what: &str) -> ObjectPlan {
+    let mut p = ObjectPlan::ignored(key, pv_name);
+    if has_sync_finalizer(obj) {
+        p.finalizer = FinalizerStep::RemoveStray;
+    }
+    p.notes.push(format!(
+        "{what}: ignored: {:?} is a system namespace, never propagated (the objects in it still are)",
+        p.key.1
+    ));
+    p
+}
+
+/// A FederatedNamespace not named after its namespace: reported, never reconciled.
+fn invalid_namespace_plan(key: ObjectKey, pv_name: String, what: &str) -> ObjectPlan {
+    let mut p = ObjectPlan::ignored(key, pv_name);
+    p.failures.push(format!(
+        "{what}: the name of a federated namespace must match its namespace"
+    ));
+    p
+}
+
+/// Each touched member's view of the object (ready, observed, live copy), as `plan` takes it.
+fn member_states<'a>(
+    fed: &Federation<'a>,
+    t: &FederatedType,
+    key: &ObjectKey,
+    members: &'a BTreeMap<String, Listing>,
+    deleting: bool,
+) -> Vec<MemberState<'a>> {
+    let is_namespace = t.target.is_namespace();
+    let live_key = member_key(t, key);
+    fed.clusters
         .iter()
         .filter(|c| fed.touches(&c.name))
         .map(|c| {
@@ -239,52 +277,71 @@ pub fn decide_object(
                 unobserved,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The object's placement (a namespaced object's depends on its FederatedNamespace too).
+fn object_placement(
+    fed: &Federation,
+    t: &FederatedType,
+    obj: &Value,
+    key: &ObjectKey,
+) -> Result<NamespacedPlacement, PlacementError> {
     let fed_namespace = if t.namespaced {
         fed.fed_namespaces.get(&key.0)
     } else {
         None
     };
-    let placement = sync_placement(
+    sync_placement(
         obj,
         fed_namespace,
         fed.clusters,
         fed.scope,
-        t.namespaced && !is_namespace,
-    );
-    let mut p = ObjectPlan::ignored(key, pv_name);
-    p.record = true;
-    p.pv_status = fed
-        .versions
-        .get(&(p.key.0.clone(), p.pv_name.clone()))
-        .map(|v| v.get("status").cloned().unwrap_or(Value::Null));
-    if deleting {
-        let placed = placement
-            .as_ref()
-            .map(|p| p.clusters.clone())
-            .unwrap_or_default();
-        match plan::deletion_decisions(obj, &placed, &states) {
-            Ok(d) => {
-                let blocked = d.blocked_by();
-                if !blocked.is_empty() {
-                    p.failures.push(format!(
-                        "{what}: deletion waits for clusters that are not ready or not observed: {}",
-                        blocked.join(", ")
-                    ));
-                }
-                p.decisions = d.decisions.clone();
-                p.deletion = Some(d);
+        t.namespaced && !t.target.is_namespace(),
+    )
+}
+
+/// Deletion: the placed members' copies go or lose the label; what blocks it is reported.
+fn plan_deletion(
+    p: &mut ObjectPlan,
+    obj: &Value,
+    placement: Result<NamespacedPlacement, PlacementError>,
+    states: &[MemberState],
+    what: &str,
+) {
+    let placed = placement
+        .as_ref()
+        .map(|p| p.clusters.clone())
+        .unwrap_or_default();
+    match plan::deletion_decisions(obj, &placed, states) {
+        Ok(d) => {
+            let blocked = d.blocked_by();
+            if !blocked.is_empty() {
+                p.failures.push(format!(
+                    "{what}: deletion waits for clusters that are not ready or not observed: {}",
+                    blocked.join(", ")
+                ));
             }
-            Err(e) => {
-                p.record = false;
-                p.failures.push(format!("{what}: {e}"));
-            }
+            p.decisions = d.decisions.clone();
+            p.deletion = Some(d);
         }
-        return p;
+        Err(e) => {
+            p.record = false;
+            p.failures.push(format!("{what}: {e}"));
+        }
     }
-    if !has_sync_finalizer(obj) {
-        p.finalizer = FinalizerStep::AddFirst;
-    }
+}
+
+/// No deletion: one sync decision per touched member over the placement, or why there is none.
+fn plan_sync(
+    p: &mut ObjectPlan,
+    fed: &Federation,
+    t: &FederatedType,
+    obj: &Value,
+    placement: Result<NamespacedPlacement, PlacementError>,
+    states: &[MemberState],
+    what: &str,
+) {
     match placement {
         Ok(placement) => {
             if placement.namespace_not_federated {
@@ -294,7 +351,7 @@ pub fn decide_object(
                 obj,
                 &t.target,
                 &placement.clusters,
-                &states,
+                states,
                 p.pv_status.as_ref(),
                 fed.settings,
             );
@@ -306,6 +363,10 @@ pub fn decide_object(
             p.reason = AggregateReason::ComputePlacementFailed;
         }
     }
+}
+
+/// From the decisions: unchanged copies' versions (recorded as is), skipped members' lines.
+fn note_decisions(p: &mut ObjectPlan, t: &FederatedType, states: &[MemberState]) {
     for d in &p.decisions {
         match (&d.action, d.status) {
             (Action::Unchanged, _) => {
@@ -331,7 +392,6 @@ pub fn decide_object(
             _ => {}
         }
     }
-    p
 }
 
 /// A labelled member object whose federated object is gone (upstream's

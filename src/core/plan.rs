@@ -8,6 +8,7 @@
 //! is noticed only through generation/resourceVersion, an unready cluster
 //! is left alone, and deletion waits for every placed cluster.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
@@ -266,140 +267,232 @@ pub fn sync_decisions(
     versions: Option<&Value>,
     settings: SyncSettings,
 ) -> Vec<Decision> {
-    // Hashed and rendered only when needed: an offline render has no live
-    // objects, and most clusters share one desired object.
-    let hashes = std::cell::OnceCell::new();
-    let hashes = || {
-        hashes.get_or_init(|| {
-            (
-                super::version::template_version(fed).unwrap_or_default(),
-                super::version::overrides_version(fed).unwrap_or_default(),
-            )
-        })
-    };
-    let desired_objects = std::cell::OnceCell::new();
-    let desired_objects = || desired_objects.get_or_init(|| DesiredObjects::new(fed, target));
+    let sync = SyncInputs::new(fed, target, versions, settings);
     members
         .iter()
-        .map(|m| {
-            let decide =
-                |action, status: Option<ClusterStatus>, message: Option<String>| Decision {
-                    cluster: m.cluster.to_string(),
-                    action,
-                    status,
-                    message,
-                };
-            let is_selected = selected.contains(m.cluster);
-            if !m.ready {
-                return if is_selected {
-                    decide(
-                        Action::Skip,
-                        Some(ClusterStatus::ClusterNotReady),
-                        Some("Cluster not ready".into()),
-                    )
-                } else {
-                    decide(Action::Nothing, None, None)
-                };
-            }
-            if let Some(why) = m.unobserved {
-                // Upstream: the member's informer cannot list the type.
-                return if is_selected {
-                    decide(
-                        Action::Skip,
-                        Some(ClusterStatus::CachedRetrievalFailed),
-                        Some(why.to_string()),
-                    )
-                } else {
-                    decide(Action::Nothing, None, None)
-                };
-            }
-            // Upstream's cache only holds labelled objects (label "true").
-            let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
-            if !is_selected {
-                return match managed {
-                    None => decide(Action::Nothing, None, None),
-                    Some(o) if terminating(o) => decide(
-                        Action::Nothing,
-                        Some(ClusterStatus::WaitingForRemoval),
-                        None,
-                    ),
-                    Some(_) if m.is_host_namespace => {
-                        decide(Action::RemoveManagedLabel, None, None)
-                    }
-                    Some(_) => decide(
-                        Action::Delete { options: None },
-                        Some(ClusterStatus::WaitingForRemoval),
-                        None,
-                    ),
-                };
-            }
-            let Some(live) = m.live else {
-                let created = desired_objects()
-                    .as_ref()
-                    .map_err(Clone::clone)
-                    .and_then(|d| d.for_cluster_shared(m.cluster));
-                return match created {
-                    Ok(obj) => decide(Action::Create(obj), Some(ClusterStatus::Ok), None),
-                    Err(e) => decide(
-                        Action::Skip,
-                        Some(ClusterStatus::from_desired_error(&e)),
-                        Some(e.to_string()),
-                    ),
-                };
-            };
-            let adopt = managed.is_none();
-            if adopt && !settings.adopt_resources && !m.is_host_namespace {
-                return decide(
-                    Action::Skip,
-                    Some(ClusterStatus::AlreadyExists),
-                    Some(format!(
-                        "Failed to create {} {:?} in cluster {:?}: Resource pre-exist in cluster",
-                        target.kind,
-                        super::describe::qualified(fed),
-                        m.cluster
-                    )),
-                );
-            }
-            if managed_label(live) == ManagedLabel::False {
-                return decide(
-                    Action::Skip,
-                    Some(ClusterStatus::ManagedLabelFalse),
-                    Some(
-                        "Unable to manage the object which has label kubefed.io/managed: false"
-                            .into(),
-                    ),
-                );
-            }
-            let desired = match desired_for_cluster(fed, target, m.cluster, Some(live)) {
-                Ok(d) => d,
-                Err(e) => {
-                    return decide(
-                        Action::Skip,
-                        Some(ClusterStatus::from_desired_error(&e)),
-                        Some(e.to_string()),
-                    );
-                }
-            };
-            let (template_version, overrides_version) = hashes();
-            let recorded =
-                recorded_version(versions, template_version, overrides_version, m.cluster);
-            let current = member_version(live);
-            let needs_update = recorded.as_deref() != Some(current.as_str())
-                || (current.starts_with("gen:") && !metadata_equivalent(&desired, live));
-            if needs_update {
-                decide(
-                    Action::Update {
-                        object: desired,
-                        adopt,
-                    },
-                    Some(ClusterStatus::Ok),
-                    None,
-                )
-            } else {
-                decide(Action::Unchanged, Some(ClusterStatus::Ok), None)
-            }
-        })
+        .map(|m| sync.decide(m, selected.contains(m.cluster)))
         .collect()
+}
+
+/// What every member's sync decision shares, so the object is hashed and rendered once.
+struct SyncInputs<'a> {
+    fed: &'a Value,
+    target: &'a TargetType,
+    versions: Option<&'a Value>,
+    settings: SyncSettings,
+    // Hashed and rendered only when needed: an offline render has no live
+    // objects, and most clusters share one desired object.
+    hashes: OnceCell<(String, String)>,
+    desired_objects: OnceCell<Result<DesiredObjects, DesiredError>>,
+}
+
+impl<'a> SyncInputs<'a> {
+    /// The inputs, with nothing hashed or rendered yet.
+    fn new(
+        fed: &'a Value,
+        target: &'a TargetType,
+        versions: Option<&'a Value>,
+        settings: SyncSettings,
+    ) -> SyncInputs<'a> {
+        SyncInputs {
+            fed,
+            target,
+            versions,
+            settings,
+            hashes: OnceCell::new(),
+            desired_objects: OnceCell::new(),
+        }
+    }
+
+    /// The template and overrides versions, hashed on first use only.
+    fn hashes(&self) -> &(String, String) {
+        self.hashes.get_or_init(|| {
+            (
+                super::version::template_version(self.fed).unwrap_or_default(),
+                super::version::overrides_version(self.fed).unwrap_or_default(),
+            )
+        })
+    }
+
+    /// The desired objects of every cluster, rendered on first use only.
+    fn desired_objects(&self) -> &Result<DesiredObjects, DesiredError> {
+        self.desired_objects
+            .get_or_init(|| DesiredObjects::new(self.fed, self.target))
+    }
+
+    /// One member's decision: the steps of upstream's per-cluster sync, in order.
+    fn decide(&self, m: &MemberState, is_selected: bool) -> Decision {
+        if let Some(d) = unreachable_decision(m, is_selected) {
+            return d;
+        }
+        // Upstream's cache only holds labelled objects (label "true").
+        let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
+        if !is_selected {
+            return unplaced_decision(m, managed);
+        }
+        let Some(live) = m.live else {
+            return self.create_decision(m);
+        };
+        let adopt = managed.is_none();
+        if let Some(d) = self.unmanageable_decision(m, live, adopt) {
+            return d;
+        }
+        self.update_decision(m, live, adopt)
+    }
+
+    /// A placed member without the object: create it, unless its desired object cannot be computed.
+    fn create_decision(&self, m: &MemberState) -> Decision {
+        let created = self
+            .desired_objects()
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|d| d.for_cluster_shared(m.cluster));
+        match created {
+            Ok(obj) => decision(m, Action::Create(obj), Some(ClusterStatus::Ok), None),
+            Err(e) => decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::from_desired_error(&e)),
+                Some(e.to_string()),
+            ),
+        }
+    }
+
+    /// A live copy the federation may not take over (adoption off, or labelled managed "false").
+    fn unmanageable_decision(
+        &self,
+        m: &MemberState,
+        live: &Value,
+        adopt: bool,
+    ) -> Option<Decision> {
+        if adopt && !self.settings.adopt_resources && !m.is_host_namespace {
+            return Some(decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::AlreadyExists),
+                Some(format!(
+                    "Failed to create {} {:?} in cluster {:?}: Resource pre-exist in cluster",
+                    self.target.kind,
+                    super::describe::qualified(self.fed),
+                    m.cluster
+                )),
+            ));
+        }
+        if managed_label(live) == ManagedLabel::False {
+            return Some(decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::ManagedLabelFalse),
+                Some(
+                    "Unable to manage the object which has label kubefed.io/managed: false".into(),
+                ),
+            ));
+        }
+        None
+    }
+
+    /// A manageable live copy: update it when its version or metadata drifted, else unchanged.
+    fn update_decision(&self, m: &MemberState, live: &Value, adopt: bool) -> Decision {
+        let desired = match desired_for_cluster(self.fed, self.target, m.cluster, Some(live)) {
+            Ok(d) => d,
+            Err(e) => {
+                return decision(
+                    m,
+                    Action::Skip,
+                    Some(ClusterStatus::from_desired_error(&e)),
+                    Some(e.to_string()),
+                );
+            }
+        };
+        let (template_version, overrides_version) = self.hashes();
+        let recorded = recorded_version(
+            self.versions,
+            template_version,
+            overrides_version,
+            m.cluster,
+        );
+        let current = member_version(live);
+        let needs_update = recorded.as_deref() != Some(current.as_str())
+            || (current.starts_with("gen:") && !metadata_equivalent(&desired, live));
+        if needs_update {
+            decision(
+                m,
+                Action::Update {
+                    object: desired,
+                    adopt,
+                },
+                Some(ClusterStatus::Ok),
+                None,
+            )
+        } else {
+            decision(m, Action::Unchanged, Some(ClusterStatus::Ok), None)
+        }
+    }
+}
+
+/// The decision for member `m`, as every sync step phrases its outcome.
+fn decision(
+    m: &MemberState,
+    action: Action,
+    status: Option<ClusterStatus>,
+    message: Option<String>,
+) -> Decision {
+    Decision {
+        cluster: m.cluster.to_string(),
+        action,
+        status,
+        message,
+    }
+}
+
+/// A member that is not ready, or whose objects could not be observed: skipped when placed.
+fn unreachable_decision(m: &MemberState, is_selected: bool) -> Option<Decision> {
+    if !m.ready {
+        return Some(if is_selected {
+            decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::ClusterNotReady),
+                Some("Cluster not ready".into()),
+            )
+        } else {
+            decision(m, Action::Nothing, None, None)
+        });
+    }
+    if let Some(why) = m.unobserved {
+        // Upstream: the member's informer cannot list the type.
+        return Some(if is_selected {
+            decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::CachedRetrievalFailed),
+                Some(why.to_string()),
+            )
+        } else {
+            decision(m, Action::Nothing, None, None)
+        });
+    }
+    None
+}
+
+/// A member outside the placement: its managed copy is deleted (the host's namespace unlabelled).
+fn unplaced_decision(m: &MemberState, managed: Option<&Value>) -> Decision {
+    match managed {
+        None => decision(m, Action::Nothing, None, None),
+        Some(o) if terminating(o) => decision(
+            m,
+            Action::Nothing,
+            Some(ClusterStatus::WaitingForRemoval),
+            None,
+        ),
+        Some(_) if m.is_host_namespace => decision(m, Action::RemoveManagedLabel, None, None),
+        Some(_) => decision(
+            m,
+            Action::Delete { options: None },
+            Some(ClusterStatus::WaitingForRemoval),
+            None,
+        ),
+    }
 }
 
 /// A create or update met a conflict and the member object was read again
@@ -703,19 +796,56 @@ pub fn federated_status(
         .unwrap_or(0)
         != generation;
 
-    let mut reason = reason;
+    let reason = aggregate_reason(reason, outcomes, remote_status_collection);
+
+    let clusters = cluster_entries(outcomes, remote_status_collection);
+    let old_clusters = old
+        .get("clusters")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let clusters_changed = clusters_differ(&old_clusters, &clusters);
+    let remote_collected =
+        remote_status_collection && outcomes.iter().any(|o| o.remote_status.is_some());
+    let changes_propagated =
+        clusters_changed || (!outcomes.is_empty() && remote_collected && resources_updated);
+
+    let (conditions, update_required) =
+        propagation_conditions(&old, reason, changes_propagated, now);
+
+    let final_clusters = if clusters_changed {
+        clusters
+    } else {
+        old_clusters
+    };
+    StatusUpdate {
+        status: status_value(generation, conditions, final_clusters),
+        changed: generation_updated || update_required,
+    }
+}
+
+/// `CheckClusters` instead of success when a cluster is not OK or lacks its remote status.
+fn aggregate_reason(
+    reason: AggregateReason,
+    outcomes: &[ClusterOutcome],
+    remote_status_collection: bool,
+) -> AggregateReason {
     if reason == AggregateReason::Success
         && outcomes.iter().any(|o| {
             o.status != ClusterStatus::Ok || (remote_status_collection && o.remote_status.is_none())
         })
     {
-        reason = AggregateReason::CheckClusters;
+        return AggregateReason::CheckClusters;
     }
+    reason
+}
 
+/// The `clusters[]` entries of this pass: one per cluster, sorted by name, empty fields omitted.
+fn cluster_entries(outcomes: &[ClusterOutcome], remote_status_collection: bool) -> Vec<Value> {
     let mut sorted: Vec<&ClusterOutcome> = outcomes.iter().collect();
     sorted.sort_by(|a, b| a.cluster.cmp(&b.cluster));
     sorted.dedup_by(|a, b| a.cluster == b.cluster);
-    let clusters: Vec<Value> = sorted
+    sorted
         .iter()
         .map(|o| {
             let mut entry = json!({"name": o.cluster});
@@ -729,7 +859,11 @@ pub fn federated_status(
             }
             entry
         })
-        .collect();
+        .collect()
+}
+
+/// Whether `clusters[]` changed, as upstream's DeepEqual would judge it.
+fn clusters_differ(old: &[Value], new: &[Value]) -> bool {
     // Compared as sets, numbers as float64 (upstream round-trips remote
     // statuses through JSON before its DeepEqual).
     let as_set = |list: &[Value]| -> BTreeMap<String, Value> {
@@ -740,17 +874,16 @@ pub fn federated_status(
             })
             .collect()
     };
-    let old_clusters = old
-        .get("clusters")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let clusters_changed = as_set(&old_clusters) != as_set(&clusters);
-    let remote_collected =
-        remote_status_collection && outcomes.iter().any(|o| o.remote_status.is_some());
-    let changes_propagated =
-        clusters_changed || (!outcomes.is_empty() && remote_collected && resources_updated);
+    as_set(old) != as_set(new)
+}
 
+/// The conditions with Propagation brought up to date, and whether an update is required.
+fn propagation_conditions(
+    old: &Value,
+    reason: AggregateReason,
+    changes_propagated: bool,
+    now: &str,
+) -> (Vec<Value>, bool) {
     let new_status = if reason == AggregateReason::Success {
         "True"
     } else {
@@ -765,18 +898,44 @@ pub fn federated_status(
         .iter()
         .position(|c| c.get("type").and_then(Value::as_str) == Some("Propagation"));
     let old_cond = position.map(|i| conditions[i].clone());
-    let old_get = |k: &str| {
-        old_cond
-            .as_ref()
-            .and_then(|c| c.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let old_get = |k: &str| condition_field(old_cond.as_ref(), k);
     let transition = old_cond.is_none()
         || old_get("status") != new_status
         || old_get("reason") != reason.as_str();
     let update_required = changes_propagated || transition;
+    let cond = propagation_condition(
+        old_cond.as_ref(),
+        new_status,
+        reason,
+        transition,
+        update_required,
+        now,
+    );
+    match position {
+        Some(i) => conditions[i] = cond,
+        None => conditions.push(cond),
+    }
+    (conditions, update_required)
+}
+
+/// A string field of the old Propagation condition (`""` when absent), as Go reads a zero value.
+fn condition_field(cond: Option<&Value>, k: &str) -> String {
+    cond.and_then(|c| c.get(k))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The new Propagation condition: status and times kept from `old_cond` unless they moved.
+fn propagation_condition(
+    old_cond: Option<&Value>,
+    new_status: &str,
+    reason: AggregateReason,
+    transition: bool,
+    update_required: bool,
+    now: &str,
+) -> Value {
+    let old_get = |k: &str| condition_field(old_cond, k);
     let mut cond = serde_json::Map::new();
     cond.insert("type".into(), json!("Propagation"));
     cond.insert(
@@ -800,28 +959,20 @@ pub fn federated_status(
     if !reason.as_str().is_empty() {
         cond.insert("reason".into(), json!(reason.as_str()));
     }
-    match position {
-        Some(i) => conditions[i] = Value::Object(cond),
-        None => conditions.push(Value::Object(cond)),
-    }
+    Value::Object(cond)
+}
 
-    let final_clusters = if clusters_changed {
-        clusters
-    } else {
-        old_clusters
-    };
+/// The federated object's new `status`, fields omitted when empty as Go's `omitempty` does.
+fn status_value(generation: i64, conditions: Vec<Value>, clusters: Vec<Value>) -> Value {
     let mut status = serde_json::Map::new();
     if generation != 0 {
         status.insert("observedGeneration".into(), json!(generation));
     }
     status.insert("conditions".into(), Value::Array(conditions));
-    if !final_clusters.is_empty() {
-        status.insert("clusters".into(), Value::Array(final_clusters));
+    if !clusters.is_empty() {
+        status.insert("clusters".into(), Value::Array(clusters));
     }
-    StatusUpdate {
-        status: Value::Object(status),
-        changed: generation_updated || update_required,
-    }
+    Value::Object(status)
 }
 
 /// Cluster outcomes from decisions whose actions all succeeded (the

@@ -112,8 +112,41 @@ pub fn plan(
     capacity: &BTreeMap<String, i64>,
     key: &str,
 ) -> Plan {
-    let mut plan: BTreeMap<String, i64> = BTreeMap::new();
+    let (ordered, mut plan) = order_clusters(prefs, available, key);
+    let mut remaining = allocate_minimums(&ordered, capacity, &mut plan, prefs.total_replicas);
+    let mut preallocated: BTreeMap<&str, i64> = BTreeMap::new();
+    if !prefs.rebalance {
+        remaining = preallocate_current(
+            &ordered,
+            current,
+            capacity,
+            &mut plan,
+            &mut preallocated,
+            remaining,
+        );
+    }
     let mut overflow: BTreeMap<String, i64> = BTreeMap::new();
+    remaining = distribute_by_weight(
+        &ordered,
+        capacity,
+        &mut plan,
+        &mut overflow,
+        &mut preallocated,
+        remaining,
+    );
+    if !prefs.rebalance {
+        overflow = trim_overflow(overflow, remaining);
+    }
+    Plan { plan, overflow }
+}
+
+/// Clusters with preferences, by weight then hash; clusters without any are planned 0.
+fn order_clusters<'a>(
+    prefs: &Preferences,
+    available: &'a [String],
+    key: &str,
+) -> (Vec<Named<'a>>, BTreeMap<String, i64>) {
+    let mut plan: BTreeMap<String, i64> = BTreeMap::new();
     let mut ordered: Vec<Named> = Vec::new();
     for c in available {
         match prefs.clusters.get(c).or_else(|| prefs.clusters.get("*")) {
@@ -137,9 +170,18 @@ pub fn plan(
             .cmp(&a.prefs.weight)
             .then(a.hash.cmp(&b.hash))
     });
+    (ordered, plan)
+}
 
-    let mut remaining = prefs.total_replicas;
-    for n in &ordered {
+/// First each cluster's minimum, within what is left and its capacity; returns what is left.
+fn allocate_minimums(
+    ordered: &[Named],
+    capacity: &BTreeMap<String, i64>,
+    plan: &mut BTreeMap<String, i64>,
+    total: i64,
+) -> i64 {
+    let mut remaining = total;
+    for n in ordered {
         let mut m = n.prefs.min_replicas.min(remaining);
         if let Some(cap) = capacity.get(n.name) {
             m = m.min(*cap);
@@ -147,29 +189,50 @@ pub fn plan(
         remaining -= m;
         plan.insert(n.name.to_string(), m);
     }
+    remaining
+}
 
-    let mut preallocated: BTreeMap<&str, i64> = BTreeMap::new();
-    if !prefs.rebalance {
-        for n in &ordered {
-            let planned = plan[n.name];
-            if let Some(&count) = current.get(n.name)
-                && count > planned
-            {
-                let mut target = count;
-                if let Some(max) = n.prefs.max_replicas {
-                    target = target.min(max);
-                }
-                if let Some(cap) = capacity.get(n.name) {
-                    target = target.min(*cap);
-                }
-                let extra = (target - planned).min(remaining).max(0);
-                remaining -= extra;
-                preallocated.insert(n.name, extra);
-                plan.insert(n.name.to_string(), planned + extra);
+/// No rebalance: clusters keep what they run, within max and capacity; returns what is left.
+fn preallocate_current<'a>(
+    ordered: &[Named<'a>],
+    current: &BTreeMap<String, i64>,
+    capacity: &BTreeMap<String, i64>,
+    plan: &mut BTreeMap<String, i64>,
+    preallocated: &mut BTreeMap<&'a str, i64>,
+    remaining: i64,
+) -> i64 {
+    let mut remaining = remaining;
+    for n in ordered {
+        let planned = plan[n.name];
+        if let Some(&count) = current.get(n.name)
+            && count > planned
+        {
+            let mut target = count;
+            if let Some(max) = n.prefs.max_replicas {
+                target = target.min(max);
             }
+            if let Some(cap) = capacity.get(n.name) {
+                target = target.min(*cap);
+            }
+            let extra = (target - planned).min(remaining).max(0);
+            remaining -= extra;
+            preallocated.insert(n.name, extra);
+            plan.insert(n.name.to_string(), planned + extra);
         }
     }
+    remaining
+}
 
+/// The rest by weight, round after round, until no cluster takes more; returns what is left.
+fn distribute_by_weight<'a>(
+    ordered: &'a [Named<'a>],
+    capacity: &BTreeMap<String, i64>,
+    plan: &mut BTreeMap<String, i64>,
+    overflow: &mut BTreeMap<String, i64>,
+    preallocated: &mut BTreeMap<&'a str, i64>,
+    remaining: i64,
+) -> i64 {
+    let mut remaining = remaining;
     let mut active: Vec<&Named> = ordered.iter().collect();
     let mut modified = true;
     while modified && remaining > 0 {
@@ -191,21 +254,7 @@ pub fn plan(
             if used > 0 {
                 modified = true;
             }
-            let mut total = start + extra;
-            let mut full = false;
-            if let Some(max) = n.prefs.max_replicas
-                && total > max
-            {
-                total = max;
-                full = true;
-            }
-            if let Some(&cap) = capacity.get(n.name)
-                && total > cap
-            {
-                overflow.insert(n.name.to_string(), total - cap);
-                total = cap;
-                full = true;
-            }
+            let (total, full) = clamp_to_limits(n, start + extra, capacity, overflow);
             if !full {
                 next.push(*n);
             }
@@ -217,15 +266,41 @@ pub fn plan(
         }
         active = next;
     }
+    remaining
+}
 
-    if !prefs.rebalance {
-        overflow = overflow
-            .into_iter()
-            .map(|(c, v)| (c, v.min(remaining)))
-            .filter(|(_, v)| *v > 0)
-            .collect();
+/// A total cut to max and capacity (excess over capacity overflows), and whether it is full.
+fn clamp_to_limits(
+    n: &Named,
+    total: i64,
+    capacity: &BTreeMap<String, i64>,
+    overflow: &mut BTreeMap<String, i64>,
+) -> (i64, bool) {
+    let mut total = total;
+    let mut full = false;
+    if let Some(max) = n.prefs.max_replicas
+        && total > max
+    {
+        total = max;
+        full = true;
     }
-    Plan { plan, overflow }
+    if let Some(&cap) = capacity.get(n.name)
+        && total > cap
+    {
+        overflow.insert(n.name.to_string(), total - cap);
+        total = cap;
+        full = true;
+    }
+    (total, full)
+}
+
+/// Without rebalancing, overflow is only what could not be placed anywhere, and only when positive.
+fn trim_overflow(overflow: BTreeMap<String, i64>, remaining: i64) -> BTreeMap<String, i64> {
+    overflow
+        .into_iter()
+        .map(|(c, v)| (c, v.min(remaining)))
+        .filter(|(_, v)| *v > 0)
+        .collect()
 }
 
 #[cfg(test)]

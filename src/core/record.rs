@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::decide::ObjectPlan;
 use super::placement::Cluster;
-use super::plan::{Action, ClusterOutcome, ClusterStatus, federated_status};
+use super::plan::{Action, ClusterOutcome, ClusterStatus, DeletionPlan, federated_status};
 use super::version::{merged_status, overrides_version, template_version};
 
 /// What a member request achieved.
@@ -77,31 +77,63 @@ pub fn plan_write_back(
     touched: Option<&BTreeSet<String>>,
     now: &str,
 ) -> WriteBack {
-    let mut out = WriteBack::default();
     if let Some(deletion) = &plan.deletion {
         // A deleted object's status and versions are not written (its
         // PropagatedVersion goes with it, by owner reference).
-        for d in &deletion.decisions {
-            let r = results.get(&d.cluster);
-            if !confirmed(&d.action, r) && !matches!(r, Some(Err(_))) {
-                out.pending.push(d.cluster.clone());
-            }
-        }
-        out.release_finalizer = deletion.has_finalizer
-            && deletion.blocked_by().is_empty()
-            && deletion
-                .decisions
-                .iter()
-                .all(|d| confirmed(&d.action, results.get(&d.cluster)));
-        return out;
+        return deletion_write_back(deletion, results);
     }
+    let mut out = WriteBack::default();
     if !plan.record {
         return out;
     }
 
+    let mut outcomes = decided_outcomes(plan, results);
+    // Clusters this run did not touch keep what was recorded for them.
+    if let Some(touched) = touched {
+        outcomes.extend(recorded_outcomes(fed, clusters, touched));
+    }
+    let updated_any = created_or_updated(results);
+    let status = federated_status(fed, plan.reason, &outcomes, false, updated_any, now);
+    if status.changed {
+        out.status = Some(status.status);
+    }
+
+    let versions = propagated_versions(fed, plan, results);
+    if plan.pv_status.as_ref() != Some(&versions) {
+        out.create_versions = plan.pv_status.is_none();
+        out.versions = Some(versions);
+    }
+    out
+}
+
+/// Deletion: the clusters still holding a copy, and whether the finalizer can go.
+fn deletion_write_back(
+    deletion: &DeletionPlan,
+    results: &BTreeMap<String, MemberResult>,
+) -> WriteBack {
+    let mut out = WriteBack::default();
+    for d in &deletion.decisions {
+        let r = results.get(&d.cluster);
+        if !confirmed(&d.action, r) && !matches!(r, Some(Err(_))) {
+            out.pending.push(d.cluster.clone());
+        }
+    }
+    out.release_finalizer = deletion.has_finalizer
+        && deletion.blocked_by().is_empty()
+        && deletion
+            .decisions
+            .iter()
+            .all(|d| confirmed(&d.action, results.get(&d.cluster)));
+    out
+}
+
+/// The status of each decided cluster: a failed request's, else the decision's.
+fn decided_outcomes(
+    plan: &ObjectPlan,
+    results: &BTreeMap<String, MemberResult>,
+) -> Vec<ClusterOutcome> {
     // Outcomes: what happened, or what was decided.
-    let mut outcomes: Vec<ClusterOutcome> = plan
-        .decisions
+    plan.decisions
         .iter()
         .filter_map(|d| {
             let status = match results.get(&d.cluster) {
@@ -114,29 +146,38 @@ pub fn plan_write_back(
                 remote_status: None,
             })
         })
-        .collect();
-    // Clusters this run did not touch keep what was recorded for them.
-    if let Some(touched) = touched {
-        for c in fed
-            .pointer("/status/clusters")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-            if !touched.contains(name) && clusters.iter().any(|k| k.name == name) {
-                outcomes.push(ClusterOutcome {
-                    cluster: name.to_string(),
-                    status: ClusterStatus::parse(
-                        c.get("status").and_then(Value::as_str).unwrap_or(""),
-                    )
+        .collect()
+}
+
+/// The statuses `fed` records for registered clusters this run may not touch.
+fn recorded_outcomes(
+    fed: &Value,
+    clusters: &[Cluster],
+    touched: &BTreeSet<String>,
+) -> Vec<ClusterOutcome> {
+    let mut outcomes = Vec::new();
+    for c in fed
+        .pointer("/status/clusters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+        if !touched.contains(name) && clusters.iter().any(|k| k.name == name) {
+            outcomes.push(ClusterOutcome {
+                cluster: name.to_string(),
+                status: ClusterStatus::parse(c.get("status").and_then(Value::as_str).unwrap_or(""))
                     .unwrap_or(ClusterStatus::Ok),
-                    remote_status: None,
-                });
-            }
+                remote_status: None,
+            });
         }
     }
-    let updated_any = results.values().any(|r| {
+    outcomes
+}
+
+/// Whether a create or update succeeded in this pass (the status may then need a write).
+fn created_or_updated(results: &BTreeMap<String, MemberResult>) -> bool {
+    results.values().any(|r| {
         matches!(
             r,
             Ok(Done {
@@ -144,12 +185,15 @@ pub fn plan_write_back(
                 ..
             })
         )
-    });
-    let status = federated_status(fed, plan.reason, &outcomes, false, updated_any, now);
-    if status.changed {
-        out.status = Some(status.status);
-    }
+    })
+}
 
+/// The PropagatedVersion's new `status`: the versions of what each selected member now holds.
+fn propagated_versions(
+    fed: &Value,
+    plan: &ObjectPlan,
+    results: &BTreeMap<String, MemberResult>,
+) -> Value {
     // Versions of what each member now holds.
     let mut recorded = plan.unchanged_versions.clone();
     for (cluster, r) in results {
@@ -160,18 +204,13 @@ pub fn plan_write_back(
             recorded.insert(cluster.clone(), v.clone());
         }
     }
-    let versions = merged_status(
+    merged_status(
         plan.pv_status.as_ref(),
         &template_version(fed).unwrap_or_default(),
         &overrides_version(fed).unwrap_or_default(),
         &plan.selected,
         &recorded,
-    );
-    if plan.pv_status.as_ref() != Some(&versions) {
-        out.create_versions = plan.pv_status.is_none();
-        out.versions = Some(versions);
-    }
-    out
+    )
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //! (written by `reconcile`'s probe, or by a KubeFed controller) or, with
 //! `--probe`, from probing every member now, in parallel.
 
+use crate::client::ClientFactory;
 use crate::cmd::options::GlobalOptions;
 use crate::error::ExitWith;
+use crate::host::Host;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use data::{
@@ -108,6 +110,14 @@ pub async fn run(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
     status(global, o).await
 }
 
+/// How tables look: `-o wide` adds columns; colour only on a terminal, and never with NO_COLOR.
+#[derive(Clone, Copy, Debug)]
+struct Style {
+    wide: bool,
+    colour: bool,
+}
+
+/// Reads what WHAT names, prints it, and with --exit-code fails when something is unhealthy.
 async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
     let (factory, host) = global.connect_host().await?;
     host.require_initialised().await?;
@@ -115,131 +125,206 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     let wide = o.output == Some(StatusFormat::Wide);
-    let mut unhealthy = false;
+    let style = Style { wide, colour };
     let what = What::of(o.what.as_deref());
-    match what {
+    let unhealthy = match what {
         What::Overview | What::Clusters | What::Types => {
-            let show_clusters = what != What::Types;
-            let show_types = what != What::Clusters;
-            let clusters = if show_clusters {
-                cluster_rows(&host, o).await?
-            } else {
-                Vec::new()
-            };
-            let types = if show_types {
-                type_rows(&host, o, what == What::Types && o.probe).await?
-            } else {
-                Vec::new()
-            };
-            unhealthy |= clusters.iter().any(|c| c.ready != "True");
-            unhealthy |= types.iter().any(|t| t.propagated + t.ignored < t.objects);
-            match o.output {
-                Some(StatusFormat::Json) | Some(StatusFormat::Yaml) => {
-                    let format = if o.output == Some(StatusFormat::Json) {
-                        crate::output::DocumentFormat::Json
-                    } else {
-                        crate::output::DocumentFormat::Yaml
-                    };
-                    let mut doc = serde_json::Map::new();
-                    doc.insert(
-                        "host".into(),
-                        serde_json::json!({"context": host.context, "namespace": host.namespace}),
-                    );
-                    if show_clusters {
-                        doc.insert("clusters".into(), serde_json::to_value(&clusters)?);
-                    }
-                    if show_types {
-                        doc.insert("types".into(), serde_json::to_value(&types)?);
-                    }
-                    crate::output::print(&doc, format)?;
-                }
-                Some(StatusFormat::Name) => {
-                    for c in &clusters {
-                        println!("kubefedcluster.core.kubefed.io/{}", c.name);
-                    }
-                    for t in &types {
-                        println!("federatedtypeconfig.core.kubefed.io/{}", t.name);
-                    }
-                }
-                _ => {
-                    if what == What::Overview {
-                        let scope = host.scope().await?;
-                        println!(
-                            "Host: context {:?}, namespace {}, scope {}\n",
-                            host.context,
-                            host.namespace,
-                            scope.as_str()
-                        );
-                    }
-                    if show_clusters {
-                        print!("{}", clusters_table(&clusters, wide, colour));
-                    }
-                    if show_clusters && show_types {
-                        println!();
-                    }
-                    if show_types {
-                        print!("{}", types_table(&types, wide));
-                    }
-                    if what == What::Overview {
-                        println!("\n{}", summary(&clusters, &types));
-                    }
-                }
-            }
+            let sections = Sections::read(&host, o, what).await?;
+            sections.print(&host, o.output, style).await?;
+            sections.unhealthy()
         }
         What::Dns => {
-            let rows = dns_rows(&host, o).await?;
-            match o.output {
-                Some(StatusFormat::Json) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
-                }
-                Some(StatusFormat::Yaml) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
-                }
-                _ => print!("{}", dns_table(&rows)),
-            }
+            show_dns(&host, o).await?;
+            false
         }
-        What::Type(type_name) => {
-            let (ftc, mut rows, namespace) = object_rows(&host, &factory, o, type_name).await?;
-            explain_unlisted(&host, o, &ftc, &mut rows).await?;
-            if o.live {
-                check_members(&host, o, &ftc, namespace.as_deref(), &mut rows).await?;
-                unhealthy |= rows
-                    .iter()
-                    .flat_map(|r| &r.clusters)
-                    .any(|c| c.live.as_deref() != Some("in-sync"));
-            }
-            unhealthy |= rows
-                .iter()
-                .any(|r| r.propagation != "True" && r.propagation != IGNORED);
-            match o.output {
-                Some(StatusFormat::Json) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Json)?
-                }
-                Some(StatusFormat::Yaml) => {
-                    crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
-                }
-                Some(StatusFormat::Name) => {
-                    for r in &rows {
-                        println!(
-                            "{}",
-                            if r.namespace.is_empty() {
-                                r.name.clone()
-                            } else {
-                                format!("{}/{}", r.namespace, r.name)
-                            }
-                        );
-                    }
-                }
-                _ => print!("{}", objects_table(&rows, wide, colour)),
-            }
-        }
-    }
+        What::Type(type_name) => show_objects(&host, &factory, o, type_name, style).await?,
+    };
     if o.exit_code && unhealthy {
         return Err(ExitWith {
             code: crate::error::EXIT_PARTIAL,
             message: "not everything is ready and propagated".into(),
         }
         .into());
+    }
+    Ok(())
+}
+
+/// The overview, `clusters` or `types`: one reading of the rows their sections show.
+struct Sections<'a> {
+    what: What<'a>,
+    clusters: Vec<ClusterRow>,
+    types: Vec<TypeRow>,
+}
+
+impl<'a> Sections<'a> {
+    /// Reads only the sections WHAT shows: clusters, then types.
+    async fn read(host: &Host, o: &StatusOptions, what: What<'a>) -> Result<Sections<'a>> {
+        let mut sections = Sections {
+            what,
+            clusters: Vec::new(),
+            types: Vec::new(),
+        };
+        if sections.show_clusters() {
+            sections.clusters = cluster_rows(host, o).await?;
+        }
+        if sections.show_types() {
+            sections.types = type_rows(host, o, what == What::Types && o.probe).await?;
+        }
+        Ok(sections)
+    }
+
+    /// `status types` leaves the clusters out.
+    fn show_clusters(&self) -> bool {
+        self.what != What::Types
+    }
+
+    /// `status clusters` leaves the types out.
+    fn show_types(&self) -> bool {
+        self.what != What::Clusters
+    }
+
+    /// For --exit-code: a cluster not ready, or a type's objects not all propagated (or ignored).
+    fn unhealthy(&self) -> bool {
+        self.clusters.iter().any(|c| c.ready != "True")
+            || self
+                .types
+                .iter()
+                .any(|t| t.propagated + t.ignored < t.objects)
+    }
+
+    /// One document (json, yaml), resource names, or tables, as -o asks.
+    async fn print(&self, host: &Host, output: Option<StatusFormat>, style: Style) -> Result<()> {
+        match output {
+            Some(StatusFormat::Json) | Some(StatusFormat::Yaml) => {
+                let format = if output == Some(StatusFormat::Json) {
+                    crate::output::DocumentFormat::Json
+                } else {
+                    crate::output::DocumentFormat::Yaml
+                };
+                self.print_document(host, format)
+            }
+            Some(StatusFormat::Name) => {
+                for c in &self.clusters {
+                    println!("kubefedcluster.core.kubefed.io/{}", c.name);
+                }
+                for t in &self.types {
+                    println!("federatedtypeconfig.core.kubefed.io/{}", t.name);
+                }
+                Ok(())
+            }
+            _ => self.print_tables(host, style).await,
+        }
+    }
+
+    /// Scripts get the host and the shown sections as one document.
+    fn print_document(&self, host: &Host, format: crate::output::DocumentFormat) -> Result<()> {
+        let mut doc = serde_json::Map::new();
+        doc.insert(
+            "host".into(),
+            serde_json::json!({"context": host.context, "namespace": host.namespace}),
+        );
+        if self.show_clusters() {
+            doc.insert("clusters".into(), serde_json::to_value(&self.clusters)?);
+        }
+        if self.show_types() {
+            doc.insert("types".into(), serde_json::to_value(&self.types)?);
+        }
+        crate::output::print(&doc, format)
+    }
+
+    /// People get tables; the overview adds the host line (its scope is read now) and a summary.
+    async fn print_tables(&self, host: &Host, style: Style) -> Result<()> {
+        let (show_clusters, show_types) = (self.show_clusters(), self.show_types());
+        if self.what == What::Overview {
+            let scope = host.scope().await?;
+            println!(
+                "Host: context {:?}, namespace {}, scope {}\n",
+                host.context,
+                host.namespace,
+                scope.as_str()
+            );
+        }
+        if show_clusters {
+            print!(
+                "{}",
+                clusters_table(&self.clusters, style.wide, style.colour)
+            );
+        }
+        if show_clusters && show_types {
+            println!();
+        }
+        if show_types {
+            print!("{}", types_table(&self.types, style.wide));
+        }
+        if self.what == What::Overview {
+            println!("\n{}", summary(&self.clusters, &self.types));
+        }
+        Ok(())
+    }
+}
+
+/// `status dns`: never unhealthy, so it only prints.
+async fn show_dns(host: &Host, o: &StatusOptions) -> Result<()> {
+    let rows = dns_rows(host, o).await?;
+    match o.output {
+        Some(StatusFormat::Json) => {
+            crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+        }
+        Some(StatusFormat::Yaml) => {
+            crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+        }
+        _ => print!("{}", dns_table(&rows)),
+    }
+    Ok(())
+}
+
+/// One type's objects (with --live, checked in the members); true when not all are propagated.
+async fn show_objects(
+    host: &Host,
+    factory: &ClientFactory,
+    o: &StatusOptions,
+    type_name: &str,
+    style: Style,
+) -> Result<bool> {
+    let mut unhealthy = false;
+    let (ftc, mut rows, namespace) = object_rows(host, factory, o, type_name).await?;
+    explain_unlisted(host, o, &ftc, &mut rows).await?;
+    if o.live {
+        check_members(host, o, &ftc, namespace.as_deref(), &mut rows).await?;
+        unhealthy |= rows
+            .iter()
+            .flat_map(|r| &r.clusters)
+            .any(|c| c.live.as_deref() != Some("in-sync"));
+    }
+    unhealthy |= rows
+        .iter()
+        .any(|r| r.propagation != "True" && r.propagation != IGNORED);
+    print_object_rows(&rows, o.output, style)?;
+    Ok(unhealthy)
+}
+
+/// Objects as json, yaml, names (namespace/name) or a table.
+fn print_object_rows(rows: &[ObjectRow], output: Option<StatusFormat>, style: Style) -> Result<()> {
+    match output {
+        Some(StatusFormat::Json) => {
+            crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+        }
+        Some(StatusFormat::Yaml) => {
+            crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+        }
+        Some(StatusFormat::Name) => {
+            for r in rows {
+                println!(
+                    "{}",
+                    if r.namespace.is_empty() {
+                        r.name.clone()
+                    } else {
+                        format!("{}/{}", r.namespace, r.name)
+                    }
+                );
+            }
+        }
+        _ => print!("{}", objects_table(rows, style.wide, style.colour)),
     }
     Ok(())
 }
@@ -269,6 +354,41 @@ mod tests {
             "selector region=eu"
         );
         assert_eq!(placement_text(&json!({})), "none");
+    }
+
+    #[test]
+    fn sections_show_what_was_asked_and_judge_health() {
+        let types = Sections {
+            what: What::of(Some("types")),
+            clusters: Vec::new(),
+            types: vec![TypeRow {
+                name: "configmaps".into(),
+                federated_kind: "FederatedConfigMap".into(),
+                federated_type: "federatedconfigmaps.types.kubefed.io".into(),
+                propagation: "Enabled".into(),
+                objects: 3,
+                propagated: 2,
+                ignored: 1,
+                members: None,
+            }],
+        };
+        assert!(!types.show_clusters() && types.show_types());
+        assert!(!types.unhealthy(), "ignored objects count as done");
+        let clusters = Sections {
+            what: What::of(Some("clusters")),
+            ..types
+        };
+        assert!(clusters.show_clusters() && !clusters.show_types());
+        let overview = Sections {
+            what: What::of(None),
+            types: vec![TypeRow {
+                ignored: 0,
+                ..clusters.types[0].clone()
+            }],
+            clusters: Vec::new(),
+        };
+        assert!(overview.show_clusters() && overview.show_types());
+        assert!(overview.unhealthy(), "one object is not propagated");
     }
 
     #[test]
