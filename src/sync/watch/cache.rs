@@ -340,12 +340,12 @@ impl Cache {
     }
 
     /// Federated objects touch themselves (a FederatedNamespace: everything in it).
-    fn apply_federated(&mut self, ftc: &String, change: Change) -> Dirt {
-        let store = self.federated.entry(ftc.clone()).or_default();
+    fn apply_federated(&mut self, ftc: &str, change: Change) -> Dirt {
+        let store = self.federated.entry(ftc.to_string()).or_default();
         // Status updates are our own write-backs: no news.
         let (touched, _) = apply_store(store, change);
         let mut dirt = Dirt::default();
-        let is_namespaces = self.namespaces_type().as_ref() == Some(ftc);
+        let is_namespaces = self.namespaces_type().as_deref() == Some(ftc);
         for key in touched {
             if is_namespaces {
                 // A FederatedNamespace places everything in it.
@@ -361,10 +361,10 @@ impl Cache {
     }
 
     /// A member's objects touch their federated objects.
-    fn apply_member(&mut self, cluster: &String, ftc: &String, change: Change) -> Dirt {
+    fn apply_member(&mut self, cluster: &str, ftc: &str, change: Change) -> Dirt {
         let store = self
             .members
-            .entry((cluster.clone(), ftc.clone()))
+            .entry((cluster.to_string(), ftc.to_string()))
             .or_default();
         let was_usable = store.state == StoreState::Listed;
         let replaced = matches!(change, Change::Replaced(_));
@@ -394,7 +394,7 @@ impl Cache {
             }
         }
         if !matches!(
-            self.members[&(cluster.clone(), ftc.clone())].state,
+            self.members[&(cluster.to_string(), ftc.to_string())].state,
             StoreState::Listed
         ) {
             // Failing now: every object of the type shows it there.
