@@ -219,33 +219,13 @@ struct Controller<'a> {
 
 impl Controller<'_> {
     async fn run(&mut self, lock: Option<&RunLock>, stop: &mut Signals) -> Result<Ended> {
-        // The host's own watches first: the types and clusters say what
-        // else to watch.
-        self.sources.sync(self.host_specs());
-        if !self
-            .wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
-            .await?
-        {
-            return Ok(Ended::Stopped);
-        }
-        self.rebuild().await?;
-        if !self
-            .wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
-            .await?
-            || !self
-                .wait(stop, |c| c.members_synced(), Some(MEMBER_SYNC_WAIT))
-                .await?
-        {
+        if !self.start_watching(stop).await? {
             return Ok(Ended::Stopped);
         }
         let mut lock_state = lock.map(RunLock::state);
-        let mut probe = tokio::time::interval(self.o.probe_interval);
-        let mut resync = tokio::time::interval(self.o.resync_period);
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        for t in [&mut probe, &mut resync, &mut tick] {
-            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            t.tick().await;
-        }
+        let mut probe = interval(self.o.probe_interval).await;
+        let mut resync = interval(self.o.resync_period).await;
+        let mut tick = interval(Duration::from_secs(1)).await;
         let mut full = true;
         // Whether events or rounds ran since the heap was last trimmed.
         let mut active = false;
@@ -255,12 +235,7 @@ impl Controller<'_> {
             tokio::select! {
                 biased;
                 _ = stop.next() => {
-                    tracing::info!("stopping: the rounds in flight complete; releasing the federation lock");
-                    while let Some(done) = self.rounds.join_next().await {
-                        if let Ok(done) = done {
-                            self.finish(done);
-                        }
-                    }
+                    self.finish_rounds().await;
                     return Ok(Ended::Stopped);
                 }
                 Some(now) = lock_changed(&mut lock_state) => match now {
@@ -282,21 +257,7 @@ impl Controller<'_> {
                 }
                 Some(event) = self.rx.recv() => {
                     active = true;
-                    let mut dirt = self.cache.apply(event);
-                    while let Ok(event) = self.rx.try_recv() {
-                        merge(&mut dirt, self.cache.apply(event));
-                    }
-                    for w in std::mem::take(&mut dirt.warnings) {
-                        tracing::warn!("{w}");
-                    }
-                    if dirt.structure {
-                        self.try_rebuild().await;
-                    }
-                    full |= dirt.structure || dirt.all;
-                    let now = Instant::now();
-                    for k in dirt.keys {
-                        self.queue.add(k, now);
-                    }
+                    full |= self.take_events(event).await;
                 }
                 probed = probe_done(&mut self.probing) => {
                     full |= self.probed(probed).await;
@@ -323,19 +284,76 @@ impl Controller<'_> {
             if self.suspended || !self.cache.host_synced(&self.host_sources()) {
                 continue;
             }
-            if full {
-                // A full round runs alone: after the rounds in flight.
-                if self.rounds.is_empty() {
-                    full = false;
-                    self.start_round(true);
-                }
-            } else if !self.full_running
-                && self.rounds.len() < ROUNDS_IN_FLIGHT
-                && self.queue.has_ready(Instant::now())
-            {
-                self.start_round(false);
+            full = self.next_round(full);
+        }
+    }
+
+    /// The host's own watches first (the types and clusters say what else
+    /// to watch), then the members'; false when stopped meanwhile.
+    async fn start_watching(&mut self, stop: &mut Signals) -> Result<bool> {
+        self.sources.sync(self.host_specs());
+        if !self
+            .wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
+            .await?
+        {
+            return Ok(false);
+        }
+        self.rebuild().await?;
+        Ok(self
+            .wait(stop, |c| c.cache.host_synced(&c.host_sources()), None)
+            .await?
+            && self
+                .wait(stop, |c| c.members_synced(), Some(MEMBER_SYNC_WAIT))
+                .await?)
+    }
+
+    /// Stopping: the rounds in flight complete.
+    async fn finish_rounds(&mut self) {
+        tracing::info!("stopping: the rounds in flight complete; releasing the federation lock");
+        while let Some(done) = self.rounds.join_next().await {
+            if let Ok(done) = done {
+                self.finish(done);
             }
         }
+    }
+
+    /// An event and those queued behind it into the cache; what they touch
+    /// into the queue. True when a full round is due.
+    async fn take_events(&mut self, event: Event) -> bool {
+        let mut dirt = self.cache.apply(event);
+        while let Ok(event) = self.rx.try_recv() {
+            merge(&mut dirt, self.cache.apply(event));
+        }
+        for w in std::mem::take(&mut dirt.warnings) {
+            tracing::warn!("{w}");
+        }
+        if dirt.structure {
+            self.try_rebuild().await;
+        }
+        let now = Instant::now();
+        for k in dirt.keys {
+            self.queue.add(k, now);
+        }
+        dirt.structure || dirt.all
+    }
+
+    /// Starts the next round if one may run; returns whether a full round
+    /// is still due. A full round runs alone, after the rounds in flight.
+    fn next_round(&mut self, full: bool) -> bool {
+        if full {
+            if self.rounds.is_empty() {
+                self.start_round(true);
+                return false;
+            }
+            return true;
+        }
+        if !self.full_running
+            && self.rounds.len() < ROUNDS_IN_FLIGHT
+            && self.queue.has_ready(Instant::now())
+        {
+            self.start_round(false);
+        }
+        false
     }
 
     /// The lock could not be renewed: every round in flight is cancelled
@@ -916,6 +934,14 @@ fn outcome_keys(outcome: &RoundOutcome) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>
         }
     }
     (failed, changed)
+}
+
+/// A timer whose first tick is now (taken), and that delays missed ticks.
+async fn interval(every: Duration) -> tokio::time::Interval {
+    let mut t = tokio::time::interval(every);
+    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    t.tick().await;
+    t
 }
 
 /// The lock's next state (never, without a lock or once it is settled).
