@@ -469,70 +469,20 @@ impl Cache {
                 let Some(s) = self.members.get(&(m.name.clone(), name.clone())) else {
                     continue;
                 };
-                let listing = match &s.state {
-                    // A partial round decides (and looks for orphans among)
-                    // its keys only: it needs their member copies, not the
-                    // whole listing.
-                    StoreState::Listed if keys.is_some() => Listing::Listed(
-                        s.objects
-                            .iter()
-                            .filter(|(k, _)| wanted.contains(&federated_key(&t.ty, k)))
-                            .map(|(k, v)| (k.clone(), v.value()))
-                            .collect(),
-                    ),
-                    StoreState::Listed => Listing::Listed(
-                        s.objects
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.value()))
-                            .collect(),
-                    ),
-                    StoreState::NotServed(why) => Listing::NotServed(why.clone()),
-                    StoreState::Failed(why) => Listing::Failed(why.clone()),
-                    StoreState::Syncing => continue,
-                };
-                t.members.insert(m.name.clone(), listing);
+                let only = keys.is_some().then_some(&wanted);
+                if let Some(listing) = member_listing(s, &t, only) {
+                    t.members.insert(m.name.clone(), listing);
+                }
             }
             types.push(t);
             partial.push(wanted);
         }
-        let fed_namespaces = observe::federated_namespaces(
-            &self
-                .types()
-                .into_iter()
-                .filter(|(_, t)| t.ty.target.is_namespace())
-                .map(|(name, mut t)| {
-                    t.objects = self
-                        .federated
-                        .get(&name)
-                        .map(|s| s.objects.values().map(Compact::value).collect())
-                        .unwrap_or_default();
-                    t
-                })
-                .collect::<Vec<_>>(),
-        );
+        let fed_namespaces = self.fed_namespaces();
         let versions = match keys {
             None => self.versions.clone(),
-            // Those of the round's keys only, looked up as decide does.
-            Some(_) => types
-                .iter()
-                .zip(&partial)
-                .flat_map(|(t, wanted)| {
-                    wanted.iter().filter_map(|(ns, name)| {
-                        let k = (
-                            ns.clone(),
-                            crate::core::version::propagated_version_name(&t.ty.target.kind, name),
-                        );
-                        self.versions.get(&k).map(|v| (k, v.clone()))
-                    })
-                })
-                .collect(),
+            Some(_) => self.versions_of(&types, &partial),
         };
-        let rsps = self
-            .schedulings
-            .iter()
-            .filter(|(k, _)| namespace.as_ref().is_none_or(|ns| *ns == k.0))
-            .map(|(_, v)| v.value())
-            .collect();
+        let rsps = self.rsps_in(namespace.as_deref());
         Observation {
             settings,
             members: members.to_vec(),
@@ -552,6 +502,82 @@ impl Cache {
             partial: keys.map(|_| partial),
         }
     }
+}
+
+impl Cache {
+    /// Every FederatedNamespace, whatever a round covers: placement of
+    /// any object reads its namespace's.
+    fn fed_namespaces(&self) -> BTreeMap<String, Value> {
+        observe::federated_namespaces(
+            &self
+                .types()
+                .into_iter()
+                .filter(|(_, t)| t.ty.target.is_namespace())
+                .map(|(name, mut t)| {
+                    t.objects = self
+                        .federated
+                        .get(&name)
+                        .map(|s| s.objects.values().map(Compact::value).collect())
+                        .unwrap_or_default();
+                    t
+                })
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// The PropagatedVersions of a partial round's keys only, looked up as
+    /// decide does.
+    fn versions_of(
+        &self,
+        types: &[ObservedType],
+        partial: &[BTreeSet<ObjectKey>],
+    ) -> HashMap<ObjectKey, Value> {
+        types
+            .iter()
+            .zip(partial)
+            .flat_map(|(t, wanted)| {
+                wanted.iter().filter_map(|(ns, name)| {
+                    let k = (
+                        ns.clone(),
+                        crate::core::version::propagated_version_name(&t.ty.target.kind, name),
+                    );
+                    self.versions.get(&k).map(|v| (k, v.clone()))
+                })
+            })
+            .collect()
+    }
+
+    /// The RSPs of the observed namespace (all, when cluster-wide).
+    fn rsps_in(&self, namespace: Option<&str>) -> Vec<Value> {
+        self.schedulings
+            .iter()
+            .filter(|(k, _)| namespace.is_none_or(|ns| ns == k.0))
+            .map(|(_, v)| v.value())
+            .collect()
+    }
+}
+
+/// A ready member's objects of a type as a round needs them: a partial
+/// round (`only` its keys) decides and looks for orphans among its keys
+/// only, so it needs their member copies, not the whole listing. `None`
+/// while the member's watch has not listed.
+fn member_listing(
+    s: &Store,
+    t: &ObservedType,
+    only: Option<&BTreeSet<ObjectKey>>,
+) -> Option<Listing> {
+    Some(match &s.state {
+        StoreState::Listed => Listing::Listed(
+            s.objects
+                .iter()
+                .filter(|(k, _)| only.is_none_or(|o| o.contains(&federated_key(&t.ty, k))))
+                .map(|(k, v)| (k.clone(), v.value()))
+                .collect(),
+        ),
+        StoreState::NotServed(why) => Listing::NotServed(why.clone()),
+        StoreState::Failed(why) => Listing::Failed(why.clone()),
+        StoreState::Syncing => return None,
+    })
 }
 
 fn host_namespace_of(config: &Option<Value>) -> &str {
