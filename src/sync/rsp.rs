@@ -30,6 +30,70 @@ enum Seen {
     CannotHold,
 }
 
+/// What the members run of an RSP's target now.
+struct ReplicasNow {
+    current: BTreeMap<String, i64>,
+    capacity: BTreeMap<String, i64>,
+    /// The members as scheduling sees them (those that cannot hold the
+    /// type count as not ready).
+    clusters: Vec<Cluster>,
+}
+
+/// Current replicas and capacity per member, as upstream's RSP controller
+/// observes them; `None` (with a failure reported) when a member's cannot
+/// be known: planning without them could move all of its replicas
+/// elsewhere, so the placement is left as it is this run.
+fn replicas_now(
+    seen: &Observation,
+    ti: usize,
+    key: &(String, String),
+    what: &str,
+    report: &mut Report,
+) -> Option<ReplicasNow> {
+    let mut now = ReplicasNow {
+        current: BTreeMap::new(),
+        capacity: BTreeMap::new(),
+        clusters: seen.clusters.clone(),
+    };
+    let mut unobservable = Vec::new();
+    for m in seen.ready_members() {
+        match observe(
+            m,
+            &seen.types[ti].members,
+            &seen.rsp_pods,
+            key,
+            what,
+            report,
+        ) {
+            Ok(Seen::Replicas(replicas, cap)) => {
+                now.current.insert(m.name.clone(), replicas);
+                if let Some(cap) = cap {
+                    now.capacity.insert(m.name.clone(), cap);
+                }
+            }
+            Ok(Seen::Nothing) => {}
+            // Chosen here: a member that does not serve the type is
+            // scheduled over as an unready cluster is (upstream schedules
+            // over ready clusters only), so no replicas go where they
+            // cannot run.
+            Ok(Seen::CannotHold) => {
+                if let Some(c) = now.clusters.iter_mut().find(|c| c.name == m.name) {
+                    c.ready = false;
+                }
+            }
+            Err(e) => unobservable.push(format!("{}: {e}", m.name)),
+        }
+    }
+    if !unobservable.is_empty() {
+        report.failures.push(format!(
+            "host: replica scheduling of {what} skipped, replicas not observable in {}",
+            unobservable.join("; ")
+        ));
+        return None;
+    }
+    Some(now)
+}
+
 /// Schedules every observed RSP (`seen.rsps`, read by the observe step
 /// with the pods it needs). Returns the number of host writes.
 pub async fn schedule_replicas(
@@ -59,52 +123,19 @@ pub async fn schedule_replicas(
             continue;
         };
         let what = describe(&target_kind, &rsp);
-        // Current replicas and capacity per member, as upstream's RSP
-        // controller observes them.
-        let mut current = BTreeMap::new();
-        let mut capacity = BTreeMap::new();
-        let mut clusters: Vec<Cluster> = seen.clusters.clone();
-        let mut unobservable = Vec::new();
-        for m in seen.ready_members() {
-            match observe(
-                m,
-                &seen.types[ti].members,
-                &seen.rsp_pods,
-                &key,
-                &what,
-                report,
-            ) {
-                Ok(Seen::Replicas(now, cap)) => {
-                    current.insert(m.name.clone(), now);
-                    if let Some(cap) = cap {
-                        capacity.insert(m.name.clone(), cap);
-                    }
-                }
-                Ok(Seen::Nothing) => {}
-                // Chosen here: a member that does not serve the type is
-                // scheduled over as an unready cluster is (upstream schedules
-                // over ready clusters only), so no replicas go where they
-                // cannot run.
-                Ok(Seen::CannotHold) => {
-                    if let Some(c) = clusters.iter_mut().find(|c| c.name == m.name) {
-                        c.ready = false;
-                    }
-                }
-                Err(e) => unobservable.push(format!("{}: {e}", m.name)),
-            }
-        }
-        if !unobservable.is_empty() {
-            // Planning without a member's replicas could move all of them
-            // elsewhere: leave the placement as it is this run.
-            report.failures.push(format!(
-                "host: replica scheduling of {what} skipped, replicas not observable in {}",
-                unobservable.join("; ")
-            ));
+        let Some(now) = replicas_now(seen, ti, &key, &what, report) else {
             continue;
-        }
+        };
         let fedns = seen.fed_namespaces.get(&key.0);
         let t = &mut seen.types[ti];
-        match schedule(&rsp, &t.objects[idx], fedns, &clusters, &current, &capacity) {
+        match schedule(
+            &rsp,
+            &t.objects[idx],
+            fedns,
+            &now.clusters,
+            &now.current,
+            &now.capacity,
+        ) {
             Ok(Scheduled::Unchanged) => {}
             Ok(Scheduled::Updated(obj)) if dry_run => {
                 report.plan.push(format!(
