@@ -148,61 +148,79 @@ impl Metrics {
     }
 }
 
+/// One counter with its help.
+fn counter(out: &mut String, name: &str, help: &str, value: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+    );
+}
+
+/// One gauge with its help.
+fn gauge(out: &mut String, name: &str, help: &str, value: u64) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+    );
+}
+
 impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
-            );
-        };
+        self.render_rounds(&mut out);
+        self.render_process(&mut out);
+        self.render_watches(&mut out);
+        self.render_members(&mut out);
+        self.render_latency(&mut out);
+        out
+    }
+
+    /// Rounds, failures, the queue and leadership.
+    fn render_rounds(&self, out: &mut String) {
         counter(
-            &mut out,
+            out,
             "kubefedctl_reconcile_rounds_total",
             "Rounds run (full and partial).",
             self.rounds.load(Ordering::Relaxed),
         );
         counter(
-            &mut out,
+            out,
             "kubefedctl_reconcile_full_rounds_total",
             "Full rounds (start, resync, structure changes).",
             self.full_rounds.load(Ordering::Relaxed),
         );
         counter(
-            &mut out,
+            out,
             "kubefedctl_reconcile_errors_total",
             "Failures reported by rounds (one per failed member request or host write).",
             self.failures.load(Ordering::Relaxed),
         );
-        let gauge = |out: &mut String, name: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
-            );
-        };
         gauge(
-            &mut out,
+            out,
             "kubefedctl_queue_depth",
             "Federated objects waiting to be re-decided.",
             self.queue_depth.load(Ordering::Relaxed),
         );
         gauge(
-            &mut out,
+            out,
             "kubefedctl_leader",
             "1 while this instance holds the federation lock.",
             u64::from(self.leader.load(Ordering::Relaxed)),
         );
         gauge(
-            &mut out,
+            out,
             "kubefedctl_rounds_in_flight",
             "Rounds running now.",
             self.rounds_in_flight.load(Ordering::Relaxed),
         );
+    }
+
+    /// Tasks and memory of the process.
+    fn render_process(&self, out: &mut String) {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             gauge(
-                &mut out,
+                out,
                 "kubefedctl_tasks",
                 "Tasks alive in the process (watches, rounds, probes, connections).",
                 rt.metrics().num_alive_tasks() as u64,
@@ -210,12 +228,16 @@ impl Metrics {
         }
         if let Some(rss) = resident_memory_bytes() {
             gauge(
-                &mut out,
+                out,
                 "process_resident_memory_bytes",
                 "Resident memory size in bytes.",
                 rss,
             );
         }
+    }
+
+    /// Watch restarts per source, and the watches down.
+    fn render_watches(&self, out: &mut String) {
         let watches = self.watches.lock().expect("metrics lock").clone();
         let name = "kubefedctl_watch_restarts_total";
         let _ = writeln!(
@@ -226,11 +248,15 @@ impl Metrics {
             let _ = writeln!(out, "{name}{{source=\"{}\"}} {}", escape(label), w.restarts);
         }
         gauge(
-            &mut out,
+            out,
             "kubefedctl_watches_down",
             "Watches failed and not listed again since.",
             watches.values().filter(|w| w.down_since.is_some()).count() as u64,
         );
+    }
+
+    /// Requests, writes and failures per member.
+    fn render_members(&self, out: &mut String) {
         let members = self.members.lock().expect("metrics lock").clone();
         for (name, help, pick) in [
             (
@@ -254,6 +280,10 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{{cluster=\"{}\"}} {}", escape(cluster), pick(c));
             }
         }
+    }
+
+    /// The propagation latency histogram.
+    fn render_latency(&self, out: &mut String) {
         let h = self.latency.lock().expect("metrics lock").clone();
         let name = "kubefedctl_propagation_latency_seconds";
         let _ = writeln!(
@@ -266,7 +296,6 @@ impl Metrics {
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", h.count);
         let _ = writeln!(out, "{name}_sum {}", h.sum);
         let _ = writeln!(out, "{name}_count {}", h.count);
-        out
     }
 }
 
