@@ -200,47 +200,7 @@ async fn one_record(
         .transpose()?;
     let mut observations = Vec::new();
     for (m, h) in members.iter().zip(health) {
-        let (region, zones) = topology.get(&m.name).cloned().unwrap_or_default();
-        let mut o = ClusterObservation {
-            cluster: m.name.clone(),
-            ready: h.is_ready(),
-            region,
-            zones,
-            load_balancer: Vec::new(),
-            has_ready_endpoints: false,
-        };
-        if let (true, Ok(client)) = (h.is_ready(), &m.client) {
-            let api = dynamic_api(client, Some(&record.namespace), member_ar);
-            if let Some(svc) = api.get_opt(&record.name).await.map_err(api_error)? {
-                let svc = serde_json::to_value(svc)?;
-                for i in svc["status"]["loadBalancer"]["ingress"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                {
-                    o.load_balancer.push(LbIngress {
-                        ip: i["ip"].as_str().unwrap_or("").into(),
-                        hostname: i["hostname"].as_str().unwrap_or("").into(),
-                    });
-                }
-            }
-            if record.kind == RecordKind::Service {
-                let eps = dynamic_api(
-                    client,
-                    Some(&record.namespace),
-                    &api_resource("", "v1", "Endpoints", "endpoints"),
-                );
-                if let Some(e) = eps.get_opt(&record.name).await.map_err(api_error)? {
-                    let e = serde_json::to_value(e)?;
-                    o.has_ready_endpoints = e["subsets"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|s| s["addresses"].as_array().is_some_and(|a| !a.is_empty()));
-                }
-            }
-        }
-        observations.push(o);
+        observations.push(observe_member(m, h, topology, &record, member_ar).await?);
     }
     let previous = RecordStatus::from_value(obj.get("status")).map_err(|e| anyhow::anyhow!(e))?;
     let plan = record_status(&record, domain.as_ref(), &observations, &previous)?;
@@ -270,7 +230,71 @@ async fn one_record(
             .map_err(api_error)?;
         report.host_writes += 1;
     }
-    let endpoints = dns_endpoints(&record, &status);
+    write_endpoints(host, obj, &record, &status, dry_run, report).await
+}
+
+/// What one member says of a record's Service or Ingress: its load
+/// balancer and (Services) whether it has ready endpoints.
+async fn observe_member(
+    m: &Member,
+    h: &Health,
+    topology: &BTreeMap<String, (String, Vec<String>)>,
+    record: &DnsRecord,
+    member_ar: &ApiResource,
+) -> Result<ClusterObservation> {
+    let (region, zones) = topology.get(&m.name).cloned().unwrap_or_default();
+    let mut o = ClusterObservation {
+        cluster: m.name.clone(),
+        ready: h.is_ready(),
+        region,
+        zones,
+        load_balancer: Vec::new(),
+        has_ready_endpoints: false,
+    };
+    if let (true, Ok(client)) = (h.is_ready(), &m.client) {
+        let api = dynamic_api(client, Some(&record.namespace), member_ar);
+        if let Some(svc) = api.get_opt(&record.name).await.map_err(api_error)? {
+            let svc = serde_json::to_value(svc)?;
+            for i in svc["status"]["loadBalancer"]["ingress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                o.load_balancer.push(LbIngress {
+                    ip: i["ip"].as_str().unwrap_or("").into(),
+                    hostname: i["hostname"].as_str().unwrap_or("").into(),
+                });
+            }
+        }
+        if record.kind == RecordKind::Service {
+            let eps = dynamic_api(
+                client,
+                Some(&record.namespace),
+                &api_resource("", "v1", "Endpoints", "endpoints"),
+            );
+            if let Some(e) = eps.get_opt(&record.name).await.map_err(api_error)? {
+                let e = serde_json::to_value(e)?;
+                o.has_ready_endpoints = e["subsets"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|s| s["addresses"].as_array().is_some_and(|a| !a.is_empty()));
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// The record's DNSEndpoint (owned by the record), written when it changed.
+async fn write_endpoints(
+    host: &Host,
+    obj: &Value,
+    record: &DnsRecord,
+    status: &RecordStatus,
+    dry_run: bool,
+    report: &mut Report,
+) -> Result<()> {
+    let endpoints = dns_endpoints(record, status);
     report.warnings.extend(
         endpoints
             .warnings
