@@ -148,13 +148,39 @@ pub struct ReconcileOptions {
 }
 
 pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    let clusters = validate(o)?;
     if !o.from.is_empty() {
-        return run_render(o);
+        return run_render(o, &clusters);
     }
     if o.watch {
         return run_watch(global, o).await;
     }
     run_live(global, o).await
+}
+
+/// What clap cannot check, before anything is read: `--cluster` values
+/// (with `--from`, `NAME[:k=v,...]` clusters to render for; live, member
+/// names only) and `--concurrency`. Returns the render's clusters.
+fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::placement::Cluster>> {
+    if o.concurrency == 0 {
+        anyhow::bail!("--concurrency must be at least 1");
+    }
+    if o.from.is_empty() {
+        for c in &o.clusters {
+            if c.contains(':') {
+                anyhow::bail!(
+                    "--cluster {c:?}: labels (NAME:k=v) describe clusters to render for, with --from; a live run names joined members only"
+                );
+            }
+            crate::cmd::options::validate_cluster_name(c)
+                .map_err(|e| anyhow::anyhow!("--cluster: {e}"))?;
+        }
+        return Ok(Vec::new());
+    }
+    o.clusters
+        .iter()
+        .map(|c| render::parse_cluster_flag(c))
+        .collect()
 }
 
 /// `:8080` (every address), `127.0.0.1:8080`, `[::1]:8080`.
@@ -218,14 +244,9 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     watch::run(&host, &options).await
 }
 
-fn run_render(o: &ReconcileOptions) -> Result<()> {
+fn run_render(o: &ReconcileOptions, clusters: &[crate::core::placement::Cluster]) -> Result<()> {
     let inputs = render::load(&o.from)?;
-    let extra = o
-        .clusters
-        .iter()
-        .map(|c| render::parse_cluster_flag(c))
-        .collect::<Result<Vec<_>>>()?;
-    let plan = render::plan(inputs, &extra)?;
+    let plan = render::plan(inputs, clusters)?;
     for n in &plan.notes {
         eprintln!("note: {n}");
     }
@@ -383,4 +404,55 @@ pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
         ]);
     }
     crate::output::table_text(&t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn options(args: &[&str]) -> ReconcileOptions {
+        let mut all = vec!["kubefedctl", "reconcile"];
+        all.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(all).unwrap().command {
+            crate::cli::Command::Reconcile(o) => o,
+            _ => unreachable!("a reconcile command line"),
+        }
+    }
+
+    #[test]
+    fn validate_names_the_flag_before_anything_is_read() {
+        let cases: [(&[&str], Option<&str>); 5] = [
+            (&["--cluster", "m1"], None),
+            (&["--from", "x", "--cluster", "eu1:region=eu"], None),
+            (
+                &["--cluster", "eu1:region=eu"],
+                Some(
+                    "--cluster \"eu1:region=eu\": labels (NAME:k=v) describe clusters to render for",
+                ),
+            ),
+            (
+                &["--cluster", "Bad_Name"],
+                Some("--cluster: invalid cluster name \"Bad_Name\""),
+            ),
+            (
+                &["--concurrency", "0"],
+                Some("--concurrency must be at least 1"),
+            ),
+        ];
+        for (args, want) in cases {
+            let got = validate(&options(args))
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            match want {
+                None => assert!(got.is_ok(), "{args:?}: {got:?}"),
+                Some(w) => assert!(
+                    got.as_ref().is_err_and(|e| e.starts_with(w)),
+                    "{args:?}: {got:?}"
+                ),
+            }
+        }
+        let clusters = validate(&options(&["--from", "x", "--cluster", "eu1:region=eu"])).unwrap();
+        assert_eq!(clusters[0].labels["region"], "eu");
+    }
 }
