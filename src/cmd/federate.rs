@@ -22,7 +22,7 @@ use crate::core::convert::{
     parse_labels, skipped_in_contents, system_namespace_note,
 };
 use crate::core::lookup::{self, ServedResource};
-use crate::core::typegen::TemplateSchema;
+use crate::core::typegen::{TemplateSchema, federated_kind, federated_plural};
 use crate::discovery;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::host::Host;
@@ -236,11 +236,10 @@ pub fn federate_documents(
             let fed = FederatedResource {
                 group: DEFAULT_FEDERATED_GROUP.into(),
                 version: DEFAULT_FEDERATED_VERSION.into(),
-                kind: format!("Federated{kind}"),
-                plural: format!(
-                    "federated{}",
-                    builtin(api_version, kind)
-                        .map_or_else(|| guess_plural(kind), |t| t.plural.to_string())
+                kind: federated_kind(kind),
+                plural: federated_plural(
+                    &builtin(api_version, kind)
+                        .map_or_else(|| guess_plural(kind), |t| t.plural.to_string()),
                 ),
                 namespaced: namespaced || kind == "Namespace",
             };
@@ -520,7 +519,7 @@ async fn write_all(host: &Host, o: &FederateOptions, prepared: &Prepared) -> Res
         let new_type = o.dry_run
             && pending
                 .iter()
-                .any(|p| fed.plural == format!("federated{}", p.split('.').next().unwrap_or("")));
+                .any(|p| fed.plural == federated_plural(p.split('.').next().unwrap_or("")));
         let line = write_federated(host, fed, obj, o, new_type).await?;
         match line {
             Ok(l) => println!("{l}"),

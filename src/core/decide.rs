@@ -5,7 +5,7 @@
 //!
 //! One function for every mode: the live engine observes, then executes
 //! what this decides (`src/sync/live.rs`); the offline render calls the
-//! same step with members that hold nothing (`src/sync/render.rs`).
+//! same step with members that hold nothing (`src/sync/render/`).
 //! Upstream's per-key reconcile is `pkg/controller/sync/controller.go`
 //! (`reconcile`, `syncToClusters`, `ensureDeletion`).
 

@@ -36,13 +36,23 @@ pub struct FederatedNames {
     pub namespaced: bool,
 }
 
+/// `FederatedDeployment` for `Deployment`, as `kubefedctl enable` names it.
+pub fn federated_kind(target_kind: &str) -> String {
+    format!("Federated{target_kind}")
+}
+
+/// `federateddeployments` for `deployments`, as `kubefedctl enable` names it.
+pub fn federated_plural(target_plural: &str) -> String {
+    format!("federated{target_plural}")
+}
+
 impl FederatedNames {
     pub fn new(target: &ServedResource, group: &str, version: &str) -> FederatedNames {
         FederatedNames {
             group: group.to_string(),
             version: version.to_string(),
-            kind: format!("Federated{}", target.kind),
-            plural: format!("federated{}", target.plural),
+            kind: federated_kind(&target.kind),
+            plural: federated_plural(&target.plural),
             // A FederatedNamespace lives in the namespace it federates.
             namespaced: target.namespaced
                 || (target.group.is_empty() && target.plural == "namespaces"),
