@@ -53,23 +53,21 @@ pub fn init(verbosity: u8, format: LogFormat) {
         .with_max_level(Level::TRACE)
         .with_writer(std::io::stderr)
         .with_ansi(false);
-    let with_target = verbosity >= 4;
-    let _ = match format {
-        LogFormat::Text => tracing::subscriber::set_global_default(
-            fmt.event_format(Text { with_target }).finish().with(filter),
-        ),
-        LogFormat::Json => {
-            tracing::subscriber::set_global_default(fmt.event_format(Json).finish().with(filter))
-        }
+    let format = Format {
+        json: format == LogFormat::Json,
+        with_target: verbosity >= 4,
     };
+    let _ = tracing::subscriber::set_global_default(fmt.event_format(format).finish().with(filter));
 }
 
-/// `warning: message`, `error: message`, or the message alone.
-struct Text {
+/// Text (`warning: message`, `error: message`, or the message alone) or
+/// one JSON object per event.
+struct Format {
+    json: bool,
     with_target: bool,
 }
 
-impl<S, N> FormatEvent<S, N> for Text
+impl<S, N> FormatEvent<S, N> for Format
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
@@ -81,6 +79,17 @@ where
         event: &Event<'_>,
     ) -> fmt::Result {
         let meta = event.metadata();
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        if self.json {
+            let line = json_line(
+                &crate::clock::now_rfc3339(),
+                *meta.level(),
+                meta.target(),
+                fields,
+            );
+            return writeln!(w, "{line}");
+        }
         match *meta.level() {
             Level::ERROR => write!(w, "error: ")?,
             Level::WARN => write!(w, "warning: ")?,
@@ -89,39 +98,11 @@ where
         if self.with_target {
             write!(w, "{}: ", meta.target())?;
         }
-        let mut fields = Fields::default();
-        event.record(&mut fields);
         write!(w, "{}", fields.message)?;
         for (k, v) in &fields.rest {
             write!(w, " {k}={v}")?;
         }
         writeln!(w)
-    }
-}
-
-/// One JSON object per event.
-struct Json;
-
-impl<S, N> FormatEvent<S, N> for Json
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-    N: for<'a> FormatFields<'a> + 'static,
-{
-    fn format_event(
-        &self,
-        _: &FmtContext<'_, S, N>,
-        mut w: Writer<'_>,
-        event: &Event<'_>,
-    ) -> fmt::Result {
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        let line = json_line(
-            &crate::clock::now_rfc3339(),
-            *event.metadata().level(),
-            event.metadata().target(),
-            fields,
-        );
-        writeln!(w, "{line}")
     }
 }
 
