@@ -172,6 +172,11 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         seen.types[i].members.insert(cluster, listing);
     }
     seen.fed_namespaces = federated_namespaces(&seen.types);
+    if o.selector.is_some() {
+        // -l chooses the objects a run reconciles, not the FederatedNamespaces
+        // that place them: those are read whatever their labels.
+        seen.fed_namespaces = every_federated_namespace(host, &seen).await?;
+    }
     seen.versions = versions?;
     seen.host_namespaces = namespaces?
         .into_iter()
@@ -367,6 +372,26 @@ impl ObservedType {
             members: BTreeMap::new(),
         }
     }
+}
+
+/// Every FederatedNamespace of the observed namespace, by name (one
+/// list, without `-l`).
+async fn every_federated_namespace(
+    host: &Host,
+    seen: &Observation,
+) -> Result<BTreeMap<String, Value>> {
+    let Some(t) = seen.types.iter().find(|t| t.ty.target.is_namespace()) else {
+        return Ok(BTreeMap::new());
+    };
+    let api = dynamic_api(&host.client, seen.namespace.as_deref(), &t.federated);
+    let all = list_all(&api, &ListParams::default())
+        .await
+        .with_context(|| format!("listing {}", t.federated.kind))?;
+    Ok(all
+        .into_iter()
+        .filter(federated_namespace_name_is_valid)
+        .map(|o| (key_of(&o).1, o))
+        .collect())
 }
 
 /// The FederatedNamespaces among the observed types' objects, by name.
