@@ -6,6 +6,7 @@ use crate::core::lease::RECONCILE_LEASE;
 use crate::core::shard::Shard;
 use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
 use crate::output::{DocumentFormat, on_stdout};
+use crate::sync::files::{self, Proposal};
 use crate::sync::lock;
 use crate::sync::observe::Selection;
 use crate::sync::{live, render, watch};
@@ -14,6 +15,7 @@ use clap::Args;
 use comfy_table::Cell;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -37,6 +39,24 @@ pub struct ReconcileOptions {
     /// Render offline from these files or directories (- for stdin): federated objects, FederatedNamespaces, RSPs, KubeFedClusters
     #[arg(long = "from", value_name = "PATH")]
     pub from: Vec<PathBuf>,
+
+    /// Live: these files' federated objects, FederatedNamespaces and RSPs
+    /// (files, directories, - for stdin) replace the host's for this run:
+    /// planned with --dry-run, else applied to the host first (server-side)
+    #[arg(short = 'f', long = "filename", value_name = "PATH", conflicts_with_all = ["from", "watch", "shard"])]
+    pub filenames: Vec<PathBuf>,
+
+    /// With -f: read directories' subdirectories too
+    #[arg(short = 'R', long, requires = "filenames")]
+    pub recursive: bool,
+
+    /// With -f and -l: host objects of the files' federated types that -l selects and the files lack are deleted
+    #[arg(long, requires_all = ["filenames", "selector"])]
+    pub prune: bool,
+
+    /// With -f: take over fields another field manager owns (as kubectl apply --server-side)
+    #[arg(long, requires = "filenames", conflicts_with = "dry_run")]
+    pub force_conflicts: bool,
 
     /// With --from: write DIR/<cluster>/<namespace>/<kind>-<name>.yaml instead of printing
     #[arg(long, value_name = "DIR", requires = "from")]
@@ -142,9 +162,28 @@ pub struct ReconcileOptions {
     #[arg(long, value_name = "ADDRESS", value_parser = parse_bind_address, requires = "watch")]
     pub metrics_bind_address: Option<std::net::SocketAddr>,
 
-    /// Summary (live) or manifests (--from) as yaml or json
+    /// Summary (live) or manifests (--from) as yaml or json; a dry run's plan as markdown (for a pull request)
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
-    pub output: Option<DocumentFormat>,
+    pub output: Option<ReconcileOutput>,
+}
+
+/// `-o`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconcileOutput {
+    Yaml,
+    Json,
+    /// A dry run's plan for a pull-request comment or `$GITHUB_STEP_SUMMARY`.
+    Markdown,
+}
+
+impl ReconcileOutput {
+    fn document(self) -> Option<DocumentFormat> {
+        match self {
+            ReconcileOutput::Yaml => Some(DocumentFormat::Yaml),
+            ReconcileOutput::Json => Some(DocumentFormat::Json),
+            ReconcileOutput::Markdown => None,
+        }
+    }
 }
 
 pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
@@ -164,6 +203,9 @@ pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
 fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::placement::Cluster>> {
     if o.concurrency == 0 {
         anyhow::bail!("--concurrency must be at least 1");
+    }
+    if o.output == Some(ReconcileOutput::Markdown) && !o.dry_run {
+        anyhow::bail!("-o markdown prints a plan: use it with --dry-run");
     }
     if o.from.is_empty() {
         for c in &o.clusters {
@@ -195,7 +237,7 @@ fn parse_bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
 }
 
 /// The live selection and limits, shared by one-shot runs and the watch.
-fn live_options(o: &ReconcileOptions) -> live::Options {
+fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::Options {
     live::Options {
         selection: Selection {
             types: o.types.clone(),
@@ -209,6 +251,7 @@ fn live_options(o: &ReconcileOptions) -> live::Options {
             timeout: o.timeout,
             probe_timeout: o.probe_timeout,
             shard: o.shard,
+            proposal,
         },
         dry_run: o.dry_run,
         concurrency: o.concurrency,
@@ -231,7 +274,7 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     config.read_timeout = None;
     let watch_client = kube::Client::try_from(config)?;
     let options = watch::WatchOptions {
-        run: live_options(o),
+        run: live_options(o, None),
         watch_client,
         probe_interval: o.probe_interval,
         resync_period: o.resync_period,
@@ -262,12 +305,28 @@ fn run_render(o: &ReconcileOptions, clusters: &[crate::core::placement::Cluster]
                 dir.display()
             );
         }
-        (None, Some(DocumentFormat::Json)) => {
+        (None, Some(ReconcileOutput::Json)) => {
             on_stdout(render::write_json(&plan, &mut std::io::stdout().lock()))?
         }
         (None, _) => on_stdout(render::write_stream(&plan, &mut std::io::stdout().lock()))?,
     }
     Ok(())
+}
+
+/// `-f` without `--dry-run`: the files' objects server-side applied to the
+/// host (checked against every enabled type, whatever `--type` says).
+async fn apply_files(
+    host: &crate::host::Host,
+    opts: &live::Options,
+    p: &Proposal,
+    o: &ReconcileOptions,
+) -> Result<Vec<String>> {
+    let every_type = Selection {
+        types: Vec::new(),
+        ..opts.selection.clone()
+    };
+    let types = crate::sync::observe::enabled_types(host, &every_type).await?;
+    files::apply(host, &types, p, o.selector.as_deref(), o.force_conflicts).await
 }
 
 /// The engine's progress as a bar on the terminal.
@@ -283,9 +342,20 @@ impl live::Progress for Bar<'_> {
 }
 
 async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    // A change's files are read (and any error in them named) before any
+    // cluster is.
+    let proposal = match o.filenames.is_empty() {
+        true => None,
+        false => Some(Arc::new(files::load(
+            &o.filenames,
+            o.recursive,
+            o.namespace.as_deref(),
+            o.prune,
+        )?)),
+    };
     let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
-    let opts = live_options(o);
+    let opts = live_options(o, proposal.clone().filter(|_| o.dry_run));
     let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
@@ -313,7 +383,15 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     // default action still ends the process at once).
     let mut signals = crate::signals::Signals::new()?;
     let bar = Bar(&progress);
-    let run = live::reconcile(&host, &opts, &bar);
+    let run = async {
+        // Applied under the lock, then propagated by the same run.
+        if let (Some(p), false) = (&proposal, o.dry_run) {
+            for line in apply_files(&host, &opts, p, o).await? {
+                eprintln!("{line}");
+            }
+        }
+        live::reconcile(&host, &opts, &bar).await
+    };
     let report = tokio::select! {
         report = run => report,
         signal = signals.next() => {
@@ -338,7 +416,7 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     released?;
     progress.finish_and_clear();
 
-    if o.dry_run {
+    if o.dry_run && o.output != Some(ReconcileOutput::Markdown) {
         for line in &report.plan {
             println!("{line}");
         }
@@ -349,7 +427,8 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         }
     }
     match o.output {
-        Some(format) => crate::output::print(&report, format)?,
+        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(&report, o.dry_run)),
+        Some(format) => crate::output::print(&report, format.document().expect("yaml or json"))?,
         None => print!("{}", summary_table(&report, o.dry_run)),
     }
     for n in &report.notes {
@@ -381,6 +460,71 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     Ok(())
 }
 
+/// Rows of one member's table in a markdown plan before the rest are
+/// counted; diffs shown in all.
+const MARKDOWN_ROWS: usize = 200;
+const MARKDOWN_DIFFS: usize = 50;
+
+/// A dry run's plan as markdown for a pull request: a summary line, the
+/// host changes of `-f`, per member a table of its changes, then the diffs
+/// in collapsible blocks. Stable order (members by name, changes as
+/// planned); long plans are cut with a count. Secret values are masked in
+/// the diffs already.
+pub fn markdown_plan(r: &crate::sync::report::Report, dry_run: bool) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let total = r.changes.len();
+    let members: std::collections::BTreeSet<&str> =
+        r.changes.iter().map(|c| c.cluster.as_str()).collect();
+    let host: Vec<&String> = r.plan.iter().filter(|l| l.starts_with("host: ")).collect();
+    let _ = writeln!(
+        out,
+        "### kubefedctl reconcile{}: {total} member change(s) in {} member(s), {} host change(s)\n",
+        if dry_run { " plan" } else { "" },
+        members.len(),
+        host.len()
+    );
+    if !host.is_empty() {
+        let _ = writeln!(out, "#### host\n");
+        for line in &host {
+            let _ = writeln!(out, "- {}", line.trim_start_matches("host: "));
+        }
+        out.push('\n');
+    }
+    for member in &members {
+        let changes: Vec<_> = r.changes.iter().filter(|c| c.cluster == *member).collect();
+        let _ = writeln!(out, "#### {member}\n\n| change | object |\n|---|---|");
+        for c in changes.iter().take(MARKDOWN_ROWS) {
+            let _ = writeln!(out, "| {} | `{}` |", c.verb, c.object);
+        }
+        if changes.len() > MARKDOWN_ROWS {
+            let _ = writeln!(out, "\n… and {} more", changes.len() - MARKDOWN_ROWS);
+        }
+        out.push('\n');
+    }
+    let diffs: Vec<_> = r.changes.iter().filter(|c| c.diff.is_some()).collect();
+    for c in diffs.iter().take(MARKDOWN_DIFFS) {
+        let _ = writeln!(
+            out,
+            "<details><summary>{}: {} {}</summary>\n\n```diff\n{}```\n\n</details>\n",
+            c.cluster,
+            c.verb,
+            c.object,
+            c.diff.as_deref().unwrap_or_default()
+        );
+    }
+    if diffs.len() > MARKDOWN_DIFFS {
+        let _ = writeln!(out, "… and {} more diffs\n", diffs.len() - MARKDOWN_DIFFS);
+    }
+    if !r.failures.is_empty() {
+        let _ = writeln!(out, "#### failures\n");
+        for f in &r.failures {
+            let _ = writeln!(out, "- {f}");
+        }
+    }
+    out
+}
+
 /// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
 pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
     let mut t = crate::output::table(&[
@@ -409,7 +553,40 @@ pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::report::{PlannedChange, Report};
     use clap::Parser;
+
+    #[test]
+    fn a_markdown_plan_has_a_table_per_member_and_collapsed_diffs() {
+        let change = |cluster: &str, verb: &str, name: &str, diff: Option<&str>| PlannedChange {
+            cluster: cluster.into(),
+            verb: verb.into(),
+            object: format!("ConfigMap shop/{name}"),
+            diff: diff.map(str::to_string),
+        };
+        let mut r = Report {
+            plan: vec!["host: create FederatedConfigMap shop/new".into()],
+            changes: vec![
+                change("m2", "create", "new", None),
+                change("m1", "update", "web", Some("-a: 1\n+a: 2\n")),
+            ],
+            ..Report::default()
+        };
+        for i in 0..(MARKDOWN_ROWS + 3) {
+            r.changes
+                .push(change("m3", "delete", &format!("x{i}"), None));
+        }
+        let md = markdown_plan(&r, true);
+        assert!(md.starts_with("### kubefedctl reconcile plan: 205 member change(s) in 3 member(s), 1 host change(s)"), "{md}");
+        assert!(md.contains("#### host\n\n- create FederatedConfigMap shop/new"));
+        let m1 = md.find("#### m1").unwrap();
+        let m2 = md.find("#### m2").unwrap();
+        assert!(m1 < m2, "members in name order");
+        assert!(md.contains("| update | `ConfigMap shop/web` |"));
+        assert!(md.contains("<details><summary>m1: update ConfigMap shop/web</summary>\n\n```diff\n-a: 1\n+a: 2\n```"));
+        assert!(md.contains("… and 3 more"));
+        assert!(!md.contains("shop/x200"), "cut after {MARKDOWN_ROWS} rows");
+    }
 
     fn options(args: &[&str]) -> ReconcileOptions {
         let mut all = vec!["kubefedctl", "reconcile"];
@@ -453,6 +630,10 @@ mod tests {
             }
         }
         let clusters = validate(&options(&["--from", "x", "--cluster", "eu1:region=eu"])).unwrap();
+        assert!(
+            validate(&options(&["-o", "markdown"]))
+                .is_err_and(|e| e.to_string().contains("use it with --dry-run"))
+        );
         assert_eq!(clusters[0].labels["region"], "eu");
     }
 }

@@ -121,6 +121,9 @@ pub async fn round(
         ..Report::default()
     };
     let mut objects = Vec::new();
+    if o.dry_run {
+        report.plan.extend(seen.host_plan.iter().cloned());
+    }
     report_clusters(seen, &mut report);
     if !o.dry_run && passes.cluster_health && writes_cluster_state(o) {
         report.host_writes +=
@@ -392,19 +395,30 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
             _ => {}
         }
         let verb = action.verb();
-        report.plan.push(format!(
-            "{}: {verb} {}",
-            w.decision.cluster,
-            describe_key(kind, &w.key())
-        ));
-        if let (Some(live), Some(desired)) = (&w.live, desired) {
-            report.diffs.push(crate::sync::diff::unified(
-                &describe(kind, desired),
-                &w.decision.cluster,
-                live,
-                desired,
-            ));
-        }
+        let object = describe_key(kind, &w.key());
+        report
+            .plan
+            .push(format!("{}: {verb} {object}", w.decision.cluster));
+        let diff = match (&w.live, desired) {
+            (Some(live), Some(desired)) => {
+                // Secret values never reach a plan (kubectl diff's rule).
+                let (live, desired) = crate::core::secrets::mask_pair(live, desired);
+                Some(crate::sync::diff::unified(
+                    &describe(kind, &desired),
+                    &w.decision.cluster,
+                    &live,
+                    &desired,
+                ))
+            }
+            _ => None,
+        };
+        report.diffs.extend(diff.clone());
+        report.changes.push(crate::sync::report::PlannedChange {
+            cluster: w.decision.cluster.clone(),
+            verb: verb.to_string(),
+            object,
+            diff,
+        });
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod diff;
 pub mod dns;
 pub mod execute;
+pub mod files;
 pub mod live;
 pub mod lock;
 pub mod observe;

@@ -36,6 +36,9 @@ pub struct Selection {
     pub shard: Option<Shard>,
     pub timeout: Duration,
     pub probe_timeout: Duration,
+    /// `reconcile -f --dry-run`: a change whose objects take the place of
+    /// the host's in the observation.
+    pub proposal: Option<std::sync::Arc<crate::sync::files::Proposal>>,
 }
 
 /// One enabled type and what was read of it.
@@ -79,6 +82,8 @@ pub struct Observation {
     pub rsp_pods: BTreeMap<PodQuery, Result<Vec<Value>, String>>,
     /// The host has the multi-cluster DNS API (`init --with-dns`).
     pub dns_installed: bool,
+    /// What a proposal (`-f --dry-run`) changes on the host, as plan lines.
+    pub host_plan: Vec<String>,
     /// A watch round: per type (aligned with `types`), the only keys it
     /// covers; `objects` hold those of them that exist, and orphans are
     /// looked for among them only. `None`: everything was observed.
@@ -139,6 +144,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         rsps: Vec::new(),
         rsp_pods: BTreeMap::new(),
         dns_installed: false,
+        host_plan: Vec::new(),
         partial: None,
     };
     // What the decide step needs is read all at once after the types are
@@ -187,6 +193,9 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         .collect();
     seen.rsps = rsps?;
     seen.dns_installed = dns?;
+    if let Some(p) = &o.proposal {
+        seen.host_plan = crate::sync::files::overlay(&mut seen, p, &crate::clock::now_rfc3339())?;
+    }
     read_rsp_pods(&mut seen, o.timeout).await;
     Ok(seen)
 }
@@ -297,7 +306,7 @@ pub async fn read_rsp_pods(seen: &mut Observation, timeout: Duration) {
 }
 
 /// The enabled types (all, or those asked for), with nothing read of them yet.
-async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedType>> {
+pub async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedType>> {
     let ftc_api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let mut ftcs: Vec<FederatedTypeConfig> = ftc_api
         .list(&ListParams::default())

@@ -39,6 +39,22 @@ pub struct Report {
     pub notes: Vec<String>,
     #[serde(skip)]
     pub diffs: Vec<String>,
+    /// Dry run: the pending member changes, one each (what `plan` says
+    /// as lines), for `-o markdown`.
+    #[serde(skip)]
+    pub changes: Vec<PlannedChange>,
+}
+
+/// One member change a dry run would make.
+#[derive(Clone, Debug, Default)]
+pub struct PlannedChange {
+    pub cluster: String,
+    /// `create`, `update`, `delete`, `unlabel`.
+    pub verb: String,
+    /// `ConfigMap shop/web`.
+    pub object: String,
+    /// A unified diff (updates), Secret values masked.
+    pub diff: Option<String>,
 }
 
 impl Report {

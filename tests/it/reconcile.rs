@@ -10,6 +10,7 @@ use crate::fixtures::{
     root, wait_until,
 };
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use std::path::Path;
 use testenv::{Faults, Mode, Proxy, RequestRecord, TestEnv};
 
@@ -1750,4 +1751,258 @@ fn the_hosts_kubefedconfig_decides_what_a_run_does() {
         )
         .is_some()
     );
+}
+
+/// `reconcile -f`: the plan of a change under review, then applying it.
+#[test]
+fn files_under_review_are_planned_then_applied_in_one_run() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-plan", &["configmaps", "secrets"]);
+    let ns = f.ns;
+    let fed = |kind: &str, name: &str, template: Value| {
+        json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": kind,
+            "metadata": {"name": name, "namespace": ns, "labels": {"team": "shop"}},
+            "spec": {"template": template, "placement": {"clusterSelector": {}}}})
+    };
+    let cm = |name: &str, a: &str| fed("FederatedConfigMap", name, json!({"data": {"a": a}}));
+    let secret = |value: &str| {
+        fed(
+            "FederatedSecret",
+            "token",
+            json!({"type": "Opaque", "data": {"password": crate::fixtures::b64_encode(value)}}),
+        )
+    };
+    let write = |dir: &Path, docs: &[Value]| {
+        std::fs::create_dir_all(dir.join("nested")).unwrap();
+        let text: Vec<String> = docs
+            .iter()
+            .map(|d| serde_json::to_string(d).unwrap())
+            .collect();
+        std::fs::write(dir.join("shop.yaml"), text.join("\n---\n")).unwrap();
+    };
+    // What is merged today, applied by the tool itself (its field manager).
+    let base = std::env::temp_dir().join(format!("kubefedctl-plan-base-{}", std::process::id()));
+    write(
+        &base,
+        &[
+            cm("keep", "1"),
+            cm("change", "1"),
+            cm("drop", "1"),
+            secret("old-secret-value"),
+        ],
+    );
+    let applied = f.reconcile(&["-f", base.to_str().unwrap()]).ok();
+    assert!(
+        applied
+            .stderr
+            .contains(&format!("host: created FederatedConfigMap \"{ns}/keep\"")),
+        "{}",
+        applied.stderr
+    );
+    assert_eq!(member_cm_data(env, "member2", ns, "drop"), Some("1".into()));
+
+    // The change under review: one template changed, one object added, one
+    // dropped, the Secret's value changed.
+    let dir = std::env::temp_dir().join(format!("kubefedctl-plan-{}", std::process::id()));
+    write(
+        &dir,
+        &[
+            cm("keep", "1"),
+            cm("change", "2"),
+            cm("new", "1"),
+            secret("new-secret-value"),
+        ],
+    );
+    // Only read with -R.
+    std::fs::write(
+        dir.join("nested/other.yaml"),
+        serde_json::to_string(&cm("nested", "1")).unwrap(),
+    )
+    .unwrap();
+    let d = dir.to_str().unwrap();
+    let secrets = [
+        "old-secret-value",
+        "new-secret-value",
+        &crate::fixtures::b64_encode("old-secret-value"),
+        &crate::fixtures::b64_encode("new-secret-value"),
+    ];
+    let no_secret = |run: &crate::fixtures::Run| {
+        for s in &secrets {
+            assert!(
+                !run.stdout.contains(s) && !run.stderr.contains(s),
+                "{s} leaked:\n{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    };
+
+    f.reset();
+    let plan = f.reconcile(&[
+        "-f",
+        d,
+        "--prune",
+        "-l",
+        "team=shop",
+        "--dry-run",
+        "--diff",
+        "--exit-code",
+    ]);
+    assert_eq!(plan.code, 1, "{}\n{}", plan.stdout, plan.stderr);
+    for line in [
+        format!("host: update FederatedConfigMap {ns}/change"),
+        format!("host: create FederatedConfigMap {ns}/new"),
+        format!("host: delete (pruned) FederatedConfigMap {ns}/drop"),
+        format!("host: update FederatedSecret {ns}/token"),
+    ] {
+        assert!(plan.stdout.contains(&line), "{line}\n{}", plan.stdout);
+    }
+    for m in [f.cluster("m1"), f.cluster("m2")] {
+        let mine: BTreeSet<String> = plan
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{m}: ")))
+            .map(str::to_string)
+            .collect();
+        let want: BTreeSet<String> = [
+            format!("update ConfigMap {ns}/change"),
+            format!("create ConfigMap {ns}/new"),
+            format!("delete ConfigMap {ns}/drop"),
+            format!("update Secret {ns}/token"),
+        ]
+        .into();
+        assert_eq!(
+            mine, want,
+            "{m}: exactly the change's member changes\n{}",
+            plan.stdout
+        );
+    }
+    assert!(
+        plan.stdout.contains("*** (after)"),
+        "the Secret's change shows, masked\n{}",
+        plan.stdout
+    );
+    assert!(!plan.stdout.contains("nested"), "-R not given");
+    no_secret(&plan);
+    let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| p.records())
+        .filter(|r| r.method != "GET")
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "a plan writes nothing anywhere: {writes:?}"
+    );
+
+    let md = f
+        .reconcile(&[
+            "-f",
+            d,
+            "--prune",
+            "-l",
+            "team=shop",
+            "--dry-run",
+            "-o",
+            "markdown",
+        ])
+        .ok();
+    assert!(
+        md.stdout.starts_with(
+            "### kubefedctl reconcile plan: 8 member change(s) in 2 member(s), 4 host change(s)"
+        ),
+        "{}",
+        md.stdout
+    );
+    assert!(
+        md.stdout
+            .contains(&format!("| create | `ConfigMap {ns}/new` |")),
+        "{}",
+        md.stdout
+    );
+    assert!(md.stdout.contains("```diff"), "{}", md.stdout);
+    no_secret(&md);
+
+    // Applied: host and members converge in one run.
+    let apply = f.reconcile(&["-f", d, "--prune", "-l", "team=shop"]).ok();
+    no_secret(&apply);
+    let member_cm = |m: &str, name: &str| {
+        get(
+            env,
+            m,
+            &format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+        )
+    };
+    for m in ["member1", "member2"] {
+        assert_eq!(member_cm(m, "change").unwrap()["data"]["a"], "2");
+        assert!(member_cm(m, "new").is_some());
+        assert!(member_cm(m, "drop").is_none(), "pruned in {m}");
+        let s = get(env, m, &format!("/api/v1/namespaces/{ns}/secrets/token")).unwrap();
+        assert_eq!(
+            s["data"]["password"],
+            crate::fixtures::b64_encode("new-secret-value")
+        );
+    }
+    assert!(
+        f.fed(env, "federatedconfigmaps", "drop").is_none(),
+        "its deletion completed"
+    );
+    f.reset();
+    let again = f.reconcile(&["-f", d, "--prune", "-l", "team=shop"]).ok();
+    let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| p.records())
+        .filter(|r| r.method != "GET" && r.resource != "leases")
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "a second run writes nothing: {writes:?}\n{}",
+        again.stderr
+    );
+
+    // -l picks the objects a run reconciles, not the FederatedNamespace
+    // (unlabelled here) that places them: nothing to do.
+    f.reconcile(&["-l", "team=shop", "--dry-run", "--exit-code"])
+        .ok();
+    // Another field manager owns a field the files set: a clear error, nothing written.
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{ns}/federatedconfigmaps/change",
+            f.group
+        ),
+        json!({"spec": {"template": {"data": {"a": "3"}}}}),
+    );
+    f.reset();
+    let conflict = f.reconcile(&["-f", d]).fails();
+    assert!(
+        conflict
+            .stderr
+            .contains(&format!("applying FederatedConfigMap \"{ns}/change\""))
+            && conflict.stderr.contains("--force-conflicts"),
+        "{}",
+        conflict.stderr
+    );
+    let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| p.records())
+        .filter(|r| r.method != "GET" && r.resource != "leases" && !r.query.contains("dryRun"))
+        .collect();
+    assert!(writes.is_empty(), "a conflict writes nothing: {writes:?}");
+    assert_eq!(
+        f.fed(env, "federatedconfigmaps", "change").unwrap()["spec"]["template"]["data"]["a"],
+        "3"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// `data.a` of a ConfigMap in a member.
+fn member_cm_data(env: &TestEnv, member: &str, ns: &str, name: &str) -> Option<String> {
+    get(
+        env,
+        member,
+        &format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
+    )
+    .and_then(|c| c["data"]["a"].as_str().map(str::to_string))
 }

@@ -284,6 +284,7 @@ pub(super) async fn check_members(
             shard: None,
             timeout: o.probe_timeout,
             probe_timeout: o.probe_timeout,
+            proposal: None,
         },
         dry_run: true,
         concurrency: 8,

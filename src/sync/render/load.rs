@@ -11,9 +11,15 @@ use std::path::{Path, PathBuf};
 /// Reads YAML/JSON files, directories (recursively, `*.yaml`, `*.yml`,
 /// `*.json`, in name order) or `-` (stdin).
 pub fn load(paths: &[PathBuf]) -> Result<Inputs> {
+    load_with(paths, true)
+}
+
+/// [`load`]; directories' subdirectories only when `recursive` (kubectl's
+/// `-f DIR` reads one level, `-R` all of them).
+pub fn load_with(paths: &[PathBuf], recursive: bool) -> Result<Inputs> {
     let mut inputs = Inputs::default();
     for path in paths {
-        for file in files(path)? {
+        for file in files(path, recursive)? {
             let (name, text) = if file.as_os_str() == "-" {
                 let mut s = String::new();
                 std::io::stdin()
@@ -31,7 +37,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Inputs> {
     Ok(inputs)
 }
 
-pub(super) fn files(path: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn files(path: &Path, recursive: bool) -> Result<Vec<PathBuf>> {
     if path.as_os_str() == "-" || path.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
@@ -46,7 +52,9 @@ pub(super) fn files(path: &Path) -> Result<Vec<PathBuf>> {
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            out.extend(files(&p)?);
+            if recursive {
+                out.extend(files(&p, true)?);
+            }
         } else if p
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")

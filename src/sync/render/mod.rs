@@ -14,8 +14,8 @@ mod load;
 mod plan;
 mod write;
 
-pub use load::{add_documents, load, parse_cluster_flag};
-pub use plan::{plan, target_type};
+pub use load::{add_documents, load, load_with, parse_cluster_flag};
+pub use plan::{check_federated, plan, target_type};
 pub use write::{RENDER_MARKER, write_dir, write_json, write_stream};
 
 /// One input object and where it came from (for error messages).

@@ -164,7 +164,7 @@ pub(super) fn clusters_of(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result
 
 /// Every federated object once, with overrides that can be read (checked
 /// on all cores; errors in input order).
-pub(super) fn check_federated(federated: &[Sourced]) -> Result<()> {
+pub fn check_federated(federated: &[Sourced]) -> Result<()> {
     let mut names = BTreeSet::new();
     for f in federated {
         let kind = f.object["kind"].as_str().unwrap_or("");

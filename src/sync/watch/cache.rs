@@ -499,6 +499,7 @@ impl Cache {
             // observe step (`observe::finish_from_cache`).
             rsp_pods: BTreeMap::new(),
             dns_installed: false,
+            host_plan: Vec::new(),
             partial: keys.map(|_| partial),
         }
     }
