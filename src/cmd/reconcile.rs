@@ -129,6 +129,23 @@ pub struct ReconcileOptions {
     )]
     pub wait: Option<Duration>,
 
+    /// After propagating, wait up to DURATION (default 5m) until every member
+    /// object this run created or updated is ready (rollout status rules)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "5m",
+        value_parser = parse_duration,
+        conflicts_with = "dry_run"
+    )]
+    pub wait_ready: Option<Duration>,
+
+    /// With --wait-ready: wait for every placed member object, not only those this run wrote
+    #[arg(long, requires = "wait_ready")]
+    pub all: bool,
+
     /// Wait up to DURATION for the federation lock another run holds (0: fail at once)
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
     pub lock_timeout: Duration,
@@ -143,7 +160,7 @@ pub struct ReconcileOptions {
     pub shard: Option<Shard>,
 
     /// Keep running: watch the host and the members and propagate every change (a controller)
-    #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "shard", "output"])]
+    #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "shard", "output", "wait_ready"])]
     pub watch: bool,
 
     /// With --watch: wait for the federation lock and take over when its holder stops (high availability)
@@ -329,6 +346,95 @@ async fn apply_files(
     files::apply(host, &types, p, o.selector.as_deref(), o.force_conflicts).await
 }
 
+/// `--wait-ready`: waits for the member objects the run wrote (`--all`:
+/// every placed one); exit 3 naming each one not ready in time, or failed.
+async fn wait_ready(
+    host: &crate::host::Host,
+    report: &crate::sync::report::Report,
+    wait: Duration,
+    o: &ReconcileOptions,
+) -> Result<()> {
+    let objects: Vec<_> = report
+        .placed
+        .iter()
+        .filter(|p| p.written || o.all)
+        .cloned()
+        .collect();
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let members = crate::members::load(host, o.timeout, &[]).await?;
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} ready")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix("waiting");
+        Some(bar)
+    } else {
+        None
+    };
+    let until = tokio::time::Instant::now() + wait;
+    let left =
+        crate::sync::ready::wait_ready(&members, &objects, until, &ReadyBar(bar.as_ref())).await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if left.is_empty() {
+        eprintln!("{} member object(s) ready", objects.len());
+        return Ok(());
+    }
+    for w in &left {
+        eprintln!("not ready: {}", w.line());
+    }
+    let failed = left
+        .iter()
+        .any(|w| matches!(w.readiness, crate::core::readiness::Readiness::Failed(_)));
+    Err(ExitWith {
+        code: EXIT_PARTIAL,
+        message: if failed {
+            format!("{} member object(s) will not become ready", left.len())
+        } else {
+            format!(
+                "{} of {} member object(s) not ready after {}",
+                left.len(),
+                objects.len(),
+                humantime_like(wait)
+            )
+        },
+    }
+    .into())
+}
+
+/// `5m0s`, `1m30s`, `45s`: a duration as Go and kubectl print it.
+fn humantime_like(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec}s"),
+        (h, m, sec) => format!("{h}h{m}m{sec}s"),
+    }
+}
+
+/// `--wait-ready`'s progress: a bar on a terminal, else a line per object.
+struct ReadyBar<'a>(Option<&'a indicatif::ProgressBar>);
+
+impl crate::sync::ready::WaitProgress for ReadyBar<'_> {
+    fn total(&self, n: u64) {
+        if let Some(b) = self.0 {
+            b.set_length(n);
+        }
+    }
+    fn ready(&self, w: &crate::sync::ready::Waiting) {
+        match self.0 {
+            Some(b) => b.inc(1),
+            None => eprintln!("ready: {}: {}", w.cluster, w.object),
+        }
+    }
+}
+
 /// The engine's progress as a bar on the terminal.
 struct Bar<'a>(&'a indicatif::ProgressBar);
 
@@ -442,6 +548,9 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     }
     for f in &report.failures {
         eprintln!("failed: {f}");
+    }
+    if let Some(wait) = o.wait_ready {
+        wait_ready(&host, &report, wait, o).await?;
     }
     if !report.failures.is_empty() {
         return Err(ExitWith {

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod planner;
 pub mod proposal;
 pub mod queue;
+pub mod readiness;
 pub mod reconciler;
 pub mod record;
 pub mod retain;

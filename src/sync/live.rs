@@ -133,11 +133,12 @@ pub async fn round(
         crate::sync::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
 
     let decided = decide_all(host, seen, o);
-    for d in &decided {
+    for (t, d) in seen.types.iter().zip(&decided) {
         report.failures.extend(d.failures.iter().cloned());
         for p in &d.objects {
             report.failures.extend(p.failures.iter().cloned());
             report.notes.extend(p.notes.iter().cloned());
+            report.placed.extend(placed_objects(t, p));
         }
     }
     let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
@@ -268,6 +269,31 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
             "namespaced objects are placed only in namespaces a FederatedNamespace places, and the namespaces type is not enabled (kubefedctl enable namespaces)".into(),
         );
     }
+}
+
+/// The member objects a plan places: created, updated, or already as wanted.
+fn placed_objects<'p>(
+    t: &'p observe::ObservedType,
+    p: &'p ObjectPlan,
+) -> impl Iterator<Item = crate::sync::report::PlacedObject> + 'p {
+    let key = if t.ty.namespaced {
+        p.key.clone()
+    } else {
+        (String::new(), p.key.1.clone())
+    };
+    p.decisions.iter().filter_map(move |d| {
+        let written = match d.action {
+            Action::Create(_) | Action::Update { .. } => true,
+            Action::Unchanged => false,
+            _ => return None,
+        };
+        Some(crate::sync::report::PlacedObject {
+            cluster: d.cluster.clone(),
+            target: t.target.clone(),
+            key: key.clone(),
+            written,
+        })
+    })
 }
 
 /// The decide step over every type.

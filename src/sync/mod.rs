@@ -11,6 +11,7 @@ pub mod live;
 pub mod lock;
 pub mod observe;
 pub mod pipeline;
+pub mod ready;
 pub mod record;
 pub mod render;
 pub mod report;

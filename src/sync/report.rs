@@ -43,6 +43,20 @@ pub struct Report {
     /// as lines), for `-o markdown`.
     #[serde(skip)]
     pub changes: Vec<PlannedChange>,
+    /// The member objects this run placed (`--wait-ready`).
+    #[serde(skip)]
+    pub placed: Vec<PlacedObject>,
+}
+
+/// A member object a run placed (created, updated or found as wanted),
+/// for `--wait-ready`.
+#[derive(Clone, Debug)]
+pub struct PlacedObject {
+    pub cluster: String,
+    pub target: kube::api::ApiResource,
+    pub key: crate::core::describe::ObjectKey,
+    /// Created or updated by this run (not merely found as wanted).
+    pub written: bool,
 }
 
 /// One member change a dry run would make.

@@ -2006,3 +2006,150 @@ fn member_cm_data(env: &TestEnv, member: &str, ns: &str, name: &str) -> Option<S
     )
     .and_then(|c| c["data"]["a"].as_str().map(str::to_string))
 }
+
+/// `--wait-ready`: rollout status for workloads, a Ready condition for
+/// custom resources, exit 3 naming what did not become ready.
+#[test]
+fn wait_ready_waits_for_rollouts_and_ready_conditions() {
+    let env = TestEnv::shared();
+    let group = "ready.example.com";
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for c in ["host", "member1", "member2"] {
+        post(env, c, crds, crd.clone());
+        wait_until(&format!("{c} serves widgets"), || {
+            get(env, c, &format!("/apis/{group}/v1")).is_some()
+        });
+    }
+    let widget_type = format!("widgets.{group}");
+    let f = Federation::new(env, "rc-ready", &["deployments.apps", &widget_type]);
+    let ns = f.ns;
+    let deployment = |replicas: i64| {
+        json!({"template": {"spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "x"}},
+            "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+            "placement": {"clusterSelector": {}}})
+    };
+    let spawn = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kubefedctl"))
+            .arg("--kubeconfig")
+            .arg(&f.kc)
+            .args(["reconcile", "-n", ns, "--kubefed-namespace", f.fedns])
+            .args(extra)
+            .env_remove("KUBECONFIG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let finish = |child: std::process::Child| {
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The test environment runs no deployment controller: the test is it,
+    // writing what it would through the status subresource.
+    let rollout = |name: &str, status: Value| {
+        let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}");
+        for m in ["member1", "member2"] {
+            wait_until(&format!("{name} in {m}"), || get(env, m, &path).is_some());
+            let generation = get(env, m, &path).unwrap()["metadata"]["generation"].clone();
+            let mut status = status.clone();
+            status["observedGeneration"] = generation;
+            patch(env, m, &format!("{path}/status"), json!({"status": status}));
+        }
+    };
+
+    // No replicas: ready once its controller has seen it.
+    f.create(env, "FederatedDeployment", "idle", deployment(0));
+    let child = spawn(&["--wait-ready=60s"]);
+    rollout("idle", json!({}));
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("ready: {}: deployment {ns}/idle", f.cluster("m1"))),
+        "{stderr}"
+    );
+    assert!(stderr.contains("member object(s) ready"), "{stderr}");
+
+    // Pods that never run (no kubelet here): time runs out, exit 3, and
+    // only what this run wrote is waited for.
+    f.create(env, "FederatedDeployment", "web", deployment(1));
+    let child = spawn(&["--wait-ready=8s"]);
+    rollout(
+        "web",
+        json!({"replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1}),
+    );
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(3), "{stderr}");
+    for m in [f.cluster("m1"), f.cluster("m2")] {
+        assert!(
+            stderr.contains(&format!(
+                "not ready: {m}: deployment {ns}/web 0/1 available"
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(
+        !stderr.contains("/idle"),
+        "idle was not written this time\n{stderr}"
+    );
+    assert!(stderr.contains("not ready after 8s"), "{stderr}");
+
+    // A custom resource turns ready when its Ready condition does; the test
+    // is its controller too.
+    f.create(
+        env,
+        "FederatedWidget",
+        "w",
+        json!({"template": {"spec": {"size": 1}}, "placement": {"clusterSelector": {}}}),
+    );
+    // Its members' copies exist already, not ready (as their controller
+    // says), and are adopted by the run.
+    let widget = format!("/apis/{group}/v1/namespaces/{ns}/widgets/w");
+    for m in ["member1", "member2"] {
+        post(
+            env,
+            m,
+            &format!("/apis/{group}/v1/namespaces/{ns}/widgets"),
+            json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 0}}),
+        );
+        patch(
+            env,
+            m,
+            &format!("{widget}/status"),
+            json!({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Provisioning"}]}}),
+        );
+    }
+    let mut child = spawn(&["--type", &widget_type, "--wait-ready=60s"]);
+    wait_until("the widgets adopted", || {
+        ["member1", "member2"]
+            .iter()
+            .all(|m| get(env, m, &widget).is_some_and(|w| w["spec"]["size"] == 1))
+    });
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "still waiting while the widgets are not Ready"
+    );
+    for m in ["member1", "member2"] {
+        patch(
+            env,
+            m,
+            &format!("{widget}/status"),
+            json!({"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Provisioned"}]}}),
+        );
+    }
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("ready: {}: widget {ns}/w", f.cluster("m1"))),
+        "{stderr}"
+    );
+}
