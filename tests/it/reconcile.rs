@@ -2153,3 +2153,117 @@ fn wait_ready_waits_for_rollouts_and_ready_conditions() {
         "{stderr}"
     );
 }
+
+/// docs/ci.md's GitHub Actions plan and apply commands, run as written
+/// (a `kubefedctl` on PATH adds this test's federation namespace).
+#[test]
+fn the_ci_recipe_plans_then_applies() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-ci", &["configmaps"]);
+    // The federation exists already (its namespace is in the members).
+    f.reconcile(&[]).ok();
+    let docs = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
+    let section =
+        &docs[docs.find("## GitHub Actions").unwrap()..docs.find("## GitLab CI").unwrap()];
+    let commands: Vec<&str> = section
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("kubefedctl "))
+        .collect();
+    assert_eq!(
+        commands.len(),
+        2,
+        "a plan and an apply command: {commands:?}"
+    );
+    let (plan, apply) = (commands[0], commands[1]);
+    assert!(plan.contains("--dry-run") && !apply.contains("--dry-run"));
+
+    // The runner: a checkout with federation/, the kubeconfig in
+    // $RUNNER_TEMP, the step summary file.
+    let work = env.dir().join("ci-recipe");
+    let runner_temp = work.join("tmp");
+    std::fs::create_dir_all(work.join("federation/shop")).unwrap();
+    std::fs::create_dir_all(&runner_temp).unwrap();
+    std::fs::copy(&f.kc, runner_temp.join("kubeconfig")).unwrap();
+    let bin = work.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shim = bin.join("kubefedctl");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nexec {} \"$@\" --kubefed-namespace {}\n",
+            env!("CARGO_BIN_EXE_kubefedctl"),
+            f.fedns
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cm = |name: &str, a: &str| {
+        json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+            "metadata": {"name": name, "namespace": f.ns, "labels": {"app.kubernetes.io/part-of": "shop"}},
+            "spec": {"template": {"data": {"a": a}}, "placement": {"clusterSelector": {}}}})
+    };
+    std::fs::write(
+        work.join("federation/shop/web.yaml"),
+        serde_json::to_string(&cm("web", "1")).unwrap(),
+    )
+    .unwrap();
+    let summary = work.join("summary.md");
+    let step = |command: &str| {
+        let out = std::process::Command::new("bash")
+            .args(["-eo", "pipefail", "-c", command])
+            .current_dir(&work)
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env("RUNNER_TEMP", &runner_temp)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // The pull request: a plan in the step summary, the check "changes pending".
+    let (code, stderr) = step(plan);
+    assert_eq!(code, Some(1), "{stderr}");
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains(&format!("| create | `ConfigMap {}/web` |", f.ns)),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!("- create FederatedConfigMap {}/web", f.ns)),
+        "{md}"
+    );
+    assert!(
+        f.fed(env, "federatedconfigmaps", "web").is_none(),
+        "a plan writes nothing"
+    );
+
+    // The merge: applied, propagated, ready; the JSON summary kept.
+    let (code, stderr) = step(apply);
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join("reconcile.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        report["clusters"][f.cluster("m1")]["created"],
+        1,
+        "{report}"
+    );
+    assert_eq!(
+        member_cm_data(env, "member2", f.ns, "web"),
+        Some("1".into())
+    );
+
+    // The next pull request without changes: nothing pending.
+    std::fs::remove_file(&summary).unwrap();
+    let (code, stderr) = step(plan);
+    assert_eq!(code, Some(0), "{stderr}");
+}
