@@ -1993,6 +1993,51 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
         f.fed(env, "federatedconfigmaps", "change").unwrap()["spec"]["template"]["data"]["a"],
         "3"
     );
+
+    // Files that are not a change of enabled federated types: an error
+    // naming the file and document, before anything is read or written.
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let gadget = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedGadget",
+        "metadata": {"name": "g", "namespace": ns}, "spec": {"template": {}, "placement": {}}});
+    std::fs::write(
+        bad.join("a.yaml"),
+        format!(
+            "{}\n---\n{}",
+            serde_json::to_string(&cm("ok", "1")).unwrap(),
+            serde_json::to_string(&gadget).unwrap()
+        ),
+    )
+    .unwrap();
+    f.reset();
+    let run = f.reconcile(&["-f", bad.to_str().unwrap()]).fails();
+    assert!(
+        run.stderr.contains("a.yaml: document 2: FederatedGadget")
+            && run
+                .stderr
+                .contains("is not a federated type enabled on the host"),
+        "{}",
+        run.stderr
+    );
+    let cluster = json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster", "metadata": {"name": "x", "namespace": f.fedns}});
+    std::fs::write(bad.join("a.yaml"), serde_json::to_string(&cluster).unwrap()).unwrap();
+    let run = f
+        .reconcile(&["-f", bad.to_str().unwrap(), "--dry-run"])
+        .fails();
+    assert!(
+        run.stderr
+            .contains("a.yaml: document 1: KubeFedCluster cannot be applied with -f"),
+        "{}",
+        run.stderr
+    );
+    let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| p.records())
+        .filter(|r| r.method != "GET" && r.resource != "leases")
+        .collect();
+    assert!(writes.is_empty(), "bad files write nothing: {writes:?}");
+    assert!(f.fed(env, "federatedconfigmaps", "ok").is_none());
+
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&base).unwrap();
 }
