@@ -19,7 +19,7 @@ use crate::core::builtin_types::{builtin, guess_plural};
 use crate::core::compare::overlay;
 use crate::core::convert::{
     FederatedResource, Federating, Placement, federated_object, federating, invalid_name_warning,
-    parse_labels, skipped_in_contents, system_namespace_note,
+    made_by_cluster, parse_labels, skipped_in_contents, system_namespace_note,
 };
 use crate::core::lookup::{self, ServedResource};
 use crate::core::typegen::{TemplateSchema, federated_kind, federated_plural};
@@ -259,15 +259,6 @@ pub fn federate_documents(
     Ok(out)
 }
 
-/// A controller made it (a Deployment's ReplicaSets, a Job's Pods) or the
-/// cluster did (service-account tokens): federating it would fight that.
-fn generated_by_cluster(obj: &Value) -> bool {
-    let owned = obj["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|refs| refs.iter().any(|r| r["controller"] == true));
-    owned || obj["type"] == "kubernetes.io/service-account-token"
-}
-
 /// Objects to federate, grouped by type, as read from the host.
 type Work = Vec<(ServedResource, Vec<Value>)>;
 
@@ -347,7 +338,7 @@ async fn namespace_contents(
 ) -> Result<Work> {
     let mut list_errors = Vec::new();
     let mut by_type: BTreeMap<String, (ServedResource, Vec<Value>)> = BTreeMap::new();
-    let mut controlled = 0usize;
+    let mut controlled = Vec::new();
     for r in served
         .iter()
         .filter(|r| r.preferred && !skipped_in_contents(r, skip))
@@ -377,9 +368,11 @@ async fn namespace_contents(
             list_errors.join("; ")
         );
     }
-    if controlled > 0 {
+    if !controlled.is_empty() {
         eprintln!(
-            "note: left out {controlled} object(s) made by controllers or the cluster (owned objects, service-account tokens)"
+            "note: left out {} object(s) made by controllers or the cluster: {}",
+            controlled.len(),
+            controlled.join(", ")
         );
     }
     Ok(by_type.into_values().collect())
@@ -389,15 +382,15 @@ async fn namespace_contents(
 fn federatable_items(
     r: &ServedResource,
     listed: Vec<DynamicObject>,
-    controlled: &mut usize,
+    controlled: &mut Vec<String>,
 ) -> Result<Vec<Value>> {
     let mut items: Vec<Value> = Vec::new();
     for item in listed {
         let mut v = serde_json::to_value(item)?;
         v["apiVersion"] = Value::String(r.api_version());
         v["kind"] = Value::String(r.kind.clone());
-        if generated_by_cluster(&v) {
-            *controlled += 1;
+        if made_by_cluster(&v) {
+            controlled.push(crate::core::describe::describe(&r.kind, &v));
         } else if let Some(w) = invalid_name_warning(&v) {
             eprintln!("warning: {w}");
         } else {
@@ -682,19 +675,6 @@ mod tests {
                 .to_string()
                 .starts_with("y.yaml: invalid YAML")
         );
-    }
-
-    #[test]
-    fn objects_made_by_controllers_or_the_cluster() {
-        assert!(generated_by_cluster(
-            &serde_json::json!({"metadata": {"ownerReferences": [{"controller": true}]}})
-        ));
-        assert!(generated_by_cluster(
-            &serde_json::json!({"metadata": {"name": "t"}, "type": "kubernetes.io/service-account-token"})
-        ));
-        assert!(!generated_by_cluster(
-            &serde_json::json!({"metadata": {"name": "x", "ownerReferences": [{"controller": false}]}})
-        ));
     }
 
     #[test]

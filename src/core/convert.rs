@@ -264,6 +264,21 @@ pub fn skipped_in_contents(r: &ServedResource, skip: &[String]) -> bool {
             .any(|s| r.matches(s))
 }
 
+/// Whether the cluster or a controller made `obj` (a Deployment's
+/// ReplicaSets, a Job's Pods, service-account tokens, the
+/// `kube-root-ca.crt` ConfigMap Kubernetes 1.20+ puts in every namespace):
+/// federating it would fight whoever makes it, so `federate --contents`
+/// leaves it out.
+pub fn made_by_cluster(obj: &Value) -> bool {
+    let owned = obj["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|refs| refs.iter().any(|r| r["controller"] == true));
+    let root_ca = obj["kind"] == "ConfigMap"
+        && obj["apiVersion"] == "v1"
+        && obj["metadata"]["name"] == "kube-root-ca.crt";
+    owned || root_ca || obj["type"] == "kubernetes.io/service-account-token"
+}
+
 /// Parses `a,b,c` cluster names and `k=v,k2=v2` selectors from flags.
 pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
     text.split(',')
@@ -280,6 +295,35 @@ pub fn parse_labels(text: &str) -> Result<Vec<(String, String)>, String> {
 #[cfg(test)]
 mod federating_tests {
     use super::*;
+
+    #[test]
+    fn what_the_cluster_makes_is_left_out() {
+        let cases = [
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt"}}),
+                true,
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}),
+                false,
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "t"}, "type": "kubernetes.io/service-account-token"}),
+                true,
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kube-root-ca.crt"}}),
+                false,
+            ),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-1", "ownerReferences": [{"controller": true}]}}),
+                true,
+            ),
+        ];
+        for (obj, made) in cases {
+            assert_eq!(made_by_cluster(&obj), made, "{obj}");
+        }
+    }
 
     #[test]
     fn only_a_spec_that_says_something_new_differs() {

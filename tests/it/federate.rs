@@ -217,6 +217,13 @@ fn a_namespace_with_contents_skips_types_that_are_not_federated() {
         &format!("/api/v1/namespaces/{ns}/configmaps"),
         json!({"metadata": {"name": "a-config"}, "data": {"x": "2"}}),
     );
+    // What Kubernetes 1.21+ puts in every namespace (made here by hand).
+    post(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        json!({"metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": "x"}}),
+    );
     post(
         env,
         "host",
@@ -267,6 +274,13 @@ fn a_namespace_with_contents_skips_types_that_are_not_federated() {
             "FederatedServiceAccount/default"
         ],
         "stable order: the namespace, then by type and name"
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("ConfigMap {ns}/kube-root-ca.crt"))
+            && run.stderr.contains("left out"),
+        "the cluster's own objects are named as left out: {}",
+        run.stderr
     );
     assert_eq!(proxy.writes(), 0, "-o writes nothing");
 
