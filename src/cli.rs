@@ -51,7 +51,12 @@ pub enum Command {
 pub fn main(bin_name: &str) -> ExitCode {
     crate::output::quiet_broken_pipes();
     crate::completion::complete_from_env(Cli::command);
-    let cmd = Cli::command().bin_name(bin_name);
+    let mut cmd = Cli::command().bin_name(bin_name);
+    // Bare, as kubefedctl v0.10 (cobra) does: the help, exit 0.
+    if std::env::args_os().len() == 1 {
+        let _ = cmd.print_help();
+        return ExitCode::from(EXIT_OK);
+    }
     let matches = match cmd.try_get_matches() {
         Ok(m) => m,
         Err(e) => e.exit(),

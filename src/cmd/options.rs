@@ -39,6 +39,8 @@ pub struct GlobalOptions {
     #[arg(
         short = 'v',
         long = "verbosity",
+        // kubefedctl v0.10's klog flag, for scripts written for it.
+        alias = "v",
         global = true,
         value_name = "LEVEL",
         default_value_t = 0

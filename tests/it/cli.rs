@@ -68,6 +68,13 @@ fn usage_errors_exit_2_and_help_lists_only_working_commands() {
         "{}",
         stderr(&o)
     );
+    // Scripts written for kubefedctl v0.10: bare prints the help (exit 0),
+    // klog's --v=N is -v N.
+    let o = run(KUBEFEDCTL, &[], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Usage:"), "{}", stdout(&o));
+    let o = run(KUBEFEDCTL, &["--v=4", "version"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let o = run(KUBEFEDCTL, &["--help"], &[]);
     assert!(o.status.success());
     let help = stdout(&o);
