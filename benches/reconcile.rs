@@ -5,7 +5,7 @@
 //! KUBEFEDCTL_BENCH_MEMBERS (10), KUBEFEDCTL_BENCH_OBJECTS (1000 of each of
 //! FederatedDeployment and FederatedConfigMap), KUBEFEDCTL_BENCH_RENDER
 //! (10000 objects for the offline render), KUBEFEDCTL_BENCH_ONLY (a comma-separated
-//! subset of render, faults, unrelated, run, shards, side, watch; all by
+//! subset of render, faults, unrelated, plan, run, shards, side, watch; all by
 //! default).
 
 use serde_json::json;
@@ -367,6 +367,9 @@ fn main() {
     if wants("unrelated") {
         unrelated_objects(&mut rows);
     }
+    if wants("plan") {
+        plan_of_files(&mut rows);
+    }
     if !["run", "shards", "side", "watch"].iter().any(|p| wants(p)) {
         print_rows(rows);
         return;
@@ -647,6 +650,106 @@ fn unrelated_objects(rows: &mut Vec<(String, String, String)>) {
             "median of 5; member1 sent {bytes0} / {bytes1} bytes; targets ≤ 1.5× time + 0.3 s: {}, ≤ 1.3× memory + 15 MiB: {}",
             if time_ok { "met" } else { "MISSED" },
             if rss_ok { "met" } else { "MISSED" }
+        ),
+    ));
+}
+
+/// `reconcile -f --dry-run` against a plain `--dry-run` with the same 2,000
+/// changed templates on 3 members: the same requests (lists only, no GET
+/// per object), in an environment of its own.
+fn plan_of_files(rows: &mut Vec<(String, String, String)>) {
+    let objects = env_usize("KUBEFEDCTL_BENCH_PLAN", 2000);
+    let env = TestEnv::private(&["host", "m1", "m2", "m3"]).expect("environment");
+    let host = env.proxy("host").unwrap();
+    let members: Vec<Proxy> = ["m1", "m2", "m3"]
+        .iter()
+        .map(|m| env.proxy(m).unwrap())
+        .collect();
+    let kc = env.dir().join("plan.kubeconfig");
+    let mut k = env
+        .kubeconfig()
+        .current_context("host")
+        .server("host", &host.url());
+    for (m, p) in ["m1", "m2", "m3"].iter().zip(&members) {
+        k = k.server(m, &p.url());
+    }
+    k.write(&kc).unwrap();
+    ok("init", &kubefedctl(&kc, &["init"]).1);
+    for m in ["m1", "m2", "m3"] {
+        ok("join", &kubefedctl(&kc, &["join", m]).1);
+    }
+    for t in ["namespaces", "configmaps"] {
+        ok("enable", &kubefedctl(&kc, &["enable", t]).1);
+    }
+    let ns = "plan-bench";
+    populate(&env, ns, 0);
+    let cm = |i: usize, v: &str| {
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
+            "metadata": {"name": format!("cfg-{i:05}"), "namespace": ns},
+            "spec": {"placement": {"clusterSelector": {}}, "template": {"data": {"v": v}}}})
+    };
+    let base = format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps");
+    create_all(
+        &env,
+        &base,
+        (0..objects).map(|i| cm(i, "1").to_string()).collect(),
+    );
+    ok("first run", &kubefedctl(&kc, &["reconcile", "-n", ns]).1);
+
+    let file = env.dir().join("plan-bench.yaml");
+    let text: Vec<String> = (0..objects).map(|i| cm(i, "2").to_string()).collect();
+    std::fs::write(&file, text.join("\n---\n")).unwrap();
+    let f = file.display().to_string();
+    let plan = |args: &[&str]| {
+        reset(&host, &members);
+        let (t, out) = kubefedctl(&kc, args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "changes pending: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(": update ConfigMap "))
+            .count();
+        assert_eq!(lines, 3 * objects, "every change planned");
+        (
+            t,
+            host.records().len(),
+            members.iter().map(|p| p.records().len()).sum::<usize>(),
+        )
+    };
+    let (t_files, host_files, members_files) =
+        plan(&["reconcile", "-n", ns, "-f", &f, "--dry-run", "--exit-code"]);
+    // The same change on the host itself, planned as before -f existed.
+    std::thread::scope(|s| {
+        for part in 0..4 {
+            let (env, base, cm) = (&env, &base, &cm);
+            s.spawn(move || {
+                for i in (part..objects).step_by(4) {
+                    let r = env
+                        .request(
+                            "host",
+                            "PATCH",
+                            &format!("{base}/cfg-{i:05}"),
+                            Some(&json!({"spec": cm(i, "2")["spec"]}).to_string()),
+                        )
+                        .unwrap();
+                    assert_eq!(r.status, 200, "{}", r.body);
+                }
+            });
+        }
+    });
+    let (t_host, host_host, members_host) =
+        plan(&["reconcile", "-n", ns, "--dry-run", "--exit-code"]);
+    let same = members_files == members_host;
+    rows.push((
+        format!("dry-run plan of {objects} changed objects × 3 members: -f files / the host's objects"),
+        format!("{:.2} s / {:.2} s", t_files.as_secs_f64(), t_host.as_secs_f64()),
+        format!(
+            "requests: host {host_files} / {host_host}, members {members_files} / {members_host} (lists only); target the same member requests: {}",
+            if same { "met" } else { "MISSED" }
         ),
     ));
 }

@@ -3,6 +3,7 @@
 //! them would do (and not what the host holds today).
 
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 use super::compare::is_subset;
 use super::describe::{ObjectKey, key_of};
@@ -47,9 +48,13 @@ pub fn overlay(
 ) -> (Vec<Value>, Vec<(ObjectKey, Proposed)>) {
     let mut out = Vec::with_capacity(host.len() + files.len());
     let mut what = Vec::new();
+    // By key: a change of thousands of objects is not quadratic.
+    let by_key: HashMap<ObjectKey, &Value> = files.iter().map(|f| (key_of(f), f)).collect();
+    let mut on_host = HashSet::new();
     for mut h in host {
         let key = key_of(&h);
-        match files.iter().find(|f| key_of(f) == key) {
+        on_host.insert(key.clone());
+        match by_key.get(&key).copied() {
             Some(f) if is_subset(&applied_part(f), &applied_part(&h)) => {
                 what.push((key, Proposed::Unchanged));
             }
@@ -72,7 +77,7 @@ pub fn overlay(
     }
     for f in files {
         let key = key_of(f);
-        if !what.iter().any(|(k, _)| *k == key) {
+        if !on_host.contains(&key) {
             out.push(f.clone());
             what.push((key, Proposed::Create));
         }
