@@ -3,7 +3,7 @@
 //! them would do (and not what the host holds today).
 
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::compare::is_subset;
 use super::describe::{ObjectKey, key_of};
@@ -36,14 +36,16 @@ fn applied_part(obj: &Value) -> Value {
 /// One type's host objects with the files' in their place: a file object
 /// the host has keeps the host's identity, finalizers and status and takes
 /// the file's labels, annotations and spec; one the host lacks is added as
-/// the file has it; with `prune`, a host object the files lack is marked
-/// deleted at `now` (its members' copies go as a deletion would take them).
+/// the file has it; with `prune` (the namespaces to prune in: those the
+/// files name, as `kubectl apply --prune` prunes), a host object the files
+/// lack is marked deleted at `now` (its members' copies go as a deletion
+/// would take them).
 /// Returns the objects and what became of each key, in the host's order
 /// then the files'.
 pub fn overlay(
     host: Vec<Value>,
     files: &[Value],
-    prune: bool,
+    prune: Option<&BTreeSet<String>>,
     now: &str,
 ) -> (Vec<Value>, Vec<(ObjectKey, Proposed)>) {
     let mut out = Vec::with_capacity(host.len() + files.len());
@@ -67,7 +69,9 @@ pub fn overlay(
                 h["spec"] = f["spec"].clone();
                 what.push((key, Proposed::Update));
             }
-            None if prune && h["metadata"]["deletionTimestamp"].is_null() => {
+            None if prune.is_some_and(|ns| ns.contains(&key.0))
+                && h["metadata"]["deletionTimestamp"].is_null() =>
+            {
                 h["metadata"]["deletionTimestamp"] = now.into();
                 what.push((key, Proposed::Prune));
             }
@@ -112,7 +116,7 @@ mod tests {
             on_host("dropped", "1"),
         ];
         let files = [fed("same", "1"), fed("changed", "2"), fed("new", "1")];
-        let (objects, what) = overlay(host.clone(), &files, false, "2026-01-01T00:00:00Z");
+        let (objects, what) = overlay(host.clone(), &files, None, "2026-01-01T00:00:00Z");
         let key = |n: &str| ("shop".to_string(), n.to_string());
         assert_eq!(
             what,
@@ -136,19 +140,30 @@ mod tests {
         assert_eq!(objects[2], host[2]);
         assert_eq!(objects[3], files[2]);
 
-        let (objects, what) = overlay(host, &files, true, "2026-01-01T00:00:00Z");
+        let shop: BTreeSet<String> = ["shop".to_string()].into();
+        let (objects, what) = overlay(host.clone(), &files, Some(&shop), "2026-01-01T00:00:00Z");
         assert_eq!(what[2], (key("dropped"), Proposed::Prune));
         assert_eq!(
             objects[2]["metadata"]["deletionTimestamp"],
             "2026-01-01T00:00:00Z"
         );
+        // Only in the namespaces the files name.
+        let elsewhere: BTreeSet<String> = ["other".to_string()].into();
+        let (_, what) = overlay(host, &files, Some(&elsewhere), "2026-01-01T00:00:00Z");
+        assert!(what.iter().all(|(_, p)| *p != Proposed::Prune));
     }
 
     #[test]
     fn an_object_already_being_deleted_is_not_pruned_again() {
         let mut going = on_host("going", "1");
         going["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
-        let (objects, what) = overlay(vec![going.clone()], &[], true, "2026-01-01T00:00:00Z");
+        let shop: BTreeSet<String> = ["shop".to_string()].into();
+        let (objects, what) = overlay(
+            vec![going.clone()],
+            &[],
+            Some(&shop),
+            "2026-01-01T00:00:00Z",
+        );
         assert!(what.is_empty());
         assert_eq!(objects, [going]);
     }

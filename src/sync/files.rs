@@ -14,6 +14,7 @@ use crate::sync::render::{self, Sourced};
 use anyhow::{Result, anyhow, bail};
 use kube::api::{ApiResource, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 /// The field manager of every apply.
@@ -125,8 +126,9 @@ pub fn overlay(seen: &mut Observation, p: &Proposal, now: &str) -> Result<Vec<St
         if files.is_empty() {
             continue;
         }
-        let (objects, what) =
-            proposal::overlay(std::mem::take(&mut t.objects), &files, p.prune, now);
+        let namespaces: BTreeSet<String> = files.iter().map(|f| key_of(f).0).collect();
+        let prune = p.prune.then_some(&namespaces);
+        let (objects, what) = proposal::overlay(std::mem::take(&mut t.objects), &files, prune, now);
         t.objects = objects;
         for (key, proposed) in what {
             let verb = match proposed {
@@ -217,7 +219,7 @@ async fn proposed(host: &Host, ar: &ApiResource, s: &Sourced) -> Result<Proposed
     let (_, what) = proposal::overlay(
         live.into_iter().collect(),
         std::slice::from_ref(&s.object),
-        false,
+        None,
         "",
     );
     Ok(what.first().map_or(Proposed::Create, |(_, w)| *w))
@@ -273,9 +275,21 @@ async fn prune(
         }
     }
     for t in seen_types {
-        let api = dynamic_api(&host.client, None, &t.federated);
-        let listed =
-            crate::sync::observe::list_all(&api, &ListParams::default().labels(selector)).await?;
+        // Only in the namespaces the files name, as kubectl apply --prune.
+        let namespaces: BTreeSet<String> = p
+            .federated
+            .iter()
+            .filter(|s| s.object["kind"] == t.federated.kind.as_str())
+            .map(|s| key_of(&s.object).0)
+            .collect();
+        let mut listed = Vec::new();
+        for ns in &namespaces {
+            let api = dynamic_api(&host.client, Some(ns), &t.federated);
+            listed.extend(
+                crate::sync::observe::list_all(&api, &ListParams::default().labels(selector))
+                    .await?,
+            );
+        }
         for h in listed {
             let key = key_of(&h);
             if p.federated
