@@ -221,6 +221,10 @@ fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::placement::Cluster>
     if o.concurrency == 0 {
         anyhow::bail!("--concurrency must be at least 1");
     }
+    if let Some(sel) = &o.selector {
+        crate::core::placement::Selector::parse_flag(sel)
+            .map_err(|e| anyhow::anyhow!("-l {sel:?}: {e}"))?;
+    }
     if o.output == Some(ReconcileOutput::Markdown) && !o.dry_run {
         anyhow::bail!("-o markdown prints a plan: use it with --dry-run");
     }
@@ -708,7 +712,7 @@ mod tests {
 
     #[test]
     fn validate_names_the_flag_before_anything_is_read() {
-        let cases: [(&[&str], Option<&str>); 5] = [
+        let cases: [(&[&str], Option<&str>); 6] = [
             (&["--cluster", "m1"], None),
             (&["--from", "x", "--cluster", "eu1:region=eu"], None),
             (
@@ -725,6 +729,7 @@ mod tests {
                 &["--concurrency", "0"],
                 Some("--concurrency must be at least 1"),
             ),
+            (&["-l", "tier in web"], Some("-l \"tier in web\": ")),
         ];
         for (args, want) in cases {
             let got = validate(&options(args))

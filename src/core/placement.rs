@@ -235,6 +235,30 @@ impl Selector {
         Ok(Selector { requirements })
     }
 
+    /// Parse kubectl's `-l` syntax (`a=b,c!=d,e in (x,y),f notin (z),g,!h`;
+    /// `==` as `=`), as the API server reads a `labelSelector` query.
+    pub fn parse_flag(text: &str) -> Result<Selector, String> {
+        let mut requirements = Vec::new();
+        let mut rest = text.trim();
+        while !rest.is_empty() {
+            // A set's values may hold commas: cut at the closing parenthesis.
+            let end = match (rest.find('('), rest.find(',')) {
+                (Some(open), Some(comma)) if open < comma => {
+                    let close = rest
+                        .find(')')
+                        .ok_or(format!("{rest:?}: no closing parenthesis"))?;
+                    rest[close..].find(',').map_or(rest.len(), |c| close + c)
+                }
+                (_, Some(comma)) => comma,
+                _ => rest.len(),
+            };
+            let part = rest[..end].trim();
+            rest = rest[end..].trim_start_matches(',').trim();
+            requirements.push(parse_flag_requirement(part)?);
+        }
+        Ok(Selector { requirements })
+    }
+
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|r| match r {
             Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
@@ -243,6 +267,53 @@ impl Selector {
             Requirement::DoesNotExist(k) => !labels.contains_key(k),
         })
     }
+}
+
+/// One requirement of a `-l` selector.
+fn parse_flag_requirement(part: &str) -> Result<Requirement, String> {
+    let set = |values: &str| -> Result<BTreeSet<String>, String> {
+        let inner = values
+            .trim()
+            .strip_prefix('(')
+            .and_then(|v| v.strip_suffix(')'))
+            .ok_or(format!("{part:?}: values must be in parentheses"))?;
+        inner
+            .split(',')
+            .map(|v| {
+                let v = v.trim();
+                check_value(v).map(|()| v.to_string())
+            })
+            .collect()
+    };
+    let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
+    if let [key, rest] = words[..] {
+        let rest = rest.trim();
+        if let Some(values) = rest.strip_prefix("notin") {
+            check_key(key)?;
+            return Ok(Requirement::NotIn(key.to_string(), set(values)?));
+        }
+        if let Some(values) = rest.strip_prefix("in") {
+            check_key(key)?;
+            return Ok(Requirement::In(key.to_string(), set(values)?));
+        }
+    }
+    let pair = |op: &str| part.split_once(op).map(|(k, v)| (k.trim(), v.trim()));
+    if let Some((k, v)) = pair("!=") {
+        check_key(k)?;
+        check_value(v)?;
+        return Ok(Requirement::NotIn(k.to_string(), [v.to_string()].into()));
+    }
+    if let Some((k, v)) = pair("==").or_else(|| pair("=")) {
+        check_key(k)?;
+        check_value(v)?;
+        return Ok(Requirement::In(k.to_string(), [v.to_string()].into()));
+    }
+    if let Some(k) = part.strip_prefix('!') {
+        check_key(k.trim())?;
+        return Ok(Requirement::DoesNotExist(k.trim().to_string()));
+    }
+    check_key(part)?;
+    Ok(Requirement::Exists(part.to_string()))
 }
 
 fn parse_expression(e: &Value) -> Result<Requirement, String> {
@@ -334,6 +405,37 @@ fn check_name_part(part: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flag_selectors_read_as_kubectl_writes_them() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let shop = labels(&[("team", "shop"), ("tier", "web")]);
+        let cases = [
+            ("team=shop", true),
+            ("team==shop", true),
+            ("team=ops", false),
+            ("team!=ops", true),
+            ("team=shop,tier=db", false),
+            ("tier in (web, db)", true),
+            ("tier in (db),team=shop", false),
+            ("tier notin (db,cache), team", true),
+            ("!owner", true),
+            ("owner", false),
+            ("app.kubernetes.io/part-of!=shop", true),
+        ];
+        for (text, want) in cases {
+            let s = Selector::parse_flag(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(s.matches(&shop), want, "{text}");
+        }
+        for bad in ["tier in web", "tier in (web", "Bad Key=x", "a=b c"] {
+            assert!(Selector::parse_flag(bad).is_err(), "{bad} is refused");
+        }
+    }
     use serde_json::json;
 
     fn names(list: &[&str]) -> BTreeSet<String> {

@@ -449,3 +449,43 @@ fn the_deployments_own_rights_suffice_for_the_watch_inside_a_pod() {
         "{text}"
     );
 }
+
+/// `--watch -l`: the selector chooses objects, not the FederatedNamespace
+/// (unlabelled here) that places them.
+#[test]
+fn a_selector_does_not_hide_the_federated_namespace_from_the_watch() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-sel", &["configmaps"]);
+    let log_path = env.dir().join("watch-sel.log");
+    let labelled = |name: &str, team: &str| {
+        let path = format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
+            f.group, f.ns
+        );
+        crate::fixtures::post(
+            env,
+            "host",
+            &path,
+            json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+                "metadata": {"name": name, "namespace": f.ns, "labels": {"team": team}},
+                "spec": {"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}}}),
+        );
+    };
+    // The namespace is in the members already.
+    f.reconcile(&[]).ok();
+    labelled("mine", "shop");
+    labelled("theirs", "ops");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &["-l", "team=shop"]);
+    wait_until("the selected object propagates", || {
+        cm(env, "member1", f.ns, "mine").is_some() && cm(env, "member2", f.ns, "mine").is_some()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(cm(env, "member1", f.ns, "mine").is_some(), "and stays");
+    assert!(
+        cm(env, "member1", f.ns, "theirs").is_none(),
+        "-l leaves the rest alone"
+    );
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+}

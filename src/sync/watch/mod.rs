@@ -534,7 +534,9 @@ impl Controller<'_> {
         ]);
         for (name, t) in self.observed_types() {
             let mut config = plain();
-            if let Some(sel) = &self.o.run.selection.selector {
+            if let Some(sel) = &self.o.run.selection.selector
+                && !t.ty.target.is_namespace()
+            {
                 config = config.labels(sel);
             }
             let in_ns = ns.as_deref().filter(|_| t.federated_namespaced);
@@ -764,14 +766,24 @@ impl Controller<'_> {
     }
 
     fn observe(&self, keys: Option<&BTreeSet<WorkKey>>) -> Observation {
-        self.cache.observe(
+        let mut seen = self.cache.observe(
             &self.host.namespace,
             self.namespace().as_deref(),
             &self.types(),
             (&self.members, &self.health),
             self.touched(),
             keys,
-        )
+        );
+        // FederatedNamespaces are watched whatever -l says (they place
+        // everything in them); -l still chooses which of them a round decides.
+        if let Some(sel) = &self.o.run.selection.selector
+            && let Ok(sel) = crate::core::placement::Selector::parse_flag(sel)
+        {
+            for t in seen.types.iter_mut().filter(|t| t.ty.target.is_namespace()) {
+                t.objects.retain(|o| sel.matches(&labels_of(o)));
+            }
+        }
+        seen
     }
 
     /// Starts a round as a task of its own: a full one over everything, or
@@ -934,6 +946,18 @@ fn outcome_keys(outcome: &RoundOutcome) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>
         }
     }
     (failed, changed)
+}
+
+/// An object's labels.
+fn labels_of(obj: &serde_json::Value) -> BTreeMap<String, String> {
+    obj["metadata"]["labels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A timer whose first tick is now (taken), and that delays missed ticks.
