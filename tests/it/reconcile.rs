@@ -1757,7 +1757,15 @@ fn the_hosts_kubefedconfig_decides_what_a_run_does() {
 #[test]
 fn files_under_review_are_planned_then_applied_in_one_run() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "rc-plan", &["configmaps", "secrets"]);
+    // The default federated group: a FederatedSecret of another group would
+    // make the kind ambiguous for other tests.
+    let f = Federation::named(
+        env,
+        "rc-plan",
+        "types.kubefed.io",
+        "rc-plan-objs",
+        &["configmaps", "secrets"],
+    );
     let ns = f.ns;
     let fed = |kind: &str, name: &str, template: Value| {
         json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": kind,
@@ -2059,19 +2067,19 @@ fn wait_ready_waits_for_rollouts_and_ready_conditions() {
     let env = TestEnv::shared();
     let group = "ready.example.com";
     let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("widgets.{group}")},
+        "metadata": {"name": format!("beacons.{group}")},
         "spec": {"group": group, "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "names": {"plural": "beacons", "singular": "beacon", "kind": "Beacon", "listKind": "BeaconList"},
                  "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     for c in ["host", "member1", "member2"] {
         post(env, c, crds, crd.clone());
-        wait_until(&format!("{c} serves widgets"), || {
+        wait_until(&format!("{c} serves beacons"), || {
             get(env, c, &format!("/apis/{group}/v1")).is_some()
         });
     }
-    let widget_type = format!("widgets.{group}");
+    let widget_type = format!("beacons.{group}");
     let f = Federation::new(env, "rc-ready", &["deployments.apps", &widget_type]);
     let ns = f.ns;
     let deployment = |replicas: i64| {
@@ -2151,19 +2159,19 @@ fn wait_ready_waits_for_rollouts_and_ready_conditions() {
     // is its controller too.
     f.create(
         env,
-        "FederatedWidget",
+        "FederatedBeacon",
         "w",
         json!({"template": {"spec": {"size": 1}}, "placement": {"clusterSelector": {}}}),
     );
     // Its members' copies exist already, not ready (as their controller
     // says), and are adopted by the run.
-    let widget = format!("/apis/{group}/v1/namespaces/{ns}/widgets/w");
+    let widget = format!("/apis/{group}/v1/namespaces/{ns}/beacons/w");
     for m in ["member1", "member2"] {
         post(
             env,
             m,
-            &format!("/apis/{group}/v1/namespaces/{ns}/widgets"),
-            json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 0}}),
+            &format!("/apis/{group}/v1/namespaces/{ns}/beacons"),
+            json!({"apiVersion": format!("{group}/v1"), "kind": "Beacon", "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 0}}),
         );
         patch(
             env,
@@ -2173,7 +2181,7 @@ fn wait_ready_waits_for_rollouts_and_ready_conditions() {
         );
     }
     let mut child = spawn(&["--type", &widget_type, "--wait-ready=60s"]);
-    wait_until("the widgets adopted", || {
+    wait_until("the beacons adopted", || {
         ["member1", "member2"]
             .iter()
             .all(|m| get(env, m, &widget).is_some_and(|w| w["spec"]["size"] == 1))
@@ -2194,7 +2202,7 @@ fn wait_ready_waits_for_rollouts_and_ready_conditions() {
     let (code, stderr) = finish(child);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
-        stderr.contains(&format!("ready: {}: widget {ns}/w", f.cluster("m1"))),
+        stderr.contains(&format!("ready: {}: beacon {ns}/w", f.cluster("m1"))),
         "{stderr}"
     );
 }
