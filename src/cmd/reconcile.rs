@@ -150,6 +150,10 @@ pub struct ReconcileOptions {
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
     pub lock_timeout: Duration,
 
+    /// Run even while KubeFed's own controller-manager holds its leader lock (a migration's overlap)
+    #[arg(long)]
+    pub force: bool,
+
     /// Do not take the federation lock (only when no other run can overlap)
     #[arg(long, conflicts_with = "lock_timeout")]
     pub no_lock: bool,
@@ -290,6 +294,7 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     } else {
         host.require_initialised().await?;
     }
+    lock::refuse_beside_kubefed(&host, o.force).await?;
     // Watches are silent while nothing changes: no read timeout for them.
     let mut config = factory.config(&host.context).await?;
     config.read_timeout = None;
@@ -465,6 +470,9 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     };
     let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
+    if !o.dry_run {
+        lock::refuse_beside_kubefed(&host, o.force).await?;
+    }
     let opts = live_options(o, proposal.clone().filter(|_| o.dry_run));
     let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
         let bar = indicatif::ProgressBar::new(0);

@@ -77,6 +77,25 @@ pub fn acquire(lease: Option<&Value>, now: i64) -> Acquire {
     }
 }
 
+/// The name of KubeFed's own controller-manager leader lock in the
+/// federation namespace (`cmd/controller-manager/app/leaderelection`).
+pub const KUBEFED_LEADER_LOCK: &str = "kubefed-controller-manager";
+
+/// Where client-go's ConfigMap and Endpoints locks keep their record.
+pub const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
+
+/// The live holder of a leader-election record (client-go's
+/// `LeaderElectionRecord`: a Lease's spec, or the JSON of a ConfigMap or
+/// Endpoints lock's annotation), at `now`: someone whose lease has not
+/// expired. KubeFed's controller-manager holding its lock means it is
+/// propagating this federation.
+pub fn live_holder(record: &Value, now: i64) -> Option<String> {
+    match acquire(Some(&serde_json::json!({ "spec": record })), now) {
+        Acquire::Held { holder, .. } => Some(holder),
+        _ => None,
+    }
+}
+
 /// What a holder finds when it reads the lease again after its renewal was
 /// refused (the lease changed since its last write).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,6 +176,26 @@ pub fn ago(secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubefeds_own_lock_is_live_only_while_renewed() {
+        let now = 1_000_000;
+        let record = |holder: &str, renewed: i64| {
+            serde_json::json!({"holderIdentity": holder, "leaseDurationSeconds": 15,
+                "acquireTime": rfc3339(renewed - 100), "renewTime": rfc3339(renewed)})
+        };
+        assert_eq!(
+            live_holder(&record("cm-1_abc", now - 5), now),
+            Some("cm-1_abc".into())
+        );
+        assert_eq!(
+            live_holder(&record("cm-1_abc", now - 60), now),
+            None,
+            "expired"
+        );
+        assert_eq!(live_holder(&record("", now), now), None, "released");
+        assert_eq!(live_holder(&serde_json::json!({}), now), None);
+    }
 
     fn lease(holder: &str, acquired: i64, renewed: i64) -> Value {
         json!({"metadata": {"name": RECONCILE_LEASE},

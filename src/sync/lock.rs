@@ -51,6 +51,54 @@ pub enum LockState {
     Lost { holder: String },
 }
 
+/// Who holds KubeFed's own controller-manager leader lock in the
+/// federation namespace, if anyone does now (its Lease, ConfigMap or
+/// Endpoints lock, whichever `leaderElect.resourceLock` chose): a migration
+/// must not have both propagating.
+pub async fn kubefed_controller_holder(host: &Host) -> Result<Option<String>> {
+    use crate::core::lease::{KUBEFED_LEADER_LOCK, LEADER_ANNOTATION, live_holder};
+    let now = crate::clock::now_unix();
+    let lease = host
+        .object(resource_of::<Lease>(), true, KUBEFED_LEADER_LOCK)
+        .get()
+        .await?;
+    if let Some(holder) = lease.and_then(|l| live_holder(&l["spec"], now)) {
+        return Ok(Some(holder));
+    }
+    for resource in [
+        resource_of::<k8s_openapi::api::core::v1::ConfigMap>(),
+        resource_of::<k8s_openapi::api::core::v1::Endpoints>(),
+    ] {
+        let lock = host
+            .object(resource, true, KUBEFED_LEADER_LOCK)
+            .get()
+            .await?;
+        let record = lock
+            .as_ref()
+            .and_then(|l| l["metadata"]["annotations"][LEADER_ANNOTATION].as_str())
+            .and_then(|text| serde_json::from_str::<Value>(text).ok());
+        if let Some(holder) = record.and_then(|r| live_holder(&r, now)) {
+            return Ok(Some(holder));
+        }
+    }
+    Ok(None)
+}
+
+/// Refuses to run beside a live KubeFed controller-manager (unless `force`).
+pub async fn refuse_beside_kubefed(host: &Host, force: bool) -> Result<()> {
+    if force {
+        return Ok(());
+    }
+    if let Some(holder) = kubefed_controller_holder(host).await? {
+        bail!(
+            "KubeFed's controller-manager ({holder}) holds its leader lock {}/{}: it propagates this federation; stop it first, or run with --force",
+            host.namespace,
+            crate::core::lease::KUBEFED_LEADER_LOCK
+        );
+    }
+    Ok(())
+}
+
 /// Takes the lock `name` for this run (waiting up to `wait`), and says from
 /// whom when it took over an expired one: the one way a one-shot run and
 /// the watch take it.

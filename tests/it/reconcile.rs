@@ -2320,3 +2320,60 @@ fn the_ci_recipe_plans_then_applies() {
     let (code, stderr) = step(plan);
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// A migration: KubeFed's own controller-manager still holds its leader
+/// lock, so reconcile refuses to propagate beside it (unless --force).
+#[test]
+fn a_live_kubefed_controller_manager_is_not_run_beside() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-handover", &["configmaps"]);
+    let now = |offset: i64| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            + offset;
+        kubefedctl::core::time::rfc3339(t)
+    };
+    // client-go's ConfigMap lock, KubeFed v0.10's default, renewed now.
+    let record = json!({"holderIdentity": "kubefed-cm-7d9_abc", "leaseDurationSeconds": 15,
+        "acquireTime": now(-100), "renewTime": now(0), "leaderTransitions": 0});
+    post(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{}/configmaps", f.fedns),
+        json!({"metadata": {"name": "kubefed-controller-manager",
+            "annotations": {"control-plane.alpha.kubernetes.io/leader": record.to_string()}}}),
+    );
+    f.reset();
+    let run = f.reconcile(&[]).fails();
+    assert!(
+        run.stderr.contains(&format!(
+            "KubeFed's controller-manager (kubefed-cm-7d9_abc) holds its leader lock {}/kubefed-controller-manager",
+            f.fedns
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        f.host.writes() + f.member_writes(),
+        0,
+        "nothing written, not even the lock"
+    );
+    // A plan writes nothing, so it is allowed; --force runs.
+    f.reconcile(&["--dry-run"]).ok();
+    f.reconcile(&["--force"]).ok();
+    // Once its lease has expired, nobody is propagating: a run goes ahead.
+    let stale = json!({"holderIdentity": "kubefed-cm-7d9_abc", "leaseDurationSeconds": 15,
+        "acquireTime": now(-600), "renewTime": now(-300)});
+    patch(
+        env,
+        "host",
+        &format!(
+            "/api/v1/namespaces/{}/configmaps/kubefed-controller-manager",
+            f.fedns
+        ),
+        json!({"metadata": {"annotations": {"control-plane.alpha.kubernetes.io/leader": stale.to_string()}}}),
+    );
+    f.reconcile(&[]).ok();
+}
