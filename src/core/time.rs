@@ -65,6 +65,51 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
     Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
 }
 
+/// Parses durations the way kubectl's `--request-timeout` does: a number of
+/// seconds, or numbers with `ms`, `s`, `m` or `h`, one after another as Go
+/// writes them (`1m30s`, `1.5h`, `250ms`).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let invalid = || format!("invalid duration {text:?} (examples: 30s, 500ms, 2m, 1m30s)");
+    let t = text.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return seconds(t.parse().map_err(|_| invalid())?, text);
+    }
+    let mut rest = t;
+    let mut total = 0.0f64;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(invalid)?;
+        let n: f64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => {
+                return Err(format!(
+                    "invalid duration unit in {text:?} (use ms, s, m or h)"
+                ));
+            }
+        };
+        total += n * scale;
+        rest = &rest[unit_len..];
+    }
+    if t.is_empty() {
+        return Err(invalid());
+    }
+    seconds(total, text)
+}
+
+fn seconds(secs: f64, text: &str) -> Result<std::time::Duration, String> {
+    std::time::Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("duration {text:?} is too long"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
