@@ -107,9 +107,9 @@ pub struct ReconcileOptions {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
 
-    /// Timeout of each member health probe
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    pub probe_timeout: Duration,
+    /// Timeout of each member health probe [default: the KubeFedConfig's clusterHealthCheck.timeout; 3s without one]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub probe_timeout: Option<Duration>,
 
     /// Attempts per member request (429, 5xx, timeouts and conflicts are retried)
     #[arg(long, value_name = "N", default_value_t = 5,
@@ -171,9 +171,9 @@ pub struct ReconcileOptions {
     #[arg(long, requires = "watch", conflicts_with_all = ["no_lock", "lock_timeout"])]
     pub leader_elect: bool,
 
-    /// With --watch: how often members are probed
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, requires = "watch")]
-    pub probe_interval: Duration,
+    /// With --watch: how often members are probed [default: the KubeFedConfig's clusterHealthCheck.period; 10s without one]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "watch")]
+    pub probe_interval: Option<Duration>,
 
     /// With --watch: how often everything is re-decided, changed or not
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, requires = "watch")]

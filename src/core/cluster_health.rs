@@ -33,6 +33,34 @@ impl Health {
     }
 }
 
+/// A member's readiness after a probe, as upstream's cluster controller
+/// decides it (`pkg/controller/kubefedcluster/controller.go`,
+/// `thresholdAdjustedClusterStatus`): a probe that disagrees with the
+/// current readiness changes it only after `failure_threshold` (ready →
+/// not) or `success_threshold` (not → ready) such probes in a row. `streak`
+/// counts them; the result is the health to keep and the new streak.
+pub fn after_probe(
+    current: &Health,
+    probe: Health,
+    streak: u32,
+    failure_threshold: u32,
+    success_threshold: u32,
+) -> (Health, u32) {
+    if current.is_ready() == probe.is_ready() {
+        return (probe, 0);
+    }
+    let needed = if current.is_ready() {
+        failure_threshold
+    } else {
+        success_threshold
+    };
+    if streak + 1 >= needed.max(1) {
+        (probe, 0)
+    } else {
+        (current.clone(), streak + 1)
+    }
+}
+
 /// KubeFed's conditions for a probe result, probed at `now`.
 pub fn conditions(h: &Health, now: &str) -> Vec<Value> {
     let c = |t: &str, s: &str, reason: &str, msg: &str| json!({"type": t, "status": s, "reason": reason, "message": msg, "lastProbeTime": now, "lastTransitionTime": now});
@@ -115,6 +143,35 @@ pub fn status_after_probe(old: &Value, h: &Health, now: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readiness_changes_after_the_thresholds_in_a_row() {
+        let up = Health::Ready {
+            version: "v1".into(),
+        };
+        let down = || Health::Offline {
+            message: "refused".into(),
+        };
+        // Ready, failure threshold 3: two failures keep it ready, the third turns it.
+        let (h, s) = after_probe(&up, down(), 0, 3, 1);
+        assert!(h.is_ready() && s == 1);
+        let (h, s) = after_probe(&h, down(), s, 3, 1);
+        assert!(h.is_ready() && s == 2);
+        let (h, s) = after_probe(&h, down(), s, 3, 1);
+        assert!(!h.is_ready() && s == 0);
+        // An answered probe in between starts the count again.
+        let (h, s) = after_probe(&up, down(), 0, 3, 1);
+        let (h, s) = after_probe(&h, up.clone(), s, 3, 1);
+        assert!(h.is_ready() && s == 0);
+        // Not ready, success threshold 2.
+        let (h, s) = after_probe(&down(), up.clone(), 0, 3, 2);
+        assert!(!h.is_ready() && s == 1);
+        let (h, _) = after_probe(&h, up.clone(), s, 3, 2);
+        assert!(h.is_ready());
+        // Threshold 1 (and 0, read as 1): at once.
+        assert!(!after_probe(&up, down(), 0, 1, 1).0.is_ready());
+        assert!(!after_probe(&up, down(), 0, 0, 1).0.is_ready());
+    }
 
     const T0: &str = "2026-01-01T00:00:00Z";
     const T1: &str = "2026-01-01T00:01:00Z";

@@ -5,6 +5,7 @@
 //! `setOptionsByKubeFedConfig`, after `ValidateKubeFedConfig`).
 
 use serde_json::Value;
+use std::time::Duration;
 
 use super::membership::Scope;
 use super::plan::SyncSettings;
@@ -28,6 +29,32 @@ pub struct Settings {
     pub push_reconciler: bool,
     /// `RawResourceStatusCollection`.
     pub raw_resource_status_collection: bool,
+    /// `clusterHealthCheck`.
+    pub health: HealthCheck,
+}
+
+/// How members are probed (`spec.clusterHealthCheck`; upstream's defaults
+/// from `pkg/apis/core/v1beta1/defaults/defaults.go`). `--probe-interval`
+/// and `--probe-timeout` override period and timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub period: Duration,
+    pub timeout: Duration,
+    /// Failed probes in a row before a ready member turns not ready (`--watch`).
+    pub failure_threshold: u32,
+    /// Answered probes in a row before a not-ready member turns ready (`--watch`).
+    pub success_threshold: u32,
+}
+
+impl Default for HealthCheck {
+    fn default() -> HealthCheck {
+        HealthCheck {
+            period: Duration::from_secs(10),
+            timeout: Duration::from_secs(3),
+            failure_threshold: 3,
+            success_threshold: 1,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -41,6 +68,7 @@ impl Default for Settings {
             scheduler_preferences: gate_default("SchedulerPreferences"),
             push_reconciler: gate_default("PushReconciler"),
             raw_resource_status_collection: gate_default("RawResourceStatusCollection"),
+            health: HealthCheck::default(),
         }
     }
 }
@@ -91,6 +119,7 @@ pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
         Value::Null => {}
         v => s.sync.adopt_resources = enabled(v, "spec.syncController.adoptResources")?,
     }
+    s.health = health_check(&spec["clusterHealthCheck"])?;
     match &spec["featureGates"] {
         Value::Null => {}
         Value::Array(gates) => {
@@ -115,6 +144,41 @@ pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
         _ => return Err("spec.featureGates: must be a list".into()),
     }
     Ok(s)
+}
+
+/// `spec.clusterHealthCheck`, defaults where a field is absent.
+fn health_check(v: &Value) -> Result<HealthCheck, String> {
+    let mut h = HealthCheck::default();
+    if v.is_null() {
+        return Ok(h);
+    }
+    let duration = |field: &str, default: Duration| match &v[field] {
+        Value::Null => Ok(default),
+        Value::String(text) => super::time::parse_duration(text)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or(format!(
+                "spec.clusterHealthCheck.{field}: {text:?} is not a positive duration"
+            )),
+        other => Err(format!(
+            "spec.clusterHealthCheck.{field}: must be a duration such as \"10s\", not {other}"
+        )),
+    };
+    let count = |field: &str, default: u32| match &v[field] {
+        Value::Null => Ok(default),
+        n => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n >= 1)
+            .ok_or(format!(
+                "spec.clusterHealthCheck.{field}: must be a whole number of at least 1, not {n}"
+            )),
+    };
+    h.period = duration("period", h.period)?;
+    h.timeout = duration("timeout", h.timeout)?;
+    h.failure_threshold = count("failureThreshold", h.failure_threshold)?;
+    h.success_threshold = count("successThreshold", h.success_threshold)?;
+    Ok(h)
 }
 
 /// `Enabled` or `Disabled`, as KubeFed's API spells every switch.
@@ -158,6 +222,7 @@ mod tests {
                     scheduler_preferences: false,
                     push_reconciler: true,
                     raw_resource_status_collection: true,
+                    health: HealthCheck::default(),
                 }),
             ),
             (
@@ -181,6 +246,33 @@ mod tests {
                 "gate without configuration",
                 Some(json!({"featureGates": [{"name": "PushReconciler"}]})),
                 Err("spec.featureGates[0].configuration: must be Enabled or Disabled, not null"),
+            ),
+            (
+                "health check",
+                Some(
+                    json!({"clusterHealthCheck": {"period": "30s", "timeout": "1500ms", "failureThreshold": 2}}),
+                ),
+                Ok(Settings {
+                    health: HealthCheck {
+                        period: Duration::from_secs(30),
+                        timeout: Duration::from_millis(1500),
+                        failure_threshold: 2,
+                        success_threshold: 1,
+                    },
+                    ..Settings::default()
+                }),
+            ),
+            (
+                "a health check period that is not a duration",
+                Some(json!({"clusterHealthCheck": {"period": "soon"}})),
+                Err("spec.clusterHealthCheck.period: \"soon\" is not a positive duration"),
+            ),
+            (
+                "a zero threshold",
+                Some(json!({"clusterHealthCheck": {"successThreshold": 0}})),
+                Err(
+                    "spec.clusterHealthCheck.successThreshold: must be a whole number of at least 1, not 0",
+                ),
             ),
             (
                 "gates not a list",

@@ -35,7 +35,8 @@ pub struct Selection {
     /// `--shard I/N`: only this shard's objects.
     pub shard: Option<Shard>,
     pub timeout: Duration,
-    pub probe_timeout: Duration,
+    /// `--probe-timeout`; `None`: the KubeFedConfig's.
+    pub probe_timeout: Option<Duration>,
     /// `reconcile -f --dry-run`: a change whose objects take the place of
     /// the host's in the observation.
     pub proposal: Option<std::sync::Arc<crate::sync::files::Proposal>>,
@@ -126,7 +127,8 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         }
     }
     let touched = (!o.clusters.is_empty()).then(|| o.clusters.iter().cloned().collect());
-    let health = members::probe_all(&members, o.probe_timeout).await;
+    let probe_timeout = o.probe_timeout.unwrap_or(settings.health.timeout);
+    let health = members::probe_all(&members, probe_timeout).await;
     let clusters = placement_clusters(&members, &health);
 
     let namespace = settings.objects_namespace(&host.namespace, o.namespace.as_deref());

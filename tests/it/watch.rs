@@ -489,3 +489,57 @@ fn a_selector_does_not_hide_the_federated_namespace_from_the_watch() {
     let status = watch.wait().unwrap();
     assert!(status.success(), "{status:?}\n{}", log(&log_path));
 }
+
+/// The KubeFedConfig's clusterHealthCheck thresholds: under --watch a
+/// member turns not ready only after failureThreshold failed probes in a
+/// row, as upstream's cluster controller decides.
+#[test]
+fn a_member_turns_not_ready_after_the_failure_threshold() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-thr", &["configmaps"]);
+    let config = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+        f.fedns
+    );
+    let threshold = |n: u32| {
+        crate::fixtures::patch(
+            env,
+            "host",
+            &config,
+            json!({"spec": {"clusterHealthCheck": {"failureThreshold": n}}}),
+        )
+    };
+    threshold(1000);
+    let log_path = env.dir().join("watch-thr.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    let m2 = f.cluster("m2");
+    wait_until("the watch runs", || {
+        log(&log_path).contains("watching the federation")
+    });
+    // Down for several probes (1 s apart): below the threshold, still ready.
+    f.m2.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    f.m2.set_faults(Faults::default());
+    assert!(
+        !log(&log_path).contains(&format!("{m2}: not ready")),
+        "{}",
+        log(&log_path)
+    );
+    // A threshold of 1 (the watch reads the change): the next failure counts.
+    threshold(1);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    f.m2.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    wait_until("member2 seen as not ready", || {
+        log(&log_path).contains(&format!("{m2}: not ready"))
+    });
+    f.m2.set_faults(Faults::default());
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+}

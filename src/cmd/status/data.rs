@@ -283,7 +283,7 @@ pub(super) async fn check_members(
             selector: None,
             shard: None,
             timeout: o.probe_timeout,
-            probe_timeout: o.probe_timeout,
+            probe_timeout: Some(o.probe_timeout),
             proposal: None,
         },
         dry_run: true,

@@ -61,7 +61,8 @@ pub struct WatchOptions {
     /// The host, without a read timeout: watches are silent while nothing
     /// changes.
     pub watch_client: kube::Client,
-    pub probe_interval: Duration,
+    /// `--probe-interval`; `None`: the KubeFedConfig's.
+    pub probe_interval: Option<Duration>,
     pub resync_period: Duration,
     pub leader_elect: bool,
     pub lock_timeout: Duration,
@@ -131,6 +132,7 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
             probing: None,
             suspended: false,
             rebuild_due: None,
+            streaks: HashMap::new(),
         };
         let ended = controller.run(lock.as_ref(), &mut stop).await;
         drop(controller);
@@ -215,6 +217,9 @@ struct Controller<'a> {
     suspended: bool,
     /// A rebuild failed (or was put off while suspended): when to try again.
     rebuild_due: Option<Instant>,
+    /// Per member: probes in a row that disagree with its readiness
+    /// (`core::cluster_health::after_probe`).
+    streaks: HashMap<String, u32>,
 }
 
 impl Controller<'_> {
@@ -223,7 +228,12 @@ impl Controller<'_> {
             return Ok(Ended::Stopped);
         }
         let mut lock_state = lock.map(RunLock::state);
-        let mut probe = interval(self.o.probe_interval).await;
+        let mut probe = interval(
+            self.o
+                .probe_interval
+                .unwrap_or(self.cache.settings.health.period),
+        )
+        .await;
         let mut resync = interval(self.o.resync_period).await;
         let mut tick = interval(Duration::from_secs(1)).await;
         let mut full = true;
@@ -608,7 +618,7 @@ impl Controller<'_> {
             .collect();
         self.members = members::load_with(self.host, timeout, &[], Some(&self.members)).await?;
         self.generation += 1;
-        self.health = members::probe_all(&self.members, self.o.run.selection.probe_timeout).await;
+        self.health = members::probe_all(&self.members, self.probe_timeout()).await;
         for (m, h) in self.members.iter().zip(&self.health) {
             if before.get(&m.name).is_some_and(|was| *was != h.is_ready()) {
                 log_readiness(&m.name, h);
@@ -644,6 +654,35 @@ impl Controller<'_> {
         self.sync_sources();
     }
 
+    /// A probe's results as the KubeFedConfig's thresholds let them count:
+    /// a member changes readiness only after enough probes in a row say so.
+    fn thresholds(&mut self, probed: Vec<Health>) -> Vec<Health> {
+        let h = self.cache.settings.health;
+        let mut out = Vec::with_capacity(probed.len());
+        for ((m, now), before) in self.members.iter().zip(probed).zip(&self.health) {
+            let streak = self.streaks.get(&m.name).copied().unwrap_or(0);
+            let (kept, streak) = crate::core::cluster_health::after_probe(
+                before,
+                now,
+                streak,
+                h.failure_threshold,
+                h.success_threshold,
+            );
+            self.streaks.insert(m.name.clone(), streak);
+            out.push(kept);
+        }
+        out
+    }
+
+    /// `--probe-timeout`, else the KubeFedConfig's.
+    fn probe_timeout(&self) -> Duration {
+        self.o
+            .run
+            .selection
+            .probe_timeout
+            .unwrap_or(self.cache.settings.health.timeout)
+    }
+
     /// Starts a probe of every member beside the loop (a member that does
     /// not answer keeps only its probe waiting).
     fn start_probe(&mut self) {
@@ -651,7 +690,7 @@ impl Controller<'_> {
             return;
         }
         let members = self.members.clone();
-        let timeout = self.o.run.selection.probe_timeout;
+        let timeout = self.probe_timeout();
         let task = tokio::spawn(async move { members::probe_all(&members, timeout).await });
         self.probing = Some((self.generation, task));
     }
@@ -666,6 +705,7 @@ impl Controller<'_> {
         if generation != self.generation || health.len() != self.members.len() {
             return false;
         }
+        let health = self.thresholds(health);
         mark_stalls(&self.members, &health);
         let back: BTreeSet<String> = self
             .members
