@@ -236,6 +236,23 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
         })
     });
 
+    // KubeFed's own metric names, for its dashboards.
+    let text = http_get(port, "/metrics").1;
+    for m in [&m1, &m2] {
+        assert!(
+            text.contains(&format!(
+                "kubefedcluster_total{{state=\"ready\",cluster=\"{m}\"}} 1"
+            )),
+            "{text}"
+        );
+    }
+    assert!(text.contains("joined_cluster_total 2"), "{text}");
+    assert!(
+        samples(&text)["controller_runtime_reconcile_total{controller=\"sync\",result=\"success\"}"]
+            > 0.0,
+        "{text}"
+    );
+
     // member2 goes down: member1 keeps syncing; member2 catches up later.
     let before = samples(&http_get(port, "/metrics").1);
     f.m2.set_faults(Faults {
@@ -245,6 +262,9 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
     wait_until("member2 seen as not ready", || {
         log(&log_path).contains(&format!("{m2}: not ready"))
     });
+    assert!(http_get(port, "/metrics").1.contains(&format!(
+        "kubefedcluster_total{{state=\"ready\",cluster=\"{m2}\"}} 0"
+    )),);
     f.create(
         env,
         "FederatedConfigMap",

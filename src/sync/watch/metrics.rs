@@ -65,6 +65,12 @@ pub struct Metrics {
     pub heartbeat: Mutex<Option<Instant>>,
     /// Rounds running now.
     pub rounds_in_flight: AtomicU64,
+    /// Each member's state as upstream's `kubefedcluster_total` names it
+    /// (`ready`, `notready`, `offline`).
+    pub cluster_states: Mutex<BTreeMap<String, &'static str>>,
+    /// Federated objects decided by rounds, and those that failed.
+    pub objects_reconciled: AtomicU64,
+    pub objects_failed: AtomicU64,
 }
 
 /// One watch's health.
@@ -173,7 +179,58 @@ impl Metrics {
         self.render_watches(&mut out);
         self.render_members(&mut out);
         self.render_latency(&mut out);
+        self.render_upstream(&mut out);
         out
+    }
+
+    /// KubeFed v0.10's own metric names where one means the same
+    /// (`pkg/metrics/metrics.go`), so its dashboards and alerts keep
+    /// working: cluster states, joined clusters, and controller-runtime's
+    /// reconcile counters for the sync controller.
+    fn render_upstream(&self, out: &mut String) {
+        let states = self.cluster_states.lock().expect("metrics lock").clone();
+        let name = "kubefedcluster_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Number of total kubefed cluster in a specific state.\n# TYPE {name} gauge"
+        );
+        for (cluster, state) in &states {
+            for s in ["ready", "notready", "offline"] {
+                let _ = writeln!(
+                    out,
+                    "{name}{{state=\"{s}\",cluster=\"{}\"}} {}",
+                    escape(cluster),
+                    u8::from(s == *state)
+                );
+            }
+        }
+        gauge(
+            out,
+            "joined_cluster_total",
+            "Number of total joined clusters.",
+            states.len() as u64,
+        );
+        let (done, failed) = (
+            self.objects_reconciled.load(Ordering::Relaxed),
+            self.objects_failed.load(Ordering::Relaxed),
+        );
+        let name = "controller_runtime_reconcile_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Total number of reconciliations per controller\n# TYPE {name} counter\n{name}{{controller=\"sync\",result=\"success\"}} {}\n{name}{{controller=\"sync\",result=\"error\"}} {failed}",
+            done - failed.min(done)
+        );
+        let name = "controller_runtime_reconcile_errors_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Total number of reconciliation errors per controller\n# TYPE {name} counter\n{name}{{controller=\"sync\"}} {failed}"
+        );
+        let name = "controller_runtime_active_workers";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Number of currently used workers per controller\n# TYPE {name} gauge\n{name}{{controller=\"sync\"}} {}",
+            self.rounds_in_flight.load(Ordering::Relaxed)
+        );
     }
 
     /// Rounds, failures, the queue and leadership.

@@ -762,6 +762,18 @@ impl Controller<'_> {
     /// KubeFedCluster health, compared with the latest status the watch saw
     /// (not while the lock is suspended: the next rebuild writes it).
     async fn write_health(&mut self) {
+        {
+            let mut states = self.metrics.cluster_states.lock().expect("metrics lock");
+            states.clear();
+            for (m, h) in self.members.iter().zip(&self.health) {
+                let state = match h {
+                    Health::Ready { .. } => "ready",
+                    Health::Offline { .. } => "offline",
+                    Health::NotReady { .. } | Health::ConfigMalformed { .. } => "notready",
+                };
+                states.insert(m.name.clone(), state);
+            }
+        }
         if self.suspended {
             self.rebuild_due = Some(Instant::now());
             return;
@@ -913,6 +925,13 @@ impl Controller<'_> {
                 tracing::debug!("{c}");
             }
         }
+        let failed = r.outcome.objects.iter().filter(|o| o.failed).count();
+        self.metrics
+            .objects_reconciled
+            .fetch_add(r.outcome.objects.len() as u64, Ordering::Relaxed);
+        self.metrics
+            .objects_failed
+            .fetch_add(failed as u64, Ordering::Relaxed);
         let report = &r.outcome.report;
         self.metrics
             .failures
