@@ -16,6 +16,7 @@ mod environment;
 mod federate;
 mod in_cluster;
 mod membership;
+mod parity;
 mod reconcile;
 mod status;
 mod types;
