@@ -109,6 +109,40 @@ fn at<'v>(obj: &'v Value, path: &str) -> &'v Value {
     obj.pointer(path).unwrap_or(&Value::Null)
 }
 
+/// How the federation converges: one-shot runs, or a running watch that
+/// the test polls as upstream's tests poll KubeFed's controller.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    OneShot,
+    Watch,
+}
+
+impl Driver {
+    /// Converges, then requires `check` to hold. A one-shot run twice:
+    /// the second sees a deletion done, as upstream's controller sees it at
+    /// its requeue.
+    fn converge(self, f: &Federation, what: &str, check: impl Fn() -> Result<(), String>) {
+        match self {
+            Driver::OneShot => {
+                f.reconcile(&[]).ok();
+                if check().is_err() {
+                    f.reconcile(&[]).ok();
+                }
+                if let Err(e) = check() {
+                    panic!("{what}: {e}");
+                }
+            }
+            Driver::Watch => {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                while let Err(e) = check() {
+                    assert!(std::time::Instant::now() < deadline, "{what}: {e}");
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn kubefeds_crud_lifecycle_for_every_default_type() {
     let env = TestEnv::shared();
@@ -116,27 +150,42 @@ fn kubefeds_crud_lifecycle_for_every_default_type() {
     // The default federated group: the tests share clusters, and a second
     // group would make these kinds ambiguous for the types tests.
     let f = Federation::named(env, "par", "types.kubefed.io", "par-objs", &names);
-    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     f.reconcile(&[]).ok();
     for t in TYPES {
-        lifecycle(env, &f, t, &m1, &m2);
+        lifecycle(env, &f, t, Driver::OneShot, "one");
     }
+    // The same under --watch, polled.
+    let log_path = env.dir().join("watch-parity.log");
+    let mut watch = crate::watch::spawn_watch(&f.kc, &f, &log_path, &[]);
+    for t in TYPES {
+        lifecycle(env, &f, t, Driver::Watch, "watch");
+    }
+    crate::watch::sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}");
 }
 
-fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, m1: &str, m2: &str) {
+/// What the members should hold of one federated object.
+struct Expected<'a> {
+    /// Clusters holding a copy.
+    placed: &'a [&'a str],
+    /// Overrides the first cluster's copy shows.
+    overrides: &'a Value,
+    /// The label every placed copy carries after the update.
+    updated: bool,
+}
+
+fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, driver: Driver, tag: &str) {
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    let (m1, m2) = (m1.as_str(), m2.as_str());
     let ns = f.ns;
-    let name = format!("par-{}", t.plural);
+    let name = format!("par-{tag}-{}", t.plural);
     let fed_kind = format!("Federated{}", t.kind);
     let fed_plural = format!("federated{}", t.plural);
     let fed_path = if t.namespaced {
         format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/{fed_plural}")
     } else {
         format!("/apis/types.kubefed.io/v1beta1/{fed_plural}")
-    };
-    let member_path = if t.namespaced {
-        format!("{}/namespaces/{ns}/{}/{name}", t.api, t.plural)
-    } else {
-        format!("{}/{}/{name}", t.api, t.plural)
     };
     let (template, overrides) = fixture(t);
     let mut metadata = json!({"name": name});
@@ -152,27 +201,16 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, m1: &str, m2: &str) {
                      "placement": {"clusters": [{"name": m1}, {"name": m2}]},
                      "overrides": [{"clusterName": m1, "clusterOverrides": overrides}]}}),
     );
-    let what = format!("{fed_kind} {name}");
+    let what = format!("{tag}: {fed_kind} {name}");
+    let check = |e: &Expected| state(env, f, t, &fed_path, &name, e);
 
     // Create.
-    f.reconcile(&[]).ok();
-    let on = |member: &str| get(env, member, &member_path);
-    for member in ["member1", "member2"] {
-        let obj = on(member).unwrap_or_else(|| panic!("{what}: created in {member}"));
-        assert_eq!(
-            obj["metadata"]["labels"]["kubefed.io/managed"], "true",
-            "{what} in {member}"
-        );
-    }
-    for o in overrides.as_array().unwrap() {
-        let path = o["path"].as_str().unwrap();
-        assert_eq!(
-            at(&on("member1").unwrap(), path),
-            &o["value"],
-            "{what}: override {path} on the first cluster"
-        );
-    }
-    check_propagation(env, f, t, &fed_path, &name, &[m1, m2]);
+    let created = Expected {
+        placed: &[m1, m2],
+        overrides: &overrides,
+        updated: false,
+    };
+    driver.converge(f, &format!("{what}: created"), || check(&created));
 
     // Update: a /metadata/labels override for every cluster.
     let labels = json!({"crudtester-operation": "update", "kubefed.io/managed": "true"});
@@ -183,16 +221,15 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, m1: &str, m2: &str) {
         {"clusterName": m1, "clusterOverrides": first},
         {"clusterName": m2, "clusterOverrides": [{"path": "/metadata/labels", "value": labels}]},
     ]);
-    crate::fixtures::request(env, "host", "PUT", &format!("{fed_path}/{name}"), Some(fed));
-    f.reconcile(&[]).ok();
-    for member in ["member1", "member2"] {
-        assert_eq!(
-            on(member).unwrap()["metadata"]["labels"]["crudtester-operation"],
-            "update",
-            "{what}: updated in {member}"
-        );
-    }
-    check_propagation(env, f, t, &fed_path, &name, &[m1, m2]);
+    let (status, body) =
+        crate::fixtures::request(env, "host", "PUT", &format!("{fed_path}/{name}"), Some(fed));
+    assert_eq!(status, 200, "{body}");
+    let updated = Expected {
+        placed: &[m1, m2],
+        overrides: &overrides,
+        updated: true,
+    };
+    driver.converge(f, &format!("{what}: updated"), || check(&updated));
 
     // Placement change: the second cluster's copy goes.
     crate::fixtures::patch(
@@ -201,42 +238,80 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, m1: &str, m2: &str) {
         &format!("{fed_path}/{name}"),
         json!({"spec": {"placement": {"clusters": [{"name": m1}]}}}),
     );
-    f.reconcile(&[]).ok();
-    // The deletion is seen done by the next run, as upstream's controller
-    // sees it at its requeue (until then the cluster is WaitingForRemoval).
-    f.reconcile(&[]).ok();
-    assert!(on("member1").is_some(), "{what}: kept where still placed");
-    assert!(
-        on("member2").is_none(),
-        "{what}: removed from the cluster taken out"
-    );
-    check_propagation(env, f, t, &fed_path, &name, &[m1]);
+    let narrowed = Expected {
+        placed: &[m1],
+        overrides: &overrides,
+        updated: true,
+    };
+    driver.converge(f, &format!("{what}: placement"), || check(&narrowed));
 
     // Delete: the member copy goes, then the federated object.
     let (status, body) =
         crate::fixtures::request(env, "host", "DELETE", &format!("{fed_path}/{name}"), None);
     assert_eq!(status, 200, "{body}");
-    f.reconcile(&[]).ok();
-    assert!(on("member1").is_none(), "{what}: deleted from the members");
-    assert!(
-        get(env, "host", &format!("{fed_path}/{name}")).is_none(),
-        "{what}: the finalizer released"
-    );
+    let member_path = member_path(t, ns, &name);
+    driver.converge(f, &format!("{what}: deleted"), || {
+        if get(env, "member1", &member_path).is_some() {
+            return Err("still in member1".into());
+        }
+        if get(env, "host", &format!("{fed_path}/{name}")).is_some() {
+            return Err("the federated object is still there (finalizer)".into());
+        }
+        Ok(())
+    });
 }
 
-/// Upstream's `CheckPropagation`: the PropagatedVersion records a version
-/// for each placed cluster, and the federated object's status lists them
-/// with `Propagation` True at its current generation.
-fn check_propagation(
+fn member_path(t: &Type, ns: &str, name: &str) -> String {
+    if t.namespaced {
+        format!("{}/namespaces/{ns}/{}/{name}", t.api, t.plural)
+    } else {
+        format!("{}/{}/{name}", t.api, t.plural)
+    }
+}
+
+/// Upstream's `CheckPropagation`: every placed member holds the template
+/// with its overrides and the managed label, a cluster taken out holds
+/// nothing; the PropagatedVersion records a version per placed cluster;
+/// the federated object's status lists them OK (upstream's
+/// ClusterPropagationOK is "", so no status), a cluster taken out absent
+/// or WaitingForRemoval, with `Propagation` True at its generation.
+fn state(
     env: &TestEnv,
     f: &Federation,
     t: &Type,
     fed_path: &str,
     name: &str,
-    clusters: &[&str],
-) {
-    let fed = get(env, "host", &format!("{fed_path}/{name}")).unwrap();
-    let what = format!("{} {name}", fed["kind"]);
+    e: &Expected,
+) -> Result<(), String> {
+    let member_path = member_path(t, f.ns, name);
+    for (member, cluster) in [("member1", f.cluster("m1")), ("member2", f.cluster("m2"))] {
+        let obj = get(env, member, &member_path);
+        let placed = e.placed.contains(&cluster.as_str());
+        let Some(obj) = obj else {
+            if placed {
+                return Err(format!("not in {member}"));
+            }
+            continue;
+        };
+        if !placed {
+            return Err(format!("still in {member}"));
+        }
+        if obj["metadata"]["labels"]["kubefed.io/managed"] != "true" {
+            return Err(format!("{member}: not labelled managed"));
+        }
+        if e.updated && obj["metadata"]["labels"]["crudtester-operation"] != "update" {
+            return Err(format!("{member}: not updated"));
+        }
+        if member == "member1" {
+            for o in e.overrides.as_array().unwrap() {
+                let path = o["path"].as_str().unwrap();
+                if at(&obj, path) != &o["value"] {
+                    return Err(format!("{member}: override {path} not applied: {obj}"));
+                }
+            }
+        }
+    }
+    let fed = get(env, "host", &format!("{fed_path}/{name}")).ok_or("no federated object")?;
     let version_name = format!("{}-{name}", t.kind.to_lowercase());
     let version = if t.namespaced {
         get(
@@ -254,51 +329,56 @@ fn check_propagation(
             &format!("/apis/core.kubefed.io/v1alpha1/clusterpropagatedversions/{version_name}"),
         )
     }
-    .unwrap_or_else(|| panic!("{what}: its PropagatedVersion"));
+    .ok_or("no PropagatedVersion")?;
     let mut versioned: Vec<&str> = version["status"]["clusterVersions"]
         .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["clusterName"].as_str().unwrap())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["clusterName"].as_str())
         .collect();
     versioned.sort_unstable();
-    assert_eq!(versioned, clusters, "{what}: a version per placed cluster");
-    assert!(
-        version["status"]["templateVersion"]
-            .as_str()
-            .is_some_and(|v| !v.is_empty()),
-        "{what}: {version}"
-    );
-    // Placed clusters OK (upstream's ClusterPropagationOK is "", so no
-    // status); a cluster taken out absent, or waiting for removal
-    // (upstream's checkFederatedStatus).
-    for c in fed["status"]["clusters"].as_array().unwrap() {
-        let (cluster, status) = (c["name"].as_str().unwrap(), c["status"].as_str().unwrap_or(""));
-        if clusters.contains(&cluster) {
-            assert_eq!(status, "", "{what}: {cluster} OK: {fed}");
+    if versioned != e.placed {
+        return Err(format!("versions for {versioned:?}, placed {:?}", e.placed));
+    }
+    if version["status"]["templateVersion"]
+        .as_str()
+        .is_none_or(str::is_empty)
+    {
+        return Err(format!("no template version: {version}"));
+    }
+    let clusters = fed["status"]["clusters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for c in &clusters {
+        let (cluster, status) = (
+            c["name"].as_str().unwrap_or(""),
+            c["status"].as_str().unwrap_or(""),
+        );
+        let want = if e.placed.contains(&cluster) {
+            ""
         } else {
-            assert_eq!(status, "WaitingForRemoval", "{what}: {cluster} taken out: {fed}");
+            "WaitingForRemoval"
+        };
+        if status != want {
+            return Err(format!("status of {cluster} is {status:?}: {fed}"));
         }
     }
-    for cluster in clusters {
-        assert!(
-            fed["status"]["clusters"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c["name"] == *cluster),
-            "{what}: status names {cluster}: {fed}"
-        );
+    for cluster in e.placed {
+        if !clusters.iter().any(|c| c["name"] == *cluster) {
+            return Err(format!("status does not name {cluster}"));
+        }
     }
     let propagation = fed["status"]["conditions"]
         .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Propagation")
-        .unwrap_or_else(|| panic!("{what}: {fed}"));
-    assert_eq!(propagation["status"], "True", "{what}: {fed}");
-    assert_eq!(
-        fed["status"]["observedGeneration"], fed["metadata"]["generation"],
-        "{what}: status of the current generation"
-    );
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Propagation");
+    if propagation.is_none_or(|c| c["status"] != "True") {
+        return Err(format!("Propagation is not True: {fed}"));
+    }
+    if fed["status"]["observedGeneration"] != fed["metadata"]["generation"] {
+        return Err("status is of an older generation".into());
+    }
+    Ok(())
 }
