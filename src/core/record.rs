@@ -77,6 +77,25 @@ pub fn plan_write_back(
     touched: Option<&BTreeSet<String>>,
     now: &str,
 ) -> WriteBack {
+    plan_write_back_collecting(fed, plan, results, clusters, touched, None, now)
+}
+
+/// [`plan_write_back`] with remote status collection (the FTC's
+/// `statusCollection: Enabled` and the `RawResourceStatusCollection`
+/// feature gate): `remote` holds each member copy's `.status` as observed,
+/// recorded as `status.clusters[].remoteStatus` as upstream's
+/// `dispatch/managed.go` `RecordStatus` does. A member without one (a copy
+/// created in this pass) keeps the Propagation condition at
+/// `CheckClusters` until a later pass collects it, as upstream.
+pub fn plan_write_back_collecting(
+    fed: &Value,
+    plan: &ObjectPlan,
+    results: &BTreeMap<String, MemberResult>,
+    clusters: &[Cluster],
+    touched: Option<&BTreeSet<String>>,
+    remote: Option<&BTreeMap<String, Value>>,
+    now: &str,
+) -> WriteBack {
     if let Some(deletion) = &plan.deletion {
         // A deleted object's status and versions are not written (its
         // PropagatedVersion goes with it, by owner reference).
@@ -88,12 +107,24 @@ pub fn plan_write_back(
     }
 
     let mut outcomes = decided_outcomes(plan, results);
+    if let Some(remote) = remote {
+        for o in &mut outcomes {
+            o.remote_status = remote.get(&o.cluster).cloned();
+        }
+    }
     // Clusters this run did not touch keep what was recorded for them.
     if let Some(touched) = touched {
         outcomes.extend(recorded_outcomes(fed, clusters, touched));
     }
     let updated_any = created_or_updated(results);
-    let status = federated_status(fed, plan.reason, &outcomes, false, updated_any, now);
+    let status = federated_status(
+        fed,
+        plan.reason,
+        &outcomes,
+        remote.is_some(),
+        updated_any,
+        now,
+    );
     if status.changed {
         out.status = Some(status.status);
     }

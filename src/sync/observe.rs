@@ -51,6 +51,8 @@ pub struct ObservedType {
     /// The federated objects are namespaced (FederatedNamespaces are, though
     /// Namespaces are not).
     pub federated_namespaced: bool,
+    /// The FTC's `statusCollection: Enabled`.
+    pub status_collection: bool,
     pub target: ApiResource,
     pub objects: Vec<Value>,
     /// Ready touched member → its objects of the type (or why not).
@@ -379,6 +381,7 @@ impl ObservedType {
                 &fd.plural_name,
             ),
             federated_namespaced: fd.scope == "Namespaced",
+            status_collection: f.spec.status_collection.as_deref() == Some("Enabled"),
             objects: Vec::new(),
             members: BTreeMap::new(),
         }

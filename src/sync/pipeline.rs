@@ -201,12 +201,16 @@ impl<'a> Pipeline<'a> {
             .map(|(w, r)| (w.decision.cluster.clone(), r.clone()))
             .collect();
         let seen = self.seen;
-        let write = decide_record::plan_write_back(
+        // Remote status collection: each member copy's `.status`, as observed.
+        let remote = (self.seen.settings.raw_resource_status_collection && t.status_collection)
+            .then(|| remote_statuses(t, plan));
+        let write = decide_record::plan_write_back_collecting(
             &fed,
             plan,
             &by_cluster,
             &seen.clusters,
             seen.touched.as_ref(),
+            remote.as_ref(),
             &self.now,
         );
         for cluster in &write.pending {
@@ -286,6 +290,28 @@ impl<'a> Pipeline<'a> {
             }
         }
     }
+}
+
+/// The observed `.status` of each member's copy of `plan`'s object.
+fn remote_statuses(
+    t: &crate::sync::observe::ObservedType,
+    plan: &ObjectPlan,
+) -> BTreeMap<String, Value> {
+    let key = if t.ty.namespaced {
+        plan.key.clone()
+    } else {
+        (String::new(), plan.key.1.clone())
+    };
+    plan.decisions
+        .iter()
+        .filter_map(|d| match t.members.get(&d.cluster)? {
+            crate::core::decide::Listing::Listed(objs) => {
+                let status = objs.get(&key)?.get("status")?;
+                (!status.is_null()).then(|| (d.cluster.clone(), status.clone()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The federated object a finished job was about, for messages.

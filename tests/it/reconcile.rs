@@ -2377,3 +2377,81 @@ fn a_live_kubefed_controller_manager_is_not_run_beside() {
     );
     f.reconcile(&[]).ok();
 }
+
+/// Remote status collection (the FTC's statusCollection and the
+/// RawResourceStatusCollection gate): each member copy's .status lands in
+/// the federated object's status.clusters[].remoteStatus, as upstream's
+/// dispatch/managed.go RecordStatus writes it.
+#[test]
+fn remote_statuses_are_collected_into_the_federated_status() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-remote", &["deployments.apps"]);
+    let ftc = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/deployments.apps",
+        f.fedns
+    );
+    patch(
+        env,
+        "host",
+        &ftc,
+        json!({"spec": {"statusCollection": "Enabled"}}),
+    );
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+            f.fedns
+        ),
+        json!({"spec": {"featureGates": [
+            {"name": "PushReconciler", "configuration": "Enabled"},
+            {"name": "SchedulerPreferences", "configuration": "Enabled"},
+            {"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}}),
+    );
+    f.create_deployment(env, "web");
+    f.reconcile(&[]).ok();
+    // No member status yet (just created): not yet collected.
+    let fed = f.fed(env, "federateddeployments", "web").unwrap();
+    assert!(
+        fed["status"]["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.get("remoteStatus").is_none()),
+        "{fed}"
+    );
+    // The test is the members' deployment controller.
+    for (m, ready) in [("member1", 1), ("member2", 0)] {
+        let path = format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns);
+        let generation = get(env, m, &path).unwrap()["metadata"]["generation"].clone();
+        patch(
+            env,
+            m,
+            &format!("{path}/status"),
+            json!({"status": {"observedGeneration": generation, "replicas": 1, "readyReplicas": ready}}),
+        );
+    }
+    f.reconcile(&[]).ok();
+    let fed = f.fed(env, "federateddeployments", "web").unwrap();
+    let remote = |cluster: String| {
+        fed["status"]["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == cluster.as_str())
+            .map(|c| c["remoteStatus"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(remote(f.cluster("m1"))["readyReplicas"], 1, "{fed}");
+    assert_eq!(remote(f.cluster("m2"))["replicas"], 1, "{fed}");
+    // Nothing changed: nothing written.
+    f.reset();
+    f.reconcile(&[]).ok();
+    let writes: Vec<_> = f
+        .host
+        .records()
+        .into_iter()
+        .filter(|r| r.method != "GET" && r.resource != "leases")
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+}

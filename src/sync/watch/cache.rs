@@ -387,9 +387,11 @@ impl Cache {
         // A member's status is news only where an RSP schedules the
         // object: its replicas follow the members' ready ones (as
         // upstream's RSP controller, which watches member status).
+        // Where the type's status is collected, a member's status is news too.
+        let collected = self.settings.raw_resource_status_collection && t.status_collection;
         for key in status_only {
             let fed_key = federated_key(&t.ty, &key);
-            if self.schedulings.contains_key(&fed_key) {
+            if collected || self.schedulings.contains_key(&fed_key) {
                 dirt.keys.insert(FederatedRef::new(ftc, fed_key));
             }
         }
