@@ -346,6 +346,18 @@ fn state(
     {
         return Err(format!("no template version: {version}"));
     }
+    // test/e2e/version.go: the PropagatedVersion is owned by the federated
+    // object (so it goes with it).
+    let owned = version["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| r["uid"] == fed["metadata"]["uid"] && r["kind"] == fed["kind"]);
+    if !owned {
+        return Err(format!(
+            "the PropagatedVersion is not owned by the federated object: {version}"
+        ));
+    }
     let clusters = fed["status"]["clusters"]
         .as_array()
         .cloned()
