@@ -44,10 +44,15 @@ pub async fn served_resources(client: &Client, all_versions: bool) -> Result<Vec
             let c = client.clone();
             let name = g.name.clone();
             lists.spawn(async move {
-                let list = c
-                    .list_api_group_resources(&v.group_version)
-                    .await
-                    .map_err(api_error)?;
+                // A group version listed a moment ago may be gone (its CRD
+                // being deleted): skipped, as kubectl's discovery does.
+                let list = match c.list_api_group_resources(&v.group_version).await {
+                    Err(kube::Error::Api(s)) if s.code == 404 => APIResourceList {
+                        group_version: v.group_version.clone(),
+                        resources: Vec::new(),
+                    },
+                    other => other.map_err(api_error)?,
+                };
                 Ok((name, is_preferred, list))
             });
         }
