@@ -271,7 +271,19 @@ impl Reconciler<'_> {
             ),
             // Cluster health, version and topology.
             rule("core.kubefed.io", &["kubefedclusters/status"], &["patch"]),
+            // KubeFed's own controller-manager leader lock, read (only that
+            // one) so that a run never propagates beside it.
+            json!({"apiGroups": [""], "resources": ["configmaps", "endpoints"],
+                   "resourceNames": [crate::core::lease::KUBEFED_LEADER_LOCK], "verbs": ["get"]}),
         ];
+        if self.watches() {
+            // The watch says which types it propagates, as KubeFed's controller.
+            rules.push(rule(
+                "core.kubefed.io",
+                &["federatedtypeconfigs/status"],
+                &["patch"],
+            ));
+        }
         if self.dns {
             rules.push(rule("multiclusterdns.kubefed.io", &["domains"], &["list"]));
         }
