@@ -218,6 +218,7 @@ async fn apply(host: &Host, target: &Target) -> Result<()> {
         .await
         .map_err(api_error)?;
         println!("Disabled propagation for FederatedTypeConfig \"{ns}/{name}\"");
+        wait_for_propagation_stopped(&api, name, ns).await?;
     }
     if let Some((crd, _)) = &target.crd {
         if crd.delete().await? {
@@ -230,6 +231,36 @@ async fn apply(host: &Host, target: &Target) -> Result<()> {
         println!("{} deleted (host)", target.ftc_ref.short());
     }
     Ok(())
+}
+
+/// A running controller (`reconcile --watch`, or KubeFed's) says in the
+/// FTC's status whether it still propagates the type; as upstream's
+/// `verifyPropagationControllerStopped` (`pkg/kubefedctl/disable.go`),
+/// wait up to 10 s for `NotRunning` before the CRD goes. Without a
+/// controller (one-shot use) there is nothing to wait for.
+async fn wait_for_propagation_stopped(
+    api: &Api<FederatedTypeConfig>,
+    name: &str,
+    ns: &str,
+) -> Result<()> {
+    let running = |f: &FederatedTypeConfig| {
+        f.status
+            .as_ref()
+            .is_some_and(|s| s.propagation_controller == "Running")
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let ftc = api.get(name).await.map_err(api_error)?;
+        if !running(&ftc) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "the propagation controller of FederatedTypeConfig \"{ns}/{name}\" still runs after 10s (status.propagationController: Running); is a reconcile --watch or KubeFed's controller-manager alive?"
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// The reconciler (when installed) loses the disabled type's rules.

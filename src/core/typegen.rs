@@ -36,6 +36,24 @@ pub struct FederatedNames {
     pub namespaced: bool,
 }
 
+/// The status a FederatedTypeConfig gets from a running controller
+/// (`pkg/controller/federatedtypeconfig/controller.go`): its generation
+/// observed, the propagation controller `Running` while the type is
+/// propagated, and the status controller (FederatedServiceStatus, not
+/// run here) `NotRunning`. `None` when `current` already says it.
+pub fn ftc_status(
+    current: &serde_json::Value,
+    generation: i64,
+    propagating: bool,
+) -> Option<serde_json::Value> {
+    let want = serde_json::json!({
+        "observedGeneration": generation,
+        "propagationController": if propagating { "Running" } else { "NotRunning" },
+        "statusController": "NotRunning",
+    });
+    (current != &want).then_some(want)
+}
+
 /// `FederatedDeployment` for `Deployment`, as `kubefedctl enable` names it.
 pub fn federated_kind(target_kind: &str) -> String {
     format!("Federated{target_kind}")
@@ -363,6 +381,17 @@ impl Converter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_type_configs_status_says_whether_it_is_propagated() {
+        let running = ftc_status(&serde_json::Value::Null, 3, true).unwrap();
+        assert_eq!(running["propagationController"], "Running");
+        assert_eq!(running["observedGeneration"], 3);
+        assert_eq!(ftc_status(&running, 3, true), None, "unchanged: no write");
+        let stopped = ftc_status(&running, 4, false).unwrap();
+        assert_eq!(stopped["propagationController"], "NotRunning");
+        assert_eq!(stopped["statusController"], "NotRunning");
+    }
 
     fn deployment() -> ServedResource {
         ServedResource {

@@ -563,3 +563,67 @@ fn a_member_turns_not_ready_after_the_failure_threshold() {
     let status = watch.wait().unwrap();
     assert!(status.success(), "{status:?}\n{}", log(&log_path));
 }
+
+/// As KubeFed's controller, the watch says in each FederatedTypeConfig's
+/// status whether it propagates the type, and `disable` waits for it to
+/// stop (upstream's verifyPropagationControllerStopped).
+#[test]
+fn type_configs_say_whether_the_watch_propagates_them() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-ftc", &["configmaps", "secrets"]);
+    let ftc = |name: &str| {
+        crate::fixtures::get(
+            env,
+            "host",
+            &format!(
+                "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/{name}",
+                f.fedns
+            ),
+        )
+        .unwrap()
+    };
+    let log_path = env.dir().join("watch-ftc.log");
+    let watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("the types are propagated", || {
+        ["configmaps", "secrets"]
+            .iter()
+            .all(|t| ftc(t)["status"]["propagationController"] == "Running")
+    });
+    let cm = ftc("configmaps");
+    assert_eq!(
+        cm["status"]["observedGeneration"],
+        cm["metadata"]["generation"]
+    );
+    // disable waits until the watch has stopped propagating the type.
+    let run = f.run(&["disable", "secrets"]).ok();
+    assert!(
+        run.stdout.contains("Disabled propagation"),
+        "{}",
+        run.stdout
+    );
+    // (it fails after 10 s otherwise), then deletes the FTC.
+    assert!(
+        crate::fixtures::get(
+            env,
+            "host",
+            &format!(
+                "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/secrets",
+                f.fedns
+            )
+        )
+        .is_none()
+    );
+    assert_eq!(
+        ftc("configmaps")["status"]["propagationController"],
+        "Running"
+    );
+    // Stopped: nothing is propagated any more.
+    sigterm(&watch);
+    let mut watch = watch;
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+    assert_eq!(
+        ftc("configmaps")["status"]["propagationController"],
+        "NotRunning"
+    );
+}

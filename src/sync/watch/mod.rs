@@ -135,6 +135,11 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
             streaks: HashMap::new(),
         };
         let ended = controller.run(lock.as_ref(), &mut stop).await;
+        // Stopping: the types are no longer propagated (a lost lock's new
+        // holder says so itself).
+        if !matches!(ended, Ok(Ended::Lost { .. })) {
+            controller.write_type_statuses(false).await;
+        }
         drop(controller);
         metrics.leader.store(false, Ordering::Relaxed);
         metrics.synced.store(false, Ordering::Relaxed);
@@ -295,6 +300,39 @@ impl Controller<'_> {
                 continue;
             }
             full = self.next_round(full);
+        }
+    }
+
+    /// Each FederatedTypeConfig's status as a running controller writes it
+    /// (`Running` for the types this watch propagates; all `NotRunning`
+    /// when it stops), only where it changes. A failed write is reported
+    /// and tried again at the next rebuild.
+    async fn write_type_statuses(&mut self, running: bool) {
+        if self.suspended {
+            return;
+        }
+        let api: kube::Api<crate::api::core::FederatedTypeConfig> =
+            kube::Api::namespaced(self.host.client.clone(), &self.host.namespace);
+        for (name, ftc) in &self.cache.ftcs {
+            let current = serde_json::to_value(&ftc.status).unwrap_or_default();
+            let generation = ftc.metadata.generation.unwrap_or(0);
+            let Some(status) = crate::core::typegen::ftc_status(
+                &current,
+                generation,
+                running && ftc.spec.is_enabled(),
+            ) else {
+                continue;
+            };
+            let patch = kube::api::Patch::Merge(serde_json::json!({ "status": status }));
+            if let Err(e) = api
+                .patch_status(name, &kube::api::PatchParams::default(), &patch)
+                .await
+            {
+                tracing::warn!(
+                    "FederatedTypeConfig {name}: writing its status: {}",
+                    crate::apply::api_error_line(e)
+                );
+            }
         }
     }
 
@@ -626,6 +664,7 @@ impl Controller<'_> {
         }
         mark_stalls(&self.members, &self.health);
         self.write_health().await;
+        self.write_type_statuses(true).await;
         let started = self.sync_sources();
         if !started.is_empty() {
             tracing::debug!("watching {} more source(s)", started.len());
