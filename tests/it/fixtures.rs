@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use testenv::{Faults, KubeconfigBuilder, Proxy, TestEnv};
+use testenv::{Faults, KubeconfigBuilder, Proxy, RequestRecord, TestEnv};
 
 pub const KUBEFEDCTL: &str = env!("CARGO_BIN_EXE_kubefedctl");
 
@@ -450,6 +450,17 @@ impl Federation {
                 self.group, self.ns
             ),
         )
+    }
+
+    /// Writes recorded by any of this federation's proxies since the last
+    /// reset: every request but GETs, the run lock's Lease and server-side
+    /// dry runs.
+    pub fn writes(&self) -> Vec<RequestRecord> {
+        [&self.host, &self.m1, &self.m2]
+            .iter()
+            .flat_map(|p| p.records())
+            .filter(|r| r.method != "GET" && r.resource != "leases" && !r.query.contains("dryRun"))
+            .collect()
     }
 
     pub fn member_writes(&self) -> usize {

@@ -1709,13 +1709,8 @@ fn the_hosts_kubefedconfig_decides_what_a_run_does() {
         run.stderr
     );
     // (the run lock's Lease aside, taken before the config is read)
-    let host_writes: Vec<_> = f
-        .host
-        .records()
-        .into_iter()
-        .filter(|r| r.method != "GET" && r.resource != "leases")
-        .collect();
-    assert!(host_writes.is_empty(), "{host_writes:?}");
+    let writes = f.writes();
+    assert!(writes.is_empty(), "{writes:?}");
     assert_eq!(f.member_writes(), 0);
 
     // PushReconciler off: nothing is propagated, and the run says why.
@@ -1956,11 +1951,7 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
     );
     f.reset();
     let again = f.reconcile(&["-f", d, "--prune", "-l", "team=shop"]).ok();
-    let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
-        .iter()
-        .flat_map(|p| p.records())
-        .filter(|r| r.method != "GET" && r.resource != "leases")
-        .collect();
+    let writes = f.writes();
     assert!(
         writes.is_empty(),
         "a second run writes nothing: {writes:?}\n{}",
@@ -1991,11 +1982,7 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
         "{}",
         conflict.stderr
     );
-    let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
-        .iter()
-        .flat_map(|p| p.records())
-        .filter(|r| r.method != "GET" && r.resource != "leases" && !r.query.contains("dryRun"))
-        .collect();
+    let writes = f.writes();
     assert!(writes.is_empty(), "a conflict writes nothing: {writes:?}");
     assert_eq!(
         f.fed(env, "federatedconfigmaps", "change").unwrap()["spec"]["template"]["data"]["a"],
@@ -2038,11 +2025,7 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
         "{}",
         run.stderr
     );
-    let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
-        .iter()
-        .flat_map(|p| p.records())
-        .filter(|r| r.method != "GET" && r.resource != "leases")
-        .collect();
+    let writes = f.writes();
     assert!(writes.is_empty(), "bad files write nothing: {writes:?}");
     assert!(f.fed(env, "federatedconfigmaps", "ok").is_none());
 
