@@ -394,3 +394,164 @@ fn state(
     }
     Ok(())
 }
+
+/// KubeFed's namespace-scoped control plane (`KubeFedConfig.scope:
+/// Namespaced`): only the federation namespace's federated objects are
+/// propagated, with no FederatedNamespace needed.
+#[test]
+fn a_namespace_scoped_control_plane_propagates_its_own_namespace_only() {
+    let env = TestEnv::shared();
+    let f = Federation::named(
+        env,
+        "par-nsd",
+        "types.kubefed.io",
+        "par-nsd-objs",
+        &["configmaps"],
+    );
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+            f.fedns
+        ),
+        json!({"spec": {"scope": "Namespaced"}}),
+    );
+    let cm = |ns: &str, name: &str| {
+        post(
+            env,
+            "host",
+            &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps"),
+            json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"template": {"data": {"a": "1"}}, "placement": {"clusterSelector": {}}}}),
+        );
+    };
+    cm(f.fedns, "inside");
+    cm(f.ns, "outside");
+    f.run(&[
+        "reconcile",
+        "-A",
+        "--probe-timeout",
+        "2s",
+        "--timeout",
+        "3s",
+    ])
+    .ok();
+    for m in ["member1", "member2"] {
+        assert!(
+            get(
+                env,
+                m,
+                &format!("/api/v1/namespaces/{}/configmaps/inside", f.fedns)
+            )
+            .is_some(),
+            "{m}: the federation namespace's object"
+        );
+        assert!(
+            get(
+                env,
+                m,
+                &format!("/api/v1/namespaces/{}/configmaps/outside", f.ns)
+            )
+            .is_none(),
+            "{m}: nothing from another namespace"
+        );
+    }
+    let fed = get(
+        env,
+        "host",
+        &format!(
+            "/apis/types.kubefed.io/v1beta1/namespaces/{}/federatedconfigmaps/inside",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    assert_eq!(fed["status"]["conditions"][0]["status"], "True", "{fed}");
+    let outside = get(
+        env,
+        "host",
+        &format!(
+            "/apis/types.kubefed.io/v1beta1/namespaces/{}/federatedconfigmaps/outside",
+            f.ns
+        ),
+    )
+    .unwrap();
+    assert!(
+        outside.get("status").is_none(),
+        "not seen at all: {outside}"
+    );
+}
+
+/// `test/e2e/crd.go`: a cluster-scoped CRD federated like a built-in type,
+/// and deletion with `kubefed.io/orphan` leaving the member copy unmanaged.
+#[test]
+fn a_cluster_scoped_crd_is_federated_and_orphaned() {
+    let env = TestEnv::shared();
+    let group = "parity.example.com";
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("lanterns.{group}")},
+        "spec": {"group": group, "scope": "Cluster",
+                 "names": {"plural": "lanterns", "singular": "lantern", "kind": "Lantern", "listKind": "LanternList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    for c in ["host", "member1", "member2"] {
+        post(
+            env,
+            c,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd.clone(),
+        );
+        crate::fixtures::wait_until(&format!("{c} serves lanterns"), || {
+            get(env, c, &format!("/apis/{group}/v1")).is_some()
+        });
+    }
+    let t = format!("lanterns.{group}");
+    let f = Federation::named(
+        env,
+        "par-crd",
+        "types.kubefed.io",
+        "par-crd-objs",
+        &[t.as_str()],
+    );
+    let fed_path = "/apis/types.kubefed.io/v1beta1/federatedlanterns";
+    post(
+        env,
+        "host",
+        fed_path,
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedLantern",
+            "metadata": {"name": "par-crd-l"},
+            "spec": {"template": {"spec": {"lumens": 800}}, "placement": {"clusterSelector": {}},
+                     "overrides": [{"clusterName": f.cluster("m2"), "clusterOverrides": [{"path": "/spec/lumens", "value": 400}]}]}}),
+    );
+    f.reconcile(&[]).ok();
+    let member = |m: &str| get(env, m, &format!("/apis/{group}/v1/lanterns/par-crd-l"));
+    assert_eq!(member("member1").unwrap()["spec"]["lumens"], 800);
+    assert_eq!(member("member2").unwrap()["spec"]["lumens"], 400);
+    // Orphaning deletion: the members keep their copies, unmanaged.
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!("{fed_path}/par-crd-l"),
+        json!({"metadata": {"annotations": {"kubefed.io/orphan": "true"}}}),
+    );
+    let (status, body) = crate::fixtures::request(
+        env,
+        "host",
+        "DELETE",
+        &format!("{fed_path}/par-crd-l"),
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    f.reconcile(&[]).ok();
+    for m in ["member1", "member2"] {
+        let kept = member(m).unwrap_or_else(|| panic!("{m}: orphaned, not deleted"));
+        assert!(
+            kept["metadata"]["labels"]
+                .get("kubefed.io/managed")
+                .is_none(),
+            "{m}: no longer managed: {kept}"
+        );
+    }
+    assert!(get(env, "host", &format!("{fed_path}/par-crd-l")).is_none());
+}
