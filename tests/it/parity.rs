@@ -555,3 +555,109 @@ fn a_cluster_scoped_crd_is_federated_and_orphaned() {
     }
     assert!(get(env, "host", &format!("{fed_path}/par-crd-l")).is_none());
 }
+
+/// `test/e2e/ftccontroller.go`: a CRD upgraded from v1 to v2 and enabled
+/// again with `--version v2`: the FederatedTypeConfig's target version
+/// changes and the next run writes the members through v2.
+#[test]
+fn a_target_version_change_is_followed() {
+    let env = TestEnv::shared();
+    let group = "kites.example.com";
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+    };
+    let crd = |versions: Value| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("kites.{group}")},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "kites", "singular": "kite", "kind": "Kite", "listKind": "KiteList"},
+                     "versions": versions}})
+    };
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for c in ["host", "member1", "member2"] {
+        post(env, c, crds, crd(json!([version("v1", true)])));
+        crate::fixtures::wait_until(&format!("{c} serves kites/v1"), || {
+            get(env, c, &format!("/apis/{group}/v1")).is_some()
+        });
+    }
+    let t = format!("kites.{group}");
+    let f = Federation::named(
+        env,
+        "par-ftc",
+        "types.kubefed.io",
+        "par-ftc-objs",
+        &[t.as_str()],
+    );
+    post(
+        env,
+        "host",
+        &format!(
+            "/apis/types.kubefed.io/v1beta1/namespaces/{}/federatedkites",
+            f.ns
+        ),
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedKite",
+            "metadata": {"name": "k", "namespace": f.ns},
+            "spec": {"template": {"spec": {"tail": 1}}, "placement": {"clusterSelector": {}}}}),
+    );
+    f.reconcile(&[]).ok();
+    let kite = |m: &str, v: &str| {
+        get(
+            env,
+            m,
+            &format!("/apis/{group}/{v}/namespaces/{}/kites/k", f.ns),
+        )
+    };
+    assert!(kite("member1", "v1").is_some());
+
+    // The CRD is upgraded: v1 and v2 served, v2 stored.
+    for c in ["host", "member1", "member2"] {
+        let mut live = get(env, c, &format!("{crds}/kites.{group}")).unwrap();
+        live["spec"]["versions"] = json!([version("v1", false), version("v2", true)]);
+        let (status, body) =
+            crate::fixtures::request(env, c, "PUT", &format!("{crds}/kites.{group}"), Some(live));
+        assert_eq!(status, 200, "{body}");
+        crate::fixtures::wait_until(&format!("{c} serves kites/v2"), || {
+            get(env, c, &format!("/apis/{group}/v2")).is_some()
+        });
+    }
+    f.run(&[
+        "enable",
+        &t,
+        "--version",
+        "v2",
+        "--federated-group",
+        "types.kubefed.io",
+    ])
+    .ok();
+    let ftc = get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/{t}",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    assert_eq!(ftc["spec"]["targetType"]["version"], "v2", "{ftc}");
+    // A template change is written through v2.
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!(
+            "/apis/types.kubefed.io/v1beta1/namespaces/{}/federatedkites/k",
+            f.ns
+        ),
+        json!({"spec": {"template": {"spec": {"tail": 2}}}}),
+    );
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(kite("member2", "v2").unwrap()["spec"]["tail"], 2);
+    assert!(
+        f.m1.records()
+            .iter()
+            .any(|r| r.method == "PUT" && r.version == "v2" && r.resource == "kites"),
+        "{:?}",
+        f.m1.records()
+    );
+}
