@@ -182,10 +182,8 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         seen.types[i].members.insert(cluster, listing);
     }
     seen.fed_namespaces = federated_namespaces(&seen.types);
-    if o.selector.is_some() {
-        // -l chooses the objects a run reconciles, not the FederatedNamespaces
-        // that place them: those are read whatever their labels.
-        seen.fed_namespaces = every_federated_namespace(host, &seen).await?;
+    if let Some(sel) = &o.selector {
+        retain_selected_namespaces(&mut seen.types, sel)?;
     }
     seen.versions = versions?;
     seen.host_namespaces = namespaces?
@@ -344,7 +342,13 @@ async fn federated_objects(
         .map(|t| {
             let in_namespace = namespace.as_deref().filter(|_| t.federated_namespaced);
             let api = dynamic_api(&host.client, in_namespace, &t.federated);
-            let (params, kind) = (params.clone(), t.federated.kind.clone());
+            // FederatedNamespaces are read whatever -l says: they place
+            // every object in them (`retain_selected_namespaces`).
+            let params = match t.ty.target.is_namespace() {
+                true => ListParams::default(),
+                false => params.clone(),
+            };
+            let kind = t.federated.kind.clone();
             // A task each, so that their pages are parsed on every core.
             tokio::spawn(async move {
                 list_all(&api, &params)
@@ -388,24 +392,28 @@ impl ObservedType {
     }
 }
 
-/// Every FederatedNamespace of the observed namespace, by name (one
-/// list, without `-l`).
-async fn every_federated_namespace(
-    host: &Host,
-    seen: &Observation,
-) -> Result<BTreeMap<String, Value>> {
-    let Some(t) = seen.types.iter().find(|t| t.ty.target.is_namespace()) else {
-        return Ok(BTreeMap::new());
-    };
-    let api = dynamic_api(&host.client, seen.namespace.as_deref(), &t.federated);
-    let all = list_all(&api, &ListParams::default())
-        .await
-        .with_context(|| format!("listing {}", t.federated.kind))?;
-    Ok(all
-        .into_iter()
-        .filter(federated_namespace_name_is_valid)
-        .map(|o| (key_of(&o).1, o))
-        .collect())
+/// `-l` chooses the objects a run decides, not the FederatedNamespaces that
+/// place them: those were read whatever their labels (one-shot lists and
+/// the watch alike) and only the selected ones are decided.
+pub fn retain_selected_namespaces(types: &mut [ObservedType], selector: &str) -> Result<()> {
+    let sel = crate::core::placement::Selector::parse_flag(selector)
+        .map_err(|e| anyhow::anyhow!("-l {selector:?}: {e}"))?;
+    for t in types.iter_mut().filter(|t| t.ty.target.is_namespace()) {
+        t.objects.retain(|o| sel.matches(&labels_of(o)));
+    }
+    Ok(())
+}
+
+/// An object's labels.
+pub fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+    obj["metadata"]["labels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The FederatedNamespaces among the observed types' objects, by name.

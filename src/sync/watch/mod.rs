@@ -867,12 +867,9 @@ impl Controller<'_> {
         );
         // FederatedNamespaces are watched whatever -l says (they place
         // everything in them); -l still chooses which of them a round decides.
-        if let Some(sel) = &self.o.run.selection.selector
-            && let Ok(sel) = crate::core::placement::Selector::parse_flag(sel)
-        {
-            for t in seen.types.iter_mut().filter(|t| t.ty.target.is_namespace()) {
-                t.objects.retain(|o| sel.matches(&labels_of(o)));
-            }
+        if let Some(sel) = &self.o.run.selection.selector {
+            // Checked by reconcile's validate step: it parses.
+            let _ = observe::retain_selected_namespaces(&mut seen.types, sel);
         }
         seen
     }
@@ -1044,18 +1041,6 @@ fn outcome_keys(outcome: &RoundOutcome) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>
         }
     }
     (failed, changed)
-}
-
-/// An object's labels.
-fn labels_of(obj: &serde_json::Value) -> BTreeMap<String, String> {
-    obj["metadata"]["labels"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A timer whose first tick is now (taken), and that delays missed ticks.
