@@ -6,7 +6,7 @@
 
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error_line, dynamic_api, resource_of};
-use crate::core::describe::{describe_federated, key_of};
+use crate::core::describe::{ObjectKey, describe_federated, key_of};
 use crate::core::proposal::{self, Proposed};
 use crate::host::Host;
 use crate::sync::observe::{Observation, ObservedType, federated_namespaces};
@@ -14,7 +14,7 @@ use crate::sync::render::{self, Sourced};
 use anyhow::{Result, anyhow, bail};
 use kube::api::{ApiResource, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// The field manager of every apply.
@@ -169,14 +169,21 @@ pub async fn apply(
 ) -> Result<Vec<String>> {
     check_types(types, p)?;
     let rsp = resource_of::<ReplicaSchedulingPreference>();
-    let mut targets: Vec<(&Sourced, &ApiResource, Proposed)> = Vec::new();
+    let mut sourced: Vec<(&Sourced, &ApiResource)> = Vec::new();
     for s in &p.federated {
-        let ar = &type_of(types, s)?.federated;
-        targets.push((s, ar, proposed(host, ar, s).await?));
+        sourced.push((s, &type_of(types, s)?.federated));
     }
-    for s in &p.rsps {
-        targets.push((s, &rsp, proposed(host, &rsp, s).await?));
-    }
+    let federated = sourced.len();
+    sourced.extend(p.rsps.iter().map(|s| (s, &rsp)));
+    let prune_selector = match (p.prune, selector) {
+        (false, _) => None,
+        (true, Some(sel)) => Some(
+            crate::core::placement::Selector::parse_flag(sel)
+                .map_err(|e| anyhow!("-l {sel:?}: {e}"))?,
+        ),
+        (true, None) => bail!("--prune needs -l SELECTOR"),
+    };
+    let (mut targets, pruned) = proposed(host, sourced, federated, prune_selector.as_ref()).await?;
     // Unchanged objects are not applied: a second run writes nothing.
     targets.retain(|(_, _, what)| *what != Proposed::Unchanged);
     for dry_run in [true, false] {
@@ -195,34 +202,72 @@ pub async fn apply(
             format!("host: {verb} {}", describe_federated(&s.object))
         })
         .collect();
-    if p.prune {
-        lines.extend(prune(host, types, p, selector).await?);
-    }
+    lines.extend(prune(host, pruned).await?);
     Ok(lines)
 }
 
-/// What applying one object would do to the host's (one read).
-async fn proposed(host: &Host, ar: &ApiResource, s: &Sourced) -> Result<Proposed> {
-    let (ns, name) = key_of(&s.object);
-    let live = dynamic_api(&host.client, Some(&ns), ar)
-        .get_opt(&name)
+/// What applying each object would do to the host's, and with `prune`
+/// the host objects to delete: one list per type and namespace the files
+/// name (not one read per object), decided by the plan's own rule
+/// (`core::proposal::overlay`). The first `federated` of `sourced` are
+/// federated objects (only their types are pruned).
+#[allow(clippy::type_complexity)]
+async fn proposed<'s>(
+    host: &Host,
+    sourced: Vec<(&'s Sourced, &'s ApiResource)>,
+    federated: usize,
+    prune: Option<&crate::core::placement::Selector>,
+) -> Result<(
+    Vec<(&'s Sourced, &'s ApiResource, Proposed)>,
+    Vec<(&'s ApiResource, ObjectKey)>,
+)> {
+    // (group, plural, namespace) → the files' objects there.
+    let mut groups: BTreeMap<(String, String, String), (&ApiResource, bool, Vec<Value>)> =
+        BTreeMap::new();
+    for (i, (s, ar)) in sourced.iter().enumerate() {
+        let ns = key_of(&s.object).0;
+        groups
+            .entry((ar.group.clone(), ar.plural.clone(), ns))
+            .or_insert((ar, i < federated, Vec::new()))
+            .2
+            .push(s.object.clone());
+    }
+    let mut found: HashMap<(String, String, ObjectKey), Proposed> = HashMap::new();
+    let mut pruned = Vec::new();
+    for ((group, plural, ns), (ar, is_federated, files)) in groups {
+        let listed = crate::sync::observe::list_all(
+            &dynamic_api(&host.client, Some(&ns), ar),
+            &ListParams::default(),
+        )
         .await
-        .map_err(|e| {
-            anyhow!(
-                "{}: reading {}: {}",
-                s.source,
-                describe_federated(&s.object),
-                api_error_line(e)
-            )
-        })?
-        .map(|l| serde_json::to_value(l).expect("objects serialize"));
-    let (_, what) = proposal::overlay(
-        live.into_iter().collect(),
-        std::slice::from_ref(&s.object),
-        None,
-        "",
-    );
-    Ok(what.first().map_or(Proposed::Create, |(_, w)| *w))
+        .map_err(|e| anyhow!("reading {plural} in {ns}: {}", crate::error::one_line(&e)))?;
+        if let (Some(sel), true) = (prune, is_federated) {
+            let selected: Vec<Value> = listed
+                .iter()
+                .filter(|o| sel.matches(&crate::sync::observe::labels_of(o)))
+                .cloned()
+                .collect();
+            let here: BTreeSet<String> = [ns.clone()].into();
+            pruned.extend(
+                proposal::overlay(selected, &files, Some(&here), "")
+                    .1
+                    .into_iter()
+                    .filter(|(_, w)| *w == Proposed::Prune)
+                    .map(|(key, _)| (ar, key)),
+            );
+        }
+        for (key, what) in proposal::overlay(listed, &files, None, "").1 {
+            found.insert((group.clone(), plural.clone(), key), what);
+        }
+    }
+    let targets = sourced
+        .into_iter()
+        .map(|(s, ar)| {
+            let key = (ar.group.clone(), ar.plural.clone(), key_of(&s.object));
+            (s, ar, found.get(&key).copied().unwrap_or(Proposed::Create))
+        })
+        .collect();
+    Ok((targets, pruned))
 }
 
 /// One object, applied as `kubectl apply --server-side` would.
@@ -257,63 +302,17 @@ async fn server_side_apply(
     Ok(())
 }
 
-/// Deletes the host objects of the files' types that `selector` selects
-/// and the files lack.
-async fn prune(
-    host: &Host,
-    types: &[ObservedType],
-    p: &Proposal,
-    selector: Option<&str>,
-) -> Result<Vec<String>> {
-    let selector = selector.ok_or_else(|| anyhow!("--prune needs -l SELECTOR"))?;
+/// Deletes the host objects `proposed` found to prune (their finalizer
+/// keeps them until the run that follows has removed their member copies).
+async fn prune(host: &Host, pruned: Vec<(&ApiResource, ObjectKey)>) -> Result<Vec<String>> {
     let mut lines = Vec::new();
-    let mut seen_types: Vec<&ObservedType> = Vec::new();
-    for s in &p.federated {
-        let t = type_of(types, s)?;
-        if !seen_types.iter().any(|x| x.name == t.name) {
-            seen_types.push(t);
-        }
-    }
-    for t in seen_types {
-        // Only in the namespaces the files name, as kubectl apply --prune.
-        let namespaces: BTreeSet<String> = p
-            .federated
-            .iter()
-            .filter(|s| s.object["kind"] == t.federated.kind.as_str())
-            .map(|s| key_of(&s.object).0)
-            .collect();
-        let mut listed = Vec::new();
-        for ns in &namespaces {
-            let api = dynamic_api(&host.client, Some(ns), &t.federated);
-            listed.extend(
-                crate::sync::observe::list_all(&api, &ListParams::default().labels(selector))
-                    .await?,
-            );
-        }
-        for h in listed {
-            let key = key_of(&h);
-            if p.federated
-                .iter()
-                .any(|s| key_of(&s.object) == key && s.object["kind"] == t.federated.kind.as_str())
-                || !h["metadata"]["deletionTimestamp"].is_null()
-            {
-                continue;
-            }
-            dynamic_api(&host.client, Some(&key.0), &t.federated)
-                .delete(&key.1, &DeleteParams::background())
-                .await
-                .map_err(|e| {
-                    anyhow!(
-                        "pruning {}: {}",
-                        crate::core::describe::describe_key(&t.federated.kind, &key),
-                        api_error_line(e)
-                    )
-                })?;
-            lines.push(format!(
-                "host: deleted (pruned) {}",
-                crate::core::describe::describe_key(&t.federated.kind, &key)
-            ));
-        }
+    for (ar, key) in pruned {
+        let what = crate::core::describe::describe_key(&ar.kind, &key);
+        dynamic_api(&host.client, Some(&key.0), ar)
+            .delete(&key.1, &DeleteParams::background())
+            .await
+            .map_err(|e| anyhow!("pruning {what}: {}", api_error_line(e)))?;
+        lines.push(format!("host: deleted (pruned) {what}"));
     }
     Ok(lines)
 }
