@@ -410,21 +410,11 @@ async fn wait_ready(
                 "{} of {} member object(s) not ready after {}",
                 left.len(),
                 objects.len(),
-                humantime_like(wait)
+                crate::core::lease::ago(wait.as_secs() as i64)
             )
         },
     }
     .into())
-}
-
-/// `5m0s`, `1m30s`, `45s`: a duration as Go and kubectl print it.
-fn humantime_like(d: Duration) -> String {
-    let s = d.as_secs();
-    match (s / 3600, s / 60 % 60, s % 60) {
-        (0, 0, sec) => format!("{sec}s"),
-        (0, m, sec) => format!("{m}m{sec}s"),
-        (h, m, sec) => format!("{h}h{m}m{sec}s"),
-    }
 }
 
 /// `--wait-ready`'s progress: a bar on a terminal, else a line per object.
