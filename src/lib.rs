@@ -29,5 +29,6 @@ pub mod poll;
 pub mod reconciler;
 pub mod signals;
 pub mod sync;
+pub mod tls;
 pub mod version;
 pub mod yaml;

@@ -4,6 +4,7 @@
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::api_error;
+use crate::core::tls::{TlsChecks, tls_checks};
 use crate::host::Host;
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine;
@@ -212,7 +213,9 @@ async fn client_for(
         config.root_cert =
             Some(pem_certificates(&pem).with_context(|| format!("cluster {name}: caBundle"))?);
     }
-    config.accept_invalid_certs = spec.disabled_tls_validations.iter().any(|v| v == "*");
+    let checks =
+        tls_checks(&spec.disabled_tls_validations).map_err(|e| anyhow!("cluster {name}: {e}"))?;
+    config.accept_invalid_certs = checks == TlsChecks::None;
     if let Some(p) = spec.proxy_url.as_deref().filter(|p| !p.is_empty()) {
         config.proxy_url = Some(
             p.parse()
@@ -225,10 +228,21 @@ async fn client_for(
     config.write_timeout = Some(timeout);
     config.default_retry = false;
     let counted = |config: kube::Config| -> Result<kube::Client> {
-        Ok(kube::client::ClientBuilder::try_from(config)
-            .with_context(|| format!("building a client for cluster {name}"))?
-            .with_layer(&CountRequests(requests.clone()))
-            .build())
+        let counter = CountRequests(requests.clone());
+        let context = || format!("building a client for cluster {name}");
+        Ok(match checks {
+            TlsChecks::Relaxed {
+                subject_name,
+                validity_period,
+            } => crate::tls::relaxed_client_builder(&config, subject_name, validity_period)
+                .with_context(context)?
+                .with_layer(&counter)
+                .build(),
+            TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
+                .with_context(context)?
+                .with_layer(&counter)
+                .build(),
+        })
     };
     let watch_client = if watch {
         let mut config = config.clone();

@@ -29,5 +29,6 @@ pub mod secrets;
 pub mod settings;
 pub mod shard;
 pub mod time;
+pub mod tls;
 pub mod typegen;
 pub mod version;

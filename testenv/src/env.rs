@@ -277,7 +277,16 @@ impl TestEnv {
 
     /// Starts a fault-injecting, counting proxy in front of `cluster`.
     pub fn proxy(&self, cluster: &str) -> Result<Proxy> {
-        let pair = self.issue_serving_cert()?;
+        self.proxy_serving(cluster, self.issue_serving_cert()?)
+    }
+
+    /// The environment's CA (to issue certificates of a test's own making).
+    pub fn ca(&self) -> &Ca {
+        &self.ca
+    }
+
+    /// [`TestEnv::proxy`] serving `pair` instead of a good loopback certificate.
+    pub fn proxy_serving(&self, cluster: &str, pair: CertPair) -> Result<Proxy> {
         Proxy::start(ProxyConfig {
             upstream: self.cluster(cluster).url(),
             upstream_ca_pem: self.ca_pem().to_string(),

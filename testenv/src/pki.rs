@@ -72,6 +72,66 @@ impl Ca {
             key_pem: key.serialize_pem(),
         })
     }
+
+    /// A serving certificate saying what `spec` says: to test clients that
+    /// must refuse (or, by exception, accept) a wrong name or an expired one.
+    pub fn issue_cert(&self, spec: &CertSpec) -> Result<CertPair> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(spec.dns_names.clone())?;
+        if spec.loopback {
+            params
+                .subject_alt_names
+                .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+            params
+                .subject_alt_names
+                .push(SanType::IpAddress("::1".parse().expect("valid")));
+        }
+        if let Some(((y0, m0, d0), (y1, m1, d1))) = spec.validity {
+            params.not_before = rcgen::date_time_ymd(y0, m0, d0);
+            params.not_after = rcgen::date_time_ymd(y1, m1, d1);
+        }
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "testenv-special");
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(CertPair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// A calendar day, `(year, month, day)`.
+pub type Day = (i32, u8, u8);
+
+/// What a certificate from [`Ca::issue_cert`] says of itself.
+#[derive(Clone, Debug, Default)]
+pub struct CertSpec {
+    /// DNS subject alternative names.
+    pub dns_names: Vec<String>,
+    /// Also `127.0.0.1` and `::1` as IP subject alternative names.
+    pub loopback: bool,
+    /// `(notBefore, notAfter)` as `(year, month, day)`; rcgen's default when unset.
+    pub validity: Option<(Day, Day)>,
+}
+
+/// DER of the first certificate in a PEM text.
+pub fn pem_to_der(pem: &str) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    let body: String = pem
+        .lines()
+        .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .context("decoding PEM")
 }
 
 /// An ECDSA P-256 key pair for signing service-account tokens

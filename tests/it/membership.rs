@@ -881,3 +881,120 @@ fn names_are_validated_and_contexts_sanitised() {
         .is_some()
     );
 }
+
+/// `disabledTLSValidations` as KubeFed's `pkg/controller/util/cluster_util.go`
+/// reads it: `SubjectName` and `ValidityPeriod` each skip only their own
+/// check, and the chain is still verified against the caBundle. The member
+/// is reached through proxies serving a certificate for another name, an
+/// expired one, and one from another CA.
+#[test]
+fn tls_exceptions_skip_only_the_check_they_name() {
+    use testenv::pki::{Ca, CertSpec};
+    let env = TestEnv::shared();
+    let f = crate::fixtures::Federation::new(env, "tls-x", &["configmaps"]);
+    let serving = |ca: &Ca, spec: CertSpec| {
+        env.proxy_serving("member1", ca.issue_cert(&spec).unwrap())
+            .unwrap()
+    };
+    let wrong_name = serving(
+        env.ca(),
+        CertSpec {
+            dns_names: vec!["elsewhere.invalid".into()],
+            ..CertSpec::default()
+        },
+    );
+    let expired = serving(
+        env.ca(),
+        CertSpec {
+            loopback: true,
+            validity: Some(((2020, 1, 1), (2021, 1, 1))),
+            ..CertSpec::default()
+        },
+    );
+    let foreign = serving(
+        &Ca::new("another-ca").unwrap(),
+        CertSpec {
+            loopback: true,
+            ..CertSpec::default()
+        },
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "tls",
+        serde_json::json!({"template": {"data": {"k": "v"}}, "placement": {"clusters": [{"name": f.cluster("m1")}]}}),
+    );
+    let kfc = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{}",
+        f.fedns,
+        f.cluster("m1")
+    );
+    let cases = [
+        (&wrong_name, serde_json::json!([]), "Offline"),
+        (
+            &wrong_name,
+            serde_json::json!(["ValidityPeriod"]),
+            "Offline",
+        ),
+        (&wrong_name, serde_json::json!(["SubjectName"]), "Ready"),
+        (&expired, serde_json::json!(["SubjectName"]), "Offline"),
+        (&expired, serde_json::json!(["ValidityPeriod"]), "Ready"),
+        (
+            &foreign,
+            serde_json::json!(["SubjectName", "ValidityPeriod"]),
+            "Offline",
+        ),
+        (&foreign, serde_json::json!(["*"]), "Ready"),
+        (
+            &expired,
+            serde_json::json!(["validityPeriod"]),
+            "ConfigMalformed",
+        ),
+    ];
+    for (i, (proxy, disabled, want)) in cases.iter().enumerate() {
+        crate::fixtures::patch(
+            env,
+            "host",
+            &kfc,
+            serde_json::json!({"spec": {"apiEndpoint": proxy.url(), "disabledTLSValidations": disabled}}),
+        );
+        let run = f.reconcile(&[]);
+        let reached = *want == "Ready";
+        assert_eq!(
+            run.code,
+            if reached { 0 } else { 3 },
+            "case {i} {disabled}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        let cluster = get(env, "host", &kfc).unwrap();
+        assert_eq!(
+            cluster["status"]["conditions"][0]["type"], *want,
+            "case {i} {disabled}: {cluster}"
+        );
+        if i == 0 {
+            assert!(
+                crate::fixtures::cm(env, "member1", f.ns, "tls").is_none(),
+                "nothing got through a wrong name"
+            );
+        }
+        if i == 2 {
+            assert!(
+                crate::fixtures::cm(env, "member1", f.ns, "tls").is_some(),
+                "propagated with SubjectName skipped"
+            );
+        }
+        if *want == "ConfigMalformed" {
+            let said = format!("{}{}", run.stdout, run.stderr);
+            assert!(
+                said.contains("spec.disabledTLSValidations: unknown value \"validityPeriod\""),
+                "{said}"
+            );
+        }
+    }
+    // Each proxy saw requests only in the cases it was reachable or refused in a handshake.
+    assert!(
+        expired.records().iter().any(|r| r.status == 200),
+        "the expired member answered once allowed"
+    );
+}
