@@ -232,7 +232,9 @@ impl KubeFedConfigSpec {
             leader_elect: Some(LeaderElectConfig {
                 lease_duration: Some("15s".into()),
                 renew_deadline: Some("10s".into()),
-                retry_period: Some("5s".into()),
+                // The tool's own value (upstream's default is 5s): init
+                // writes what the run then uses (core::lease::LeaseTimings).
+                retry_period: Some("2s".into()),
                 resource_lock: Some("configmaps".into()),
             }),
             feature_gates: vec![
@@ -247,7 +249,9 @@ impl KubeFedConfigSpec {
                 timeout: Some("3s".into()),
             }),
             sync_controller: Some(SyncControllerConfig {
-                max_concurrent_reconciles: Some(1),
+                // The watch's requests in flight per member (upstream: 1
+                // worker per type; here one queue serves every type).
+                max_concurrent_reconciles: Some(8),
                 adopt_resources: Some("Enabled".into()),
             }),
             status_controller: Some(StatusControllerConfig {

@@ -289,6 +289,22 @@ async fn wait_established(crds: &[ObjectRef]) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// init writes exactly the values a run then uses.
+    #[test]
+    fn the_written_config_means_the_tools_own_defaults() {
+        let cfg = kubefed_config("fed", Scope::Cluster);
+        let settings = crate::core::settings::settings(Some(&cfg["spec"])).unwrap();
+        let defaults = crate::core::settings::Settings::default();
+        assert_eq!(settings.health, defaults.health);
+        assert_eq!(settings.leader_elect, defaults.leader_elect);
+        assert_eq!(settings.max_concurrent_reconciles, Some(8));
+        assert_eq!(
+            (settings.push_reconciler, settings.scheduler_preferences),
+            (true, true)
+        );
+        assert!(!settings.raw_resource_status_collection);
+    }
+
     #[test]
     fn objects_match_kubefed_v0_10() {
         assert_eq!(

@@ -99,9 +99,9 @@ pub struct ReconcileOptions {
     #[arg(long)]
     pub exit_code: bool,
 
-    /// Requests in flight per member cluster
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    pub concurrency: usize,
+    /// Requests in flight per member cluster [default: 8; with --watch, the KubeFedConfig's syncController.maxConcurrentReconciles when it sets one]
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
 
     /// Timeout of each member request
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -222,7 +222,7 @@ pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
 /// (with `--from`, `NAME[:k=v,...]` clusters to render for; live, member
 /// names only) and `--concurrency`. Returns the render's clusters.
 fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::placement::Cluster>> {
-    if o.concurrency == 0 {
+    if o.concurrency == Some(0) {
         anyhow::bail!("--concurrency must be at least 1");
     }
     if let Some(sel) = &o.selector {
@@ -261,6 +261,10 @@ fn parse_bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
     })
 }
 
+/// Requests in flight per member when neither `--concurrency` nor (under
+/// `--watch`) the KubeFedConfig says.
+const DEFAULT_CONCURRENCY: usize = 8;
+
 /// The live selection and limits, shared by one-shot runs and the watch.
 fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::Options {
     live::Options {
@@ -277,9 +281,10 @@ fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::
             probe_timeout: o.probe_timeout,
             shard: o.shard,
             proposal,
+            settings: None,
         },
         dry_run: o.dry_run,
-        concurrency: o.concurrency,
+        concurrency: o.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
         attempts: o.attempts,
         wait: o.wait,
     }
@@ -289,18 +294,27 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let (factory, host) = global.connect_host().await?;
     if o.leader_elect {
         // A standby outlives host outages, from its start on.
-        let retry = Duration::from_secs(crate::core::lease::RETRY_PERIOD_SECONDS as u64);
+        let retry = crate::core::lease::LeaseTimings::default().retry_period;
         host.wait_initialised(retry).await?;
     } else {
         host.require_initialised().await?;
     }
     lock::refuse_beside_kubefed(&host, o.force).await?;
+    // Read once at start, as upstream's controller-manager reads it: the
+    // lock's timings and the number of requests in flight per member.
+    let settings = host.settings().await?;
+    let mut run = live_options(o, None);
+    run.concurrency = o
+        .concurrency
+        .or(settings.max_concurrent_reconciles)
+        .unwrap_or(DEFAULT_CONCURRENCY);
     // Watches are silent while nothing changes: no read timeout for them.
     let mut config = factory.config(&host.context).await?;
     config.read_timeout = None;
     let watch_client = kube::Client::try_from(config)?;
     let options = watch::WatchOptions {
-        run: live_options(o, None),
+        run,
+        lock_timings: settings.leader_elect,
         watch_client,
         probe_interval: o.probe_interval,
         resync_period: o.resync_period,
@@ -463,7 +477,7 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     if !o.dry_run {
         lock::refuse_beside_kubefed(&host, o.force).await?;
     }
-    let opts = live_options(o, proposal.clone().filter(|_| o.dry_run));
+    let mut opts = live_options(o, proposal.clone().filter(|_| o.dry_run));
     let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
@@ -485,7 +499,10 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         let name = o.shard.map_or(RECONCILE_LEASE.to_string(), |s| {
             s.lease_name(RECONCILE_LEASE)
         });
-        Some(lock::take(&host, &name, o.lock_timeout).await?)
+        // Read before the lock for its timings, and handed to the run.
+        let settings = host.settings().await?;
+        opts.selection.settings = Some(settings);
+        Some(lock::take(&host, &name, o.lock_timeout, settings.leader_elect).await?)
     };
     // From here on a signal releases the lock (while waiting for it, the
     // default action still ends the process at once).

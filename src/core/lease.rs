@@ -3,23 +3,53 @@
 //! argument (seconds since the epoch); the shell reads and writes the Lease.
 
 use serde_json::{Value, json};
+use std::time::Duration;
 
 use super::time::{parse_rfc3339, rfc3339};
 
 /// The Lease a whole-federation reconcile takes in the federation namespace.
 pub const RECONCILE_LEASE: &str = "kubefedctl-reconcile";
 
-/// How long a lease lasts without renewal; the holder renews it every third.
+/// How long a lease lasts without renewal by default; the holder renews it
+/// every third.
 pub const LEASE_SECONDS: i64 = 15;
 
-/// A holder that could not renew for this long stops writing (two thirds
-/// of the lease, as KubeFed's `leaderElect.renewDeadline` 10 s of 15 s):
-/// by the time anyone may take the lease over, it has been idle 5 s.
-pub const RENEW_DEADLINE_SECONDS: i64 = LEASE_SECONDS * 2 / 3;
+/// The lock's timings: KubeFedConfig `spec.leaderElect` (`core::settings`),
+/// these defaults without one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTimings {
+    /// `leaseDuration`: how long a lease lasts without renewal.
+    pub duration: Duration,
+    /// `renewDeadline`: a holder that could not renew for this long stops
+    /// writing (10 s of 15 s, as KubeFed's default): by the time anyone may
+    /// take the lease over, it has been idle 5 s.
+    pub renew_deadline: Duration,
+    /// `retryPeriod`: how often a holder that lost contact tries again.
+    /// Upstream's default is 5 s; ours 2 s, so a holder resumes sooner.
+    pub retry_period: Duration,
+}
 
-/// How often a holder that lost contact tries again (KubeFed's
-/// `leaderElect.retryPeriod`).
-pub const RETRY_PERIOD_SECONDS: i64 = 2;
+impl Default for LeaseTimings {
+    fn default() -> LeaseTimings {
+        LeaseTimings {
+            duration: Duration::from_secs(LEASE_SECONDS as u64),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+impl LeaseTimings {
+    /// `leaseDurationSeconds` as the Lease carries it (whole seconds, at least 1).
+    pub fn lease_seconds(&self) -> i64 {
+        (self.duration.as_secs_f64().ceil() as i64).max(1)
+    }
+
+    /// How often a holder renews: a third of the duration, as before.
+    pub fn renew_every(&self) -> Duration {
+        (self.duration / 3).max(Duration::from_millis(100))
+    }
+}
 
 /// Who a run is, as the Lease's `holderIdentity` says it:
 /// `ci-runner-7 (pid 4121, job 88231)`.
@@ -153,10 +183,10 @@ pub fn transitions_after_take(current: Option<&Value>) -> i64 {
 }
 
 /// The Lease's spec when `me` takes it at `now` (`transitions` so far).
-pub fn taken(me: &str, now: i64, transitions: i64) -> Value {
+pub fn taken(me: &str, now: i64, transitions: i64, timings: &LeaseTimings) -> Value {
     json!({
         "holderIdentity": me,
-        "leaseDurationSeconds": LEASE_SECONDS,
+        "leaseDurationSeconds": timings.lease_seconds(),
         "acquireTime": micro_time(now),
         "renewTime": micro_time(now),
         "leaseTransitions": transitions,
@@ -271,7 +301,8 @@ mod tests {
         assert_eq!(transitions_after_take(None), 0);
         assert_eq!(transitions_after_take(Some(&lease("", 1, 1))), 0);
         assert_eq!(transitions_after_take(Some(&taken)), 4);
-        const { assert!(RENEW_DEADLINE_SECONDS < LEASE_SECONDS) };
+        let t = LeaseTimings::default();
+        assert!(t.renew_deadline < t.duration && t.retry_period < t.renew_deadline);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use serde_json::Value;
 use std::time::Duration;
 
+use super::lease::LeaseTimings;
 use super::membership::Scope;
 use super::plan::SyncSettings;
 
@@ -31,6 +32,11 @@ pub struct Settings {
     pub raw_resource_status_collection: bool,
     /// `clusterHealthCheck`.
     pub health: HealthCheck,
+    /// `leaderElect` (`resourceLock` is not read: the run lock is always a Lease).
+    pub leader_elect: LeaseTimings,
+    /// `syncController.maxConcurrentReconciles`: the default of
+    /// `--concurrency` under `--watch`; None when the config does not say.
+    pub max_concurrent_reconciles: Option<usize>,
 }
 
 /// How members are probed (`spec.clusterHealthCheck`; upstream's defaults
@@ -69,6 +75,8 @@ impl Default for Settings {
             push_reconciler: gate_default("PushReconciler"),
             raw_resource_status_collection: gate_default("RawResourceStatusCollection"),
             health: HealthCheck::default(),
+            leader_elect: LeaseTimings::default(),
+            max_concurrent_reconciles: None,
         }
     }
 }
@@ -120,6 +128,20 @@ pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
         v => s.sync.adopt_resources = enabled(v, "spec.syncController.adoptResources")?,
     }
     s.health = health_check(&spec["clusterHealthCheck"])?;
+    s.leader_elect = leader_elect(&spec["leaderElect"])?;
+    match &spec["syncController"]["maxConcurrentReconciles"] {
+        Value::Null => {}
+        n => {
+            s.max_concurrent_reconciles = Some(
+                n.as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|n| *n >= 1)
+                    .ok_or(format!(
+                        "spec.syncController.maxConcurrentReconciles: must be a whole number of at least 1, not {n}"
+                    ))?,
+            )
+        }
+    }
     match &spec["featureGates"] {
         Value::Null => {}
         Value::Array(gates) => {
@@ -146,24 +168,62 @@ pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
     Ok(s)
 }
 
+/// A positive duration at `spec.<section>.<field>` of `v` (the section), or `default`.
+fn duration_field(
+    v: &Value,
+    section: &str,
+    field: &str,
+    default: Duration,
+) -> Result<Duration, String> {
+    match &v[field] {
+        Value::Null => Ok(default),
+        Value::String(text) => super::time::parse_duration(text)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or(format!(
+                "spec.{section}.{field}: {text:?} is not a positive duration"
+            )),
+        other => Err(format!(
+            "spec.{section}.{field}: must be a duration such as \"10s\", not {other}"
+        )),
+    }
+}
+
+/// `spec.leaderElect`, validated as upstream's `ValidateKubeFedConfig`
+/// (`pkg/apis/core/v1beta1/validation/validation.go`): the lease outlasts
+/// the renew deadline, which outlasts the retry period times client-go's
+/// jitter factor 1.2.
+fn leader_elect(v: &Value) -> Result<LeaseTimings, String> {
+    let mut t = LeaseTimings::default();
+    if v.is_null() {
+        return Ok(t);
+    }
+    t.duration = duration_field(v, "leaderElect", "leaseDuration", t.duration)?;
+    t.renew_deadline = duration_field(v, "leaderElect", "renewDeadline", t.renew_deadline)?;
+    t.retry_period = duration_field(v, "leaderElect", "retryPeriod", t.retry_period)?;
+    if t.duration <= t.renew_deadline {
+        return Err(format!(
+            "spec.leaderElect.leaseDuration: {:?} must be greater than renewDeadline {:?}",
+            t.duration, t.renew_deadline
+        ));
+    }
+    if t.renew_deadline.as_secs_f64() <= t.retry_period.as_secs_f64() * 1.2 {
+        return Err(format!(
+            "spec.leaderElect.renewDeadline: {:?} must be greater than retryPeriod*JitterFactor(1.2) ({:?}*1.2)",
+            t.renew_deadline, t.retry_period
+        ));
+    }
+    Ok(t)
+}
+
 /// `spec.clusterHealthCheck`, defaults where a field is absent.
 fn health_check(v: &Value) -> Result<HealthCheck, String> {
     let mut h = HealthCheck::default();
     if v.is_null() {
         return Ok(h);
     }
-    let duration = |field: &str, default: Duration| match &v[field] {
-        Value::Null => Ok(default),
-        Value::String(text) => super::time::parse_duration(text)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or(format!(
-                "spec.clusterHealthCheck.{field}: {text:?} is not a positive duration"
-            )),
-        other => Err(format!(
-            "spec.clusterHealthCheck.{field}: must be a duration such as \"10s\", not {other}"
-        )),
-    };
+    let duration =
+        |field: &str, default: Duration| duration_field(v, "clusterHealthCheck", field, default);
     let count = |field: &str, default: u32| match &v[field] {
         Value::Null => Ok(default),
         n => n
@@ -223,6 +283,8 @@ mod tests {
                     push_reconciler: true,
                     raw_resource_status_collection: true,
                     health: HealthCheck::default(),
+                    leader_elect: LeaseTimings::default(),
+                    max_concurrent_reconciles: None,
                 }),
             ),
             (
@@ -272,6 +334,41 @@ mod tests {
                 Some(json!({"clusterHealthCheck": {"successThreshold": 0}})),
                 Err(
                     "spec.clusterHealthCheck.successThreshold: must be a whole number of at least 1, not 0",
+                ),
+            ),
+            (
+                "leader election and sync workers",
+                Some(json!({
+                    "leaderElect": {"leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "5s", "resourceLock": "configmaps"},
+                    "syncController": {"maxConcurrentReconciles": 4}
+                })),
+                Ok(Settings {
+                    leader_elect: LeaseTimings {
+                        duration: Duration::from_secs(30),
+                        renew_deadline: Duration::from_secs(20),
+                        retry_period: Duration::from_secs(5),
+                    },
+                    max_concurrent_reconciles: Some(4),
+                    ..Settings::default()
+                }),
+            ),
+            (
+                "a lease no longer than its renew deadline",
+                Some(json!({"leaderElect": {"leaseDuration": "10s"}})),
+                Err("spec.leaderElect.leaseDuration: 10s must be greater than renewDeadline 10s"),
+            ),
+            (
+                "a renew deadline within the jittered retry period",
+                Some(json!({"leaderElect": {"renewDeadline": "6s", "retryPeriod": "5s"}})),
+                Err(
+                    "spec.leaderElect.renewDeadline: 6s must be greater than retryPeriod*JitterFactor(1.2) (5s*1.2)",
+                ),
+            ),
+            (
+                "no sync workers",
+                Some(json!({"syncController": {"maxConcurrentReconciles": 0}})),
+                Err(
+                    "spec.syncController.maxConcurrentReconciles: must be a whole number of at least 1, not 0",
                 ),
             ),
             (

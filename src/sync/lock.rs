@@ -10,10 +10,7 @@
 //! `core::lease`.
 
 use crate::apply::{api_error, resource_of};
-use crate::core::lease::{
-    self, Acquire, LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS, Renewal, ago,
-    identity, micro_time, taken,
-};
+use crate::core::lease::{self, Acquire, LeaseTimings, Renewal, ago, identity, micro_time, taken};
 use crate::host::Host;
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -102,8 +99,13 @@ pub async fn refuse_beside_kubefed(host: &Host, force: bool) -> Result<()> {
 /// Takes the lock `name` for this run (waiting up to `wait`), and says from
 /// whom when it took over an expired one: the one way a one-shot run and
 /// the watch take it.
-pub async fn take(host: &Host, name: &str, wait: Duration) -> Result<RunLock> {
-    let lock = RunLock::acquire(host, name, this_run(), wait).await?;
+pub async fn take(
+    host: &Host,
+    name: &str,
+    wait: Duration,
+    timings: LeaseTimings,
+) -> Result<RunLock> {
+    let lock = RunLock::acquire(host, name, this_run(), wait, timings).await?;
     if let Some(previous) = &lock.took_over {
         tracing::info!("note: took over the federation lock from {previous}");
     }
@@ -132,7 +134,13 @@ fn lease_api(host: &Host) -> Api<DynamicObject> {
 impl RunLock {
     /// Takes the lease `name`, waiting up to `wait` for its holder
     /// (`Duration::MAX`: as long as it takes, as a standby instance does).
-    pub async fn acquire(host: &Host, name: &str, me: String, wait: Duration) -> Result<RunLock> {
+    pub async fn acquire(
+        host: &Host,
+        name: &str,
+        me: String,
+        wait: Duration,
+        timings: LeaseTimings,
+    ) -> Result<RunLock> {
         let api = lease_api(host);
         let deadline = Instant::now().checked_add(wait);
         let standby = wait == Duration::MAX;
@@ -148,7 +156,7 @@ impl RunLock {
                             crate::apply::api_error_line(e)
                         );
                     }
-                    tokio::time::sleep(Duration::from_secs(RETRY_PERIOD_SECONDS as u64)).await;
+                    tokio::time::sleep(timings.retry_period).await;
                     continue;
                 }
                 Err(e) => {
@@ -158,15 +166,19 @@ impl RunLock {
             let current = current.map(serde_json::to_value).transpose()?;
             let now = crate::clock::now_unix();
             let attempt = match lease::acquire(current.as_ref(), now) {
-                Acquire::Create => create(&api, name, &me, now).await.map(|rv| (rv, None)),
+                Acquire::Create => create(&api, name, &me, now, &timings)
+                    .await
+                    .map(|rv| (rv, None)),
                 Acquire::Take { previous } => {
                     let current = current.as_ref().expect("a lease to take");
-                    take_over(&api, name, &me, now, current).await.map(|rv| {
-                        let previous = previous.map(|(holder, expired)| {
-                            format!("{holder}, expired {} ago", ago(expired))
-                        });
-                        (rv, previous)
-                    })
+                    take_over(&api, name, &me, now, current, &timings)
+                        .await
+                        .map(|rv| {
+                            let previous = previous.map(|(holder, expired)| {
+                                format!("{holder}, expired {} ago", ago(expired))
+                            });
+                            (rv, previous)
+                        })
                 }
                 Acquire::Held { holder, held_for } => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -195,6 +207,7 @@ impl RunLock {
                             me: me.clone(),
                             resource_version: rv,
                             transitions,
+                            timings,
                         }
                         .run(tx),
                     );
@@ -255,9 +268,15 @@ impl Drop for RunLock {
 struct Lost;
 
 /// Creates the lease held by `me`; its resourceVersion.
-async fn create(api: &Api<DynamicObject>, name: &str, me: &str, now: i64) -> Result<String, Lost> {
+async fn create(
+    api: &Api<DynamicObject>,
+    name: &str,
+    me: &str,
+    now: i64,
+    timings: &LeaseTimings,
+) -> Result<String, Lost> {
     let body = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": name}, "spec": taken(me, now, 0)});
+        "metadata": {"name": name}, "spec": taken(me, now, 0, timings)});
     let body: DynamicObject = serde_json::from_value(body).expect("a Lease");
     match api.create(&PostParams::default(), &body).await {
         Ok(l) => Ok(l.metadata.resource_version.unwrap_or_default()),
@@ -273,10 +292,11 @@ async fn take_over(
     me: &str,
     now: i64,
     current: &Value,
+    timings: &LeaseTimings,
 ) -> Result<String, Lost> {
     let patch = json!({
         "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-        "spec": taken(me, now, lease::transitions_after_take(Some(current))),
+        "spec": taken(me, now, lease::transitions_after_take(Some(current)), timings),
     });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -293,6 +313,7 @@ struct Renewer {
     resource_version: String,
     /// The lease's transitions when this holder took it.
     transitions: i64,
+    timings: LeaseTimings,
 }
 
 /// What one renewal attempt found.
@@ -309,9 +330,9 @@ impl Renewer {
     /// trying every retry period: lost contact is not lost leadership. It
     /// ends only when another holder took the lease over (`Lost`).
     async fn run(mut self, tx: watch::Sender<LockState>) {
-        let every = Duration::from_secs((LEASE_SECONDS / 3).max(1) as u64);
-        let deadline = Duration::from_secs(RENEW_DEADLINE_SECONDS as u64);
-        let retry = Duration::from_secs(RETRY_PERIOD_SECONDS as u64);
+        let every = self.timings.renew_every();
+        let deadline = self.timings.renew_deadline;
+        let retry = self.timings.retry_period;
         let mut renewed = Instant::now();
         let mut next = renewed + every;
         loop {

@@ -40,6 +40,9 @@ pub struct Selection {
     /// `reconcile -f --dry-run`: a change whose objects take the place of
     /// the host's in the observation.
     pub proposal: Option<std::sync::Arc<crate::sync::files::Proposal>>,
+    /// The KubeFedConfig's settings when the caller already read them (to
+    /// take the lock with its timings); None: the observation reads them.
+    pub settings: Option<Settings>,
 }
 
 /// One enabled type and what was read of it.
@@ -111,7 +114,10 @@ impl Observation {
 /// Reads the host and the members.
 pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     // The KubeFedConfig is read once.
-    let settings = host.settings().await?;
+    let settings = match o.settings {
+        Some(s) => s,
+        None => host.settings().await?,
+    };
 
     // Members: all of them for placement (labels), the chosen ones to touch.
     let members = members::load(host, o.timeout, &[]).await?;

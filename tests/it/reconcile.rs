@@ -1746,6 +1746,33 @@ fn the_hosts_kubefedconfig_decides_what_a_run_does() {
         )
         .is_some()
     );
+
+    // leaderElect: the run lock's Lease carries the configured duration.
+    set(json!({"featureGates": null,
+        "leaderElect": {"leaseDuration": "40s", "renewDeadline": "30s", "retryPeriod": "3s"}}));
+    f.reconcile(&[]).ok();
+    let lease = crate::fixtures::lease(env, f.fedns).unwrap();
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 40, "{lease}");
+    // A renew deadline the lease does not outlast: refused before the lock.
+    set(json!({"leaderElect": {"leaseDuration": "20s"}}));
+    f.reset();
+    let run = f.reconcile(&[]).fails();
+    assert!(
+        run.stderr
+            .contains("spec.leaderElect.leaseDuration: 20s must be greater than renewDeadline 30s"),
+        "{}",
+        run.stderr
+    );
+    let writes: Vec<_> = f
+        .host
+        .records()
+        .into_iter()
+        .filter(|r| r.method != "GET")
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "nothing written, not even the lock: {writes:?}"
+    );
 }
 
 /// `reconcile -f`: the plan of a change under review, then applying it.

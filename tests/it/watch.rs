@@ -629,3 +629,68 @@ fn type_configs_say_whether_the_watch_propagates_them() {
         "NotRunning"
     );
 }
+
+/// The most requests matching `which` that were in flight at once.
+fn max_in_flight(
+    records: &[testenv::RequestRecord],
+    which: impl Fn(&testenv::RequestRecord) -> bool,
+) -> usize {
+    let mut edges: Vec<(std::time::Instant, i32)> = Vec::new();
+    for r in records.iter().filter(|r| which(r)) {
+        if let (Some(start), Some(end)) = (r.received, r.answered) {
+            edges.push((start, 1));
+            edges.push((end, -1));
+        }
+    }
+    // An answer before a start at the same instant: not overlapping.
+    edges.sort_by_key(|&(t, d)| (t, d));
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// KubeFedConfig `syncController.maxConcurrentReconciles` sets how many
+/// requests the watch has in flight per member (read at start, as upstream).
+#[test]
+fn the_watch_works_on_as_many_objects_at_once_as_the_config_says() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-mcr", &["configmaps"]);
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+            f.fedns
+        ),
+        json!({"spec": {"syncController": {"maxConcurrentReconciles": 2}}}),
+    );
+    let names = f.create_configmaps(env, "mcr", 10);
+    f.m1.set_faults(Faults {
+        latency: std::time::Duration::from_millis(300),
+        only: Some(std::sync::Arc::new(|r: &testenv::RequestRecord| {
+            r.verb == "create"
+        })),
+        ..Faults::default()
+    });
+    f.reset();
+    let log_path = env.dir().join("watch-mcr.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("every object reached member1", || {
+        names.iter().all(|n| cm(env, "member1", f.ns, n).is_some())
+    });
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+    let creates = |r: &testenv::RequestRecord| r.verb == "create" && r.resource == "configmaps";
+    let records = f.m1.records();
+    assert_eq!(records.iter().filter(|r| creates(r)).count(), 10);
+    assert_eq!(
+        max_in_flight(&records, creates),
+        2,
+        "{:#?}",
+        records.iter().filter(|r| creates(r)).collect::<Vec<_>>()
+    );
+}

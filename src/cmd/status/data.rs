@@ -285,6 +285,7 @@ pub(super) async fn check_members(
             timeout: o.probe_timeout,
             probe_timeout: Some(o.probe_timeout),
             proposal: None,
+            settings: None,
         },
         dry_run: true,
         concurrency: 8,

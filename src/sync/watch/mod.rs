@@ -66,6 +66,8 @@ pub struct WatchOptions {
     pub resync_period: Duration,
     pub leader_elect: bool,
     pub lock_timeout: Duration,
+    /// The KubeFedConfig's `leaderElect` (read at start).
+    pub lock_timings: crate::core::lease::LeaseTimings,
     pub no_lock: bool,
     pub metrics_bind_address: Option<SocketAddr>,
     /// `-v 2`: one line per member change.
@@ -100,7 +102,7 @@ pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
                 o.lock_timeout
             };
             tokio::select! {
-                lock = lock::take(host, RECONCILE_LEASE, wait) => Some(lock?),
+                lock = lock::take(host, RECONCILE_LEASE, wait, o.lock_timings) => Some(lock?),
                 _ = stop.next() => {
                     tracing::info!("stopped while waiting for the federation lock");
                     return Ok(());
