@@ -150,9 +150,50 @@ pub fn readiness(group: &str, kind: &str, obj: &Value) -> Readiness {
     }
 }
 
+/// kubectl's READY column for a workload from its `.status` alone (what
+/// KubeFed collects as `remoteStatus`): `ready/desired` replicas for
+/// Deployments, ReplicaSets and StatefulSets, `ready/desired` pods for
+/// DaemonSets; None for other kinds.
+pub fn ready_column(kind: &str, status: &Value) -> Option<String> {
+    let count = |field: &str| int(&status[field]);
+    let (ready, of) = match kind {
+        "Deployment" | "ReplicaSet" | "StatefulSet" => (count("readyReplicas"), count("replicas")),
+        "DaemonSet" => (count("numberReady"), count("desiredNumberScheduled")),
+        _ => return None,
+    };
+    Some(format!("{ready}/{of}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ready_columns_read_like_kubectl() {
+        let cases = [
+            (
+                "Deployment",
+                json!({"replicas": 3, "readyReplicas": 2}),
+                Some("2/3"),
+            ),
+            ("ReplicaSet", json!({"replicas": 2}), Some("0/2")),
+            (
+                "StatefulSet",
+                json!({"replicas": 1, "readyReplicas": 1}),
+                Some("1/1"),
+            ),
+            (
+                "DaemonSet",
+                json!({"desiredNumberScheduled": 4, "numberReady": 4}),
+                Some("4/4"),
+            ),
+            ("Job", json!({"succeeded": 1}), None),
+            ("ConfigMap", json!({}), None),
+        ];
+        for (kind, status, want) in cases {
+            assert_eq!(ready_column(kind, &status).as_deref(), want, "{kind}");
+        }
+    }
     use serde_json::json;
 
     fn deployment(generation: i64, status: Value) -> Value {

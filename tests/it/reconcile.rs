@@ -2454,6 +2454,35 @@ fn remote_statuses_are_collected_into_the_federated_status() {
     };
     assert_eq!(remote(f.cluster("m1"))["readyReplicas"], 1, "{fed}");
     assert_eq!(remote(f.cluster("m2"))["replicas"], 1, "{fed}");
+    // status shows them: READY per member in the table, the statuses in json.
+    let table = f.run(&["status", "deployments", "-n", f.ns]).ok();
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    assert!(
+        table.stdout.lines().next().unwrap().contains("READY"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains(&format!("{m1}:1/1,{m2}:0/1")),
+        "{}",
+        table.stdout
+    );
+    let json = f
+        .run(&["status", "deployments", "web", "-n", f.ns, "-o", "json"])
+        .ok();
+    let rows: Value = serde_json::from_str(&json.stdout).unwrap();
+    let first = &rows[0]["clusters"];
+    let of = |name: &str| {
+        first
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(of(&m1)["remoteStatus"]["readyReplicas"], 1, "{rows}");
+    assert_eq!(of(&m2)["ready"], "0/1", "{rows}");
     // Nothing changed: nothing written.
     f.reset();
     f.reconcile(&[]).ok();

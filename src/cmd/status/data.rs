@@ -66,6 +66,12 @@ pub struct ClusterPropagation {
     /// Why the status is what it is, when we can say more (shown by `-o wide|yaml|json`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The member object's `.status`, when the type's status is collected.
+    #[serde(rename = "remoteStatus", skip_serializing_if = "Option::is_none")]
+    pub remote_status: Option<Value>,
+    /// kubectl's READY (`2/3`) from the collected status, for workloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
 }
 
 pub(super) async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<ClusterRow>> {
@@ -308,6 +314,8 @@ pub(super) async fn check_members(
                     status: recorded.map_or("-".to_string(), |c| c.status.clone()),
                     live: Some(v.verdict.to_string()),
                     message: recorded.and_then(|c| c.message.clone()),
+                    remote_status: recorded.and_then(|c| c.remote_status.clone()),
+                    ready: recorded.and_then(|c| c.ready.clone()),
                 }
             })
             .collect();
@@ -415,6 +423,10 @@ pub(super) async fn object_rows(
                                 .to_string(),
                             live: None,
                             message: None,
+                            remote_status: c.get("remoteStatus").cloned(),
+                            ready: c.get("remoteStatus").and_then(|s| {
+                                crate::core::readiness::ready_column(&ftc.spec.target_type.kind, s)
+                            }),
                         })
                         .collect()
                 })

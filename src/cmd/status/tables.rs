@@ -164,7 +164,14 @@ pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
         .iter()
         .flat_map(|r| &r.clusters)
         .any(|c| c.message.is_some());
+    let counted = rows
+        .iter()
+        .flat_map(|r| &r.clusters)
+        .any(|c| c.ready.is_some());
     let mut headers = vec!["NAMESPACE", "NAME", "PLACEMENT", "PROPAGATED", "CLUSTERS"];
+    if counted {
+        headers.push("READY");
+    }
     if wide {
         headers.push("REASON");
         if explained {
@@ -196,6 +203,18 @@ pub fn objects_table(rows: &[ObjectRow], wide: bool, colour: bool) -> String {
             ready_cell(&r.propagation, colour),
             Cell::new(clusters),
         ];
+        if counted {
+            let ready: Vec<String> = r
+                .clusters
+                .iter()
+                .filter_map(|c| Some(format!("{}:{}", c.name, c.ready.as_ref()?)))
+                .collect();
+            cells.push(Cell::new(if ready.is_empty() {
+                "-".to_string()
+            } else {
+                ready.join(",")
+            }));
+        }
         if wide {
             let messages: Vec<String> = r
                 .clusters
