@@ -13,6 +13,10 @@
 //!   until their round ends; a key marked meanwhile waits for that end (as
 //!   client-go's workqueue holds a key that is dirty while processing), so
 //!   concurrent rounds never decide the same object.
+//! - A key whose round wrote something waits [`MIN_WRITE_INTERVAL`] before
+//!   its next round: under churn (a member status changing many times a
+//!   second), its writes are coalesced to at most one a second; the last
+//!   change is still acted on, at the end of the interval.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -21,6 +25,8 @@ use std::time::{Duration, Instant};
 pub const BASE_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest delay between retries.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// The least time between two rounds of one key that both write.
+pub const MIN_WRITE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Keys waiting to be processed, and the failures of those that failed.
 #[derive(Debug)]
@@ -31,6 +37,8 @@ pub struct WorkQueue<K: Ord + Clone + std::hash::Hash> {
     backoff: HashMap<K, (u32, Instant)>,
     /// Keys a round is working on → when they were first marked.
     in_flight: BTreeMap<K, Instant>,
+    /// Keys whose last round wrote, within the last [`MIN_WRITE_INTERVAL`] → when.
+    wrote: HashMap<K, Instant>,
 }
 
 impl<K: Ord + Clone + std::hash::Hash> Default for WorkQueue<K> {
@@ -39,6 +47,7 @@ impl<K: Ord + Clone + std::hash::Hash> Default for WorkQueue<K> {
             pending: BTreeMap::new(),
             backoff: HashMap::new(),
             in_flight: BTreeMap::new(),
+            wrote: HashMap::new(),
         }
     }
 }
@@ -67,6 +76,7 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
     /// flight), with when it was first marked; they are in flight until
     /// [`Self::succeeded`], [`Self::failed`] or [`Self::abandon_in_flight`].
     pub fn take_ready(&mut self, now: Instant) -> Vec<(K, Instant)> {
+        self.wrote.retain(|_, at| *at + MIN_WRITE_INTERVAL > now);
         let ready: Vec<K> = self
             .pending
             .keys()
@@ -84,7 +94,15 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
     }
 
     fn is_ready(&self, k: &K, now: Instant) -> bool {
-        !self.in_flight.contains_key(k) && self.backoff.get(k).is_none_or(|(_, at)| *at <= now)
+        !self.in_flight.contains_key(k) && self.not_before(k, now) <= now
+    }
+
+    /// When `k` may run next, its round aside: after its backoff and its
+    /// write interval (`now` when neither holds it back).
+    fn not_before(&self, k: &K, now: Instant) -> Instant {
+        let backoff = self.backoff.get(k).map_or(now, |(_, at)| *at);
+        let written = self.wrote.get(k).map_or(now, |at| *at + MIN_WRITE_INTERVAL);
+        backoff.max(written)
     }
 
     /// Whether some key may run at `now`.
@@ -98,7 +116,7 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
         self.pending
             .keys()
             .filter(|k| !self.in_flight.contains_key(*k))
-            .map(|k| self.backoff.get(k).map_or(now, |(_, at)| *at))
+            .map(|k| self.not_before(k, now))
             .min()
             .filter(|at| *at > now)
     }
@@ -119,6 +137,12 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
     pub fn succeeded(&mut self, key: &K) {
         self.in_flight.remove(key);
         self.backoff.remove(key);
+    }
+
+    /// `key`'s round (which succeeded) wrote at `now`: its next round waits
+    /// until [`MIN_WRITE_INTERVAL`] after.
+    pub fn wrote(&mut self, key: K, now: Instant) {
+        self.wrote.insert(key, now);
     }
 
     /// The rounds in flight were cancelled (the lock could not be renewed):
@@ -243,6 +267,35 @@ mod tests {
         assert_eq!((q.len(), q.in_flight()), (1, 0));
         assert_eq!(q.failures(&"b"), 0);
         assert_eq!(q.take_ready(t1), [("b", t0)], "the earlier mark counts");
+    }
+
+    #[test]
+    fn a_key_that_wrote_waits_a_second_and_its_marks_coalesce() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut q = WorkQueue::default();
+        q.add("hot", t0);
+        assert_eq!(q.take_ready(t0).len(), 1);
+        q.succeeded(&"hot");
+        q.wrote("hot", ms(10));
+        // Marked ten times within the second: one round, at its end.
+        for i in 1..=10 {
+            q.add("hot", ms(50 * i));
+            assert!(q.take_ready(ms(50 * i)).is_empty(), "mark {i}");
+        }
+        assert_eq!(q.next_retry(ms(500)), Some(ms(1010)));
+        assert_eq!(q.take_ready(ms(1010)), [("hot", ms(50))]);
+        // A round that wrote nothing holds nothing back.
+        q.succeeded(&"hot");
+        q.add("hot", ms(1020));
+        assert_eq!(q.take_ready(ms(1020)).len(), 1);
+        q.succeeded(&"hot");
+        // Nor does a write long ago; and another key is never held back.
+        q.wrote("hot", ms(1030));
+        q.add("cold", ms(1040));
+        assert_eq!(q.take_ready(ms(1040)), [("cold", ms(1040))]);
+        q.add("hot", ms(2100));
+        assert_eq!(q.take_ready(ms(2100)).len(), 1);
     }
 
     #[test]

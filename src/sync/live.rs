@@ -91,6 +91,8 @@ pub struct ObjectOutcome {
     pub failed: bool,
     /// One line per member change made (`member1: created ConfigMap shop/web`).
     pub changes: Vec<String>,
+    /// Host writes made for it (status, PropagatedVersion, finalizer).
+    pub host_writes: usize,
 }
 
 /// A round's report and what became of each object.
@@ -543,6 +545,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
             object,
             failed: f.refused.is_some() || f.write_failed.is_some(),
             changes: Vec::new(),
+            host_writes: f.host_writes,
         };
         for e in f.refused.iter().chain(&f.write_failed) {
             report

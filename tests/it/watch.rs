@@ -694,3 +694,84 @@ fn the_watch_works_on_as_many_objects_at_once_as_the_config_says() {
         records.iter().filter(|r| creates(r)).collect::<Vec<_>>()
     );
 }
+
+/// Under churn (a member's status changing ten times a second), the watch
+/// writes a collected object's status at most about once a second, and the
+/// last status is the one that stays.
+#[test]
+fn status_writes_are_coalesced_under_churn() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-churn", &["deployments.apps"]);
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/deployments.apps",
+            f.fedns
+        ),
+        json!({"spec": {"statusCollection": "Enabled"}}),
+    );
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+            f.fedns
+        ),
+        json!({"spec": {"featureGates": [
+            {"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}}),
+    );
+    f.create_deployment(env, "busy");
+    let log_path = env.dir().join("watch-churn.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    let path = format!("/apis/apps/v1/namespaces/{}/deployments/busy", f.ns);
+    wait_until("the deployment reached member1", || {
+        crate::fixtures::get(env, "member1", &path).is_some()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    f.reset();
+    // The test is member1's deployment controller, and a busy one.
+    let started = std::time::Instant::now();
+    let mut last = 0;
+    for i in 1..=30 {
+        last = i;
+        patch(
+            env,
+            "member1",
+            &format!("{path}/status"),
+            json!({"status": {"replicas": 100, "readyReplicas": i}}),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let churn = started.elapsed();
+    let fed = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federateddeployments/busy",
+        f.group, f.ns
+    );
+    wait_until("the last status is collected", || {
+        let obj = crate::fixtures::get(env, "host", &fed).unwrap();
+        obj["status"]["clusters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["remoteStatus"]["readyReplicas"] == last)
+    });
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+    let writes: Vec<_> = f
+        .host
+        .records()
+        .into_iter()
+        .filter(|r| {
+            r.resource == "federateddeployments" && r.subresource == "status" && r.is_write()
+        })
+        .collect();
+    // One a second at most, plus the one at the start and the last one.
+    let most = churn.as_secs() as usize + 2;
+    assert!(
+        !writes.is_empty() && writes.len() <= most,
+        "{} status writes in {churn:?} of churn (at most {most})",
+        writes.len()
+    );
+}

@@ -195,6 +195,8 @@ struct RoundResult {
     outcome: RoundOutcome,
     failed: BTreeSet<WorkKey>,
     changed: BTreeSet<WorkKey>,
+    /// Changed a member or wrote to the host: its next round waits a second.
+    wrote: BTreeSet<WorkKey>,
 }
 
 struct Controller<'a> {
@@ -906,11 +908,12 @@ impl Controller<'_> {
             }
             .await
             .map(|outcome| {
-                let (failed, changed) = outcome_keys(&outcome);
+                let (failed, changed, wrote) = outcome_keys(&outcome);
                 RoundResult {
                     outcome,
                     failed,
                     changed,
+                    wrote,
                 }
             });
             crate::parallel::drop_in_background(seen);
@@ -949,6 +952,9 @@ impl Controller<'_> {
                 self.queue.failed(k, since, now);
             } else {
                 self.queue.succeeded(&k);
+                if r.wrote.contains(&k) {
+                    self.queue.wrote(k.clone(), now);
+                }
                 if r.changed.contains(&k) {
                     self.metrics
                         .latency
@@ -1028,11 +1034,15 @@ fn mark_stalls(members: &[Member], health: &[Health]) {
     }
 }
 
-/// The keys of a round's outcome that failed, and those that changed a
-/// member: an outcome names its object as the queue does.
-fn outcome_keys(outcome: &RoundOutcome) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
+/// The keys of a round's outcome that failed, those that changed a member,
+/// and those that wrote anywhere: an outcome names its object as the queue
+/// does.
+fn outcome_keys(
+    outcome: &RoundOutcome,
+) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
     let mut failed = BTreeSet::new();
     let mut changed = BTreeSet::new();
+    let mut wrote = BTreeSet::new();
     for o in &outcome.objects {
         let k = o.object.federated();
         if o.failed {
@@ -1041,8 +1051,11 @@ fn outcome_keys(outcome: &RoundOutcome) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>
         if !o.changes.is_empty() {
             changed.insert(k.clone());
         }
+        if !o.changes.is_empty() || o.host_writes > 0 {
+            wrote.insert(k.clone());
+        }
     }
-    (failed, changed)
+    (failed, changed, wrote)
 }
 
 /// A timer whose first tick is now (taken), and that delays missed ticks.
