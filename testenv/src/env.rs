@@ -85,6 +85,13 @@ pub struct TestEnv {
 impl TestEnv {
     /// Starts the named clusters (names must be unique DNS labels).
     pub fn start(names: &[&str]) -> Result<TestEnv> {
+        TestEnv::start_with(names, &[])
+    }
+
+    /// [`TestEnv::start`] with more kube-controller-manager controllers
+    /// than the environment's own (e.g. `deployment`, which makes
+    /// ReplicaSets for Deployments).
+    pub fn start_with(names: &[&str], extra_controllers: &[&str]) -> Result<TestEnv> {
         let bin = binaries_dir();
         for b in ["kube-apiserver", "kube-controller-manager"] {
             if !bin.join(b).is_file() {
@@ -161,7 +168,7 @@ impl TestEnv {
             cluster.controller_manager = Some(Process::spawn(
                 &format!("kube-controller-manager ({})", cluster.name),
                 &bin.join("kube-controller-manager"),
-                &controller_manager_args(&env.dir, &cdir),
+                &controller_manager_args(&env.dir, &cdir, extra_controllers),
                 &cdir.join("kube-controller-manager.log"),
             )?);
             env.clusters.push(cluster);
@@ -191,7 +198,12 @@ impl TestEnv {
     /// Its processes die with the test process, and its directory is
     /// removed at exit like the shared one's.
     pub fn private(names: &[&str]) -> Result<TestEnv> {
-        let env = TestEnv::start(names)?;
+        TestEnv::private_with(names, &[])
+    }
+
+    /// [`TestEnv::private`] with more controllers ([`TestEnv::start_with`]).
+    pub fn private_with(names: &[&str], extra_controllers: &[&str]) -> Result<TestEnv> {
+        let env = TestEnv::start_with(names, extra_controllers)?;
         register_exit_cleanup(env.dir.clone());
         Ok(env)
     }
@@ -431,16 +443,20 @@ fn apiserver_args(dir: &Path, cdir: &Path, name: &str, port: u16, etcd_port: u16
     ]
 }
 
-fn controller_manager_args(dir: &Path, cdir: &Path) -> Vec<String> {
+fn controller_manager_args(dir: &Path, cdir: &Path, extra_controllers: &[&str]) -> Vec<String> {
+    let mut controllers =
+        "namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation"
+            .to_string();
+    for c in extra_controllers {
+        controllers.push(',');
+        controllers.push_str(c);
+    }
     vec![
         arg(
             "kubeconfig",
             cdir.join("controller-manager.kubeconfig").display(),
         ),
-        arg(
-            "controllers",
-            "namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation",
-        ),
+        arg("controllers", controllers),
         arg(
             "service-account-private-key-file",
             dir.join("sa.key").display(),

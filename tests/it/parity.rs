@@ -661,3 +661,88 @@ fn a_target_version_change_is_followed() {
         f.m1.records()
     );
 }
+
+/// KubeFed's `test/e2e/deleteoptions.go`: a federated Deployment whose
+/// `kubefed.io/deleteoption` says `propagationPolicy: Orphan` is deleted
+/// from the member, but the ReplicaSet the member's deployment controller
+/// made for it stays; without it the member's garbage collector takes the
+/// ReplicaSet too. An environment of its own: its members run the
+/// deployment controller, which the shared one does not.
+#[test]
+fn delete_options_orphan_keeps_the_members_replicasets() {
+    let env = TestEnv::private_with(&["host", "member1", "member2"], &["deployment"]).unwrap();
+    let f = Federation::named(
+        &env,
+        "par-del",
+        "types.kubefed.io",
+        "par-del-objs",
+        &["deployments.apps"],
+    );
+    let m1 = f.cluster("m1");
+    let fed_path = format!(
+        "/apis/types.kubefed.io/v1beta1/namespaces/{}/federateddeployments",
+        f.ns
+    );
+    for name in ["keep", "drop"] {
+        f.create(&env, "FederatedDeployment", name, json!({
+            "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+            "placement": {"clusters": [{"name": m1}]}
+        }));
+    }
+    f.reconcile(&[]).ok();
+    let replicasets = |app: &str| -> Vec<Value> {
+        get(
+            &env,
+            "member1",
+            &format!(
+                "/apis/apps/v1/namespaces/{}/replicasets?labelSelector=app%3D{app}",
+                f.ns
+            ),
+        )
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+    };
+    crate::fixtures::wait_until(
+        "the member's deployment controller made ReplicaSets",
+        || !replicasets("keep").is_empty() && !replicasets("drop").is_empty(),
+    );
+    // crudtester's SetDeleteOption.
+    crate::fixtures::patch(
+        &env,
+        "host",
+        &format!("{fed_path}/keep"),
+        json!({"metadata": {"annotations": {"kubefed.io/deleteoption": "{\"propagationPolicy\":\"Orphan\"}"}}}),
+    );
+    for name in ["keep", "drop"] {
+        let (status, body) =
+            crate::fixtures::request(&env, "host", "DELETE", &format!("{fed_path}/{name}"), None);
+        assert_eq!(status, 200, "{body}");
+    }
+    crate::fixtures::wait_until("both federated objects deleted (CheckDelete)", || {
+        f.reconcile(&[]);
+        ["keep", "drop"].iter().all(|n| {
+            get(&env, "host", &format!("{fed_path}/{n}")).is_none()
+                && get(
+                    &env,
+                    "member1",
+                    &format!("/apis/apps/v1/namespaces/{}/deployments/{n}", f.ns),
+                )
+                .is_none()
+        })
+    });
+    crate::fixtures::wait_until(
+        "the member's garbage collector took drop's ReplicaSet",
+        || replicasets("drop").is_empty(),
+    );
+    // CheckReplicaSet: the orphaned ReplicaSet is there, owned by nobody.
+    crate::fixtures::wait_until("keep's ReplicaSet orphaned", || {
+        let kept = replicasets("keep");
+        !kept.is_empty()
+            && kept.iter().all(|rs| {
+                rs["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_none_or(|o| o.is_empty())
+            })
+    });
+}
