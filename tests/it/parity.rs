@@ -80,6 +80,15 @@ const TYPES: &[Type] = &[
         kind: "Ingress",
         namespaced: true,
     },
+    // A FederatedNamespace lives in its own namespace; the host's
+    // namespace is left alone, as upstream's tester expects.
+    Type {
+        name: "namespaces",
+        api: "/api/v1",
+        plural: "namespaces",
+        kind: "Namespace",
+        namespaced: false,
+    },
     Type {
         name: "clusterroles.rbac.authorization.k8s.io",
         api: "/apis/rbac.authorization.k8s.io/v1",
@@ -118,18 +127,38 @@ enum Driver {
 }
 
 impl Driver {
-    /// Converges, then requires `check` to hold. A one-shot run twice:
-    /// the second sees a deletion done, as upstream's controller sees it at
-    /// its requeue.
-    fn converge(self, f: &Federation, what: &str, check: impl Fn() -> Result<(), String>) {
+    /// Converges, then requires `check` to hold. One-shot runs until it
+    /// holds (at most 60 s): a later run sees a deletion done, as upstream's
+    /// controller sees it at its requeue.
+    fn converge(
+        self,
+        f: &Federation,
+        ns: &str,
+        what: &str,
+        check: impl Fn() -> Result<(), String>,
+    ) {
+        let run = || {
+            f.run(&[
+                "reconcile",
+                "-n",
+                ns,
+                "--probe-timeout",
+                "2s",
+                "--timeout",
+                "3s",
+            ])
+            .ok()
+        };
         match self {
             Driver::OneShot => {
-                f.reconcile(&[]).ok();
-                if check().is_err() {
-                    f.reconcile(&[]).ok();
-                }
-                if let Err(e) = check() {
-                    panic!("{what}: {e}");
+                // Deletions in members (a namespace's contents) take their
+                // time: run again until they are done, as upstream polls.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                run();
+                while let Err(e) = check() {
+                    assert!(std::time::Instant::now() < deadline, "{what}: {e}");
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                    run();
                 }
             }
             Driver::Watch => {
@@ -154,15 +183,44 @@ fn kubefeds_crud_lifecycle_for_every_default_type() {
     for t in TYPES {
         lifecycle(env, &f, t, Driver::OneShot, "one");
     }
-    // The same under --watch, polled.
-    let log_path = env.dir().join("watch-parity.log");
-    let mut watch = crate::watch::spawn_watch(&f.kc, &f, &log_path, &[]);
-    for t in TYPES {
-        lifecycle(env, &f, t, Driver::Watch, "watch");
+    // The same under --watch, polled: a watch of the objects' namespace,
+    // and one of the FederatedNamespace's own.
+    let (objects, namespaces): (Vec<&Type>, Vec<&Type>) =
+        TYPES.iter().partition(|t| !is_namespace(t));
+    for (ns, types) in [
+        (f.ns.to_string(), objects),
+        (own_namespace("watch"), namespaces),
+    ] {
+        let log_path = env.dir().join(format!("watch-parity-{ns}.log"));
+        let mut watch = crate::watch::spawn_watch_in(&f.kc, &f, &ns, &log_path, &[]);
+        for t in types {
+            lifecycle(env, &f, t, Driver::Watch, "watch");
+        }
+        crate::watch::sigterm(&watch);
+        let status = watch.wait().unwrap();
+        assert!(status.success(), "{status:?}");
     }
-    crate::watch::sigterm(&watch);
-    let status = watch.wait().unwrap();
-    assert!(status.success(), "{status:?}");
+}
+
+fn is_namespace(t: &Type) -> bool {
+    t.kind == "Namespace"
+}
+
+/// The namespace (and name) of the FederatedNamespace of a lifecycle.
+fn own_namespace(tag: &str) -> String {
+    format!("par-{tag}-namespaces")
+}
+
+/// Where a lifecycle's federated object lives: the federation's objects
+/// namespace, a FederatedNamespace's own, or nowhere (cluster-scoped).
+fn federated_namespace(f: &Federation, t: &Type, tag: &str) -> Option<String> {
+    if is_namespace(t) {
+        Some(own_namespace(tag))
+    } else if t.namespaced {
+        Some(f.ns.to_string())
+    } else {
+        None
+    }
 }
 
 /// What the members should hold of one federated object.
@@ -178,19 +236,23 @@ struct Expected<'a> {
 fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, driver: Driver, tag: &str) {
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     let (m1, m2) = (m1.as_str(), m2.as_str());
-    let ns = f.ns;
     let name = format!("par-{tag}-{}", t.plural);
     let fed_kind = format!("Federated{}", t.kind);
     let fed_plural = format!("federated{}", t.plural);
-    let fed_path = if t.namespaced {
-        format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/{fed_plural}")
-    } else {
-        format!("/apis/types.kubefed.io/v1beta1/{fed_plural}")
+    let fed_ns = federated_namespace(f, t, tag);
+    let ns = fed_ns.clone().unwrap_or_else(|| f.ns.to_string());
+    let ns = ns.as_str();
+    let fed_path = match &fed_ns {
+        Some(ns) => format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/{fed_plural}"),
+        None => format!("/apis/types.kubefed.io/v1beta1/{fed_plural}"),
     };
     let (template, overrides) = fixture(t);
     let mut metadata = json!({"name": name});
-    if t.namespaced {
+    if let Some(ns) = &fed_ns {
         metadata["namespace"] = json!(ns);
+    }
+    if is_namespace(t) {
+        crate::fixtures::namespace(env, "host", ns);
     }
     post(
         env,
@@ -202,7 +264,7 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, driver: Driver, tag: &str)
                      "overrides": [{"clusterName": m1, "clusterOverrides": overrides}]}}),
     );
     let what = format!("{tag}: {fed_kind} {name}");
-    let check = |e: &Expected| state(env, f, t, &fed_path, &name, e);
+    let check = |e: &Expected| state(env, f, t, ns, &fed_path, &name, e);
 
     // Create.
     let created = Expected {
@@ -210,7 +272,7 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, driver: Driver, tag: &str)
         overrides: &overrides,
         updated: false,
     };
-    driver.converge(f, &format!("{what}: created"), || check(&created));
+    driver.converge(f, ns, &format!("{what}: created"), || check(&created));
 
     // Update: a /metadata/labels override for every cluster.
     let labels = json!({"crudtester-operation": "update", "kubefed.io/managed": "true"});
@@ -229,7 +291,7 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, driver: Driver, tag: &str)
         overrides: &overrides,
         updated: true,
     };
-    driver.converge(f, &format!("{what}: updated"), || check(&updated));
+    driver.converge(f, ns, &format!("{what}: updated"), || check(&updated));
 
     // Placement change: the second cluster's copy goes.
     crate::fixtures::patch(
@@ -243,14 +305,14 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, driver: Driver, tag: &str)
         overrides: &overrides,
         updated: true,
     };
-    driver.converge(f, &format!("{what}: placement"), || check(&narrowed));
+    driver.converge(f, ns, &format!("{what}: placement"), || check(&narrowed));
 
     // Delete: the member copy goes, then the federated object.
     let (status, body) =
         crate::fixtures::request(env, "host", "DELETE", &format!("{fed_path}/{name}"), None);
     assert_eq!(status, 200, "{body}");
     let member_path = member_path(t, ns, &name);
-    driver.converge(f, &format!("{what}: deleted"), || {
+    driver.converge(f, ns, &format!("{what}: deleted"), || {
         if get(env, "member1", &member_path).is_some() {
             return Err("still in member1".into());
         }
@@ -279,11 +341,12 @@ fn state(
     env: &TestEnv,
     f: &Federation,
     t: &Type,
+    ns: &str,
     fed_path: &str,
     name: &str,
     e: &Expected,
 ) -> Result<(), String> {
-    let member_path = member_path(t, f.ns, name);
+    let member_path = member_path(t, ns, name);
     for (member, cluster) in [("member1", f.cluster("m1")), ("member2", f.cluster("m2"))] {
         let obj = get(env, member, &member_path);
         let placed = e.placed.contains(&cluster.as_str());
@@ -313,13 +376,12 @@ fn state(
     }
     let fed = get(env, "host", &format!("{fed_path}/{name}")).ok_or("no federated object")?;
     let version_name = format!("{}-{name}", t.kind.to_lowercase());
-    let version = if t.namespaced {
+    let version = if t.namespaced || is_namespace(t) {
         get(
             env,
             "host",
             &format!(
-                "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/{version_name}",
-                f.ns
+                "/apis/core.kubefed.io/v1alpha1/namespaces/{ns}/propagatedversions/{version_name}"
             ),
         )
     } else {

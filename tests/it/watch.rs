@@ -25,6 +25,17 @@ pub(crate) fn free_port() -> u16 {
 
 /// `kubefedctl reconcile --watch` in the background; stderr in `log`.
 pub(crate) fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str]) -> Child {
+    spawn_watch_in(kc, f, f.ns, log, extra)
+}
+
+/// [`spawn_watch`] of the objects of namespace `ns`.
+pub(crate) fn spawn_watch_in(
+    kc: &Path,
+    f: &Federation,
+    ns: &str,
+    log: &Path,
+    extra: &[&str],
+) -> Child {
     Command::new(KUBEFEDCTL)
         .arg("--kubeconfig")
         .arg(kc)
@@ -32,7 +43,7 @@ pub(crate) fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str])
             "reconcile",
             "--watch",
             "-n",
-            f.ns,
+            ns,
             "--kubefed-namespace",
             f.fedns,
         ])
