@@ -163,6 +163,18 @@ pub struct ReconcileOptions {
     #[arg(long, value_name = "I/N", value_parser = Shard::parse, conflicts_with = "from")]
     pub shard: Option<Shard>,
 
+    /// Record Kubernetes Events on federated objects and KubeFedClusters in the host, as KubeFed does (--events=false: none)
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub events: bool,
+
     /// Keep running: watch the host and the members and propagate every change (a controller)
     #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "shard", "output", "wait_ready"])]
     pub watch: bool,
@@ -287,6 +299,7 @@ fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::
         concurrency: o.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
         attempts: o.attempts,
         wait: o.wait,
+        events: (o.events && !o.dry_run).then(|| Arc::new(crate::sync::events::Recorder::new())),
     }
 }
 

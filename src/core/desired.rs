@@ -81,6 +81,23 @@ impl TemplateWarning {
     }
 }
 
+/// The template metadata upstream drops with a Warning
+/// ([`rendered_template`]'s rule), read without rendering.
+pub fn template_warnings(fed: &Value) -> Vec<TemplateWarning> {
+    let meta = &fed["spec"]["template"]["metadata"];
+    let mut out = Vec::new();
+    if meta["annotations"]
+        .as_object()
+        .is_some_and(|a| !a.is_empty())
+    {
+        out.push(TemplateWarning::AnnotationsNotSupported);
+    }
+    if meta["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
+        out.push(TemplateWarning::FinalizersNotSupported);
+    }
+    out
+}
+
 /// Why no desired object could be computed; [`DesiredError::status`] is the
 /// per-cluster status upstream records.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
@@ -363,6 +380,15 @@ mod tests {
                 TemplateWarning::FinalizersNotSupported
             ]
         );
+        assert_eq!(
+            template_warnings(&fed_deploy()),
+            warnings,
+            "the same rule unrendered"
+        );
+        let empty =
+            json!({"spec": {"template": {"metadata": {"annotations": {}, "finalizers": []}}}});
+        assert!(template_warnings(&empty).is_empty());
+        assert!(template_warnings(&json!({"spec": "odd"})).is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod decide;
 pub mod describe;
 pub mod desired;
 pub mod dns;
+pub mod events;
 pub mod lease;
 pub mod legacy;
 pub mod lookup;

@@ -234,6 +234,8 @@ impl Reconciler<'_> {
         ];
         if self.scope == Scope::Cluster {
             rules.extend(self.object_rules());
+            // Events on federated objects, in their namespaces.
+            rules.push(rule("", &["events"], &["create", "patch"]));
         }
         let mut role = self.meta(
             "rbac.authorization.k8s.io/v1",
@@ -271,6 +273,8 @@ impl Reconciler<'_> {
             ),
             // Cluster health, version and topology.
             rule("core.kubefed.io", &["kubefedclusters/status"], &["patch"]),
+            // Events on KubeFedClusters (and a namespaced federation's objects).
+            rule("", &["events"], &["create", "patch"]),
             // KubeFed's own controller-manager leader lock, read (only that
             // one) so that a run never propagates beside it.
             json!({"apiGroups": [""], "resources": ["configmaps", "endpoints"],
@@ -675,6 +679,15 @@ mod tests {
             "{role_rules}"
         );
         assert!(role_rules.contains("leases"));
+        assert!(
+            role_rules.contains(r#""resources":["events"],"verbs":["create","patch"]"#),
+            "KubeFedClusters' Events: {role_rules}"
+        );
+        assert_eq!(
+            find("", "events"),
+            ["create", "patch"],
+            "Events on federated objects in every namespace"
+        );
 
         // A namespace-scoped federation: object rules move into the Role.
         let ns = Reconciler {
@@ -687,6 +700,10 @@ mod tests {
             !objs[1]["rules"]
                 .to_string()
                 .contains("federateddeployments")
+        );
+        assert!(
+            !objs[1]["rules"].to_string().contains("events"),
+            "a namespaced federation's Events stay in its namespace"
         );
         let role = objs[2]["rules"].to_string();
         assert!(

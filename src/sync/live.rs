@@ -55,6 +55,10 @@ pub struct Options {
     pub attempts: u32,
     /// `--wait`: how long to wait for member copies still terminating.
     pub wait: Option<Duration>,
+    /// Kubernetes Events to the host (`--events`, the default; never in a
+    /// dry run): one correlator for the process, so a watch's repeated
+    /// Events bump `count`.
+    pub events: Option<std::sync::Arc<crate::sync::events::Recorder>>,
 }
 
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
@@ -127,9 +131,11 @@ pub async fn round(
         report.plan.extend(seen.host_plan.iter().cloned());
     }
     report_clusters(seen, &mut report);
+    let mut events = Vec::new();
     if !o.dry_run && passes.cluster_health && writes_cluster_state(o) {
         report.host_writes +=
             record::write_cluster_health(host, &seen.members, &seen.health).await?;
+        events.extend(cluster_events(&seen.members, &seen.health));
     }
     report.host_writes +=
         crate::sync::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
@@ -137,10 +143,14 @@ pub async fn round(
     let decided = decide_all(host, seen, o);
     for (t, d) in seen.types.iter().zip(&decided) {
         report.failures.extend(d.failures.iter().cloned());
-        for p in &d.objects {
+        for (p, fed) in d.objects.iter().zip(&t.objects) {
             report.failures.extend(p.failures.iter().cloned());
             report.notes.extend(p.notes.iter().cloned());
             report.placed.extend(placed_objects(t, p));
+            for w in crate::core::desired::template_warnings(fed) {
+                let what = describe(&t.federated.kind, fed);
+                report.warnings.push(format!("{what}: {}", w.message()));
+            }
         }
     }
     let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
@@ -156,10 +166,20 @@ pub async fn round(
             settings: seen.settings.sync,
         };
         let wait_until = o.wait.map(|w| Instant::now() + w);
-        let finished = Pipeline::new(host, seen, limits, wait_until, progress)
-            .run(jobs)
-            .await;
+        let mut pipeline = Pipeline::new(host, seen, limits, wait_until, progress);
+        pipeline.record_events = o.events.is_some();
+        let mut finished = pipeline.run(jobs).await;
+        events.extend(
+            finished
+                .iter_mut()
+                .flat_map(|f| std::mem::take(&mut f.events)),
+        );
         objects = account(seen, finished, &mut report);
+    }
+    if let (Some(recorder), false) = (&o.events, o.dry_run || events.is_empty()) {
+        let recorded = recorder.record(host, events).await;
+        report.events += recorded.writes;
+        report.warnings.extend(recorded.warnings);
     }
     crate::parallel::drop_in_background(decided);
     if passes.dns {
@@ -238,6 +258,20 @@ async fn member_object(
         .ok()?
         .ok()??;
     serde_json::to_value(live).ok()
+}
+
+/// The Warnings upstream's cluster controller records after a probe.
+pub fn cluster_events(members: &[Member], health: &[Health]) -> Vec<crate::core::events::Event> {
+    members
+        .iter()
+        .zip(health)
+        .filter_map(|(m, h)| {
+            let mut cluster = serde_json::to_value(&m.cluster).ok()?;
+            cluster["apiVersion"] = "core.kubefed.io/v1beta1".into();
+            cluster["kind"] = "KubeFedCluster".into();
+            crate::core::events::cluster_event(&cluster, h)
+        })
+        .collect()
 }
 
 /// Whether this run writes what belongs to no object (KubeFedCluster

@@ -5,6 +5,7 @@
 
 pub mod diff;
 pub mod dns;
+pub mod events;
 pub mod execute;
 pub mod files;
 pub mod live;

@@ -77,6 +77,9 @@ pub struct Finished {
     pub write_failed: Option<anyhow::Error>,
     /// Deletions still waiting for member copies, as report lines.
     pub pending: Vec<String>,
+    /// The Events upstream's sync controller would record for this object
+    /// (when the pipeline records them).
+    pub events: Vec<crate::core::events::Event>,
 }
 
 /// The lanes and what every job shares.
@@ -88,6 +91,8 @@ pub struct Pipeline<'a> {
     pub wait_until: Option<Instant>,
     pub progress: &'a dyn crate::sync::live::Progress,
     pub now: String,
+    /// Derive each object's Events (`reconcile --events`, the default).
+    pub record_events: bool,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
 }
@@ -127,6 +132,7 @@ impl<'a> Pipeline<'a> {
             wait_until,
             progress,
             now: crate::clock::now_rfc3339(),
+            record_events: false,
             host_lane: Semaphore::new(HOST_WRITES_IN_FLIGHT),
             member_lanes,
         }
@@ -168,6 +174,7 @@ impl<'a> Pipeline<'a> {
             refused: None,
             write_failed: None,
             pending: Vec::new(),
+            events: Vec::new(),
         };
         let t = &self.seen.types[job.type_index];
         let (Target::Object(oi), Some(plan)) = (job.target, job.plan) else {
@@ -219,6 +226,9 @@ impl<'a> Pipeline<'a> {
                 describe_key(&t.ty.target.kind, &plan.key),
                 describe(&t.federated.kind, &fed),
             ));
+        }
+        if self.record_events {
+            done.events = object_events(t, &fed, plan, &results, &write.pending);
         }
         if write != decide_record::WriteBack::default() {
             let _lane = self.host_lane.acquire().await.expect("open");
@@ -312,6 +322,53 @@ fn remote_statuses(
             _ => None,
         })
         .collect()
+}
+
+/// What upstream's sync controller records for one object's member
+/// requests (`core::events`): failure messages without the object's name
+/// in front (upstream's messages name it themselves).
+fn object_events(
+    t: &crate::sync::observe::ObservedType,
+    fed: &Value,
+    plan: &ObjectPlan,
+    results: &[(crate::sync::execute::Work, MemberResult)],
+    pending: &[String],
+) -> Vec<crate::core::events::Event> {
+    use crate::core::events::{self, Attempt, ObjectRun};
+    let kind = &t.ty.target.kind;
+    let stripped: Vec<MemberResult> = results
+        .iter()
+        .map(|(w, r)| {
+            let prefix = format!("{}: ", describe_key(kind, &w.key()));
+            r.clone().map_err(|(s, m)| {
+                let m = m.strip_prefix(&prefix).map(str::to_string).unwrap_or(m);
+                (s, m)
+            })
+        })
+        .collect();
+    let warnings = crate::core::desired::template_warnings(fed);
+    let run = ObjectRun {
+        fed,
+        target_kind: kind,
+        deleting: plan.deletion.is_some(),
+        orphaning: plan.deletion.as_ref().is_some_and(|d| d.orphan),
+        attempts: results
+            .iter()
+            .zip(&stripped)
+            .map(|((w, _), result)| {
+                let (ns, name) = w.key();
+                Attempt {
+                    cluster: &w.decision.cluster,
+                    action: &w.decision.action,
+                    target_name: events::qualified_name(&ns, &name),
+                    result,
+                }
+            })
+            .collect(),
+        pending,
+        template_warnings: &warnings,
+    };
+    events::object_events(&run)
 }
 
 /// The federated object a finished job was about, for messages.

@@ -29,6 +29,9 @@ pub struct Report {
     pub plan: Vec<String>,
     /// Writes to the host (status, versions, finalizers, RSP results).
     pub host_writes: usize,
+    /// Kubernetes Events written to the host (created or bumped).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub events: usize,
     /// Deletions that wait for member copies still terminating: the
     /// federated object keeps its finalizer until they are gone
     /// (`--wait`, or the next run, completes them).
@@ -83,4 +86,8 @@ impl Report {
     pub fn cluster(&mut self, cluster: &str) -> &mut ClusterReport {
         self.clusters.entry(cluster.to_string()).or_default()
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -13,6 +13,7 @@ mod fixtures;
 mod cli;
 mod dns;
 mod environment;
+mod events;
 mod federate;
 mod in_cluster;
 mod membership;

@@ -297,6 +297,7 @@ pub(super) async fn check_members(
         concurrency: 8,
         attempts: 1,
         wait: None,
+        events: None,
     };
     let view = crate::sync::live::member_view(host, &options).await?;
     let kind = &ftc.spec.federated_type.kind;

@@ -661,6 +661,8 @@ impl Controller<'_> {
         self.members = members::load_with(self.host, timeout, &[], Some(&self.members)).await?;
         self.generation += 1;
         self.health = members::probe_all(&self.members, self.probe_timeout()).await;
+        let probed = self.health.clone();
+        self.record_cluster_events(&probed).await;
         for (m, h) in self.members.iter().zip(&self.health) {
             if before.get(&m.name).is_some_and(|was| *was != h.is_ready()) {
                 log_readiness(&m.name, h);
@@ -748,6 +750,7 @@ impl Controller<'_> {
         if generation != self.generation || health.len() != self.members.len() {
             return false;
         }
+        self.record_cluster_events(&health).await;
         let health = self.thresholds(health);
         mark_stalls(&self.members, &health);
         let back: BTreeSet<String> = self
@@ -799,6 +802,25 @@ impl Controller<'_> {
         }
         if changed {
             self.write_health().await;
+        }
+    }
+
+    /// Upstream's cluster controller records a Warning on every failed
+    /// probe, before its thresholds count it (not while the lock is
+    /// suspended; the correlator bumps `count`).
+    async fn record_cluster_events(&mut self, probed: &[Health]) {
+        let Some(recorder) = self.shared.run.events.clone() else {
+            return;
+        };
+        if self.suspended {
+            return;
+        }
+        let events = live::cluster_events(&self.members, probed);
+        if events.is_empty() {
+            return;
+        }
+        for w in recorder.record(self.host, events).await.warnings {
+            self.report_warning(w);
         }
     }
 
@@ -983,6 +1005,9 @@ impl Controller<'_> {
         for f in &report.failures {
             self.report_failure(f.clone());
         }
+        for w in report.warnings.clone() {
+            self.report_warning(w);
+        }
         let mut counts = self.metrics.members.lock().expect("metrics lock");
         for m in &self.members {
             let c = counts.entry(m.name.clone()).or_default();
@@ -991,6 +1016,20 @@ impl Controller<'_> {
                 c.writes += (r.created + r.updated + r.deleted) as u64;
                 c.failures += r.failed as u64;
             }
+        }
+    }
+
+    /// Prints a warning line, unless it was printed in the last 5 minutes.
+    fn report_warning(&mut self, line: String) {
+        let now = Instant::now();
+        let key = format!("warning: {line}");
+        let repeat = self
+            .reported
+            .get(&key)
+            .is_some_and(|at| now.duration_since(*at) < Duration::from_secs(300));
+        if !repeat {
+            tracing::warn!("{line}");
+            self.reported.insert(key, now);
         }
     }
 
