@@ -261,6 +261,37 @@ impl KubeFedConfigSpec {
     }
 }
 
+/// KubeFed's `federatedservicestatuses.core.kubefed.io` (v1alpha1): what
+/// upstream's status controller writes for `services` with a `statusType`
+/// (`core::service_status`). No spec, so written by hand: `clusterStatus`
+/// of `{clusterName, status}` with a member Service's status kept whole.
+pub fn federated_service_status_crd() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "federatedservicestatuses.core.kubefed.io"},
+        "spec": {
+            "group": "core.kubefed.io",
+            "names": {"kind": "FederatedServiceStatus", "listKind": "FederatedServiceStatusList",
+                "plural": "federatedservicestatuses", "singular": "federatedservicestatus"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                    "clusterStatus": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "clusterName": {"type": "string"},
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                        }
+                    }}
+                }
+            }}}]
+        }
+    })
+}
+
 /// Versions last propagated for a namespaced federated object.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(

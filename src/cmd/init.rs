@@ -103,6 +103,7 @@ fn all_crds(with_dns: bool) -> Vec<Value> {
         .into_iter()
         .map(|c| serde_json::to_value(c).expect("CRDs serialize"))
         .collect();
+    out.push(crate::api::core::federated_service_status_crd());
     if with_dns {
         out.extend(crate::api::dns::dns_crds());
     }
@@ -309,7 +310,7 @@ mod tests {
     fn objects_match_kubefed_v0_10() {
         assert_eq!(
             objects("fed", Scope::Cluster, true).len(),
-            12,
+            13,
             "with the four DNS CRDs"
         );
         let objs = objects("fed", Scope::Namespaced, false);
@@ -327,6 +328,7 @@ mod tests {
                 "propagatedversions.core.kubefed.io",
                 "clusterpropagatedversions.core.kubefed.io",
                 "replicaschedulingpreferences.scheduling.kubefed.io",
+                "federatedservicestatuses.core.kubefed.io",
                 "kubefed"
             ]
         );
@@ -346,7 +348,8 @@ mod tests {
         assert_eq!(objs[4]["spec"]["versions"][0]["name"], "v1alpha1");
         assert_eq!(objs[6]["spec"]["names"]["shortNames"], json!(["rsp"]));
         assert!(objs[6]["spec"]["versions"][0].get("subresources").is_none());
-        let cfg = &objs[7];
+        assert_eq!(objs[7]["spec"]["names"]["kind"], "FederatedServiceStatus");
+        let cfg = &objs[8];
         assert_eq!(cfg["metadata"]["namespace"], "fed");
         assert_eq!(cfg["spec"]["scope"], "Namespaced");
         assert_eq!(cfg["spec"]["syncController"]["adoptResources"], "Enabled");

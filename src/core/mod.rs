@@ -27,6 +27,7 @@ pub mod retain;
 pub mod retry;
 pub mod scheduling;
 pub mod secrets;
+pub mod service_status;
 pub mod settings;
 pub mod shard;
 pub mod time;

@@ -194,6 +194,15 @@ impl Reconciler<'_> {
             ],
             &["update", "patch"],
         ));
+        // FederatedServiceStatus objects (core::service_status), only
+        // where Services are federated.
+        if self.types.iter().any(|t| t.plural == "federatedservices") {
+            rules.push(rule(
+                "core.kubefed.io",
+                &["federatedservicestatuses"],
+                &["get", "list", "create", "update"],
+            ));
+        }
         rules.push(rule(
             "scheduling.kubefed.io",
             &["replicaschedulingpreferences"],

@@ -182,6 +182,7 @@ pub async fn round(
         report.warnings.extend(recorded.warnings);
     }
     crate::parallel::drop_in_background(decided);
+    crate::sync::service_status::write_all(host, seen, o.dry_run, &mut report).await;
     if passes.dns {
         dns(host, seen, o, &mut report).await?;
     }

@@ -17,4 +17,5 @@ pub mod record;
 pub mod render;
 pub mod report;
 pub mod rsp;
+pub mod service_status;
 pub mod watch;

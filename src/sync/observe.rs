@@ -56,6 +56,9 @@ pub struct ObservedType {
     pub federated_namespaced: bool,
     /// The FTC's `statusCollection: Enabled`.
     pub status_collection: bool,
+    /// The FederatedServiceStatus type upstream's status controller writes
+    /// for this type (`core::service_status::applies`).
+    pub service_status: Option<ApiResource>,
     pub target: ApiResource,
     pub objects: Vec<Value>,
     /// Ready touched member → its objects of the type (or why not).
@@ -392,10 +395,32 @@ impl ObservedType {
             ),
             federated_namespaced: fd.scope == "Namespaced",
             status_collection: f.spec.status_collection.as_deref() == Some("Enabled"),
+            service_status: service_status_type(f),
             objects: Vec::new(),
             members: BTreeMap::new(),
         }
     }
+}
+
+/// The status type of `f` when upstream's status controller writes it; as
+/// upstream's defaults, its group and version are the federated type's
+/// unless given (`pkg/apis/core/v1beta1/federatedtypeconfig_types.go`).
+fn service_status_type(f: &FederatedTypeConfig) -> Option<ApiResource> {
+    let st = f.spec.status_type.as_ref()?;
+    let collected = f.spec.status_collection.as_deref() == Some("Enabled");
+    let name = f.metadata.name.as_deref().unwrap_or("");
+    if !crate::core::service_status::applies(name, collected, true) {
+        return None;
+    }
+    let fd = &f.spec.federated_type;
+    let group = st.group.clone().or(fd.group.clone()).unwrap_or_default();
+    let version = Some(st.version.clone())
+        .filter(|v| !v.is_empty())
+        .unwrap_or(fd.version.clone());
+    let plural = Some(st.plural_name.clone())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| crate::core::builtin_types::plural_of(&st.kind));
+    Some(api_resource(&group, &version, &st.kind, &plural))
 }
 
 /// `-l` chooses the objects a run decides, not the FederatedNamespaces that

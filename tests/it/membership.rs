@@ -39,6 +39,7 @@ fn init_creates_the_api_then_writes_nothing_and_output_needs_no_cluster() {
         "propagatedversions.core.kubefed.io",
         "clusterpropagatedversions.core.kubefed.io",
         "replicaschedulingpreferences.scheduling.kubefed.io",
+        "federatedservicestatuses.core.kubefed.io",
     ] {
         let c = get(
             env,
@@ -72,7 +73,7 @@ fn init_creates_the_api_then_writes_nothing_and_output_needs_no_cluster() {
         proxy.records()
     );
     assert!(!again.stdout.contains(" created"), "{}", again.stdout);
-    assert_eq!(again.stdout.matches(" unchanged (host)").count(), 8);
+    assert_eq!(again.stdout.matches(" unchanged (host)").count(), 9);
 
     let refused = kubefedctl(
         &kc,
@@ -96,9 +97,9 @@ fn init_creates_the_api_then_writes_nothing_and_output_needs_no_cluster() {
     assert!(proxy.records().is_empty(), "-o yaml talks to no cluster");
     let docs = yaml_docs(&yaml.stdout);
     let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds.len(), 8);
+    assert_eq!(kinds.len(), 9);
     assert_eq!(kinds[0], "Namespace");
-    assert_eq!(kinds[7], "KubeFedConfig");
+    assert_eq!(kinds[8], "KubeFedConfig");
 }
 
 /// The token, endpoint and CA a join stored in the host, used on their own.

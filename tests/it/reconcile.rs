@@ -2494,3 +2494,101 @@ fn remote_statuses_are_collected_into_the_federated_status() {
         .collect();
     assert!(writes.is_empty(), "{writes:?}");
 }
+
+/// KubeFed's status controller for `services` (with `statusCollection` and
+/// a `statusType`): one FederatedServiceStatus per federated Service, owned
+/// by it, listing each ready member's Service status, kept up to date and
+/// gone with the Service.
+#[test]
+fn federated_service_statuses_are_written_as_upstreams_status_controller() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-svcst", &["services"]);
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/services",
+            f.fedns
+        ),
+        json!({"spec": {"statusCollection": "Enabled", "statusType": {
+            "group": "core.kubefed.io", "version": "v1alpha1", "kind": "FederatedServiceStatus",
+            "pluralName": "federatedservicestatuses", "scope": "Namespaced"}}}),
+    );
+    f.create(
+        env,
+        "FederatedService",
+        "web",
+        json!({"template": {"spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}},
+            "placement": {"clusterSelector": {}}}),
+    );
+    f.reconcile(&[]).ok();
+    let status_path = format!(
+        "/apis/core.kubefed.io/v1alpha1/namespaces/{}/federatedservicestatuses/web",
+        f.ns
+    );
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    let first = get(env, "host", &status_path).expect("created by the first run");
+    let fed = f.fed(env, "federatedservices", "web").unwrap();
+    assert_eq!(
+        first["metadata"]["ownerReferences"][0]["uid"],
+        fed["metadata"]["uid"]
+    );
+    assert_eq!(
+        first["metadata"]["ownerReferences"][0]["kind"],
+        "FederatedService"
+    );
+    let names: Vec<&str> = first["clusterStatus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["clusterName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, [m1.as_str(), m2.as_str()], "{first}");
+    // member1's load balancer gets an address: the next run records it.
+    patch(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/services/web/status", f.ns),
+        json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.7"}]}}}),
+    );
+    let plan = f.reconcile(&["--dry-run"]).ok();
+    assert!(
+        plan.stdout
+            .contains(&format!("host: update FederatedServiceStatus {}/web", f.ns)),
+        "{}",
+        plan.stdout
+    );
+    f.reconcile(&[]).ok();
+    let updated = get(env, "host", &status_path).unwrap();
+    assert_eq!(
+        updated["clusterStatus"][0]["status"]["loadBalancer"]["ingress"][0]["ip"], "192.0.2.7",
+        "{updated}"
+    );
+    assert_eq!(updated["clusterStatus"][1]["clusterName"], m2.as_str());
+    // Nothing changed: no status object written.
+    f.reset();
+    f.reconcile(&[]).ok();
+    let writes: Vec<_> = f
+        .host
+        .records()
+        .into_iter()
+        .filter(|r| r.resource == "federatedservicestatuses" && r.is_write())
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    // Deleted with its Service (the host's garbage collector).
+    let (status, _) = crate::fixtures::request(
+        env,
+        "host",
+        "DELETE",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedservices/web",
+            f.group, f.ns
+        ),
+        None,
+    );
+    assert_eq!(status, 200);
+    crate::fixtures::wait_until("the status object goes with its Service", || {
+        f.reconcile(&[]);
+        get(env, "host", &status_path).is_none()
+    });
+}

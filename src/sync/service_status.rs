@@ -1,0 +1,98 @@
+//! Upstream's status controller for `services`: writes the
+//! FederatedServiceStatus of every federated Service a round covers, from
+//! the member lists the round already holds (one list of the status
+//! objects per type and round; no request for types without it). What to
+//! write is `core::service_status`.
+
+use crate::apply::{api_error, dynamic_api};
+use crate::core::decide::Listing;
+use crate::core::describe::key_of;
+use crate::core::service_status::{Write, desired, write};
+use crate::host::Host;
+use crate::sync::observe::{Observation, ObservedType, list_all};
+use crate::sync::report::Report;
+use anyhow::{Context, Result};
+use kube::api::{DynamicObject, ListParams, PostParams};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Writes (or, on a dry run, plans) the status objects of every type that
+/// has one; a failure is the report's, never the round's.
+pub async fn write_all(host: &Host, seen: &Observation, dry_run: bool, report: &mut Report) {
+    for t in seen.types.iter().filter(|t| t.service_status.is_some()) {
+        if let Err(e) = write_type(host, seen, t, dry_run, report).await {
+            report.failures.push(format!(
+                "host: {}: {}",
+                t.service_status.as_ref().map_or("", |s| s.kind.as_str()),
+                crate::error::one_line(&e)
+            ));
+        }
+    }
+}
+
+async fn write_type(
+    host: &Host,
+    seen: &Observation,
+    t: &ObservedType,
+    dry_run: bool,
+    report: &mut Report,
+) -> Result<()> {
+    let ar = t.service_status.as_ref().expect("a status type");
+    let api = dynamic_api(&host.client, seen.namespace.as_deref(), ar);
+    let existing: HashMap<_, Value> = list_all(&api, &ListParams::default())
+        .await
+        .with_context(|| format!("listing {}", ar.plural))?
+        .into_iter()
+        .map(|o| (key_of(&o), o))
+        .collect();
+    let ready: Vec<&str> = seen
+        .members
+        .iter()
+        .zip(&seen.health)
+        .filter(|(_, h)| h.is_ready())
+        .map(|(m, _)| m.name.as_str())
+        .collect();
+    for fed in &t.objects {
+        if !fed["metadata"]["deletionTimestamp"].is_null() {
+            continue; // the host's garbage collector removes its status
+        }
+        let key = key_of(fed);
+        let clusters: Vec<(String, Option<&Value>)> = ready
+            .iter()
+            .map(|c| {
+                let copy = match t.members.get(*c) {
+                    Some(Listing::Listed(objects)) => objects.get(&key),
+                    _ => None,
+                };
+                (c.to_string(), copy)
+            })
+            .collect();
+        let want = desired(fed, &ar.api_version, &ar.kind, &clusters);
+        let Some(w) = write(existing.get(&key), want) else {
+            continue;
+        };
+        let (verb, obj) = match w {
+            Write::Create(o) => ("create", o),
+            Write::Update(o) => ("update", o),
+        };
+        let what = format!("{} {}/{}", ar.kind, key.0, key.1);
+        if dry_run {
+            report.plan.push(format!("host: {verb} {what}"));
+            continue;
+        }
+        let api = dynamic_api(&host.client, Some(&key.0), ar);
+        let body: DynamicObject = serde_json::from_value(obj)?;
+        let done = match verb {
+            "create" => api.create(&PostParams::default(), &body).await,
+            _ => api.replace(&key.1, &PostParams::default(), &body).await,
+        };
+        match done.map_err(api_error) {
+            Ok(_) => report.host_writes += 1,
+            Err(e) => report.failures.push(format!(
+                "host: {verb} {what}: {}",
+                crate::error::one_line(&e)
+            )),
+        }
+    }
+    Ok(())
+}
