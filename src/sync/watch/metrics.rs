@@ -15,24 +15,96 @@ use tokio::net::TcpListener;
 pub const LATENCY_BUCKETS: [f64; 11] =
     [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
 
-/// A cumulative histogram.
-#[derive(Clone, Debug, Default)]
+/// Upper bounds of KubeFed's duration histograms (`pkg/metrics/metrics.go`,
+/// `cluster_health_status_duration_seconds` and the others).
+pub const UPSTREAM_BUCKETS: [f64; 21] = [
+    0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0, 22.5, 25.0, 27.5, 30.0,
+    50.0, 75.0, 100.0, 1000.0,
+];
+
+/// Upper bounds of controller-runtime's `controller_runtime_reconcile_time_seconds`.
+pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+/// A cumulative histogram over fixed upper bounds.
+#[derive(Clone, Debug)]
 pub struct Histogram {
-    counts: [u64; LATENCY_BUCKETS.len()],
+    bounds: &'static [f64],
+    counts: Vec<u64>,
     count: u64,
     sum: f64,
 }
 
+impl Default for Histogram {
+    /// The propagation-latency histogram's bounds.
+    fn default() -> Histogram {
+        Histogram::with_bounds(&LATENCY_BUCKETS)
+    }
+}
+
 impl Histogram {
+    pub fn with_bounds(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            counts: vec![0; bounds.len()],
+            count: 0,
+            sum: 0.0,
+        }
+    }
+
     pub fn observe(&mut self, value: Duration) {
         let v = value.as_secs_f64();
-        for (i, bound) in LATENCY_BUCKETS.iter().enumerate() {
+        for (i, bound) in self.bounds.iter().enumerate() {
             if v <= *bound {
                 self.counts[i] += 1;
             }
         }
         self.count += 1;
         self.sum += v;
+    }
+
+    /// Its exposition as `name` (with `labels`, e.g. `controller="sync"`).
+    fn render(&self, out: &mut String, name: &str, help: &str, labels: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (bound, count) in self.bounds.iter().zip(&self.counts) {
+            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {count}");
+        }
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
+            self.count
+        );
+        let braces = |l: &str| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{{{l}}}")
+            }
+        };
+        let _ = writeln!(out, "{name}_sum{} {}", braces(labels), self.sum);
+        let _ = writeln!(out, "{name}_count{} {}", braces(labels), self.count);
+    }
+}
+
+/// A histogram with KubeFed's duration bounds.
+pub struct UpstreamHistogram(pub Mutex<Histogram>);
+
+impl Default for UpstreamHistogram {
+    fn default() -> UpstreamHistogram {
+        UpstreamHistogram(Mutex::new(Histogram::with_bounds(&UPSTREAM_BUCKETS)))
+    }
+}
+
+/// A histogram with controller-runtime's reconcile-time bounds.
+pub struct ReconcileTimeHistogram(pub Mutex<Histogram>);
+
+impl Default for ReconcileTimeHistogram {
+    fn default() -> ReconcileTimeHistogram {
+        ReconcileTimeHistogram(Mutex::new(Histogram::with_bounds(&RECONCILE_TIME_BUCKETS)))
     }
 }
 
@@ -71,6 +143,10 @@ pub struct Metrics {
     /// Federated objects decided by rounds, and those that failed.
     pub objects_reconciled: AtomicU64,
     pub objects_failed: AtomicU64,
+    /// Each probe of every member (upstream's `cluster_health_status_duration_seconds`).
+    pub health_check_time: UpstreamHistogram,
+    /// Each round (`controller_runtime_reconcile_time_seconds{controller="sync"}`).
+    pub round_time: ReconcileTimeHistogram,
 }
 
 /// One watch's health.
@@ -231,6 +307,24 @@ impl Metrics {
             "# HELP {name} Number of currently used workers per controller\n# TYPE {name} gauge\n{name}{{controller=\"sync\"}} {}",
             self.rounds_in_flight.load(Ordering::Relaxed)
         );
+        // A round decides every object an event touched at once, so one
+        // observation is one round (upstream: one object).
+        self.round_time.0.lock().expect("metrics lock").render(
+            out,
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            "controller=\"sync\"",
+        );
+        self.health_check_time
+            .0
+            .lock()
+            .expect("metrics lock")
+            .render(
+                out,
+                "cluster_health_status_duration_seconds",
+                "Time taken for the cluster health periodic function.",
+                "",
+            );
     }
 
     /// Rounds, failures, the queue and leadership.
@@ -341,18 +435,12 @@ impl Metrics {
 
     /// The propagation latency histogram.
     fn render_latency(&self, out: &mut String) {
-        let h = self.latency.lock().expect("metrics lock").clone();
-        let name = "kubefedctl_propagation_latency_seconds";
-        let _ = writeln!(
+        self.latency.lock().expect("metrics lock").render(
             out,
-            "# HELP {name} From the first event touching a federated object to its member writes done.\n# TYPE {name} histogram"
+            "kubefedctl_propagation_latency_seconds",
+            "From the first event touching a federated object to its member writes done.",
+            "",
         );
-        for (bound, count) in LATENCY_BUCKETS.iter().zip(h.counts) {
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
-        }
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", h.count);
-        let _ = writeln!(out, "{name}_sum {}", h.sum);
-        let _ = writeln!(out, "{name}_count {}", h.count);
     }
 }
 
@@ -486,6 +574,38 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn upstreams_duration_histograms_use_its_names_and_bounds() {
+        let m = Metrics::default();
+        m.round_time
+            .0
+            .lock()
+            .unwrap()
+            .observe(Duration::from_millis(30));
+        m.health_check_time
+            .0
+            .lock()
+            .unwrap()
+            .observe(Duration::from_secs(2));
+        let text = m.render();
+        let has = |line: &str| assert!(text.contains(line), "{line} missing from:\n{text}");
+        has("# TYPE controller_runtime_reconcile_time_seconds histogram\n");
+        has(
+            "controller_runtime_reconcile_time_seconds_bucket{controller=\"sync\",le=\"0.025\"} 0\n",
+        );
+        has(
+            "controller_runtime_reconcile_time_seconds_bucket{controller=\"sync\",le=\"0.05\"} 1\n",
+        );
+        has(
+            "controller_runtime_reconcile_time_seconds_bucket{controller=\"sync\",le=\"+Inf\"} 1\n",
+        );
+        has("controller_runtime_reconcile_time_seconds_count{controller=\"sync\"} 1\n");
+        has("cluster_health_status_duration_seconds_bucket{le=\"1\"} 0\n");
+        has("cluster_health_status_duration_seconds_bucket{le=\"2.5\"} 1\n");
+        has("cluster_health_status_duration_seconds_sum 2\n");
+        has("cluster_health_status_duration_seconds_count 1\n");
     }
 
     #[test]

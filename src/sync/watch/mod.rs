@@ -736,7 +736,19 @@ impl Controller<'_> {
         }
         let members = self.members.clone();
         let timeout = self.probe_timeout();
-        let task = tokio::spawn(async move { members::probe_all(&members, timeout).await });
+        let metrics = self.metrics.clone();
+        let task = tokio::spawn(async move {
+            let started = Instant::now();
+            let health = members::probe_all(&members, timeout).await;
+            let took = started.elapsed();
+            metrics
+                .health_check_time
+                .0
+                .lock()
+                .expect("metrics lock")
+                .observe(took);
+            health
+        });
         self.probing = Some((self.generation, task));
     }
 
@@ -921,7 +933,9 @@ impl Controller<'_> {
             .rounds_in_flight
             .fetch_add(1, Ordering::Relaxed);
         let shared = self.shared.clone();
+        let metrics = self.metrics.clone();
         self.rounds.spawn(async move {
+            let started = Instant::now();
             let mut seen = seen;
             let timeout = shared.run.selection.timeout;
             let result = async {
@@ -939,6 +953,13 @@ impl Controller<'_> {
                 }
             });
             crate::parallel::drop_in_background(seen);
+            let took = started.elapsed();
+            metrics
+                .round_time
+                .0
+                .lock()
+                .expect("metrics lock")
+                .observe(took);
             RoundDone {
                 full,
                 taken,
