@@ -50,6 +50,10 @@ pub fn retain_fields(
     }
     match target_kind {
         "Service" => retain_service(desired, live, &err),
+        "Job" => {
+            retain_job_selector(desired, live);
+            Ok(())
+        }
         "ServiceAccount" => {
             let desired_empty = match desired.get("secrets") {
                 None | Some(Value::Null) => true,
@@ -87,6 +91,64 @@ pub fn retain_fields(
             }
         }
     }
+}
+
+/// The labels the Job controller adds to a Job's pod template (and its
+/// selector) when the Job does not choose its own (`manualSelector`).
+const JOB_GENERATED_LABELS: [&str; 4] = [
+    "controller-uid",
+    "job-name",
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-name",
+];
+
+/// A Job's `spec.selector` and the template labels the API server generated
+/// for it, kept when the template does not set them. Differs on purpose from
+/// upstream (`pkg/controller/sync/dispatch/retain.go` keeps nothing for
+/// Jobs): there, once a Job's status changed its resourceVersion, every
+/// update was refused (`spec.selector: field is immutable`, KubeFed issue
+/// #574), so a FederatedJob stayed failed for ever.
+fn retain_job_selector(desired: &mut Value, live: &Value) {
+    let live_spec = &live["spec"];
+    let desired_spec = &desired["spec"];
+    if desired_spec["manualSelector"] == Value::Bool(true)
+        || !desired_spec["selector"].is_null()
+        || live_spec["selector"].is_null()
+    {
+        return;
+    }
+    let live_labels = live_spec["template"]["metadata"]["labels"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let Some(spec) = ensure_object(desired, "spec") else {
+        return;
+    };
+    spec.insert("selector".into(), live_spec["selector"].clone());
+    let Some(template) = ensure_object_in(spec, "template") else {
+        return;
+    };
+    let Some(meta) = ensure_object_in(template, "metadata") else {
+        return;
+    };
+    let Some(labels) = ensure_object_in(meta, "labels") else {
+        return;
+    };
+    for key in JOB_GENERATED_LABELS {
+        if let (false, Some(v)) = (labels.contains_key(key), live_labels.get(key)) {
+            labels.insert(key.to_string(), v.clone());
+        }
+    }
+}
+
+/// `map[key]` as an object, created when absent; None when it is another type.
+fn ensure_object_in<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    map.entry(key.to_string())
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
 }
 
 fn retain_service(
@@ -218,6 +280,33 @@ mod tests {
     }
 
     // Upstream dispatch/retain_test.go: replicas retention on/off.
+    #[test]
+    fn a_jobs_generated_selector_and_labels_are_kept() {
+        let live = json!({"metadata": {"resourceVersion": "9"}, "spec": {
+            "selector": {"matchLabels": {"controller-uid": "u-1"}},
+            "template": {"metadata": {"labels": {"controller-uid": "u-1", "job-name": "batch", "app": "w"}},
+                "spec": {"restartPolicy": "Never"}}}});
+        let mut desired = json!({"metadata": {}, "spec": {"template": {
+            "metadata": {"labels": {"app": "w"}}, "spec": {"restartPolicy": "Never"}}}});
+        retain_fields(&mut desired, &live, "Job", false).unwrap();
+        assert_eq!(desired["spec"]["selector"], live["spec"]["selector"]);
+        assert_eq!(desired["spec"]["template"], live["spec"]["template"]);
+        // A template without labels gets them too.
+        let mut bare = json!({"spec": {"template": {"spec": {}}}});
+        retain_fields(&mut bare, &live, "Job", false).unwrap();
+        assert_eq!(
+            bare["spec"]["template"]["metadata"]["labels"]["job-name"],
+            "batch"
+        );
+        // A Job choosing its own selector keeps its own.
+        let mut manual = json!({"spec": {"manualSelector": true,
+            "selector": {"matchLabels": {"app": "w"}},
+            "template": {"metadata": {"labels": {"app": "w"}}}}});
+        let before = manual.clone();
+        retain_fields(&mut manual, &live, "Job", false).unwrap();
+        assert_eq!(manual["spec"], before["spec"]);
+    }
+
     #[test]
     fn replicas_are_kept_only_when_asked() {
         let live = json!({"metadata": {}, "spec": {"replicas": 7}});
