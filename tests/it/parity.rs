@@ -808,3 +808,98 @@ fn delete_options_orphan_keeps_the_members_replicasets() {
             })
     });
 }
+
+/// Upstream's e2e joins the host as a member too, and its crudtester
+/// expects a FederatedNamespace never to delete the host's own namespace:
+/// the host leaving the placement (or the FederatedNamespace going) only
+/// takes the managed label off it (`pkg/controller/sync/controller.go`,
+/// `removeManagedLabel` for the host's namespace).
+#[test]
+fn a_host_joined_as_a_member_keeps_its_own_namespace() {
+    let env = TestEnv::shared();
+    let f = Federation::named(env, "par-hm", "types.kubefed.io", "par-hm-objs", &[]);
+    f.run(&["join", "par-hm-self", "--cluster-context", "host"])
+        .ok();
+    let m1 = f.cluster("m1");
+    let ns = "par-hm-ns";
+    crate::fixtures::namespace(env, "host", ns);
+    post(
+        env,
+        "host",
+        &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatednamespaces"),
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+            "metadata": {"name": ns, "namespace": ns},
+            "spec": {"placement": {"clusters": [{"name": "par-hm-self"}, {"name": m1}]}}}),
+    );
+    let run = || {
+        f.run(&[
+            "reconcile",
+            "-n",
+            ns,
+            "--probe-timeout",
+            "2s",
+            "--timeout",
+            "3s",
+        ])
+        .ok()
+    };
+    let managed = |cluster: &str| {
+        get(env, cluster, &format!("/api/v1/namespaces/{ns}"))
+            .map(|n| n["metadata"]["labels"]["kubefed.io/managed"] == "true")
+    };
+    run();
+    assert_eq!(
+        managed("host"),
+        Some(true),
+        "the host's namespace is managed"
+    );
+    assert_eq!(managed("member1"), Some(true));
+    // The host leaves the placement: its namespace stays, unlabelled.
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatednamespaces/{ns}"),
+        json!({"spec": {"placement": {"clusters": [{"name": m1}]}}}),
+    );
+    run();
+    assert_eq!(managed("host"), Some(false), "kept, no longer managed");
+    assert_eq!(managed("member1"), Some(true));
+    // Back in, then the FederatedNamespace goes: member1's namespace is
+    // deleted, the host's kept and unlabelled.
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatednamespaces/{ns}"),
+        json!({"spec": {"placement": {"clusters": [{"name": "par-hm-self"}, {"name": m1}]}}}),
+    );
+    run();
+    assert_eq!(managed("host"), Some(true));
+    let (status, body) = crate::fixtures::request(
+        env,
+        "host",
+        "DELETE",
+        &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatednamespaces/{ns}"),
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    crate::fixtures::wait_until("the FederatedNamespace and member1's namespace go", || {
+        run();
+        let gone = get(
+            env,
+            "host",
+            &format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatednamespaces/{ns}"),
+        )
+        .is_none();
+        let m1_ns = get(env, "member1", &format!("/api/v1/namespaces/{ns}"));
+        gone && m1_ns.is_none_or(|n| !n["metadata"]["deletionTimestamp"].is_null())
+    });
+    let host_ns = get(env, "host", &format!("/api/v1/namespaces/{ns}")).expect("the host keeps it");
+    assert!(
+        host_ns["metadata"]["deletionTimestamp"].is_null(),
+        "{host_ns}"
+    );
+    assert_ne!(
+        host_ns["metadata"]["labels"]["kubefed.io/managed"], "true",
+        "{host_ns}"
+    );
+}

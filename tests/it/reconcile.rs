@@ -2592,3 +2592,96 @@ fn federated_service_statuses_are_written_as_upstreams_status_controller() {
         get(env, "host", &status_path).is_none()
     });
 }
+
+/// The remote-status case of KubeFed's `crud.go` for the other workload
+/// types it covers (jobs and replicasets; deployments above): each
+/// member copy's status is collected as upstream records it.
+#[test]
+fn remote_statuses_of_jobs_and_replicasets_are_collected() {
+    let env = TestEnv::shared();
+    // The default group: these kinds exist there for other tests too.
+    let f = Federation::named(
+        env,
+        "rc-remote2",
+        "types.kubefed.io",
+        "rc-remote2-objs",
+        &["jobs.batch", "replicasets.apps"],
+    );
+    for ftc in ["jobs.batch", "replicasets.apps"] {
+        patch(
+            env,
+            "host",
+            &format!(
+                "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/{ftc}",
+                f.fedns
+            ),
+            json!({"spec": {"statusCollection": "Enabled"}}),
+        );
+    }
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+            f.fedns
+        ),
+        json!({"spec": {"featureGates": [
+            {"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}}),
+    );
+    let pod = json!({"metadata": {"labels": {"app": "w"}}, "spec": {"restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "busybox"}]}});
+    f.create(
+        env,
+        "FederatedJob",
+        "batch",
+        json!({"template": {"spec": {"template": pod}}, "placement": {"clusterSelector": {}}}),
+    );
+    let mut rs_pod = pod.clone();
+    rs_pod["spec"]["restartPolicy"] = json!("Always");
+    f.create(
+        env,
+        "FederatedReplicaSet",
+        "rs",
+        json!({"template": {"spec": {"replicas": 2, "selector": {"matchLabels": {"app": "w"}}, "template": rs_pod}},
+            "placement": {"clusterSelector": {}}}),
+    );
+    f.reconcile(&[]).ok();
+    // The tests are the members' job and replicaset controllers.
+    for m in ["member1", "member2"] {
+        patch(
+            env,
+            m,
+            &format!("/apis/batch/v1/namespaces/{}/jobs/batch/status", f.ns),
+            json!({"status": {"succeeded": 1, "startTime": "2026-12-01T00:00:00Z"}}),
+        );
+        patch(
+            env,
+            m,
+            &format!("/apis/apps/v1/namespaces/{}/replicasets/rs/status", f.ns),
+            json!({"status": {"replicas": 2, "readyReplicas": 2}}),
+        );
+    }
+    f.reconcile(&[]).ok();
+    for (plural, name, field, want) in [
+        ("federatedjobs", "batch", "succeeded", 1),
+        ("federatedreplicasets", "rs", "readyReplicas", 2),
+    ] {
+        let fed = f.fed(env, plural, name).unwrap();
+        let clusters = fed["status"]["clusters"].as_array().unwrap();
+        assert_eq!(clusters.len(), 2, "{fed}");
+        for c in clusters {
+            assert_eq!(c["remoteStatus"][field], want, "{plural}: {fed}");
+        }
+    }
+    // status shows READY for the replicasets (a workload), not for jobs.
+    let table = f.run(&["status", "replicasets", "-n", f.ns]).ok();
+    assert!(
+        table
+            .stdout
+            .contains(&format!("{}:2/2,{}:2/2", f.cluster("m1"), f.cluster("m2"))),
+        "{}",
+        table.stdout
+    );
+    let jobs = f.run(&["status", "jobs", "-n", f.ns]).ok();
+    assert!(!jobs.stdout.contains("READY"), "{}", jobs.stdout);
+}
