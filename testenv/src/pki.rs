@@ -48,34 +48,23 @@ impl Ca {
     /// A serving certificate for loopback (`127.0.0.1`, `::1`, `localhost`)
     /// plus the given extra DNS names.
     pub fn issue_serving_cert(&self, common_name: &str, dns_names: &[&str]) -> Result<CertPair> {
-        let key = KeyPair::generate()?;
         let mut names: Vec<String> = vec!["localhost".into()];
         names.extend(dns_names.iter().map(|s| s.to_string()));
-        let mut params = CertificateParams::new(names)?;
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress("::1".parse().expect("valid")));
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(CertPair {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+        let spec = CertSpec {
+            dns_names: names,
+            loopback: true,
+            validity: None,
+        };
+        self.issue(&spec, common_name)
     }
 
     /// A serving certificate saying what `spec` says: to test clients that
     /// must refuse (or, by exception, accept) a wrong name or an expired one.
     pub fn issue_cert(&self, spec: &CertSpec) -> Result<CertPair> {
+        self.issue(spec, "testenv-special")
+    }
+
+    fn issue(&self, spec: &CertSpec, common_name: &str) -> Result<CertPair> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(spec.dns_names.clone())?;
         if spec.loopback {
@@ -92,7 +81,7 @@ impl Ca {
         }
         params
             .distinguished_name
-            .push(DnType::CommonName, "testenv-special");
+            .push(DnType::CommonName, common_name);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,

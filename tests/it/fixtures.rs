@@ -403,6 +403,37 @@ impl Federation {
         assert_eq!(r.status, 201, "{}", r.body);
     }
 
+    /// Merge-patches this federation's KubeFedConfig with `spec`.
+    pub fn configure(&self, env: &TestEnv, spec: Value) {
+        let path = format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
+            self.fedns
+        );
+        patch(env, "host", &path, json!({ "spec": spec }));
+    }
+
+    /// Remote status collection on for these FederatedTypeConfigs: their
+    /// `statusCollection: Enabled` and the RawResourceStatusCollection gate.
+    pub fn collect_status(&self, env: &TestEnv, ftcs: &[&str]) {
+        for ftc in ftcs {
+            let path = format!(
+                "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/{ftc}",
+                self.fedns
+            );
+            patch(
+                env,
+                "host",
+                &path,
+                json!({"spec": {"statusCollection": "Enabled"}}),
+            );
+        }
+        self.configure(
+            env,
+            json!({"featureGates": [
+                {"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}),
+        );
+    }
+
     /// A FederatedDeployment of one container, labelled `app: NAME`,
     /// placed on every member.
     pub fn create_deployment(&self, env: &TestEnv, name: &str) {

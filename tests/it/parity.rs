@@ -149,24 +149,23 @@ impl Driver {
             ])
             .ok()
         };
-        match self {
-            Driver::OneShot => {
-                // Deletions in members (a namespace's contents) take their
-                // time: run again until they are done, as upstream polls.
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        // One-shot: run, and again while the check fails (deletions in
+        // members, a namespace's contents, take their time); watch: poll,
+        // as upstream polls its controller.
+        let one_shot = self == Driver::OneShot;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        if one_shot {
+            run();
+        }
+        while let Err(e) = check() {
+            assert!(std::time::Instant::now() < deadline, "{what}: {e}");
+            std::thread::sleep(std::time::Duration::from_millis(if one_shot {
+                500
+            } else {
+                200
+            }));
+            if one_shot {
                 run();
-                while let Err(e) = check() {
-                    assert!(std::time::Instant::now() < deadline, "{what}: {e}");
-                    std::thread::sleep(std::time::Duration::from_millis(500));
-                    run();
-                }
-            }
-            Driver::Watch => {
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-                while let Err(e) = check() {
-                    assert!(std::time::Instant::now() < deadline, "{what}: {e}");
-                    std::thread::sleep(std::time::Duration::from_millis(200));
-                }
             }
         }
     }

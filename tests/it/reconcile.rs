@@ -2396,28 +2396,7 @@ fn a_live_kubefed_controller_manager_is_not_run_beside() {
 fn remote_statuses_are_collected_into_the_federated_status() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "rc-remote", &["deployments.apps"]);
-    let ftc = format!(
-        "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/deployments.apps",
-        f.fedns
-    );
-    patch(
-        env,
-        "host",
-        &ftc,
-        json!({"spec": {"statusCollection": "Enabled"}}),
-    );
-    patch(
-        env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-            f.fedns
-        ),
-        json!({"spec": {"featureGates": [
-            {"name": "PushReconciler", "configuration": "Enabled"},
-            {"name": "SchedulerPreferences", "configuration": "Enabled"},
-            {"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}}),
-    );
+    f.collect_status(env, &["deployments.apps"]);
     f.create_deployment(env, "web");
     f.reconcile(&[]).ok();
     // No member status yet (just created): not yet collected.
@@ -2607,27 +2586,7 @@ fn remote_statuses_of_jobs_and_replicasets_are_collected() {
         "rc-remote2-objs",
         &["jobs.batch", "replicasets.apps"],
     );
-    for ftc in ["jobs.batch", "replicasets.apps"] {
-        patch(
-            env,
-            "host",
-            &format!(
-                "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/{ftc}",
-                f.fedns
-            ),
-            json!({"spec": {"statusCollection": "Enabled"}}),
-        );
-    }
-    patch(
-        env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-            f.fedns
-        ),
-        json!({"spec": {"featureGates": [
-            {"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}}),
-    );
+    f.collect_status(env, &["jobs.batch", "replicasets.apps"]);
     let pod = json!({"metadata": {"labels": {"app": "w"}}, "spec": {"restartPolicy": "Never",
         "containers": [{"name": "c", "image": "busybox"}]}});
     f.create(

@@ -717,25 +717,7 @@ fn the_watch_works_on_as_many_objects_at_once_as_the_config_says() {
 fn status_writes_are_coalesced_under_churn() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "wt-churn", &["deployments.apps"]);
-    patch(
-        env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/deployments.apps",
-            f.fedns
-        ),
-        json!({"spec": {"statusCollection": "Enabled"}}),
-    );
-    patch(
-        env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-            f.fedns
-        ),
-        json!({"spec": {"featureGates": [
-            {"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}}),
-    );
+    f.collect_status(env, &["deployments.apps"]);
     f.create_deployment(env, "busy");
     let log_path = env.dir().join("watch-churn.log");
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
