@@ -232,10 +232,13 @@ pub fn object_events(run: &ObjectRun) -> Vec<Event> {
         return out;
     }
     if !run.deleting {
-        for a in &run.attempts {
-            for (t, reason, message) in member_events(run, a) {
-                out.push(event(t, reason, message));
-            }
+        let items: Vec<(&Attempt, Item)> = run
+            .attempts
+            .iter()
+            .flat_map(|a| member_events(run, a).into_iter().map(move |i| (a, i)))
+            .collect();
+        for (t, reason, message) in combine(run.target_kind, items) {
+            out.push(event(t, reason, message));
         }
     } else if !run.pending.is_empty() {
         let mut clusters: Vec<&str> = run.pending.iter().map(String::as_str).collect();
@@ -252,8 +255,58 @@ pub fn object_events(run: &ObjectRun) -> Vec<Event> {
     out
 }
 
-/// One member request's Events: (type, reason, message).
-fn member_events(run: &ObjectRun, a: &Attempt) -> Vec<(EventType, String, String)> {
+/// One Event of a member request: a Normal one of an operation (the same
+/// for every member, so combined into one per object and run), or any
+/// other, as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Item {
+    Operation { reason: String, verb: String },
+    Plain(EventType, String, String),
+}
+
+/// An object's Events of one run: each operation's Normal Event once, naming
+/// its members (upstream's exact message when there is one; `... in
+/// clusters "m1", "m2"` for several), the others once each, in the order
+/// they first came. Differs on purpose from upstream, which records one
+/// Event per member: a first run over ten members wrote ten times the
+/// Events, 20,000 more host writes in the benchmark, doubling its time.
+fn combine(target_kind: &str, items: Vec<(&Attempt, Item)>) -> Vec<(EventType, String, String)> {
+    // Each entry: an operation (its reason, verb, object name and members)
+    // or a plain Event.
+    let mut entries: Vec<(Item, String, Vec<&str>)> = Vec::new();
+    for (a, item) in items {
+        match entries.iter_mut().find(|(i, _, _)| *i == item) {
+            Some((Item::Operation { .. }, _, clusters)) => clusters.push(a.cluster),
+            Some(_) => {} // the same Event again within one run
+            None => entries.push((item, a.target_name.clone(), vec![a.cluster])),
+        }
+    }
+    entries
+        .into_iter()
+        .map(|(item, name, mut clusters)| match item {
+            Item::Operation { reason, verb } => {
+                clusters.sort_unstable();
+                clusters.dedup();
+                let quoted: Vec<String> = clusters.iter().map(|c| go_quote(c)).collect();
+                let which = if quoted.len() == 1 {
+                    "cluster"
+                } else {
+                    "clusters"
+                };
+                let message = format!(
+                    "{verb} {target_kind} {} in {which} {}",
+                    go_quote(&name),
+                    quoted.join(", ")
+                );
+                (EventType::Normal, reason, message)
+            }
+            Item::Plain(t, reason, message) => (t, reason, message),
+        })
+        .collect()
+}
+
+/// One member request's Events.
+fn member_events(run: &ObjectRun, a: &Attempt) -> Vec<Item> {
     let Some((op, continuous)) = operation(a.action) else {
         return Vec::new();
     };
@@ -265,15 +318,12 @@ fn member_events(run: &ObjectRun, a: &Attempt) -> Vec<(EventType, String, String
             go_quote(a.cluster)
         )
     };
-    let normal = |op: &str, continuous: &str| {
-        (
-            EventType::Normal,
-            format!("{}InCluster", title(op)),
-            template(continuous),
-        )
+    let normal = |op: &str, continuous: &str| Item::Operation {
+        reason: format!("{}InCluster", title(op)),
+        verb: continuous.to_string(),
     };
     let failed = |op: &str, why: &str| {
-        (
+        Item::Plain(
             EventType::Warning,
             format!("{}InClusterFailed", title(op)),
             format!("{}: {why}", template(&format!("Failed to {op}"))),
@@ -281,7 +331,7 @@ fn member_events(run: &ObjectRun, a: &Attempt) -> Vec<(EventType, String, String
     };
     let warnings = || {
         run.template_warnings.iter().map(|w| {
-            (
+            Item::Plain(
                 EventType::Warning,
                 w.reason().to_string(),
                 w.message().to_string(),
@@ -791,6 +841,62 @@ mod tests {
         let delete = Action::Delete { options: None };
         let got = events_of(&delete, &ok(Effect::Deleted { gone: true }), &warnings);
         assert_eq!(got.len(), 1, "no template is rendered for a delete");
+    }
+
+    #[test]
+    fn one_operation_event_per_object_and_run_names_its_members() {
+        let fed = fed();
+        let create = Action::Create(Arc::new(json!({})));
+        let (done, boom) = (
+            ok(Effect::Created),
+            Err((ClusterStatus::CreationFailed, "boom".into())),
+        );
+        let warnings = [TemplateWarning::AnnotationsNotSupported];
+        let attempt = |cluster, result| Attempt {
+            cluster,
+            action: &create,
+            target_name: qualified_name("shop", "web"),
+            result,
+        };
+        let run = ObjectRun {
+            fed: &fed,
+            target_kind: "ConfigMap",
+            deleting: false,
+            orphaning: false,
+            attempts: vec![
+                attempt("m3", &done),
+                attempt("m1", &done),
+                attempt("m2", &boom),
+            ],
+            pending: &[],
+            template_warnings: &warnings,
+        };
+        let got: Vec<(EventType, String, String)> = object_events(&run)
+            .into_iter()
+            .map(|e| (e.event_type, e.reason, e.message))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    N,
+                    "CreateInCluster".into(),
+                    r#"Creating ConfigMap "shop/web" in clusters "m1", "m2", "m3""#.into()
+                ),
+                (
+                    W,
+                    "AnnotationsNotSupported".into(),
+                    TemplateWarning::AnnotationsNotSupported
+                        .message()
+                        .to_string()
+                ),
+                (
+                    W,
+                    "CreateInClusterFailed".into(),
+                    r#"Failed to create ConfigMap "shop/web" in cluster "m2": boom"#.into()
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Kubernetes Events as KubeFed v0.10 records them: written to the host
-//! after a run's member writes, one per member change, aggregated like
-//! client-go's (a repeated Event bumps `count`); none for a no-op run, a
-//! dry run or `--events=false`.
+//! after a run's member writes, one per object and operation naming its
+//! members, aggregated like client-go's (a repeated Event bumps `count`);
+//! none for a no-op run, a dry run or `--events=false`.
 
 use crate::fixtures::{Federation, get, patch, wait_until};
 use crate::watch::{sigterm, spawn_watch};
@@ -69,17 +69,18 @@ fn a_run_records_creates_and_updates_and_a_no_op_run_records_nothing() {
 
     f.reset();
     let run = f.reconcile(&[]).ok();
-    let creating = |c: &str| format!(r#"Creating ConfigMap "{}/web" in cluster "{c}""#, f.ns);
-    let created = |c: &str| {
-        (
-            "Normal".to_string(),
-            "CreateInCluster".to_string(),
-            creating(c),
-            1,
-        )
-    };
+    // One Event per operation, naming both members.
+    let created = (
+        "Normal".to_string(),
+        "CreateInCluster".to_string(),
+        format!(
+            r#"Creating ConfigMap "{}/web" in clusters "{m1}", "{m2}""#,
+            f.ns
+        ),
+        1,
+    );
     let web = events_of(env, &f, "FederatedConfigMap", "web");
-    assert_eq!(summary(&web), vec![created(&m1), created(&m2)], "{web:#?}");
+    assert_eq!(summary(&web), vec![created.clone()], "{web:#?}");
     let fed = f.fed(env, "federatedconfigmaps", "web").unwrap();
     for e in &web {
         let io = &e["involvedObject"];
@@ -91,8 +92,8 @@ fn a_run_records_creates_and_updates_and_a_no_op_run_records_nothing() {
         assert_eq!(e["metadata"]["namespace"], f.ns);
         assert!(e["metadata"]["name"].as_str().unwrap().starts_with("web."));
     }
-    // Template annotations are dropped with a warning line, and a Warning
-    // per member create: one Event, count 2, aggregated in the process.
+    // Template annotations are dropped with a warning line, and one
+    // Warning Event for the run.
     assert!(
         run.stderr.contains("warning: FederatedConfigMap ev-a-objs/noted: metadata.annotations cannot be set via template"),
         "{}",
@@ -103,17 +104,15 @@ fn a_run_records_creates_and_updates_and_a_no_op_run_records_nothing() {
         .iter()
         .find(|e| e.1 == "AnnotationsNotSupported")
         .unwrap();
-    assert_eq!((warning.0.as_str(), warning.3), ("Warning", 2), "{noted:?}");
-    // One POST per Event; the second annotations Warning is a PATCH.
+    assert_eq!((warning.0.as_str(), warning.3), ("Warning", 1), "{noted:?}");
+    // One POST per Event: web's create, noted's create and its Warning,
+    // and the create of the FederatedNamespace that places them.
     let posts = f
         .host
         .count(|r| r.resource == "events" && r.method == "POST");
-    let patches = f
-        .host
-        .count(|r| r.resource == "events" && r.method == "PATCH");
-    assert_eq!((patches, posts >= 6), (1, true), "{:?}", f.host.records());
+    assert_eq!(posts, 4, "{:?}", f.host.records());
 
-    // An update: an UpdateInCluster Event per member; the creates' stay as they were.
+    // An update: one UpdateInCluster Event; the create's stays as it was.
     patch(
         env,
         "host",
@@ -124,21 +123,17 @@ fn a_run_records_creates_and_updates_and_a_no_op_run_records_nothing() {
         json!({"spec": {"template": {"data": {"colour": "green"}}}}),
     );
     f.reconcile(&[]).ok();
-    let updating = |c: &str| format!(r#"Updating ConfigMap "{}/web" in cluster "{c}""#, f.ns);
-    let updated = |c: &str| {
-        (
-            "Normal".to_string(),
-            "UpdateInCluster".to_string(),
-            updating(c),
-            1,
-        )
-    };
-    let web = events_of(env, &f, "FederatedConfigMap", "web");
-    assert_eq!(
-        summary(&web),
-        vec![created(&m1), created(&m2), updated(&m1), updated(&m2)],
-        "{web:#?}"
+    let updated = (
+        "Normal".to_string(),
+        "UpdateInCluster".to_string(),
+        format!(
+            r#"Updating ConfigMap "{}/web" in clusters "{m1}", "{m2}""#,
+            f.ns
+        ),
+        1,
     );
+    let web = events_of(env, &f, "FederatedConfigMap", "web");
+    assert_eq!(summary(&web), vec![created, updated], "{web:#?}");
 
     // Nothing changed: not one Event request.
     f.reset();
@@ -149,7 +144,7 @@ fn a_run_records_creates_and_updates_and_a_no_op_run_records_nothing() {
         "a no-op run writes nothing: {}",
         run.stderr
     );
-    assert_eq!(events_of(env, &f, "FederatedConfigMap", "web").len(), 4);
+    assert_eq!(events_of(env, &f, "FederatedConfigMap", "web").len(), 2);
 }
 
 #[test]
@@ -187,7 +182,7 @@ fn events_false_and_dry_run_write_none() {
         json!({"spec": {"template": {"data": {"colour": "red"}}}}),
     );
     f.reconcile(&["--events"]).ok();
-    assert_eq!(events_of(env, &f, "FederatedConfigMap", "web").len(), 2);
+    assert_eq!(events_of(env, &f, "FederatedConfigMap", "web").len(), 1);
 }
 
 #[test]
