@@ -4,16 +4,25 @@
 //! federated Service, named as it, owned by it (so the host's garbage
 //! collector removes it with it), listing each ready member's Service
 //! `.status` under `clusterStatus`, sorted by cluster name.
-//! Independent of the `RawResourceStatusCollection` feature gate, as upstream
-//! (`pkg/controller/federatedtypeconfig/controller.go`,
-//! `isEnabledFederatedServiceStatusCollection`).
+//! Upstream runs it only while the `RawResourceStatusCollection` feature
+//! gate is off (`pkg/controller/federatedtypeconfig/controller.go`:
+//! `statusControllerEnabled := !RawResourceStatusCollection &&
+//! isEnabledFederatedServiceStatusCollection`): the gate's remote statuses
+//! replace it.
 
 use serde_json::{Map, Value, json};
 
-/// Whether a FederatedTypeConfig runs upstream's status controller: its
-/// name is `services`, status is collected, and it names a status type.
+/// Whether a FederatedTypeConfig is one upstream's status controller can
+/// run for: its name is `services`, status is collected, and it names a
+/// status type.
 pub fn applies(ftc_name: &str, status_collection: bool, has_status_type: bool) -> bool {
     ftc_name == "services" && status_collection && has_status_type
+}
+
+/// Whether the status controller runs for such a type: only while the
+/// `RawResourceStatusCollection` gate is off.
+pub fn runs(type_applies: bool, raw_resource_status_collection: bool) -> bool {
+    type_applies && !raw_resource_status_collection
 }
 
 /// The status object a federated Service `fed` should have: `api_version`
@@ -101,6 +110,9 @@ mod tests {
         assert!(!applies("services", false, true));
         assert!(!applies("services", true, false));
         assert!(!applies("deployments.apps", true, true));
+        assert!(runs(true, false));
+        assert!(!runs(true, true), "the gate's remote statuses replace it");
+        assert!(!runs(false, false));
     }
 
     #[test]

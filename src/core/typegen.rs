@@ -39,17 +39,20 @@ pub struct FederatedNames {
 /// The status a FederatedTypeConfig gets from a running controller
 /// (`pkg/controller/federatedtypeconfig/controller.go`): its generation
 /// observed, the propagation controller `Running` while the type is
-/// propagated, and the status controller (FederatedServiceStatus, not
-/// run here) `NotRunning`. `None` when `current` already says it.
+/// propagated, and the status controller `Running` while FederatedService
+/// Statuses are written for it (`core::service_status::runs`). `None`
+/// when `current` already says it.
 pub fn ftc_status(
     current: &serde_json::Value,
     generation: i64,
     propagating: bool,
+    status_controller: bool,
 ) -> Option<serde_json::Value> {
+    let running = |on: bool| if on { "Running" } else { "NotRunning" };
     let want = serde_json::json!({
         "observedGeneration": generation,
-        "propagationController": if propagating { "Running" } else { "NotRunning" },
-        "statusController": "NotRunning",
+        "propagationController": running(propagating),
+        "statusController": running(propagating && status_controller),
     });
     (current != &want).then_some(want)
 }
@@ -384,11 +387,18 @@ mod tests {
 
     #[test]
     fn a_type_configs_status_says_whether_it_is_propagated() {
-        let running = ftc_status(&serde_json::Value::Null, 3, true).unwrap();
+        let running = ftc_status(&serde_json::Value::Null, 3, true, false).unwrap();
         assert_eq!(running["propagationController"], "Running");
         assert_eq!(running["observedGeneration"], 3);
-        assert_eq!(ftc_status(&running, 3, true), None, "unchanged: no write");
-        let stopped = ftc_status(&running, 4, false).unwrap();
+        assert_eq!(
+            ftc_status(&running, 3, true, false),
+            None,
+            "unchanged: no write"
+        );
+        let services = ftc_status(&running, 3, true, true).unwrap();
+        assert_eq!(services["statusController"], "Running");
+        let stopped = ftc_status(&services, 4, false, true).unwrap();
+        assert_eq!(stopped["statusController"], "NotRunning");
         assert_eq!(stopped["propagationController"], "NotRunning");
         assert_eq!(stopped["statusController"], "NotRunning");
     }

@@ -2554,6 +2554,31 @@ fn federated_service_statuses_are_written_as_upstreams_status_controller() {
         .filter(|r| r.resource == "federatedservicestatuses" && r.is_write())
         .collect();
     assert!(writes.is_empty(), "{writes:?}");
+    // With the RawResourceStatusCollection gate on, upstream's status
+    // controller stops: the remote statuses take its place.
+    f.configure(
+        env,
+        json!({"featureGates": [{"name": "RawResourceStatusCollection", "configuration": "Enabled"}]}),
+    );
+    patch(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/services/web/status", f.ns),
+        json!({"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.8"}]}}}),
+    );
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(
+        f.host.count(|r| r.resource == "federatedservicestatuses"),
+        0,
+        "not even listed"
+    );
+    let fed = f.fed(env, "federatedservices", "web").unwrap();
+    assert_eq!(
+        fed["status"]["clusters"][0]["remoteStatus"]["loadBalancer"]["ingress"][0]["ip"],
+        "192.0.2.8",
+        "{fed}"
+    );
     // Deleted with its Service (the host's garbage collector).
     let (status, _) = crate::fixtures::request(
         env,

@@ -320,10 +320,16 @@ impl Controller<'_> {
         for (name, ftc) in &self.cache.ftcs {
             let current = serde_json::to_value(&ftc.status).unwrap_or_default();
             let generation = ftc.metadata.generation.unwrap_or(0);
+            let observed = crate::sync::observe::ObservedType::of(ftc);
+            let status_controller = crate::core::service_status::runs(
+                observed.service_status.is_some(),
+                self.cache.settings.raw_resource_status_collection,
+            );
             let Some(status) = crate::core::typegen::ftc_status(
                 &current,
                 generation,
                 running && ftc.spec.is_enabled(),
+                status_controller,
             ) else {
                 continue;
             };
