@@ -60,6 +60,10 @@ pub struct DisableOptions {
     /// Show what would change, writing nothing
     #[arg(long)]
     pub dry_run: bool,
+
+    /// How long to wait for a running controller (reconcile --watch, or KubeFed's) to stop propagating the type
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::cmd::options::parse_duration)]
+    pub timeout: std::time::Duration,
 }
 
 pub async fn run(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
@@ -89,7 +93,7 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
         print_dry_run(&host, &target).await?;
         return refresh_reconciler_rules(&host, target.ftc.as_ref(), true).await;
     }
-    apply(&host, &target).await?;
+    apply(&host, &target, o.timeout).await?;
     refresh_reconciler_rules(&host, target.ftc.as_ref(), false).await
 }
 
@@ -202,7 +206,7 @@ async fn print_dry_run(host: &Host, target: &Target) -> Result<()> {
 }
 
 /// Disables propagation, then deletes the CRD (with --delete-crd) and the FTC.
-async fn apply(host: &Host, target: &Target) -> Result<()> {
+async fn apply(host: &Host, target: &Target, timeout: std::time::Duration) -> Result<()> {
     let (ns, name) = (&host.namespace, &target.name);
     // Propagation off first, CRD next, FTC last: KubeFed's order, so that a
     // running controller stops before its CRD disappears.
@@ -218,7 +222,7 @@ async fn apply(host: &Host, target: &Target) -> Result<()> {
         .await
         .map_err(api_error)?;
         println!("Disabled propagation for FederatedTypeConfig \"{ns}/{name}\"");
-        wait_for_propagation_stopped(&api, name, ns).await?;
+        wait_for_propagation_stopped(&api, name, ns, timeout).await?;
     }
     if let Some((crd, _)) = &target.crd {
         if crd.delete().await? {
@@ -236,19 +240,20 @@ async fn apply(host: &Host, target: &Target) -> Result<()> {
 /// A running controller (`reconcile --watch`, or KubeFed's) says in the
 /// FTC's status whether it still propagates the type; as upstream's
 /// `verifyPropagationControllerStopped` (`pkg/kubefedctl/disable.go`),
-/// wait up to 10 s for `NotRunning` before the CRD goes. Without a
-/// controller (one-shot use) there is nothing to wait for.
+/// wait up to `--timeout` (10 s) for `NotRunning` before the CRD goes.
+/// Without a controller (one-shot use) there is nothing to wait for.
 async fn wait_for_propagation_stopped(
     api: &Api<FederatedTypeConfig>,
     name: &str,
     ns: &str,
+    timeout: std::time::Duration,
 ) -> Result<()> {
     let running = |f: &FederatedTypeConfig| {
         f.status
             .as_ref()
             .is_some_and(|s| s.propagation_controller == "Running")
     };
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let ftc = api.get(name).await.map_err(api_error)?;
         if !running(&ftc) {
@@ -256,7 +261,8 @@ async fn wait_for_propagation_stopped(
         }
         if tokio::time::Instant::now() >= deadline {
             anyhow::bail!(
-                "the propagation controller of FederatedTypeConfig \"{ns}/{name}\" still runs after 10s (status.propagationController: Running); is a reconcile --watch or KubeFed's controller-manager alive?"
+                "the propagation controller of FederatedTypeConfig \"{ns}/{name}\" still runs after {} (status.propagationController: Running); is a reconcile --watch or KubeFed's controller-manager alive? (--timeout waits longer)",
+                crate::core::lease::ago(timeout.as_secs() as i64)
             );
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;

@@ -772,3 +772,49 @@ fn status_writes_are_coalesced_under_churn() {
         writes.len()
     );
 }
+
+/// `disable --timeout`: a controller that keeps saying it propagates the
+/// type (here a KubeFed controller-manager, played by the test) makes
+/// disable give up after the timeout, keeping the CRD and the type.
+#[test]
+fn disable_gives_up_on_a_controller_that_keeps_propagating() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-dis", &["configmaps"]);
+    let ftc = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/configmaps",
+        f.fedns
+    );
+    patch(
+        env,
+        "host",
+        &format!("{ftc}/status"),
+        json!({"status": {"observedGeneration": 1, "propagationController": "Running", "statusController": "NotRunning"}}),
+    );
+    let run = f
+        .run(&[
+            "disable",
+            "configmaps",
+            "--delete-crd",
+            "--yes",
+            "--timeout",
+            "1s",
+        ])
+        .fails();
+    assert!(
+        run.stderr.contains("still runs after 1s") && run.stderr.contains("--timeout waits longer"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        crate::fixtures::get(env, "host", &ftc).is_some(),
+        "the type is kept"
+    );
+    let crd = format!(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/federatedconfigmaps.{}",
+        f.group
+    );
+    assert!(
+        crate::fixtures::get(env, "host", &crd).is_some(),
+        "the CRD is kept"
+    );
+}
