@@ -493,32 +493,42 @@ fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
         warm["kubefedctl_tasks"],
     );
 
-    // 10,000 changes: 100 bursts over the 100 objects.
-    for round in 0..100 {
-        burst(env, &f, &names, &format!("v{round}"));
-    }
-    wait_for(
-        "every member copy at its last value",
-        Duration::from_secs(300),
-        || everywhere("v99"),
-    );
-    wait_for("the watch to be idle", Duration::from_secs(60), idle);
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // 10,000 changes: 100 bursts over the 100 objects, in two halves. A
+    // leak grows with the changes; what the allocator keeps after activity
+    // (arenas, fragmentation) does not grow from one half to the next.
+    let half = |from: usize| {
+        for round in from..from + 50 {
+            burst(env, &f, &names, &format!("v{round}"));
+        }
+        let last = format!("v{}", from + 49);
+        wait_for(
+            "every member copy at its last value",
+            Duration::from_secs(300),
+            || everywhere(&last),
+        );
+        wait_for("the watch to be idle", Duration::from_secs(60), idle);
+        // A probe interval (1 s here) after activity, freed heap is returned.
+        std::thread::sleep(Duration::from_secs(3));
+        metrics(port)
+    };
+    let first = half(0)["process_resident_memory_bytes"];
+    half(50);
+    let deadline = Instant::now() + Duration::from_secs(30);
     let last = loop {
         let m = metrics(port);
         let (rss, tasks) = (m["process_resident_memory_bytes"], m["kubefedctl_tasks"]);
-        if rss <= idle_rss * 1.2 && tasks <= idle_tasks + 4.0 {
+        if rss <= (first * 1.1).max(idle_rss * 1.3) && tasks <= idle_tasks + 4.0 {
             break m;
         }
         assert!(
             Instant::now() < deadline,
-            "not back to idle: RSS {rss} (idle {idle_rss}, after the sync {synced_rss}), tasks {tasks} (idle {idle_tasks})\n{}",
+            "still growing: RSS {rss} (after 5,000 changes {first}, idle {idle_rss}, after the sync {synced_rss}), tasks {tasks} (idle {idle_tasks})\n{}",
             log(&log_path)
         );
         std::thread::sleep(Duration::from_millis(500));
     };
     eprintln!(
-        "churn: RSS after the sync {synced_rss}, idle after a first burst {idle_rss}, after 10,000 changes {}",
+        "churn: RSS after the sync {synced_rss}, idle after a first burst {idle_rss}, after 5,000 changes {first}, after 10,000 {}",
         last["process_resident_memory_bytes"]
     );
     assert!(last["kubefedctl_reconcile_rounds_total"] >= 2.0, "{last:?}");
