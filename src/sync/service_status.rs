@@ -20,11 +20,9 @@ use std::collections::HashMap;
 /// has one; a failure is the report's, never the round's.
 pub async fn write_all(host: &Host, seen: &Observation, dry_run: bool, report: &mut Report) {
     let raw = seen.settings.raw_resource_status_collection;
-    for t in seen
-        .types
-        .iter()
-        .filter(|t| runs(t.service_status.is_some(), raw))
-    {
+    // A watch round of other objects lists nothing.
+    let due = |t: &&ObservedType| runs(t.service_status.is_some(), raw) && !t.objects.is_empty();
+    for t in seen.types.iter().filter(due) {
         if let Err(e) = write_type(host, seen, t, dry_run, report).await {
             report.failures.push(format!(
                 "host: {}: {}",
