@@ -374,10 +374,15 @@ impl Federation {
     }
 
     pub fn reconcile(&self, extra: &[&str]) -> Run {
+        self.reconcile_in(self.ns, extra)
+    }
+
+    /// [`Federation::reconcile`] of the objects of namespace `ns`.
+    pub fn reconcile_in(&self, ns: &str, extra: &[&str]) -> Run {
         let mut args = vec![
             "reconcile",
             "-n",
-            self.ns,
+            ns,
             "--probe-timeout",
             "2s",
             "--timeout",

@@ -137,18 +137,7 @@ impl Driver {
         what: &str,
         check: impl Fn() -> Result<(), String>,
     ) {
-        let run = || {
-            f.run(&[
-                "reconcile",
-                "-n",
-                ns,
-                "--probe-timeout",
-                "2s",
-                "--timeout",
-                "3s",
-            ])
-            .ok()
-        };
+        let run = || f.reconcile_in(ns, &[]).ok();
         // One-shot: run, and again while the check fails (deletions in
         // members, a namespace's contents, take their time); watch: poll,
         // as upstream polls its controller.
@@ -830,18 +819,7 @@ fn a_host_joined_as_a_member_keeps_its_own_namespace() {
             "metadata": {"name": ns, "namespace": ns},
             "spec": {"placement": {"clusters": [{"name": "par-hm-self"}, {"name": m1}]}}}),
     );
-    let run = || {
-        f.run(&[
-            "reconcile",
-            "-n",
-            ns,
-            "--probe-timeout",
-            "2s",
-            "--timeout",
-            "3s",
-        ])
-        .ok()
-    };
+    let run = || f.reconcile_in(ns, &[]).ok();
     let managed = |cluster: &str| {
         get(env, cluster, &format!("/api/v1/namespaces/{ns}"))
             .map(|n| n["metadata"]["labels"]["kubefed.io/managed"] == "true")
