@@ -269,7 +269,8 @@ enum Item {
 /// clusters "m1", "m2"` for several), the others once each, in the order
 /// they first came. Differs on purpose from upstream, which records one
 /// Event per member: a first run over ten members wrote ten times the
-/// Events, 20,000 more host writes in the benchmark, doubling its time.
+/// Events, 20,000 more host writes in the benchmark: 64.6 s against 52.6 s
+/// the same day, and peak RSS 271 MiB against 84 MiB.
 fn combine(target_kind: &str, items: Vec<(&Attempt, Item)>) -> Vec<(EventType, String, String)> {
     // Each entry: an operation (its reason, verb, object name and members)
     // or a plain Event.
