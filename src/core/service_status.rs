@@ -5,10 +5,7 @@
 //! collector removes it with it), listing each ready member's Service
 //! `.status` under `clusterStatus`, sorted by cluster name.
 //! Upstream runs it only while the `RawResourceStatusCollection` feature
-//! gate is off (`pkg/controller/federatedtypeconfig/controller.go`:
-//! `statusControllerEnabled := !RawResourceStatusCollection &&
-//! isEnabledFederatedServiceStatusCollection`): the gate's remote statuses
-//! replace it.
+//! gate is off (`Settings::writes_service_status`).
 
 use serde_json::{Map, Value, json};
 
@@ -17,12 +14,6 @@ use serde_json::{Map, Value, json};
 /// status type.
 pub fn applies(ftc_name: &str, status_collection: bool, has_status_type: bool) -> bool {
     ftc_name == "services" && status_collection && has_status_type
-}
-
-/// Whether the status controller runs for such a type: only while the
-/// `RawResourceStatusCollection` gate is off.
-pub fn runs(type_applies: bool, raw_resource_status_collection: bool) -> bool {
-    type_applies && !raw_resource_status_collection
 }
 
 /// The status object a federated Service `fed` should have: `api_version`
@@ -110,9 +101,6 @@ mod tests {
         assert!(!applies("services", false, true));
         assert!(!applies("services", true, false));
         assert!(!applies("deployments.apps", true, true));
-        assert!(runs(true, false));
-        assert!(!runs(true, true), "the gate's remote statuses replace it");
-        assert!(!runs(false, false));
     }
 
     #[test]

@@ -89,6 +89,24 @@ fn gate_default(name: &str) -> bool {
 }
 
 impl Settings {
+    /// A type's member statuses are collected into `status.clusters[].
+    /// remoteStatus`: its FederatedTypeConfig says `statusCollection:
+    /// Enabled` and the `RawResourceStatusCollection` gate is on (upstream's
+    /// `pkg/controller/sync/controller.go`).
+    pub fn collects_remote_status(&self, type_collects: bool) -> bool {
+        self.raw_resource_status_collection && type_collects
+    }
+
+    /// FederatedServiceStatus objects are written for a type that qualifies
+    /// (`core::service_status::applies`) only while the gate is off
+    /// (`pkg/controller/federatedtypeconfig/controller.go`:
+    /// `statusControllerEnabled := !RawResourceStatusCollection &&
+    /// isEnabledFederatedServiceStatusCollection`): the gate's remote
+    /// statuses replace them.
+    pub fn writes_service_status(&self, type_qualifies: bool) -> bool {
+        type_qualifies && !self.raw_resource_status_collection
+    }
+
     /// The one namespace federated objects are read from: a namespace-scoped
     /// federation sees its own namespace only, whatever was asked; a
     /// cluster-scoped one reads `requested` (`-n`), or every namespace.
@@ -254,6 +272,24 @@ fn enabled(v: &Value, at: &str) -> Result<bool, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn remote_statuses_and_service_statuses_take_turns_on_the_gate() {
+        let off = Settings::default();
+        let on = Settings {
+            raw_resource_status_collection: true,
+            ..Settings::default()
+        };
+        assert!(on.collects_remote_status(true));
+        assert!(!on.collects_remote_status(false));
+        assert!(!off.collects_remote_status(true));
+        assert!(off.writes_service_status(true));
+        assert!(
+            !on.writes_service_status(true),
+            "the gate's remote statuses replace them"
+        );
+        assert!(!off.writes_service_status(false));
+    }
 
     #[test]
     fn settings_from_configs() {

@@ -40,7 +40,7 @@ pub struct FederatedNames {
 /// (`pkg/controller/federatedtypeconfig/controller.go`): its generation
 /// observed, the propagation controller `Running` while the type is
 /// propagated, and the status controller `Running` while FederatedService
-/// Statuses are written for it (`core::service_status::runs`). `None`
+/// Statuses are written for it (`Settings::writes_service_status`). `None`
 /// when `current` already says it.
 pub fn ftc_status(
     current: &serde_json::Value,

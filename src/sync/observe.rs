@@ -405,7 +405,7 @@ impl ObservedType {
 /// The status type of `f` when upstream's status controller writes it; as
 /// upstream's defaults, its group and version are the federated type's
 /// unless given (`pkg/apis/core/v1beta1/federatedtypeconfig_types.go`).
-fn service_status_type(f: &FederatedTypeConfig) -> Option<ApiResource> {
+pub fn service_status_type(f: &FederatedTypeConfig) -> Option<ApiResource> {
     let st = f.spec.status_type.as_ref()?;
     let collected = f.spec.status_collection.as_deref() == Some("Enabled");
     let name = f.metadata.name.as_deref().unwrap_or("");

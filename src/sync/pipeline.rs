@@ -209,7 +209,8 @@ impl<'a> Pipeline<'a> {
             .collect();
         let seen = self.seen;
         // Remote status collection: each member copy's `.status`, as observed.
-        let remote = (self.seen.settings.raw_resource_status_collection && t.status_collection)
+        let remote = (self.seen.settings)
+            .collects_remote_status(t.status_collection)
             .then(|| remote_statuses(t, plan));
         let write = decide_record::plan_write_back_collecting(
             &fed,

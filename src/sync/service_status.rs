@@ -7,7 +7,7 @@
 use crate::apply::{api_error, dynamic_api};
 use crate::core::decide::Listing;
 use crate::core::describe::key_of;
-use crate::core::service_status::{Write, desired, runs, write};
+use crate::core::service_status::{Write, desired, write};
 use crate::host::Host;
 use crate::sync::observe::{Observation, ObservedType, list_all};
 use crate::sync::report::Report;
@@ -19,9 +19,12 @@ use std::collections::HashMap;
 /// Writes (or, on a dry run, plans) the status objects of every type that
 /// has one; a failure is the report's, never the round's.
 pub async fn write_all(host: &Host, seen: &Observation, dry_run: bool, report: &mut Report) {
-    let raw = seen.settings.raw_resource_status_collection;
     // A watch round of other objects lists nothing.
-    let due = |t: &&ObservedType| runs(t.service_status.is_some(), raw) && !t.objects.is_empty();
+    let due = |t: &&ObservedType| {
+        seen.settings
+            .writes_service_status(t.service_status.is_some())
+            && !t.objects.is_empty()
+    };
     for t in seen.types.iter().filter(due) {
         if let Err(e) = write_type(host, seen, t, dry_run, report).await {
             report.failures.push(format!(

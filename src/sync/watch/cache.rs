@@ -388,9 +388,10 @@ impl Cache {
         // object: its replicas follow the members' ready ones (as
         // upstream's RSP controller, which watches member status).
         // Where the type's status is collected, a member's status is news too.
-        let raw = self.settings.raw_resource_status_collection;
-        let collected = (raw && t.status_collection)
-            || crate::core::service_status::runs(t.service_status.is_some(), raw);
+        let collected = self.settings.collects_remote_status(t.status_collection)
+            || self
+                .settings
+                .writes_service_status(t.service_status.is_some());
         for key in status_only {
             let fed_key = federated_key(&t.ty, &key);
             if collected || self.schedulings.contains_key(&fed_key) {

@@ -320,11 +320,8 @@ impl Controller<'_> {
         for (name, ftc) in &self.cache.ftcs {
             let current = serde_json::to_value(&ftc.status).unwrap_or_default();
             let generation = ftc.metadata.generation.unwrap_or(0);
-            let observed = crate::sync::observe::ObservedType::of(ftc);
-            let status_controller = crate::core::service_status::runs(
-                observed.service_status.is_some(),
-                self.cache.settings.raw_resource_status_collection,
-            );
+            let status_controller = (self.cache.settings)
+                .writes_service_status(observe::service_status_type(ftc).is_some());
             let Some(status) = crate::core::typegen::ftc_status(
                 &current,
                 generation,
