@@ -458,15 +458,7 @@ fn a_namespace_scoped_control_plane_propagates_its_own_namespace_only() {
         "par-nsd-objs",
         &["configmaps"],
     );
-    crate::fixtures::patch(
-        env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-            f.fedns
-        ),
-        json!({"spec": {"scope": "Namespaced"}}),
-    );
+    f.configure(env, json!({"scope": "Namespaced"}));
     let cm = |ns: &str, name: &str| {
         post(
             env,

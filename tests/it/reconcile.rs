@@ -1627,14 +1627,9 @@ fn unmanaged_objects_are_adopted_or_refused_as_adopt_resources_says_in_runs_and_
 
     // adoptResources: Disabled: refused with AlreadyExists, in the plan and
     // in the run, and the member object is left as it was.
-    patch(
+    f.configure(
         env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-            f.fedns
-        ),
-        json!({"spec": {"syncController": {"adoptResources": "Disabled"}}}),
+        json!({"syncController": {"adoptResources": "Disabled"}}),
     );
     unmanaged("kept");
     federate("kept");
@@ -1690,11 +1685,7 @@ fn the_hosts_kubefedconfig_decides_what_a_run_does() {
         "web",
         json!({"template": {"data": {"a": "1"}}, "placement": {"clusterSelector": {}}}),
     );
-    let config = format!(
-        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-        f.fedns
-    );
-    let set = |spec: Value| patch(env, "host", &config, json!({"spec": spec}));
+    let set = |spec: Value| f.configure(env, spec);
 
     // A malformed config: one error naming the field, nothing written.
     set(json!({"syncController": {"adoptResources": "Sometimes"}}));

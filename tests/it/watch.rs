@@ -534,18 +534,8 @@ fn a_selector_does_not_hide_the_federated_namespace_from_the_watch() {
 fn a_member_turns_not_ready_after_the_failure_threshold() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "wt-thr", &["configmaps"]);
-    let config = format!(
-        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-        f.fedns
-    );
-    let threshold = |n: u32| {
-        crate::fixtures::patch(
-            env,
-            "host",
-            &config,
-            json!({"spec": {"clusterHealthCheck": {"failureThreshold": n}}}),
-        )
-    };
+    let threshold =
+        |n: u32| f.configure(env, json!({"clusterHealthCheck": {"failureThreshold": n}}));
     threshold(1000);
     let log_path = env.dir().join("watch-thr.log");
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
@@ -673,14 +663,9 @@ fn max_in_flight(
 fn the_watch_works_on_as_many_objects_at_once_as_the_config_says() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "wt-mcr", &["configmaps"]);
-    crate::fixtures::patch(
+    f.configure(
         env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs/kubefed",
-            f.fedns
-        ),
-        json!({"spec": {"syncController": {"maxConcurrentReconciles": 2}}}),
+        json!({"syncController": {"maxConcurrentReconciles": 2}}),
     );
     let names = f.create_configmaps(env, "mcr", 10);
     f.m1.set_faults(Faults {
