@@ -78,8 +78,7 @@ impl ClientFactory {
     /// A client for `context`.
     pub async fn client(&self, context: &str) -> Result<kube::Client> {
         let config = self.config(context).await?;
-        kube::Client::try_from(config)
-            .with_context(|| format!("building a client for context {context:?}"))
+        build(config).with_context(|| format!("building a client for context {context:?}"))
     }
 
     /// Where `context` points, as written in the kubeconfig.
@@ -108,6 +107,14 @@ impl ClientFactory {
     fn raw(&self) -> &Kubeconfig {
         &self.kubeconfig.config
     }
+}
+
+/// kube's client for `config`, which retries only what a server asks to
+/// be retried (`crate::server_retry`).
+pub fn build(config: kube::Config) -> Result<kube::Client> {
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&crate::server_retry::RetryAfterLayer)
+        .build())
 }
 
 /// PEM text for one DER block.

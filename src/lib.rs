@@ -27,6 +27,7 @@ pub mod output;
 pub mod parallel;
 pub mod poll;
 pub mod reconciler;
+pub mod server_retry;
 pub mod signals;
 pub mod sync;
 pub mod tls;

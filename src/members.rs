@@ -6,6 +6,7 @@ use crate::api::core::KubeFedCluster;
 use crate::apply::api_error;
 use crate::core::tls::{TlsChecks, tls_checks};
 use crate::host::Host;
+use crate::server_retry::RetryAfterLayer;
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
@@ -237,10 +238,12 @@ async fn client_for(
             } => crate::tls::relaxed_client_builder(&config, subject_name, validity_period)
                 .with_context(context)?
                 .with_layer(&counter)
+                .with_layer(&RetryAfterLayer)
                 .build(),
             TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
                 .with_context(context)?
                 .with_layer(&counter)
+                .with_layer(&RetryAfterLayer)
                 .build(),
         })
     };

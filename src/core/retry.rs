@@ -86,6 +86,32 @@ pub fn backoff(attempt: u32, retry_after_seconds: u32) -> Duration {
     Duration::from_millis(100u64 << attempt.min(6)).min(Duration::from_secs(5))
 }
 
+/// Retries client-go makes when a server asks for one: `maxRetries` of
+/// `rest.Request` (`k8s.io/client-go/rest/request.go`).
+pub const SERVER_ASKED_RETRIES: u32 = 10;
+
+/// client-go's `checkWait`: a 429 or 5xx answer that carries `Retry-After`
+/// in whole seconds is the server asking to be asked again later (a busy
+/// or starting API server, a custom resource whose storage is being
+/// initialised). How long to wait before retry number `retries_done + 1`,
+/// or `None` when the answer is final: other statuses, no or unreadable
+/// `Retry-After`, or the retries spent. A wait is capped at 30 s, as
+/// [`backoff`] caps it, so that no header can stall a command for long.
+pub fn server_asked_wait(
+    status: u16,
+    retry_after: Option<&str>,
+    retries_done: u32,
+) -> Option<Duration> {
+    if status != 429 && status < 500 {
+        return None;
+    }
+    if retries_done >= SERVER_ASKED_RETRIES {
+        return None;
+    }
+    let seconds: u64 = retry_after?.trim().parse().ok()?;
+    Some(Duration::from_secs(seconds).min(Duration::from_secs(30)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +124,34 @@ mod tests {
             failed,
             can_redecide: true,
             stall_on_timeout: false,
+        }
+    }
+
+    #[test]
+    fn a_server_asks_for_a_retry_as_client_go_reads_it() {
+        let s = Duration::from_secs;
+        let cases = [
+            ("429 with Retry-After", 429, Some("1"), 0, Some(s(1))),
+            ("starting server's 503", 503, Some("10"), 3, Some(s(10))),
+            ("504 with Retry-After", 504, Some(" 2 "), 0, Some(s(2))),
+            ("Retry-After 0: at once", 429, Some("0"), 0, Some(s(0))),
+            ("capped at 30 s", 503, Some("3600"), 0, Some(s(30))),
+            ("no Retry-After: final", 503, None, 0, None),
+            (
+                "an HTTP date is not read",
+                429,
+                Some("Wed, 21 Oct 2026 07:28:00 GMT"),
+                0,
+                None,
+            ),
+            ("a negative wait is not read", 429, Some("-1"), 0, None),
+            ("409 is no busy server", 409, Some("1"), 0, None),
+            ("404 either", 404, Some("1"), 0, None),
+            ("the tenth retry", 429, Some("1"), 9, Some(s(1))),
+            ("ten retries spent", 429, Some("1"), 10, None),
+        ];
+        for (what, status, header, done, want) in cases {
+            assert_eq!(server_asked_wait(status, header, done), want, "{what}");
         }
     }
 

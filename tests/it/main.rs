@@ -10,6 +10,7 @@
 
 mod fixtures;
 
+mod busy_servers;
 mod cli;
 mod dns;
 mod environment;

@@ -1,0 +1,91 @@
+//! Busy and starting servers: what client-go retries by itself (429 and
+//! 5xx with `Retry-After`, up to ten times) every client of this tool
+//! retries the same way, and nothing else; a lease renewed while it is
+//! being released is released all the same. The proxy answers in the
+//! servers' place, so each case is exact and counted.
+
+use crate::fixtures::Federation;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use testenv::{Faults, RequestRecord, TestEnv};
+
+/// Faults on the first `n` requests `which` accepts, none after.
+fn first(
+    n: u32,
+    status: u16,
+    retry_after: Option<u32>,
+    which: fn(&RequestRecord) -> bool,
+) -> Faults {
+    let seen = Arc::new(AtomicU32::new(0));
+    Faults {
+        error_rate: 1.0,
+        error_statuses: vec![status],
+        retry_after_secs: retry_after,
+        only: Some(Arc::new(move |r: &RequestRecord| {
+            which(r) && seen.fetch_add(1, Ordering::SeqCst) < n
+        })),
+        ..Faults::default()
+    }
+}
+
+fn clusters_listed(r: &RequestRecord) -> bool {
+    r.verb == "list" && r.resource == "kubefedclusters"
+}
+
+#[test]
+fn answers_with_retry_after_are_retried_as_client_go_retries_them() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "busy-a", &["configmaps"]);
+    let reads = |p: &testenv::Proxy| p.count(clusters_listed);
+
+    // A CRD's storage initialising (429) and a starting apiextensions
+    // server (503), each with Retry-After: answered after the wait.
+    for status in [429, 503] {
+        f.host.reset_records();
+        f.host
+            .set_faults(first(3, status, Some(1), clusters_listed));
+        let out = f.run(&["status", "clusters"]).ok();
+        assert!(out.stdout.contains(&f.cluster("m1")), "{}", out.stdout);
+        assert_eq!(
+            reads(&f.host),
+            4,
+            "{status}: three answers retried, the fourth served"
+        );
+        assert_eq!(f.host.count(|r| r.injected), 3);
+    }
+
+    // No Retry-After: the server did not ask, the command decides (once).
+    f.host.reset_records();
+    f.host.set_faults(first(1, 503, None, clusters_listed));
+    let out = f.run(&["status", "clusters"]).fails();
+    assert!(out.stderr.contains("503"), "{}", out.stderr);
+    assert_eq!(reads(&f.host), 1, "not retried behind the user's back");
+
+    // A server that never stops asking: ten retries, then the error.
+    f.host.reset_records();
+    f.host.set_faults(first(100, 429, Some(0), clusters_listed));
+    let out = f.run(&["status", "clusters"]).fails();
+    assert!(out.stderr.contains("429"), "{}", out.stderr);
+    assert_eq!(reads(&f.host), 11, "the first request and ten retries");
+    f.host.clear_faults();
+
+    // Members' clients too: a member write that is asked to wait lands.
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "busy",
+        serde_json::json!({"template": {"data": {"a": "1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    f.m1.reset_records();
+    f.m1.set_faults(first(2, 429, Some(1), |r| {
+        r.verb == "create" && r.resource == "configmaps"
+    }));
+    f.reconcile(&["--attempts", "1"]).ok();
+    assert_eq!(
+        f.m1.count(|r| r.verb == "create" && r.resource == "configmaps"),
+        3,
+        "two answers retried in the client, one attempt of the command"
+    );
+    assert!(crate::fixtures::cm(env, "member1", f.ns, "busy").is_some());
+    f.m1.clear_faults();
+}
