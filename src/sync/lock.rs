@@ -232,31 +232,45 @@ impl RunLock {
         self.state.clone()
     }
 
-    /// Stops renewing and clears the holder (only if still ours).
+    /// Stops renewing and clears the holder (only if still ours). A renewal
+    /// already on its way when the renewer was stopped can land between the
+    /// read and the release: that 409 is answered by reading the lease again
+    /// (a few times at most), as the renewal itself answers one.
     pub async fn release(self) -> Result<()> {
         self.renewal.abort();
-        let current = self.api.get_opt(&self.name).await.map_err(api_error)?;
-        let Some(current) = current else {
-            return Ok(());
-        };
-        let current = serde_json::to_value(current)?;
-        if current
-            .pointer("/spec/holderIdentity")
-            .and_then(Value::as_str)
-            != Some(&self.me)
-        {
-            return Ok(());
+        let mut conflicts = 0;
+        loop {
+            let current = self.api.get_opt(&self.name).await.map_err(api_error)?;
+            let Some(current) = current else {
+                return Ok(());
+            };
+            let current = serde_json::to_value(current)?;
+            if current
+                .pointer("/spec/holderIdentity")
+                .and_then(Value::as_str)
+                != Some(&self.me)
+            {
+                return Ok(());
+            }
+            let patch = json!({"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                               "spec": {"holderIdentity": null, "renewTime": null, "acquireTime": null}});
+            match self
+                .api
+                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 && conflicts < RELEASE_CONFLICTS => {
+                    conflicts += 1;
+                }
+                Err(e) => return Err(api_error(e)).context("releasing the federation lock"),
+            }
         }
-        let patch = json!({"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                           "spec": {"holderIdentity": null, "renewTime": null, "acquireTime": null}});
-        self.api
-            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(api_error)
-            .context("releasing the federation lock")?;
-        Ok(())
     }
 }
+
+/// Conflicts a release reads past: each is a renewal that was in flight.
+const RELEASE_CONFLICTS: u32 = 3;
 
 impl Drop for RunLock {
     fn drop(&mut self) {

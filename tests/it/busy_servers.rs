@@ -4,7 +4,8 @@
 //! being released is released all the same. The proxy answers in the
 //! servers' place, so each case is exact and counted.
 
-use crate::fixtures::Federation;
+use crate::fixtures::{Federation, holder, wait_until};
+use crate::watch::{log, sigterm, spawn_watch};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use testenv::{Faults, RequestRecord, TestEnv};
@@ -88,4 +89,31 @@ fn answers_with_retry_after_are_retried_as_client_go_retries_them() {
     );
     assert!(crate::fixtures::cm(env, "member1", f.ns, "busy").is_some());
     f.m1.clear_faults();
+}
+
+/// A renewal in flight when the watch stops can land between the release's
+/// read and its write: the release reads again instead of failing.
+#[test]
+fn a_lease_renewed_during_its_release_is_released_all_the_same() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "busy-b", &["configmaps"]);
+    let log_path = env.dir().join("busy-b.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("the watch leads", || {
+        holder(env, f.fedns).contains(&format!("pid {}", watch.id()))
+    });
+    // The lease's next two writes answer 409, as a write after a renewal
+    // that landed first does.
+    f.host.set_faults(first(2, 409, None, |r| {
+        r.verb == "patch" && r.resource == "leases"
+    }));
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    f.host.clear_faults();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+    assert!(
+        f.host.count(|r| r.injected && r.resource == "leases") >= 1,
+        "a release met a conflict"
+    );
+    assert_eq!(holder(env, f.fedns), "", "released");
 }
