@@ -1,31 +1,54 @@
 #!/usr/bin/env bash
-# Provision the test environment: real kube-apiserver and kube-controller-manager
-# v1.20.2, built from Debian bookworm's own `kubernetes` source package, plus
-# Debian's etcd. The build is cached outside the checkout, so only the first run
-# on a machine pays for it (about 8-10 minutes on 2 cores).
+# Provision the test environment: real kube-apiserver, kube-controller-manager
+# and etcd of two Kubernetes releases, cached outside the checkout so that
+# only the first run on a machine pays for them.
 #
-#   hack/testenv.sh          build when missing, print the bin directory
-#   hack/testenv.sh --check  exit 0 when everything is in place, 1 otherwise
+#   v1.37.2  the current release, the primary target: k8s.io/kubernetes and
+#            its own etcd (v3.7.0, the version that release requires) built
+#            from the Go module proxy with the machine's Go (>= 1.26);
+#            about 15 minutes on 2 cores, ~700 MB of modules. v1.37.2 is the
+#            newest 1.37 the module proxy serves.
+#   v1.20.2  the compatibility target (KubeFed v0.10's era, the oldest this
+#            tool supports): built from Debian bookworm's own `kubernetes`
+#            source package with Debian's Go 1.19, beside Debian's etcd 3.4;
+#            about 8 minutes.
 #
-# Cache: ${KUBEFEDCTL_TESTENV_CACHE:-$HOME/.cache/kubefedctl/testenv}/v1.20.2/bin
+#   hack/testenv.sh [VERSION...]          build the missing ones (default: both),
+#                                         print their bin directories
+#   hack/testenv.sh --check [VERSION...]  exit 0 when they are all in place
+#
+# Cache: ${KUBEFEDCTL_TESTENV_CACHE:-$HOME/.cache/kubefedctl/testenv}/<version>/bin
 set -euo pipefail
 
-K8S_VERSION=v1.20.2
+CURRENT_VERSION=v1.37.2
+OLD_VERSION=v1.20.2
 CACHE_ROOT=${KUBEFEDCTL_TESTENV_CACHE:-$HOME/.cache/kubefedctl/testenv}
-BIN_DIR="$CACHE_ROOT/$K8S_VERSION/bin"
-WORK_DIR="$CACHE_ROOT/$K8S_VERSION/work"
 SRC_LIST=/etc/apt/sources.list.d/kubefedctl-testenv-src.sources
 
 log() { printf 'testenv: %s\n' "$*" >&2; }
 die() { printf 'testenv: error: %s\n' "$*" >&2; exit 1; }
 
+# A release is in place when its two binaries are, and its etcd (built
+# beside the current release, Debian's on PATH beside 1.20).
 have_binaries() {
-  [ -x "$BIN_DIR/kube-apiserver" ] && [ -x "$BIN_DIR/kube-controller-manager" ] &&
-    command -v etcd >/dev/null 2>&1
+  local bin="$CACHE_ROOT/$1/bin"
+  [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kube-controller-manager" ] || return 1
+  if [ "$1" = "$OLD_VERSION" ]; then command -v etcd >/dev/null 2>&1; else [ -x "$bin/etcd" ]; fi
 }
 
-if [ "${1:-}" = "--check" ]; then
-  have_binaries && exit 0 || exit 1
+check=0
+if [ "${1:-}" = "--check" ]; then check=1; shift; fi
+versions=("$@")
+[ ${#versions[@]} -gt 0 ] || versions=("$CURRENT_VERSION" "$OLD_VERSION")
+for v in "${versions[@]}"; do
+  case "$v" in
+    "$CURRENT_VERSION" | "$OLD_VERSION") ;;
+    *) die "unknown version $v (this script builds $CURRENT_VERSION and $OLD_VERSION)" ;;
+  esac
+done
+if [ "$check" = 1 ]; then
+  for v in "${versions[@]}"; do have_binaries "$v" || exit 1; done
+  exit 0
 fi
 
 # kubectl: a test (kubectl finds the plugin) and the benchmark's side-by-side
@@ -37,12 +60,80 @@ if ! command -v kubectl >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-
     log "kubectl could not be installed; the kubectl plugin test will fail"
 fi
 
-if have_binaries; then
-  echo "$BIN_DIR"
-  exit 0
-fi
+# ---- the current release: k8s.io/kubernetes from the Go module proxy ------
+# Upstream's go.mod replaces every k8s.io/<staging> module with ./staging/...,
+# which a dependent module cannot see; the wrapper module pins each of them to
+# the published v0.X.Y of the same release instead, and copies upstream's `go`
+# and `godebug` lines so the binaries behave as upstream's own builds. etcd
+# comes from the same module graph: go.etcd.io/etcd/server/v3 at the version
+# this release of Kubernetes requires (its own tested etcd).
+build_current() {
+  local version=$1 bin_dir=$2 work_dir=$3
+  command -v go >/dev/null 2>&1 ||
+    die "building Kubernetes $version needs Go >= 1.26 on PATH (the machine's Go toolchain)"
+  export GOMODCACHE="$CACHE_ROOT/gomod" GOCACHE="$CACHE_ROOT/go-build-cache"
+  export GOFLAGS="-modcacherw -mod=mod -buildvcs=false" GOTOOLCHAIN=local CGO_ENABLED=0
+  local staging_version="v0.${version#v1.}"
+  log "downloading k8s.io/kubernetes $version (Go module proxy)"
+  local upstream
+  upstream=$(go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -d "$upstream" ] || die "k8s.io/kubernetes $version: the module proxy gave no source"
+  local etcd_version
+  etcd_version=$(sed -n 's|^\tgo.etcd.io/etcd/server/v3 \(v[^ ]*\).*|\1|p' "$upstream/go.mod" | head -1)
+  [ -n "$etcd_version" ] || die "k8s.io/kubernetes $version names no go.etcd.io/etcd/server/v3"
 
-# ---- prerequisites -------------------------------------------------------
+  rm -rf "$work_dir" && mkdir -p "$work_dir"/{kube-apiserver,kube-controller-manager,etcd}
+  {
+    echo "module kubefedctl.testenv/kubernetes"
+    echo
+    grep -E '^(go|godebug) ' "$upstream/go.mod"
+    echo
+    echo "require ("
+    echo "	k8s.io/kubernetes $version"
+    echo "	go.etcd.io/etcd/server/v3 $etcd_version"
+    echo ")"
+    echo
+    echo "replace ("
+    sed -n 's|^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*|\1|p' "$upstream/go.mod" |
+      while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
+    echo ")"
+  } >"$work_dir/go.mod"
+  # Upstream's own mains, unchanged.
+  cp "$upstream/cmd/kube-apiserver/apiserver.go" "$work_dir/kube-apiserver/main.go"
+  cp "$upstream/cmd/kube-controller-manager/controller-manager.go" "$work_dir/kube-controller-manager/main.go"
+  cat >"$work_dir/etcd/main.go" <<'GO'
+// etcd, as etcd's own main.go starts it.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  cd "$work_dir"
+  log "resolving the module graph (about 700 MB of modules, once)"
+  go mod tidy >"$work_dir/tidy.log" 2>&1 || { tail -20 "$work_dir/tidy.log" >&2; die "go mod tidy failed"; }
+  local minor=${version#v1.}; minor=${minor%%.*}
+  local ldflags="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags="$ldflags -X $p.gitVersion=$version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  mkdir -p "$bin_dir.tmp"
+  for cmd in etcd kube-controller-manager kube-apiserver; do
+    log "building $cmd $( [ "$cmd" = etcd ] && echo "$etcd_version" || echo "$version") (kube-apiserver is the slow part: ~10 min on 2 cores)"
+    go build -trimpath -ldflags "$ldflags" -o "$bin_dir.tmp/$cmd" "./$cmd"
+  done
+  rm -rf "$bin_dir" && mv "$bin_dir.tmp" "$bin_dir"
+}
+
+# ---- 1.20.2 from Debian's source package -----------------------------------
+build_old() {
+BIN_DIR="$CACHE_ROOT/$OLD_VERSION/bin"
+WORK_DIR="$CACHE_ROOT/$OLD_VERSION/work"
+K8S_VERSION=$OLD_VERSION
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   die "building the test environment needs root and apt-get (Debian bookworm):
   it installs golang-1.19-go, etcd-server and golang-github-modern-go-reflect2-dev,
@@ -140,6 +231,18 @@ for cmd in kube-apiserver kube-controller-manager; do
   go build -ldflags "$LDFLAGS" -o "$BIN_DIR.tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd"
 done
 rm -rf "$BIN_DIR" && mv "$BIN_DIR.tmp" "$BIN_DIR"
-"$BIN_DIR/kube-apiserver" --version >&2
-log "ready: $BIN_DIR"
-echo "$BIN_DIR"
+}
+
+for v in "${versions[@]}"; do
+  bin="$CACHE_ROOT/$v/bin"
+  if ! have_binaries "$v"; then
+    started=$SECONDS
+    if [ "$v" = "$OLD_VERSION" ]; then
+      (build_old)
+    else
+      (build_current "$v" "$bin" "$CACHE_ROOT/$v/work")
+    fi
+    log "$v ready in $(( (SECONDS - started) / 60 )) min: $("$bin/kube-apiserver" --version)"
+  fi
+  echo "$bin"
+done

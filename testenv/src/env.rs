@@ -6,50 +6,54 @@ use crate::kubeconfig::KubeconfigBuilder;
 use crate::pki::{Ca, CertPair, SigningKey, random_token};
 use crate::process::{Process, free_port};
 use crate::proxy::{Proxy, ProxyConfig};
+use crate::version::Version;
 use anyhow::{Context, Result, anyhow, bail};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The Kubernetes version the environment is built for.
-pub const KUBERNETES_VERSION: &str = "v1.20.2";
 /// The clusters of the environment shared by one test binary.
 pub const SHARED_CLUSTERS: [&str; 3] = ["host", "member1", "member2"];
 
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Where the built `kube-apiserver` and `kube-controller-manager` live:
-/// `$KUBEFEDCTL_TESTENV_BIN`, else the cache that `hack/testenv.sh` fills.
+/// Where the default release's `kube-apiserver` and
+/// `kube-controller-manager` live ([`Version::from_env`]).
 pub fn binaries_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("KUBEFEDCTL_TESTENV_BIN") {
-        return PathBuf::from(dir);
-    }
-    let cache = std::env::var_os("KUBEFEDCTL_TESTENV_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-            PathBuf::from(home).join(".cache/kubefedctl/testenv")
-        });
-    cache.join(KUBERNETES_VERSION).join("bin")
+    Version::from_env()
+        .unwrap_or(Version::CURRENT)
+        .binaries_dir()
 }
 
-fn etcd_binary() -> Result<PathBuf> {
+/// The etcd of an environment: `$KUBEFEDCTL_ETCD`, else the one built
+/// beside the newest release that has one (the current release's own
+/// etcd), else etcd on `PATH` (Debian's, beside 1.20).
+fn etcd_binary(versions: &[Version]) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("KUBEFEDCTL_ETCD") {
         return Ok(PathBuf::from(p));
+    }
+    let mut newest_first = versions.to_vec();
+    newest_first.sort_by(|a, b| b.cmp(a));
+    if let Some(built) = newest_first
+        .iter()
+        .map(|v| v.binaries_dir().join("etcd"))
+        .find(|p| p.is_file())
+    {
+        return Ok(built);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join("etcd"))
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            anyhow!("etcd not found on PATH: run hack/testenv.sh (installs etcd-server)")
-        })
+        .ok_or_else(|| anyhow!("etcd not found: run hack/testenv.sh (builds or installs it)"))
 }
 
 /// One member or host cluster of the environment.
 pub struct Cluster {
     pub name: String,
+    /// The Kubernetes release it runs.
+    pub version: Version,
     pub port: u16,
     /// Bearer token of a `system:masters` user.
     pub admin_token: String,
@@ -92,15 +96,30 @@ impl TestEnv {
     /// than the environment's own (e.g. `deployment`, which makes
     /// ReplicaSets for Deployments).
     pub fn start_with(names: &[&str], extra_controllers: &[&str]) -> Result<TestEnv> {
-        let bin = binaries_dir();
-        for b in ["kube-apiserver", "kube-controller-manager"] {
-            if !bin.join(b).is_file() {
-                bail!(
-                    "{} is missing: run hack/testenv.sh first (it builds Kubernetes {KUBERNETES_VERSION} once and caches it)",
-                    bin.join(b).display()
-                );
+        let version = Version::from_env()?;
+        let clusters: Vec<(&str, Version)> = names.iter().map(|n| (*n, version)).collect();
+        TestEnv::start_mixed(&clusters, extra_controllers)
+    }
+
+    /// Clusters of several releases in one environment (a host on the
+    /// current release and a member on 1.20, as real federations mix
+    /// them); one etcd, the newest's.
+    pub fn start_mixed(
+        clusters: &[(&str, Version)],
+        extra_controllers: &[&str],
+    ) -> Result<TestEnv> {
+        for (_, version) in clusters {
+            let bin = version.binaries_dir();
+            for b in ["kube-apiserver", "kube-controller-manager"] {
+                if !bin.join(b).is_file() {
+                    bail!(
+                        "{} is missing: run hack/testenv.sh first (it builds Kubernetes {version} once and caches it)",
+                        bin.join(b).display()
+                    );
+                }
             }
         }
+        let versions: Vec<Version> = clusters.iter().map(|(_, v)| *v).collect();
         sweep_stale_dirs();
         let dir = new_env_dir()?;
         let ca = Ca::new("kubefedctl-testenv-ca")?;
@@ -110,10 +129,11 @@ impl TestEnv {
         write(&dir.join("sa.pub"), &sa.public_pem)?;
 
         let etcd_port = free_port()?;
-        let etcd = start_etcd(&dir, etcd_port)?;
+        let etcd = start_etcd(&dir, etcd_port, &versions)?;
 
         let mut pending = Vec::new();
-        for name in names {
+        for &(name, version) in clusters {
+            let bin = version.binaries_dir();
             let port = free_port()?;
             let admin_token = random_token(16)?;
             let cm_token = random_token(16)?;
@@ -129,7 +149,7 @@ impl TestEnv {
                     "{admin_token},admin,admin,\"system:masters\"\n{cm_token},system:kube-controller-manager,kcm,\"system:masters\"\n"
                 ),
             )?;
-            let args = apiserver_args(&dir, &cdir, name, port, etcd_port);
+            let args = apiserver_args(&dir, &cdir, name, port, etcd_port, version);
             let apiserver = Process::spawn(
                 &format!("kube-apiserver ({name})"),
                 &bin.join("kube-apiserver"),
@@ -139,6 +159,7 @@ impl TestEnv {
             pending.push((
                 Cluster {
                     name: name.to_string(),
+                    version,
                     port,
                     admin_token,
                     apiserver,
@@ -167,8 +188,11 @@ impl TestEnv {
             write(&cdir.join("controller-manager.kubeconfig"), &kc)?;
             cluster.controller_manager = Some(Process::spawn(
                 &format!("kube-controller-manager ({})", cluster.name),
-                &bin.join("kube-controller-manager"),
-                &controller_manager_args(&env.dir, &cdir, extra_controllers),
+                &cluster
+                    .version
+                    .binaries_dir()
+                    .join("kube-controller-manager"),
+                &controller_manager_args(&env.dir, &cdir, extra_controllers, cluster.version),
                 &cdir.join("kube-controller-manager.log"),
             )?);
             env.clusters.push(cluster);
@@ -206,6 +230,21 @@ impl TestEnv {
         let env = TestEnv::start_with(names, extra_controllers)?;
         register_exit_cleanup(env.dir.clone());
         Ok(env)
+    }
+
+    /// [`TestEnv::private`] of several releases ([`TestEnv::start_mixed`]).
+    pub fn private_mixed(clusters: &[(&str, Version)]) -> Result<TestEnv> {
+        let env = TestEnv::start_mixed(clusters, &[])?;
+        register_exit_cleanup(env.dir.clone());
+        Ok(env)
+    }
+
+    /// The release of the environment's first cluster (the host, by
+    /// convention).
+    pub fn version(&self) -> Version {
+        self.clusters
+            .first()
+            .map_or(Version::CURRENT, |c| c.version)
     }
 
     pub fn dir(&self) -> &Path {
@@ -323,14 +362,33 @@ impl TestEnv {
         body: Option<&str>,
     ) -> Result<Response> {
         let c = self.cluster(cluster);
-        http::request(
-            method,
-            &format!("{}{path}", c.url()),
-            self.ca_pem(),
-            Some(&c.admin_token),
-            body,
-            Duration::from_secs(30),
-        )
+        // As client-go (and so kubectl) does: a 429 or 503 the server says
+        // to retry (a new CRD's storage initialising answers 429 on 1.37)
+        // is sent again after the wait, up to 10 times.
+        let mut retries = 0;
+        loop {
+            let r = http::request(
+                method,
+                &format!("{}{path}", c.url()),
+                self.ca_pem(),
+                Some(&c.admin_token),
+                body,
+                Duration::from_secs(30),
+            )?;
+            let wait = match r.status {
+                429 | 503 if retries < 10 => r
+                    .json()
+                    .ok()
+                    .and_then(|s| s["details"]["retryAfterSeconds"].as_u64())
+                    .filter(|s| *s > 0),
+                _ => None,
+            };
+            let Some(seconds) = wait else {
+                return Ok(r);
+            };
+            retries += 1;
+            std::thread::sleep(Duration::from_secs(seconds.min(10)));
+        }
     }
 
     fn wait_ready(&self, cluster: &mut Cluster) -> Result<()> {
@@ -410,14 +468,20 @@ fn arg(k: &str, v: impl std::fmt::Display) -> String {
     format!("--{k}={v}")
 }
 
-fn apiserver_args(dir: &Path, cdir: &Path, name: &str, port: u16, etcd_port: u16) -> Vec<String> {
-    vec![
+fn apiserver_args(
+    dir: &Path,
+    cdir: &Path,
+    name: &str,
+    port: u16,
+    etcd_port: u16,
+    version: Version,
+) -> Vec<String> {
+    let mut args = vec![
         arg("etcd-servers", format!("http://127.0.0.1:{etcd_port}")),
         arg("etcd-prefix", format!("/clusters/{name}")),
         arg("bind-address", "127.0.0.1"),
         arg("advertise-address", "127.0.0.1"),
         arg("secure-port", port),
-        arg("insecure-port", 0),
         arg("tls-cert-file", cdir.join("serving.crt").display()),
         arg("tls-private-key-file", cdir.join("serving.key").display()),
         arg("client-ca-file", dir.join("ca.crt").display()),
@@ -440,10 +504,19 @@ fn apiserver_args(dir: &Path, cdir: &Path, name: &str, port: u16, etcd_port: u16
         arg("max-requests-inflight", 800),
         arg("max-mutating-requests-inflight", 400),
         arg("v", 0),
-    ]
+    ];
+    if version.has_insecure_ports() {
+        args.push(arg("insecure-port", 0));
+    }
+    args
 }
 
-fn controller_manager_args(dir: &Path, cdir: &Path, extra_controllers: &[&str]) -> Vec<String> {
+fn controller_manager_args(
+    dir: &Path,
+    cdir: &Path,
+    extra_controllers: &[&str],
+    version: Version,
+) -> Vec<String> {
     let mut controllers =
         "namespace,garbagecollector,serviceaccount,serviceaccount-token,clusterrole-aggregation"
             .to_string();
@@ -451,7 +524,7 @@ fn controller_manager_args(dir: &Path, cdir: &Path, extra_controllers: &[&str]) 
         controllers.push(',');
         controllers.push_str(c);
     }
-    vec![
+    let mut args = vec![
         arg(
             "kubeconfig",
             cdir.join("controller-manager.kubeconfig").display(),
@@ -464,15 +537,18 @@ fn controller_manager_args(dir: &Path, cdir: &Path, extra_controllers: &[&str]) 
         arg("root-ca-file", dir.join("ca.crt").display()),
         arg("leader-elect", "false"),
         arg("use-service-account-credentials", "false"),
-        arg("port", 0),
         arg("secure-port", 0),
         arg("kube-api-qps", 100),
         arg("kube-api-burst", 200),
         arg("v", 0),
-    ]
+    ];
+    if version.has_insecure_ports() {
+        args.push(arg("port", 0));
+    }
+    args
 }
 
-fn start_etcd(dir: &Path, port: u16) -> Result<Process> {
+fn start_etcd(dir: &Path, port: u16, versions: &[Version]) -> Result<Process> {
     let peer = free_port()?;
     let data = dir.join("etcd");
     let args = vec![
@@ -493,7 +569,12 @@ fn start_etcd(dir: &Path, port: u16) -> Result<Process> {
         arg("logger", "zap"),
         arg("log-level", "warn"),
     ];
-    let mut etcd = Process::spawn("etcd", &etcd_binary()?, &args, &dir.join("etcd.log"))?;
+    let mut etcd = Process::spawn(
+        "etcd",
+        &etcd_binary(versions)?,
+        &args,
+        &dir.join("etcd.log"),
+    )?;
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         etcd.check_running()?;

@@ -1,9 +1,10 @@
 //! Real Kubernetes control planes on loopback for kubefedctl's tests.
 //!
-//! `hack/testenv.sh` builds kube-apiserver and kube-controller-manager
-//! v1.20.2 from Debian's source package once; [`TestEnv`] runs them with
-//! Debian's etcd, one apiserver and controller-manager per cluster, and
-//! writes kubeconfigs for them. [`proxy::Proxy`] stands in front of any
+//! `hack/testenv.sh` builds kube-apiserver, kube-controller-manager and
+//! etcd of the current release from Go modules, and 1.20.2 from Debian's
+//! source package, once; [`TestEnv`] runs them (a [`Version`] per
+//! cluster), one apiserver and controller-manager per cluster, and writes
+//! kubeconfigs for them. [`proxy::Proxy`] stands in front of any
 //! cluster to add latency, errors and outages, and to count requests.
 
 pub mod env;
@@ -12,7 +13,9 @@ pub mod kubeconfig;
 pub mod pki;
 pub mod process;
 pub mod proxy;
+pub mod version;
 
-pub use env::{Cluster, KUBERNETES_VERSION, SHARED_CLUSTERS, TestEnv, binaries_dir};
+pub use env::{Cluster, SHARED_CLUSTERS, TestEnv, binaries_dir};
 pub use kubeconfig::KubeconfigBuilder;
 pub use proxy::{Faults, Mode, Proxy, RequestRecord};
+pub use version::Version;

@@ -1,9 +1,10 @@
 //! `testenv up`: run the test control plane by hand.
 //!
 //! ```text
-//! testenv up [--clusters host,member1,member2] [--kubeconfig ./kc.yaml] [--proxy CLUSTER]...
+//! testenv up [--clusters host,member1,member2@1.20] [--kubeconfig ./kc.yaml] [--proxy CLUSTER]...
 //! ```
-//! Starts the clusters, writes a kubeconfig with one context per cluster
+//! Starts the clusters (each on the release `$KUBEFEDCTL_TESTENV_VERSION`
+//! names, the current one by default, or the one after its `@`), writes a kubeconfig with one context per cluster
 //! (a `--proxy`'d cluster's context goes through a counting proxy), prints how
 //! to use it, and runs until Ctrl-C, then stops everything.
 
@@ -11,7 +12,7 @@ use anyhow::{Result, bail};
 use std::path::PathBuf;
 
 const USAGE: &str =
-    "usage: testenv up [--clusters host,member1,member2] [--kubeconfig PATH] [--proxy CLUSTER]...
+    "usage: testenv up [--clusters host,member1,member2[@VERSION]] [--kubeconfig PATH] [--proxy CLUSTER]...
        testenv bin-dir";
 
 struct Options {
@@ -58,7 +59,11 @@ fn parse(args: &[String]) -> Result<Options> {
         bail!("--clusters names no cluster");
     }
     for p in &o.proxied {
-        if !o.clusters.contains(p) {
+        if !o
+            .clusters
+            .iter()
+            .any(|c| c.split('@').next() == Some(p.as_str()))
+        {
             bail!("--proxy {p}: no such cluster in --clusters");
         }
     }
@@ -85,9 +90,17 @@ fn run() -> Result<()> {
 }
 
 fn up(o: Options) -> Result<()> {
-    let names: Vec<&str> = o.clusters.iter().map(String::as_str).collect();
+    let default = testenv::Version::from_env()?;
+    let mut clusters = Vec::new();
+    for c in &o.clusters {
+        clusters.push(match c.split_once('@') {
+            Some((name, v)) => (name, testenv::Version::parse(v)?),
+            None => (c.as_str(), default),
+        });
+    }
+    let names: Vec<&str> = clusters.iter().map(|(n, _)| *n).collect();
     let started = std::time::Instant::now();
-    let env = testenv::TestEnv::start(&names)?;
+    let env = testenv::TestEnv::start_mixed(&clusters, &[])?;
     let mut kc = env.kubeconfig().current_context(names[0]);
     let mut proxies = Vec::new();
     for p in &o.proxied {
@@ -98,10 +111,9 @@ fn up(o: Options) -> Result<()> {
     kc.write(&o.kubeconfig)?;
     let path = std::fs::canonicalize(&o.kubeconfig)?;
     println!(
-        "{} cluster(s) ready in {:.1}s (Kubernetes {}), state in {}",
+        "{} cluster(s) ready in {:.1}s, state in {}",
         names.len(),
         started.elapsed().as_secs_f64(),
-        testenv::KUBERNETES_VERSION,
         env.dir().display()
     );
     for c in env.clusters() {
@@ -110,7 +122,7 @@ fn up(o: Options) -> Result<()> {
             .find(|(n, _)| n == &c.name)
             .map(|(_, p)| format!(" (context goes through proxy {})", p.url()))
             .unwrap_or_default();
-        println!("  {:<10} {}{via}", c.name, c.url());
+        println!("  {:<10} {} Kubernetes {}{via}", c.name, c.url(), c.version);
     }
     println!("kubeconfig: {}", path.display());
     println!("  export KUBECONFIG={}", path.display());
