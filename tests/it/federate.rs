@@ -160,9 +160,15 @@ fn one_resource_of_each_default_type() {
     let sa = fed(&format!("namespaces/{ns}/federatedserviceaccounts/bot"));
     assert!(sa["spec"]["template"].get("secrets").is_none());
     let fns = fed(&format!("namespaces/{ns}/federatednamespaces/{ns}"));
+    // 1.22+ labels every Namespace `kubernetes.io/metadata.name`; the
+    // template keeps the Namespace's labels as KubeFed's federate does.
+    let mut labels = json!({"team": "a"});
+    if env.version().minor >= 22 {
+        labels["kubernetes.io/metadata.name"] = json!(ns);
+    }
     assert_eq!(
         fns["spec"]["template"],
-        json!({"metadata": {"labels": {"team": "a"}}})
+        json!({"metadata": {"labels": labels}})
     );
     let role = fed("federatedclusterroles/federate-a-role");
     assert_eq!(

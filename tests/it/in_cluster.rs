@@ -45,17 +45,39 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
         ])
     };
     let run = install("3").ok();
-    // v1.20 has neither batch/v1 CronJobs nor Indexed Jobs: one
+    // 1.21+ serves batch/v1 CronJobs and 1.24+ Indexed Jobs: one CronJob
+    // whose Indexed Job runs every shard. 1.20 has neither: one
     // batch/v1beta1 CronJob per shard.
-    for i in 0..3 {
-        let path = format!(
-            "/apis/batch/v1beta1/namespaces/{}/cronjobs/kubefedctl-reconcile-{i}-of-3",
-            f.fedns
-        );
+    let indexed = env.version().minor >= 24;
+    let batch = if env.version().minor >= 21 {
+        "batch/v1"
+    } else {
+        "batch/v1beta1"
+    };
+    let crons: Vec<(String, String)> = if indexed {
+        vec![(
+            "kubefedctl-reconcile".into(),
+            "$(JOB_COMPLETION_INDEX)/3".into(),
+        )]
+    } else {
+        (0..3)
+            .map(|i| (format!("kubefedctl-reconcile-{i}-of-3"), format!("{i}/3")))
+            .collect()
+    };
+    for (name, shard) in &crons {
+        let path = format!("/apis/{batch}/namespaces/{}/cronjobs/{name}", f.fedns);
         let cron = get(env, "host", &path).unwrap_or_else(|| panic!("{path}\n{}", run.stdout));
         assert_eq!(cron["spec"]["schedule"], "*/10 * * * *");
         assert_eq!(cron["spec"]["concurrencyPolicy"], "Forbid");
-        let pod = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+        let job = &cron["spec"]["jobTemplate"]["spec"];
+        if indexed {
+            assert_eq!(job["completionMode"], "Indexed");
+            assert_eq!(
+                (job["completions"].clone(), job["parallelism"].clone()),
+                (json!(3), json!(3))
+            );
+        }
+        let pod = &job["template"]["spec"];
         assert_eq!(pod["serviceAccountName"], "kubefedctl-reconciler");
         assert_eq!(pod["containers"][0]["image"], IMAGE);
         let args: Vec<&str> = pod["containers"][0]["args"]
@@ -73,7 +95,7 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
                 "-o",
                 "json",
                 "--shard",
-                &format!("{i}/3")
+                shard.as_str()
             ]
         );
     }
@@ -109,19 +131,13 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
     let rules = get(env, "host", &role_path).unwrap()["rules"].to_string();
     assert!(!rules.contains("federatedlimitranges"), "{rules}");
 
-    // Fewer shards: the CronJobs of shards that no longer exist go.
+    // Fewer shards: the CronJobs of shards that no longer exist go (one
+    // Indexed CronJob stays one, with fewer completions).
     let fewer = install("2").ok();
-    assert!(
-        fewer
-            .stdout
-            .contains("cronjob.batch/kubefedctl-reconcile-2-of-3 deleted"),
-        "{}",
-        fewer.stdout
-    );
     let crons = get(
         env,
         "host",
-        &format!("/apis/batch/v1beta1/namespaces/{}/cronjobs", f.fedns),
+        &format!("/apis/{batch}/namespaces/{}/cronjobs", f.fedns),
     )
     .unwrap();
     let mut names: Vec<&str> = crons["items"]
@@ -131,20 +147,40 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
         .map(|c| c["metadata"]["name"].as_str().unwrap())
         .collect();
     names.sort();
-    assert_eq!(
-        names,
-        ["kubefedctl-reconcile-0-of-2", "kubefedctl-reconcile-1-of-2"]
-    );
+    if indexed {
+        assert_eq!(names, ["kubefedctl-reconcile"]);
+        assert_eq!(
+            crons["items"][0]["spec"]["jobTemplate"]["spec"]["completions"],
+            2
+        );
+    } else {
+        assert!(
+            fewer
+                .stdout
+                .contains("cronjob.batch/kubefedctl-reconcile-2-of-3 deleted"),
+            "{}",
+            fewer.stdout
+        );
+        assert_eq!(
+            names,
+            ["kubefedctl-reconcile-0-of-2", "kubefedctl-reconcile-1-of-2"]
+        );
+    }
 
     // The controller instead: a Deployment whose rules allow watching; the
     // CronJobs go. Enabling a type keeps the watch verbs.
     let switched = f
         .run(&["init", "--reconciler", "deployment", "--image", IMAGE])
         .ok();
+    let first_cron = if indexed {
+        "kubefedctl-reconcile"
+    } else {
+        "kubefedctl-reconcile-0-of-2"
+    };
     assert!(
         switched
             .stdout
-            .contains("cronjob.batch/kubefedctl-reconcile-0-of-2 deleted"),
+            .contains(&format!("cronjob.batch/{first_cron} deleted")),
         "{}",
         switched.stdout
     );

@@ -1,7 +1,7 @@
 //! The integration tests: one binary, one module per command, driving the
 //! built `kubefedctl` against the shared test environment (real API servers
-//! of Kubernetes v1.20.2 behind counting, fault-injecting proxies) exactly
-//! as a user would. Fixtures live in `fixtures`.
+//! of the current Kubernetes release, or of v1.20.2, behind counting,
+//! fault-injecting proxies) exactly as a user would. Fixtures live in `fixtures`.
 //!
 //! Tests run in parallel on the same clusters, so each one isolates itself:
 //! its own federation namespace, cluster names, federated group and object
@@ -22,5 +22,6 @@ mod parity;
 mod reconcile;
 mod status;
 mod types;
+mod versions;
 mod watch;
 mod watch_faults;

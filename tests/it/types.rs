@@ -612,14 +612,43 @@ fn unknown_and_ambiguous_names_are_clear_errors() {
         unknown.stderr,
         "error: no API resource named \"flibbertigibbets\"\n"
     );
-    // Kubernetes 1.20 serves ingresses in extensions and networking.k8s.io.
+    // Kubernetes 1.20 serves ingresses in extensions and networking.k8s.io;
+    // 1.22+ only in the latter, so a CRD of the same plural stands in.
+    let other = if env.version().minor >= 22 {
+        create_crd(
+            env,
+            "ingresses",
+            "Ingress",
+            "Namespaced",
+            json!({"type": "object"}),
+        );
+        "ingresses.types-test.example"
+    } else {
+        "ingresses.extensions"
+    };
     let ambiguous = kubefedctl(
         &kc,
         &["enable", "ingresses", "--kubefed-namespace", "types-f"],
-    )
-    .fails();
+    );
+    if env.version().minor >= 22 {
+        let r = env
+            .request(
+                "host",
+                "DELETE",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/ingresses.types-test.example",
+                None,
+            )
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let ambiguous = ambiguous.fails();
+    let mut names = [other, "ingresses.networking.k8s.io"];
+    names.sort();
     assert!(
-        ambiguous.stderr.contains("\"ingresses\" matches several API resources: ingresses.extensions, ingresses.networking.k8s.io"),
+        ambiguous.stderr.contains(&format!(
+            "\"ingresses\" matches several API resources: {}",
+            names.join(", ")
+        )),
         "{}",
         ambiguous.stderr
     );
@@ -641,20 +670,16 @@ fn unknown_and_ambiguous_names_are_clear_errors() {
         version.stderr
     );
     // A non-preferred version is fine (upstream accepted only preferred ones).
-    let beta = kubefedctl(
-        &kc,
-        &[
-            "enable",
-            "ingresses.networking.k8s.io",
-            "--version",
-            "v1beta1",
-            "-o",
-            "json",
-        ],
-    )
-    .ok();
+    // 1.20 serves Ingress in networking.k8s.io v1 and v1beta1; 1.23+
+    // serves HorizontalPodAutoscalers in autoscaling v2 and v1.
+    let (resource, older) = if env.version().minor >= 23 {
+        ("horizontalpodautoscalers.autoscaling", "v1")
+    } else {
+        ("ingresses.networking.k8s.io", "v1beta1")
+    };
+    let beta = kubefedctl(&kc, &["enable", resource, "--version", older, "-o", "json"]).ok();
     let list: Value = serde_json::from_str(&beta.stdout).unwrap();
-    assert_eq!(list["items"][0]["spec"]["targetType"]["version"], "v1beta1");
+    assert_eq!(list["items"][0]["spec"]["targetType"]["version"], older);
     assert!(
         get(
             env,

@@ -1,0 +1,132 @@
+//! A federation of mixed releases, as real ones are: the host and member1
+//! on the current release, member2 on 1.20. Every step a user takes (init,
+//! join, enable, federate, reconcile, status, the watch, unjoin) works
+//! across them, and each member reports its own version.
+
+use crate::fixtures::{Federation, cm, get, wait_until};
+use crate::watch::{log, sigterm, spawn_watch};
+use serde_json::{Value, json};
+use testenv::{TestEnv, Version};
+
+#[test]
+fn a_federation_of_the_current_release_and_1_20_converges() {
+    let env = TestEnv::private_mixed(&[
+        ("host", Version::CURRENT),
+        ("member1", Version::CURRENT),
+        ("member2", Version::V1_20),
+    ])
+    .unwrap();
+    let f = Federation::new(&env, "ver-mix", &["configmaps", "deployments.apps"]);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+
+    // Each KubeFedCluster says what its member runs.
+    let out = f.run(&["status", "--probe", "-o", "json"]).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let version_of = |name: &str| {
+        doc["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["kubernetesVersion"].clone())
+    };
+    assert_eq!(
+        version_of(&m1),
+        Some(json!(Version::CURRENT.tag)),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        version_of(&m2),
+        Some(json!(Version::V1_20.tag)),
+        "{}",
+        out.stdout
+    );
+
+    // An existing ConfigMap federated, a Deployment with an override per member.
+    crate::fixtures::post(
+        &env,
+        "host",
+        &format!("/api/v1/namespaces/{}/configmaps", f.ns),
+        json!({"metadata": {"name": "settings"}, "data": {"mode": "mixed"}}),
+    );
+    f.run(&["federate", "configmaps", "settings", "-n", f.ns])
+        .ok();
+    crate::fixtures::patch(
+        &env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/settings",
+            f.group, f.ns
+        ),
+        json!({"spec": {"placement": {"clusterSelector": {}}}}),
+    );
+    f.create(&env, "FederatedDeployment", "web", json!({
+        "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+        "placement": {"clusterSelector": {}},
+        "overrides": [{"clusterName": m2, "clusterOverrides": [{"path": "/spec/replicas", "value": 3}]}]
+    }));
+    f.reconcile(&[]).ok();
+    for member in ["member1", "member2"] {
+        assert_eq!(
+            cm(&env, member, f.ns, "settings").unwrap()["data"]["mode"],
+            "mixed"
+        );
+    }
+    let replicas = |member: &str| {
+        get(
+            &env,
+            member,
+            &format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns),
+        )
+        .map(|d| d["spec"]["replicas"].clone())
+    };
+    assert_eq!(replicas("member1"), Some(json!(1)));
+    assert_eq!(replicas("member2"), Some(json!(3)));
+    f.reset();
+    let second = f.reconcile(&[]).ok();
+    assert_eq!(
+        f.member_writes(),
+        0,
+        "a second run writes nothing:\n{}",
+        second.stdout
+    );
+
+    // The watch propagates a change to both.
+    let log_path = env.dir().join("ver-mix-watch.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    crate::fixtures::patch(
+        &env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/settings",
+            f.group, f.ns
+        ),
+        json!({"spec": {"template": {"data": {"mode": "watched"}}}}),
+    );
+    wait_until("the change reaches both releases", || {
+        ["member1", "member2"]
+            .iter()
+            .all(|m| cm(&env, m, f.ns, "settings").is_some_and(|c| c["data"]["mode"] == "watched"))
+    });
+    sigterm(&watch);
+    assert!(watch.wait().unwrap().success(), "{}", log(&log_path));
+
+    // Unjoin of the old member takes its identity away.
+    f.run(&["unjoin", &m2, "--cluster-context", "member2"]).ok();
+    assert!(
+        get(
+            &env,
+            "member2",
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+        )
+        .unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["metadata"]["name"].as_str().unwrap_or("").contains(&m2)),
+        "no ClusterRole of {m2} left"
+    );
+}
