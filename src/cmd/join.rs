@@ -84,6 +84,8 @@ struct Plan {
     host: Host,
     member_label: String,
     member_client: kube::Client,
+    /// The member's minor version (what its objects may say depends on it).
+    member_minor: Option<u32>,
     names: JoinNames,
     scope: Scope,
     endpoint: MemberEndpoint,
@@ -191,6 +193,12 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
     let member_context = o.member.context(&o.cluster_name);
     let ep = member_factory.endpoint(member_context).await?;
     let member_client = member_factory.client(member_context).await?;
+    let member_minor = member_client
+        .apiserver_version()
+        .await
+        .map_err(crate::apply::api_error)
+        .with_context(|| format!("reading the version of cluster {:?}", o.cluster_name))?;
+    let member_minor = membership::minor_version(&member_minor.minor);
     if membership::is_loopback_endpoint(&ep.server) {
         eprintln!(
             "warning: member endpoint {} is only reachable from this machine; a controller running in the host cluster could not reach it",
@@ -248,6 +256,7 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         host,
         member_label,
         member_client,
+        member_minor,
         names,
         scope,
         endpoint,
@@ -276,7 +285,7 @@ fn member_objects(plan: &Plan) -> Vec<(ObjectRef, Value)> {
         ),
         (
             at(resource_of::<ServiceAccount>(), true, sa),
-            membership::service_account(&plan.names, ns),
+            membership::service_account(&plan.names, ns, plan.member_minor),
         ),
         (
             at(resource_of::<Secret>(), true, sa),

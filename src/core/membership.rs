@@ -67,15 +67,33 @@ pub fn namespace(name: &str) -> Value {
     })
 }
 
-pub fn service_account(names: &JoinNames, ns: &str) -> Value {
-    json!({
+/// The member's ServiceAccount. KubeFed's join annotates it
+/// `kubernetes.io/enforce-mountable-secrets` (`pkg/kubefedctl/join.go`);
+/// the annotation is deprecated since Kubernetes 1.32, whose servers answer
+/// it with a `Warning:`, so it is left out on members of 1.32 and later
+/// (`member_minor`: the member's minor version, `None` when unknown). It
+/// only limits which Secrets Pods of the account may mount, and no Pod
+/// runs as this account.
+pub fn service_account(names: &JoinNames, ns: &str, member_minor: Option<u32>) -> Value {
+    let mut sa = json!({
         "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {
-            "name": names.service_account, "namespace": ns,
-            "annotations": {"kubernetes.io/enforce-mountable-secrets": "true"}
-        },
+        "metadata": {"name": names.service_account, "namespace": ns},
         "automountServiceAccountToken": false
-    })
+    });
+    if member_minor.is_none_or(|m| m < MOUNTABLE_SECRETS_DEPRECATED) {
+        sa["metadata"]["annotations"] = json!({"kubernetes.io/enforce-mountable-secrets": "true"});
+    }
+    sa
+}
+
+/// The minor release that deprecated `kubernetes.io/enforce-mountable-secrets`.
+pub const MOUNTABLE_SECRETS_DEPRECATED: u32 = 32;
+
+/// The minor version of a server's `/version` (`"37"`, or `"20+"` as some
+/// distributions write it).
+pub fn minor_version(minor: &str) -> Option<u32> {
+    let digits: String = minor.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// The token secret the token controller fills (Kubernetes ≥ 1.24 no longer
@@ -288,5 +306,19 @@ mod tests {
         ] {
             assert!(!is_loopback_endpoint(s), "{s}");
         }
+    }
+
+    #[test]
+    fn the_deprecated_mountable_secrets_annotation_stays_off_new_members() {
+        let n = JoinNames::new("m", "host", "kube-federation-system");
+        let annotated = |minor| {
+            service_account(&n, "kube-federation-system", minor)["metadata"]["annotations"]["kubernetes.io/enforce-mountable-secrets"]
+                == "true"
+        };
+        assert!(annotated(Some(20)) && annotated(Some(31)) && annotated(None));
+        assert!(!annotated(Some(32)) && !annotated(Some(37)));
+        assert_eq!(minor_version("37"), Some(37));
+        assert_eq!(minor_version("20+"), Some(20));
+        assert_eq!(minor_version(""), None);
     }
 }
