@@ -282,9 +282,31 @@ pub struct ClusterObservation {
     pub zones: Vec<String>,
     /// The member Service's (or Ingress') `status.loadBalancer.ingress`.
     pub load_balancer: Vec<LbIngress>,
-    /// Service only: the member Endpoints object has a ready address in
-    /// some subset.
+    /// Service only: the member has a ready endpoint for it
+    /// ([`slices_have_ready_endpoints`], or [`endpoints_have_ready_addresses`]
+    /// where EndpointSlices are not served).
     pub has_ready_endpoints: bool,
+}
+
+/// Whether a Service's EndpointSlices (`discovery.k8s.io/v1`, every slice
+/// labelled `kubernetes.io/service-name` with it: a Service may have
+/// several) list an endpoint that is ready. A missing `ready` condition
+/// means ready, as the EndpointSlice API defines it.
+pub fn slices_have_ready_endpoints(slices: &[Value]) -> bool {
+    slices
+        .iter()
+        .flat_map(|s| s["endpoints"].as_array().into_iter().flatten())
+        .any(|e| e["conditions"]["ready"].as_bool() != Some(false))
+}
+
+/// Whether a v1 Endpoints object has a ready address in some subset (what
+/// upstream's DNS controller reads; served before EndpointSlices were).
+pub fn endpoints_have_ready_addresses(endpoints: &Value) -> bool {
+    endpoints["subsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|s| s["addresses"].as_array().is_some_and(|a| !a.is_empty()))
 }
 
 /// One cluster's load balancer and topology.
@@ -1524,5 +1546,36 @@ mod tests {
             st.to_value(),
             json!({"dns": [{"cluster": "c1", "loadBalancer": {"ingress": [{"ip": LB1}]}}]})
         );
+    }
+
+    #[test]
+    fn ready_endpoints_from_slices_and_from_endpoints() {
+        let slice = |conds: Vec<Value>| json!({"endpoints": conds.into_iter().map(|c| json!({"addresses": ["10.0.0.1"], "conditions": c})).collect::<Vec<_>>()});
+        assert!(!slices_have_ready_endpoints(&[]), "no slice");
+        assert!(
+            !slices_have_ready_endpoints(&[json!({"endpoints": null})]),
+            "a slice without endpoints"
+        );
+        assert!(!slices_have_ready_endpoints(&[slice(vec![
+            json!({"ready": false})
+        ])]));
+        assert!(
+            slices_have_ready_endpoints(&[slice(vec![json!({})])]),
+            "unknown is ready"
+        );
+        assert!(
+            slices_have_ready_endpoints(&[
+                slice(vec![json!({"ready": false})]),
+                slice(vec![json!({"ready": false}), json!({"ready": true})])
+            ]),
+            "every slice of the Service counts"
+        );
+        assert!(!endpoints_have_ready_addresses(&json!({})));
+        assert!(!endpoints_have_ready_addresses(
+            &json!({"subsets": [{"notReadyAddresses": [{"ip": "10.0.0.1"}]}]})
+        ));
+        assert!(endpoints_have_ready_addresses(
+            &json!({"subsets": [{"addresses": []}, {"addresses": [{"ip": "10.0.0.1"}]}]})
+        ));
     }
 }

@@ -6,7 +6,7 @@
 use crate::apply::{api_error, api_resource, dynamic_api};
 use crate::core::dns::{
     ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
-    record_status,
+    endpoints_have_ready_addresses, record_status, slices_have_ready_endpoints,
 };
 use crate::core::shard::{self, Shard};
 use crate::host::Host;
@@ -267,22 +267,50 @@ async fn observe_member(
             }
         }
         if record.kind == RecordKind::Service {
-            let eps = dynamic_api(
-                client,
-                Some(&record.namespace),
-                &api_resource("", "v1", "Endpoints", "endpoints"),
-            );
-            if let Some(e) = eps.get_opt(&record.name).await.map_err(api_error)? {
-                let e = serde_json::to_value(e)?;
-                o.has_ready_endpoints = e["subsets"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|s| s["addresses"].as_array().is_some_and(|a| !a.is_empty()));
-            }
+            o.has_ready_endpoints = has_ready_endpoints(client, record).await?;
         }
     }
     Ok(o)
+}
+
+/// Whether the member has a ready endpoint for the record's Service: its
+/// EndpointSlices where the member serves `discovery.k8s.io/v1` (1.21+;
+/// one list by the `kubernetes.io/service-name` label), its v1 Endpoints
+/// only where it does not (1.20). v1 Endpoints are deprecated since 1.33,
+/// every read of them warns, and a Service's slices are what its
+/// controllers keep current. Upstream reads Endpoints
+/// (`pkg/controller/servicedns`), a deliberate difference.
+async fn has_ready_endpoints(client: &kube::Client, record: &DnsRecord) -> Result<bool> {
+    let ns = Some(record.namespace.as_str());
+    let slices = dynamic_api(
+        client,
+        ns,
+        &api_resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
+    );
+    let by_service =
+        ListParams::default().labels(&format!("kubernetes.io/service-name={}", record.name));
+    match slices.list(&by_service).await {
+        Ok(list) => {
+            let items: Vec<Value> = list
+                .items
+                .into_iter()
+                .map(|s| serde_json::to_value(s).unwrap_or_default())
+                .collect();
+            Ok(slices_have_ready_endpoints(&items))
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            let eps = dynamic_api(
+                client,
+                ns,
+                &api_resource("", "v1", "Endpoints", "endpoints"),
+            );
+            let e = eps.get_opt(&record.name).await.map_err(api_error)?;
+            Ok(e.map(serde_json::to_value)
+                .transpose()?
+                .is_some_and(|e| endpoints_have_ready_addresses(&e)))
+        }
+        Err(e) => Err(api_error(e)),
+    }
 }
 
 /// The record's DNSEndpoint (owned by the record), written when it changed.

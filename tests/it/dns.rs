@@ -27,12 +27,34 @@ fn member_service(env: &TestEnv, cluster: &str, ns: &str, ip: &str) {
         )
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
-    post(
-        env,
-        cluster,
-        &format!("/api/v1/namespaces/{ns}/endpoints"),
-        json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}]}]}),
-    );
+    ready_endpoint(env, cluster, ns);
+}
+
+/// A ready endpoint of Service `web`: an EndpointSlice where the member
+/// serves them (1.21+; this environment runs no endpoint controllers, so
+/// the test writes what they would) and an Endpoints object where it does
+/// not (1.20). The DNS pass must read the one the member keeps current.
+fn ready_endpoint(env: &TestEnv, cluster: &str, ns: &str) {
+    if env.cluster(cluster).version.minor >= 21 {
+        // Two slices, as a Service with many endpoints has: one not ready.
+        for (name, ready) in [("web-a", false), ("web-b", true)] {
+            post(
+                env,
+                cluster,
+                &format!("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"),
+                json!({"metadata": {"name": name, "labels": {"kubernetes.io/service-name": "web"}},
+                       "addressType": "IPv4", "ports": [{"port": 80}],
+                       "endpoints": [{"addresses": ["10.1.2.3"], "conditions": {"ready": ready}}]}),
+            );
+        }
+    } else {
+        post(
+            env,
+            cluster,
+            &format!("/api/v1/namespaces/{ns}/endpoints"),
+            json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}]}]}),
+        );
+    }
 }
 
 fn endpoints(env: &TestEnv, ns: &str) -> Option<Vec<(String, String, Vec<String>)>> {
@@ -131,6 +153,14 @@ fn service_records_follow_load_balancers_and_fail_over() {
     );
 
     fed(&["reconcile", "-n", ns]).ok();
+    if env.cluster("member2").version.minor >= 21 {
+        assert_eq!(
+            down.count(|r| r.resource == "endpoints"),
+            0,
+            "v1 Endpoints (deprecated, every read warns) are not read where slices are served"
+        );
+        assert!(down.count(|r| r.resource == "endpointslices" && r.verb == "list") >= 1);
+    }
     let base = "web.shop.galactic.svc";
     let (g, eu, eu1, us, us1) = (
         format!("{base}.example.com"),
