@@ -78,7 +78,7 @@ impl ClientFactory {
     /// A client for `context`.
     pub async fn client(&self, context: &str) -> Result<kube::Client> {
         let config = self.config(context).await?;
-        build(config).with_context(|| format!("building a client for context {context:?}"))
+        build(config, context).with_context(|| format!("building a client for context {context:?}"))
     }
 
     /// Where `context` points, as written in the kubeconfig.
@@ -110,9 +110,11 @@ impl ClientFactory {
 }
 
 /// kube's client for `config`, which retries only what a server asks to
-/// be retried (`crate::server_retry`).
-pub fn build(config: kube::Config) -> Result<kube::Client> {
+/// be retried (`crate::server_retry`) and shows what it warns about as
+/// coming from `cluster` (`crate::api_warnings`).
+pub fn build(config: kube::Config, cluster: &str) -> Result<kube::Client> {
     Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&crate::api_warnings::WarningLayer::new(cluster))
         .with_layer(&crate::server_retry::RetryAfterLayer)
         .build())
 }

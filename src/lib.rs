@@ -8,6 +8,7 @@
 //!   [`output`] (printing), [`completion`] (shell integration).
 
 pub mod api;
+pub mod api_warnings;
 pub mod apply;
 pub mod cli;
 pub mod client;

@@ -3,6 +3,7 @@
 //! Secret, and a bounded health probe, as KubeFed's cluster controller did.
 
 use crate::api::core::KubeFedCluster;
+use crate::api_warnings::WarningLayer;
 use crate::apply::api_error;
 use crate::core::tls::{TlsChecks, tls_checks};
 use crate::host::Host;
@@ -238,11 +239,13 @@ async fn client_for(
             } => crate::tls::relaxed_client_builder(&config, subject_name, validity_period)
                 .with_context(context)?
                 .with_layer(&counter)
+                .with_layer(&WarningLayer::new(name))
                 .with_layer(&RetryAfterLayer)
                 .build(),
             TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
                 .with_context(context)?
                 .with_layer(&counter)
+                .with_layer(&WarningLayer::new(name))
                 .with_layer(&RetryAfterLayer)
                 .build(),
         })

@@ -324,7 +324,7 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     // Watches are silent while nothing changes: no read timeout for them.
     let mut config = factory.config(&host.context).await?;
     config.read_timeout = None;
-    let watch_client = crate::client::build(config)?;
+    let watch_client = crate::client::build(config, &host.context)?;
     let options = watch::WatchOptions {
         run,
         lock_timings: settings.leader_elect,

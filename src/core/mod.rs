@@ -34,3 +34,4 @@ pub mod time;
 pub mod tls;
 pub mod typegen;
 pub mod version;
+pub mod warning;

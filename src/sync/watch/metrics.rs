@@ -431,6 +431,14 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{{cluster=\"{}\"}} {}", escape(cluster), pick(c));
             }
         }
+        let name = "kubefedctl_api_warnings_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Warning headers the API servers answered with (deprecated APIs and fields).\n# TYPE {name} counter"
+        );
+        for (cluster, n) in crate::api_warnings::counts() {
+            let _ = writeln!(out, "{name}{{cluster=\"{}\"}} {n}", escape(&cluster));
+        }
     }
 
     /// The propagation latency histogram.
