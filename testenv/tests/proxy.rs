@@ -262,7 +262,7 @@ fn forwards_requests_and_records_them() {
 
     let version = c.request("GET", "/version", None).unwrap();
     assert_eq!(version.status, 200, "{}", version.body);
-    assert_eq!(version.json()["gitVersion"], "v1.20.2");
+    assert_eq!(version.json()["gitVersion"], env.version().tag);
 
     let created = c.request("POST", &cms, Some(&configmap("cm1"))).unwrap();
     assert_eq!(created.status, 201, "{}", created.body);
@@ -367,6 +367,62 @@ fn watch_responses_stream() {
             .unwrap();
         assert!(seen.contains("\"type\":\"ADDED\""), "{seen}");
     }
+}
+
+/// A watch-list stream (`sendInitialEvents=true`, what client-go does by
+/// default from 1.35) passes whole: the initial objects as ADDED events,
+/// then the bookmark annotated `k8s.io/initial-events-end`, then live
+/// events on the same stream. 1.20 has no watch-list and refuses the
+/// parameter combination, as the server would without the proxy.
+#[test]
+fn watch_list_streams_and_their_bookmark_pass_through() {
+    let env = TestEnv::shared();
+    let proxy = env.proxy(CLUSTER).unwrap();
+    let c = Client::new(env, &proxy);
+    let ns = namespace(env, "proxy-watchlist");
+    let post = |name: &str| {
+        let r = env
+            .request(
+                CLUSTER,
+                "POST",
+                &format!("/api/v1/namespaces/{ns}/configmaps"),
+                Some(&configmap(name)),
+            )
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+    };
+    post("before");
+    let mut conn = c.connect().unwrap();
+    let mut watch = c
+        .start(
+            &mut conn,
+            &format!(
+                "/api/v1/namespaces/{ns}/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=60"
+            ),
+        )
+        .unwrap();
+    if env.version().minor < 27 {
+        assert_ne!(watch.status(), 200, "no watch-list before 1.27");
+        return;
+    }
+    assert_eq!(watch.status(), 200);
+    let initial = c
+        .read_until(watch.body_mut(), "k8s.io/initial-events-end")
+        .unwrap();
+    assert!(
+        initial.contains("\"type\":\"ADDED\"") && initial.contains("\"name\":\"before\""),
+        "{initial}"
+    );
+    assert!(initial.contains("\"type\":\"BOOKMARK\""), "{initial}");
+    post("after");
+    let live = c
+        .read_until(watch.body_mut(), "\"name\":\"after\"")
+        .unwrap();
+    assert!(live.contains("\"type\":\"ADDED\""), "{live}");
+    assert_eq!(
+        summary(&proxy.records()),
+        vec![row("GET", "watch", "configmaps", &ns, "", 200, false)]
+    );
 }
 
 #[test]
