@@ -1,63 +1,55 @@
-//! What a cluster serves: API resources (through plain discovery, which
-//! Kubernetes 1.20 has; aggregated discovery came later) and the OpenAPI
-//! document.
+//! What a cluster serves: API resources (aggregated discovery where the
+//! server has it, the per-group form that Kubernetes 1.20 has otherwise)
+//! and the OpenAPI document.
 
 use crate::apply::api_error;
-use crate::core::lookup::{self, ServedResource};
-use anyhow::{Context, Result};
+use crate::core::lookup::{self, DiscoveryRoot, ServedResource};
+use anyhow::{Context, Result, bail};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::Client;
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-/// Every served resource (no subresources). Only each group's preferred
-/// version unless `all_versions`. Group lists are fetched in parallel.
+/// Every resource the cluster serves (only preferred versions unless
+/// `all_versions`). Aggregated discovery where the server offers it (1.30+:
+/// two requests, `/api` and `/apis`, in one form each); else the legacy
+/// form those same two answers give, then one request per group version
+/// (1.20), as client-go's discovery client does.
 pub async fn served_resources(client: &Client, all_versions: bool) -> Result<Vec<ServedResource>> {
-    let mut lists: JoinSet<Result<(String, bool, APIResourceList)>> = JoinSet::new();
-    let core = client
-        .list_core_api_versions()
-        .await
-        .map_err(api_error)
-        .context("discovery")?;
-    for v in core.versions {
-        let c = client.clone();
-        lists.spawn(async move {
-            let list = c.list_core_api_resources(&v).await.map_err(api_error)?;
-            Ok((String::new(), true, list))
-        });
-    }
-    let groups = client
-        .list_api_groups()
-        .await
-        .map_err(api_error)
-        .context("discovery")?;
-    for g in groups.groups {
-        let preferred = g
-            .preferred_version
-            .as_ref()
-            .map(|p| p.group_version.clone());
-        for v in g.versions {
-            let is_preferred = preferred.as_deref() == Some(v.group_version.as_str());
-            if !all_versions && !is_preferred {
-                continue;
-            }
-            let c = client.clone();
-            let name = g.name.clone();
-            lists.spawn(async move {
-                // A group version listed a moment ago may be gone (its CRD
-                // being deleted): skipped, as kubectl's discovery does.
-                let list = match c.list_api_group_resources(&v.group_version).await {
-                    Err(kube::Error::Api(s)) if s.code == 404 => APIResourceList {
-                        group_version: v.group_version.clone(),
-                        resources: Vec::new(),
-                    },
-                    other => other.map_err(api_error)?,
-                };
-                Ok((name, is_preferred, list))
-            });
+    let (core, groups) = tokio::try_join!(
+        discovery_root(client, "/api"),
+        discovery_root(client, "/apis")
+    )?;
+    let mut out = Vec::new();
+    let mut versions = Vec::new();
+    for root in [core, groups] {
+        match lookup::discovery_root(&root, all_versions) {
+            Some(DiscoveryRoot::Aggregated(served)) => out.extend(served),
+            Some(DiscoveryRoot::Legacy(listed)) => versions.extend(listed),
+            None => bail!("discovery: unexpected answer {}", root["kind"]),
         }
     }
-    let mut out = Vec::new();
+    let mut lists: JoinSet<Result<(String, bool, APIResourceList)>> = JoinSet::new();
+    for (group, group_version, is_preferred) in versions {
+        let c = client.clone();
+        lists.spawn(async move {
+            // A group version listed a moment ago may be gone (its CRD
+            // being deleted): skipped, as kubectl's discovery does.
+            let listed = if group.is_empty() {
+                c.list_core_api_resources(&group_version).await
+            } else {
+                c.list_api_group_resources(&group_version).await
+            };
+            let list = match listed {
+                Err(kube::Error::Api(s)) if s.code == 404 => APIResourceList {
+                    group_version: group_version.clone(),
+                    resources: Vec::new(),
+                },
+                other => other.map_err(api_error)?,
+            };
+            Ok((group, is_preferred, list))
+        });
+    }
     while let Some(joined) = lists.join_next().await {
         let (group, preferred, list) = joined.context("discovery task")?.context("discovery")?;
         let version = list
@@ -90,6 +82,39 @@ pub async fn served_resources(client: &Client, all_versions: bool) -> Result<Vec
         ))
     });
     Ok(out)
+}
+
+/// `/api` or `/apis`, asking for the aggregated form first and accepting
+/// the legacy one (what a server without it answers).
+async fn discovery_root(client: &Client, path: &str) -> Result<Value> {
+    let req = http::Request::get(path)
+        .header(
+            "Accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        )
+        .body(Vec::new())
+        .expect("a valid request");
+    let text = client
+        .request_text(req)
+        .await
+        .map_err(api_error)
+        .context("discovery")?;
+    serde_json::from_str(&text).with_context(|| format!("discovery: parsing {path}"))
+}
+
+/// The api versions in which the cluster serves `target`'s resource
+/// other than `target`'s own (asked when `target` answers 404: what a
+/// FederatedTypeConfig of a removed version should point at instead).
+pub async fn served_elsewhere(
+    client: &Client,
+    target: &kube::api::ApiResource,
+) -> Result<Vec<String>> {
+    let served = served_resources(client, true).await?;
+    Ok(served
+        .into_iter()
+        .filter(|r| r.plural == target.plural && r.api_version() != target.api_version)
+        .map(|r| r.api_version())
+        .collect())
 }
 
 /// The kube API resource of a served resource.

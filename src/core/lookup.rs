@@ -4,6 +4,7 @@
 //! accepts any served version (upstream: only the preferred one), and
 //! `singular.group` (`deployment.apps`) is accepted as the docs promised.
 
+use serde_json::Value;
 use thiserror::Error;
 
 /// A served API resource, as discovery lists it.
@@ -180,6 +181,83 @@ pub fn equivalent(plural: &str, a_group_version: &str, b_group_version: &str) ->
             })
 }
 
+/// What discovery answered for `/api` or `/apis`: the aggregated form
+/// (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`, GA in 1.30: every
+/// group's resources in one answer) or the legacy one (`APIVersions` /
+/// `APIGroupList`: group versions, whose resources take one request each).
+#[derive(Clone, Debug, PartialEq)]
+pub enum DiscoveryRoot {
+    Aggregated(Vec<ServedResource>),
+    /// (group, group version, preferred) to list one by one; the core
+    /// group's name is `""`.
+    Legacy(Vec<(String, String, bool)>),
+}
+
+/// Reads an answer of `/api` or `/apis` (see [`DiscoveryRoot`]). With
+/// `all_versions` false only each group's preferred version counts (the
+/// first of an aggregated group's versions, as the server orders them).
+/// `None`: neither form.
+pub fn discovery_root(doc: &Value, all_versions: bool) -> Option<DiscoveryRoot> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    match doc["kind"].as_str()? {
+        "APIGroupDiscoveryList" => {
+            let mut out = Vec::new();
+            for g in doc["items"].as_array()? {
+                let group = text(&g["metadata"]["name"]);
+                for (i, v) in g["versions"].as_array()?.iter().enumerate() {
+                    if i > 0 && !all_versions {
+                        break;
+                    }
+                    for r in v["resources"].as_array().into_iter().flatten() {
+                        out.push(ServedResource {
+                            group: group.clone(),
+                            version: text(&v["version"]),
+                            kind: text(&r["responseKind"]["kind"]),
+                            plural: text(&r["resource"]),
+                            singular: text(&r["singularResource"]),
+                            short_names: strings(&r["shortNames"]),
+                            namespaced: r["scope"] == "Namespaced",
+                            preferred: i == 0,
+                            verbs: strings(&r["verbs"]),
+                        });
+                    }
+                }
+            }
+            Some(DiscoveryRoot::Aggregated(out))
+        }
+        "APIVersions" => Some(DiscoveryRoot::Legacy(
+            doc["versions"]
+                .as_array()?
+                .iter()
+                .map(|v| (String::new(), text(v), true))
+                .collect(),
+        )),
+        "APIGroupList" => {
+            let mut out = Vec::new();
+            for g in doc["groups"].as_array()? {
+                let preferred = text(&g["preferredVersion"]["groupVersion"]);
+                for v in g["versions"].as_array()? {
+                    let gv = text(&v["groupVersion"]);
+                    let is_preferred = gv == preferred;
+                    if all_versions || is_preferred {
+                        out.push((text(&g["name"]), gv, is_preferred));
+                    }
+                }
+            }
+            Some(DiscoveryRoot::Legacy(out))
+        }
+        _ => None,
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_string))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +396,71 @@ mod tests {
             "extensions/v1beta1"
         ));
         assert!(!equivalent("configmaps", "v1", "v2"));
+    }
+
+    #[test]
+    fn discovery_roots_in_both_forms() {
+        use serde_json::json;
+        let aggregated = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "items": [
+            {"metadata": {"name": "autoscaling"}, "versions": [
+                {"version": "v2", "resources": [{"resource": "horizontalpodautoscalers", "singularResource": "horizontalpodautoscaler",
+                    "responseKind": {"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"},
+                    "scope": "Namespaced", "shortNames": ["hpa"], "verbs": ["get", "list"]}]},
+                {"version": "v1", "resources": [{"resource": "horizontalpodautoscalers", "singularResource": "horizontalpodautoscaler",
+                    "responseKind": {"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"},
+                    "scope": "Namespaced", "verbs": ["get"]}]}]},
+            {"metadata": {}, "versions": [{"version": "v1", "resources": [{"resource": "nodes",
+                "responseKind": {"group": "", "version": "v1", "kind": "Node"}, "scope": "Cluster", "verbs": ["list"]}]}]}
+        ]});
+        let Some(DiscoveryRoot::Aggregated(preferred)) = discovery_root(&aggregated, false) else {
+            panic!("aggregated")
+        };
+        assert_eq!(preferred.len(), 2);
+        assert_eq!(
+            (
+                preferred[0].version.as_str(),
+                preferred[0].short_names.clone(),
+                preferred[0].namespaced
+            ),
+            ("v2", vec!["hpa".to_string()], true)
+        );
+        assert_eq!(
+            (
+                preferred[1].group.as_str(),
+                preferred[1].kind.as_str(),
+                preferred[1].namespaced
+            ),
+            ("", "Node", false)
+        );
+        let Some(DiscoveryRoot::Aggregated(all)) = discovery_root(&aggregated, true) else {
+            panic!("aggregated")
+        };
+        assert_eq!(all.len(), 3);
+        assert!(!all[1].preferred && all[1].version == "v1");
+
+        let groups = json!({"kind": "APIGroupList", "groups": [{"name": "networking.k8s.io",
+            "versions": [{"groupVersion": "networking.k8s.io/v1"}, {"groupVersion": "networking.k8s.io/v1beta1"}],
+            "preferredVersion": {"groupVersion": "networking.k8s.io/v1"}}]});
+        assert_eq!(
+            discovery_root(&groups, false),
+            Some(DiscoveryRoot::Legacy(vec![(
+                "networking.k8s.io".into(),
+                "networking.k8s.io/v1".into(),
+                true
+            )]))
+        );
+        let Some(DiscoveryRoot::Legacy(both)) = discovery_root(&groups, true) else {
+            panic!()
+        };
+        assert_eq!(both.len(), 2);
+        assert_eq!(
+            discovery_root(&json!({"kind": "APIVersions", "versions": ["v1"]}), false),
+            Some(DiscoveryRoot::Legacy(vec![(
+                String::new(),
+                "v1".into(),
+                true
+            )]))
+        );
+        assert_eq!(discovery_root(&json!({"kind": "Status"}), false), None);
     }
 }

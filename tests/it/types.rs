@@ -692,3 +692,54 @@ fn unknown_and_ambiguous_names_are_clear_errors() {
             .is_empty()
     );
 }
+
+/// Discovery costs two requests where the server aggregates it (1.30+:
+/// `/api` and `/apis`), and one more per group version where it does not.
+#[test]
+fn discovery_is_aggregated_where_the_server_offers_it() {
+    let env = TestEnv::shared();
+    let host = env.proxy("host").unwrap();
+    let kc = write_kubeconfig(
+        env,
+        "types-disc",
+        env.kubeconfig()
+            .current_context("host")
+            .server("host", &host.url()),
+    );
+    kubefedctl(&kc, &["init", "--kubefed-namespace", "types-disc"]).ok();
+    host.reset_records();
+    let out = kubefedctl(
+        &kc,
+        &[
+            "enable",
+            "deploy",
+            "-o",
+            "yaml",
+            "--kubefed-namespace",
+            "types-disc",
+        ],
+    )
+    .ok();
+    assert!(
+        out.stdout.contains("kind: FederatedTypeConfig"),
+        "{}",
+        out.stdout
+    );
+    let roots = host.count(|r| r.path == "/api" || r.path == "/apis");
+    let group_versions =
+        host.count(|r| r.verb == "other" && r.resource.is_empty() && !r.version.is_empty());
+    assert_eq!(roots, 2, "{:?}", host.records());
+    if env.version().minor >= 30 {
+        assert_eq!(
+            group_versions,
+            0,
+            "one aggregated answer: {:?}",
+            host.records()
+        );
+    } else {
+        assert!(
+            group_versions > 10,
+            "one request per group version: {group_versions}"
+        );
+    }
+}
