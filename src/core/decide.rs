@@ -84,8 +84,9 @@ impl FederatedType {
 pub enum Listing {
     /// Every object of the type in the listed scope, by key.
     Listed(HashMap<ObjectKey, Value>),
-    /// The member does not serve the type (404 on its list): why.
-    NotServed(String),
+    /// The member does not serve the type (404 on its list); the api
+    /// versions in which it serves the same resource instead, if any.
+    NotServed(Vec<String>),
     /// The list failed for another reason: why.
     Failed(String),
 }
@@ -260,7 +261,8 @@ fn member_states<'a>(
                 Some(Listing::Listed(objects)) => (objects.get(&live_key), None),
                 // Nothing of the type can exist there: nothing to delete.
                 Some(Listing::NotServed(_)) if deleting => (None, None),
-                Some(Listing::NotServed(why) | Listing::Failed(why)) => (None, Some(why.as_str())),
+                Some(Listing::NotServed(_)) => (None, Some("the type is not served there")),
+                Some(Listing::Failed(why)) => (None, Some(why.as_str())),
                 None => (None, Some("not listed")),
             };
             let is_host_namespace = is_namespace
@@ -479,6 +481,46 @@ pub fn orphans(
     out
 }
 
+/// Why `cluster` cannot hold a type whose target (`plural` in
+/// `group`/`version`, as its FederatedTypeConfig names it) it answers 404
+/// for. `elsewhere`: the api versions in which the member serves the same
+/// resource (its discovery): a version a FederatedTypeConfig made years
+/// ago may have been removed (Ingress `extensions/v1beta1` in 1.22, CronJob
+/// `batch/v1beta1` in 1.25...). Within the same group, `enable --version`
+/// moves the type; without any, the member lacks the resource (a CRD).
+pub fn not_served_message(
+    cluster: &str,
+    plural: &str,
+    group: &str,
+    version: &str,
+    elsewhere: &[String],
+) -> String {
+    let qualified = |g: &str| match g {
+        "" => plural.to_string(),
+        g => format!("{plural}.{g}"),
+    };
+    let target = format!("{}/{version}", qualified(group));
+    if elsewhere.is_empty() {
+        return format!("{cluster}: does not serve {target} (install the CRD in {cluster})");
+    }
+    let ftc = qualified(group);
+    let mut out = format!(
+        "{cluster}: does not serve {target}, the target of FederatedTypeConfig {ftc}; it serves {plural} in {}",
+        elsewhere.join(", ")
+    );
+    let same_group = elsewhere.iter().find_map(|av| match av.rsplit_once('/') {
+        Some((g, v)) if g == group => Some(v),
+        None if group.is_empty() => Some(av.as_str()),
+        _ => None,
+    });
+    if let Some(v) = same_group {
+        out.push_str(&format!(
+            " (kubefedctl enable {ftc} --version {v} moves the type)"
+        ));
+    }
+    out
+}
+
 /// Everything decided for one type.
 #[derive(Clone, Debug)]
 pub struct TypeDecisions {
@@ -518,10 +560,16 @@ pub fn complete_type(
 ) -> TypeDecisions {
     let mut failures = Vec::new();
     for (cluster, listing) in members {
-        let (why, served) = match listing {
+        let failure = match listing {
             Listing::Listed(_) => continue,
-            Listing::NotServed(why) => (why, false),
-            Listing::Failed(why) => (why, true),
+            Listing::NotServed(elsewhere) => not_served_message(
+                cluster,
+                &t.target_plural,
+                &t.target.group,
+                &t.target.version,
+                elsewhere,
+            ),
+            Listing::Failed(why) => format!("{cluster}: listing {}: {why}", t.target_name()),
         };
         let affected = plans
             .iter()
@@ -530,17 +578,12 @@ pub fn complete_type(
                 &d.cluster == cluster && d.status == Some(ClusterStatus::CachedRetrievalFailed)
             })
             .count();
-        let consequence = if affected == 0 {
-            String::new()
-        } else {
-            format!("; {affected} {} not propagated there", t.federated_kind)
-        };
-        failures.push(if served {
-            format!("{cluster}: listing {}: {why}{consequence}", t.target_name())
+        failures.push(if affected == 0 {
+            failure
         } else {
             format!(
-                "{cluster}: does not serve {} (install the CRD in {cluster}){consequence}",
-                t.target_name()
+                "{failure}; {affected} {} not propagated there",
+                t.federated_kind
             )
         });
     }
@@ -694,12 +737,34 @@ mod tests {
     }
 
     #[test]
+    fn a_member_serving_another_version_is_told_which() {
+        assert_eq!(
+            not_served_message(
+                "m2",
+                "ingresses",
+                "extensions",
+                "v1beta1",
+                &["networking.k8s.io/v1".into()]
+            ),
+            "m2: does not serve ingresses.extensions/v1beta1, the target of FederatedTypeConfig ingresses.extensions; it serves ingresses in networking.k8s.io/v1"
+        );
+        assert_eq!(
+            not_served_message("m2", "cronjobs", "batch", "v1beta1", &["batch/v1".into()]),
+            "m2: does not serve cronjobs.batch/v1beta1, the target of FederatedTypeConfig cronjobs.batch; it serves cronjobs in batch/v1 (kubefedctl enable cronjobs.batch --version v1 moves the type)"
+        );
+        assert_eq!(
+            not_served_message("b", "gizmos", "example.com", "v1", &[]),
+            "b: does not serve gizmos.example.com/v1 (install the CRD in b)"
+        );
+    }
+
+    #[test]
     fn a_type_a_member_does_not_serve_fails_only_there() {
         let mut w = World::new();
         w.fed_namespaces.insert("shop".into(), fed_ns("shop"));
         let f = w.federation();
         let t = configmaps();
-        let members = both(listed(&[]), Listing::NotServed("404 page not found".into()));
+        let members = both(listed(&[]), Listing::NotServed(Vec::new()));
         let objects = [fed_cm("one"), fed_cm("two")];
         let d = decide_type(&f, &t, &objects, &members, RunLimits::default());
         for p in &d.objects {

@@ -494,9 +494,11 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
                 let listing =
                     match tokio::time::timeout(timeout * 4, list_pages(&api, &managed)).await {
                         Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
-                        Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
-                            Listing::NotServed(api_error_line(kube::Error::Api(s)))
-                        }
+                        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Listing::NotServed(
+                            crate::discovery::served_elsewhere(&client, &ar)
+                                .await
+                                .unwrap_or_default(),
+                        ),
                         Ok(Err(e)) => Listing::Failed(api_error_line(e)),
                         Ok(Ok(items)) => {
                             Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect())

@@ -130,3 +130,88 @@ fn a_federation_of_the_current_release_and_1_20_converges() {
         "no ClusterRole of {m2} left"
     );
 }
+
+/// A FederatedTypeConfig made when its version was current (Ingress
+/// `networking.k8s.io/v1beta1`, removed in 1.22): a 1.37 member is named
+/// with the version it serves instead and the command that moves the type,
+/// in reconcile and status; after the move, every member gets the object.
+#[test]
+fn a_member_that_no_longer_serves_a_types_version_is_told_what_it_serves() {
+    let env = TestEnv::private_mixed(&[
+        ("host", Version::V1_20),
+        ("member1", Version::CURRENT),
+        ("member2", Version::V1_20),
+    ])
+    .unwrap();
+    let f = Federation::new(&env, "ver-old", &[]);
+    f.run(&[
+        "enable",
+        "ingresses.networking.k8s.io",
+        "--version",
+        "v1beta1",
+        "--federated-group",
+        f.group,
+    ])
+    .ok();
+    f.create(
+        &env,
+        "FederatedIngress",
+        "site",
+        json!({
+            "template": {"spec": {"rules": [{"host": "site.example.com"}]}},
+            "placement": {"clusterSelector": {}}
+        }),
+    );
+    let run = f.reconcile(&[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    let m1 = f.cluster("m1");
+    assert!(
+        run.stderr.contains(&format!(
+            "{m1}: does not serve ingresses.networking.k8s.io/v1beta1, the target of FederatedTypeConfig ingresses.networking.k8s.io; it serves ingresses in networking.k8s.io/v1 (kubefedctl enable ingresses.networking.k8s.io --version v1 moves the type)"
+        )),
+        "{}",
+        run.stderr
+    );
+    let path = |v: &str| {
+        format!(
+            "/apis/networking.k8s.io/{v}/namespaces/{}/ingresses/site",
+            f.ns
+        )
+    };
+    assert!(
+        get(&env, "member2", &path("v1beta1")).is_some(),
+        "the 1.20 member holds it"
+    );
+    let status = f
+        .run(&[
+            "status",
+            "ingresses.networking.k8s.io",
+            "-n",
+            f.ns,
+            "-o",
+            "json",
+        ])
+        .ok();
+    assert!(
+        status
+            .stdout
+            .contains("it serves ingresses in networking.k8s.io/v1"),
+        "{}",
+        status.stdout
+    );
+
+    // The move the message names: every member converges.
+    f.run(&[
+        "enable",
+        "ingresses.networking.k8s.io",
+        "--version",
+        "v1",
+        "--federated-group",
+        f.group,
+    ])
+    .ok();
+    f.reconcile(&[]).ok();
+    for member in ["member1", "member2"] {
+        assert!(get(&env, member, &path("v1")).is_some(), "{member}");
+    }
+}

@@ -4,6 +4,7 @@
 use super::StatusOptions;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::api_error;
+use crate::core::decide::not_served_message;
 use crate::host::Host;
 use crate::members::{self, Health};
 use anyhow::{Result, bail};
@@ -242,6 +243,28 @@ pub(super) async fn explain_unlisted(
     let members = members::load(host, o.probe_timeout, &only).await?;
     let verdicts = serving(&members, ftc, o.probe_timeout).await;
     let t = &ftc.spec.target_type;
+    // Where a member that does not serve the target serves its resource.
+    let target_resource = crate::apply::api_resource(
+        t.group.as_deref().unwrap_or(""),
+        &t.version,
+        &t.kind,
+        &t.plural_name,
+    );
+    let mut elsewhere = BTreeMap::new();
+    for m in &members {
+        if let (Some(NOT_SERVED), Ok(client)) =
+            (verdicts.get(&m.name).map(String::as_str), &m.client)
+        {
+            let found = tokio::time::timeout(
+                o.probe_timeout,
+                crate::discovery::served_elsewhere(client, &target_resource),
+            )
+            .await;
+            if let Ok(Ok(found)) = found {
+                elsewhere.insert(m.name.clone(), found);
+            }
+        }
+    }
     let target = match t.group.as_deref().unwrap_or("") {
         "" => format!("{}/{}", t.plural_name, t.version),
         g => format!("{}.{g}/{}", t.plural_name, t.version),
@@ -253,9 +276,16 @@ pub(super) async fn explain_unlisted(
         match verdicts.get(&c.name).map(String::as_str) {
             Some(NOT_SERVED) => {
                 c.status = "TypeNotServed".into();
+                let elsewhere = elsewhere.get(&c.name).cloned().unwrap_or_default();
                 c.message = Some(format!(
-                    "{} does not serve {target} (install the CRD in {}); recorded as CachedRetrievalFailed",
-                    c.name, c.name
+                    "{}; recorded as CachedRetrievalFailed",
+                    not_served_message(
+                        &c.name,
+                        &t.plural_name,
+                        t.group.as_deref().unwrap_or(""),
+                        &t.version,
+                        &elsewhere
+                    )
                 ));
             }
             _ => {

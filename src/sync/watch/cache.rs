@@ -580,7 +580,7 @@ fn member_listing(
                 .map(|(k, v)| (k.clone(), v.value()))
                 .collect(),
         ),
-        StoreState::NotServed(why) => Listing::NotServed(why.clone()),
+        StoreState::NotServed(_) => Listing::NotServed(Vec::new()),
         StoreState::Failed(why) => Listing::Failed(why.clone()),
         StoreState::Syncing => return None,
     })
