@@ -37,7 +37,8 @@ pub struct Generated {
 }
 
 /// Generates the FTC and CRD for each directive, reading discovery, the
-/// target CRDs and (for built-in types) the OpenAPI document once.
+/// target CRDs and (for built-in types) each OpenAPI document once
+/// ([`discovery::OpenApi`]).
 pub async fn generate(
     host: &Host,
     directives: &[Directive],
@@ -45,7 +46,7 @@ pub async fn generate(
 ) -> Result<Vec<Generated>> {
     let all_versions = directives.iter().any(|d| d.target_version.is_some());
     let served = discovery::served_resources(&host.client, all_versions).await?;
-    let mut openapi: Option<Value> = None;
+    let mut openapi = discovery::OpenApi::default();
     let mut out = Vec::new();
     for d in directives {
         let target = lookup::find(&served, &d.name, d.target_version.as_deref())?;
@@ -65,13 +66,22 @@ pub async fn generate(
             Some(s) => Some(s),
             None if is_custom(&target) => None,
             None => {
-                if openapi.is_none() {
-                    openapi = Some(discovery::openapi_v2(&host.client).await?);
-                }
-                let doc = openapi.as_ref().expect("fetched");
+                let doc = openapi
+                    .document(&host.client, &target.group, &target.version)
+                    .await?;
                 typegen::schema_from_openapi(doc, &target.group, &target.version, &target.kind)
             }
         };
+        // Only an embedded schema has rules to leave out.
+        if mode == TemplateSchema::Embed {
+            for line in schema.iter().flat_map(|s| &s.dropped) {
+                eprintln!(
+                    "note: the template of {} leaves out {line}",
+                    target.qualified_name()
+                );
+            }
+        }
+        let schema = schema.map(|s| s.schema);
         let names = FederatedNames::new(&target, &d.federated_group, &d.federated_version);
         let type_config = typegen::federated_type_config(&target, &names);
         let crd = typegen::federated_crd(&target, &names, schema.as_ref(), mode);

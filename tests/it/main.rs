@@ -20,6 +20,7 @@ mod in_cluster;
 mod membership;
 mod parity;
 mod reconcile;
+mod schemas;
 mod server_warnings;
 mod status;
 mod types;
