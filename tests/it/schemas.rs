@@ -43,7 +43,7 @@ fn has_rules(v: Version) -> bool {
     v.minor >= 25
 }
 
-fn widget_crd() -> Value {
+fn gauge_crd() -> Value {
     let spec_properties = json!({
         "replicas": {"type": "integer", "format": "int32", "default": 1},
         "maxReplicas": {"type": "integer", "format": "int32", "default": 3},
@@ -78,9 +78,9 @@ fn widget_crd() -> Value {
     }});
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.schemas.example.com"},
+        "metadata": {"name": "gauges.schemas.example.com"},
         "spec": {"group": "schemas.example.com", "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "names": {"kind": "Gauge", "plural": "gauges", "singular": "gauge"},
             "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
                 "schema": {"openAPIV3Schema": schema}}]}
     })
@@ -95,16 +95,16 @@ fn a_crds_own_schema_keeps_every_keyword_and_the_host_enforces_its_rules() {
         env,
         "host",
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        widget_crd(),
+        gauge_crd(),
     );
     assert_eq!(code, 201, "{body}");
     // A new CRD's storage may answer 429 for a moment (1.37).
-    wait_until("widgets served", || {
+    wait_until("gauges served", || {
         request(
             env,
             "host",
             "GET",
-            "/apis/schemas.example.com/v1/widgets",
+            "/apis/schemas.example.com/v1/gauges",
             None,
         )
         .0 == 200
@@ -112,7 +112,7 @@ fn a_crds_own_schema_keeps_every_keyword_and_the_host_enforces_its_rules() {
 
     let enable = [
         "enable",
-        "widgets.schemas.example.com",
+        "gauges.schemas.example.com",
         "--template-schema",
         "embed",
         "--federated-group",
@@ -131,7 +131,7 @@ fn a_crds_own_schema_keeps_every_keyword_and_the_host_enforces_its_rules() {
         run.stderr
     );
 
-    let t = template_of(env, "federatedwidgets.schemas.kubefed.io");
+    let t = template_of(env, "federatedgauges.schemas.kubefed.io");
     assert!(
         t.get("x-kubernetes-validations").is_none(),
         "the root's only rule is left out: {t}"
@@ -170,10 +170,10 @@ fn a_crds_own_schema_keeps_every_keyword_and_the_host_enforces_its_rules() {
     };
     assert_eq!(spec_rules, want, "{spec}");
 
-    // The host checks templates as a member checks Widgets.
-    let path = "/apis/schemas.kubefed.io/v1beta1/namespaces/default/federatedwidgets";
-    let widget = |name: &str, spec: Value| {
-        json!({"apiVersion": "schemas.kubefed.io/v1beta1", "kind": "FederatedWidget",
+    // The host checks templates as a member checks Gauges.
+    let path = "/apis/schemas.kubefed.io/v1beta1/namespaces/default/federatedgauges";
+    let gauge = |name: &str, spec: Value| {
+        json!({"apiVersion": "schemas.kubefed.io/v1beta1", "kind": "FederatedGauge",
                "metadata": {"name": name},
                "spec": {"template": {"spec": spec}, "placement": {"clusterSelector": {}}}})
     };
@@ -181,7 +181,7 @@ fn a_crds_own_schema_keeps_every_keyword_and_the_host_enforces_its_rules() {
         env,
         "host",
         path,
-        widget("schemas-too-many", json!({"replicas": 5, "maxReplicas": 3})),
+        gauge("schemas-too-many", json!({"replicas": 5, "maxReplicas": 3})),
     );
     if rules {
         assert_eq!(code, 422, "{body}");
@@ -199,7 +199,7 @@ fn a_crds_own_schema_keeps_every_keyword_and_the_host_enforces_its_rules() {
         env,
         "host",
         path,
-        widget(
+        gauge(
             "schemas-ok",
             json!({"replicas": 2, "ports": [{"port": 80}]}),
         ),
