@@ -95,6 +95,13 @@ pub struct ReconcileOptions {
     #[arg(long)]
     pub diff: bool,
 
+    /// With --dry-run: send each planned create and update to its member as
+    /// a server-side dry run with strict field validation, so that unknown
+    /// fields and values the member refuses fail the plan (one request per
+    /// planned change)
+    #[arg(long, requires = "dry_run")]
+    pub validate: bool,
+
     /// With --dry-run: exit 1 when changes are pending
     #[arg(long)]
     pub exit_code: bool,
@@ -296,6 +303,7 @@ fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::
             settings: None,
         },
         dry_run: o.dry_run,
+        validate: o.validate,
         concurrency: o.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
         attempts: o.attempts,
         wait: o.wait,

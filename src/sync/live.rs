@@ -49,6 +49,9 @@ impl Progress for Silent {
 pub struct Options {
     pub selection: Selection,
     pub dry_run: bool,
+    /// With `dry_run`: send each planned create and update to its member
+    /// as a validating server-side dry run (`sync::validate`).
+    pub validate: bool,
     /// Requests in flight per member.
     pub concurrency: usize,
     /// Attempts per request (first try included).
@@ -157,6 +160,10 @@ pub async fn round(
     if o.dry_run {
         resolve_creates(seen, &mut jobs, o, &mut report).await;
         dry_run_plan(seen, &jobs, &mut report);
+        if o.validate {
+            let (concurrency, timeout) = (o.concurrency, o.selection.timeout);
+            crate::sync::validate::validate(seen, &jobs, concurrency, timeout, &mut report).await;
+        }
     } else {
         progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
         let limits = Limits {

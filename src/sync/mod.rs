@@ -18,4 +18,5 @@ pub mod render;
 pub mod report;
 pub mod rsp;
 pub mod service_status;
+pub mod validate;
 pub mod watch;

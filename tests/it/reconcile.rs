@@ -2660,3 +2660,88 @@ fn remote_statuses_of_jobs_and_replicasets_are_collected() {
     let jobs = f.run(&["status", "jobs", "-n", f.ns]).ok();
     assert!(!jobs.stdout.contains("READY"), "{}", jobs.stdout);
 }
+
+/// `--dry-run --validate`: each planned create goes to its member as a
+/// server-side dry run with strict field validation, so a misspelt
+/// template field fails the pull request's plan (1.27+; older members
+/// ignore fieldValidation), and nothing is written.
+#[test]
+fn validate_sends_the_plan_as_strict_server_side_dry_runs() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-val", &["deployments.apps", "configmaps"]);
+    let everywhere = json!({"clusterSelector": {}});
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "first",
+        json!({"template": {"data": {"k": "v"}}, "placement": everywhere}),
+    );
+    let dry_runs = |p: &testenv::Proxy| {
+        p.count(|r| r.query.contains("dryRun=All") && r.query.contains("fieldValidation=Strict"))
+    };
+    // Objects in a namespace the plan creates cannot be checked yet.
+    f.reset();
+    let first = f.reconcile(&["--dry-run", "--validate"]).ok();
+    assert_eq!(
+        dry_runs(&f.m1) + dry_runs(&f.m2),
+        2,
+        "the two namespaces only"
+    );
+    assert!(
+        first.stderr.contains(
+            "--validate: 2 planned change(s) in namespaces this plan creates not validated"
+        ),
+        "{}",
+        first.stderr
+    );
+    f.reconcile(&[]).ok();
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "fine",
+        json!({"template": {"data": {"k": "v"}}, "placement": everywhere}),
+    );
+    f.create(env, "FederatedDeployment", "web", json!({
+        "template": {"spec": {"replicas": 1, "replcas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+        "placement": everywhere
+    }));
+    f.reset();
+    let run = f.reconcile(&["--dry-run", "--validate"]);
+    let dry_runs = |p: &testenv::Proxy| {
+        p.count(|r| r.query.contains("dryRun=All") && r.query.contains("fieldValidation=Strict"))
+    };
+    assert_eq!(
+        dry_runs(&f.m1) + dry_runs(&f.m2),
+        4,
+        "one per planned create"
+    );
+    assert!(f.writes().is_empty(), "nothing written: {:?}", f.writes());
+    let strict = env.version().minor >= 27;
+    for m in [f.cluster("m1"), f.cluster("m2")] {
+        let line = format!(
+            "{m}: create Deployment {}/web: refused by the member's validation",
+            f.ns
+        );
+        assert_eq!(run.stderr.contains(&line), strict, "{}", run.stderr);
+        assert!(
+            !run.stderr.contains(&format!("{m}: create ConfigMap")),
+            "{}",
+            run.stderr
+        );
+    }
+    if strict {
+        assert!(
+            run.stderr.contains("unknown field \"spec.replcas\""),
+            "{}",
+            run.stderr
+        );
+        assert_ne!(run.code, 0);
+    } else {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    // Without --validate a plan makes no such request.
+    f.reset();
+    f.reconcile(&["--dry-run"]).ok();
+    assert_eq!(dry_runs(&f.m1) + dry_runs(&f.m2), 0);
+}

@@ -324,6 +324,7 @@ pub(super) async fn check_members(
             settings: None,
         },
         dry_run: true,
+        validate: false,
         concurrency: 8,
         attempts: 1,
         wait: None,
