@@ -36,6 +36,36 @@ fn condition<'v>(obj: &'v Value, kind: &str) -> Option<(&'v str, &'v str)> {
         })
 }
 
+/// Why the controller cannot create the Pods it wants: a `ReplicaFailure`
+/// condition that is True (a ReplicaSet's, or the one its Deployment copies
+/// from it), as `reason: message`. A refusal by PodSecurity admission
+/// (GA in 1.25) does not pass by waiting: the namespace's level or the
+/// Pod template must change.
+fn replica_failure(obj: &Value) -> Option<(String, bool)> {
+    let c = obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "ReplicaFailure" && c["status"] == "True")?;
+    let message = c["message"].as_str().unwrap_or("");
+    let reason = c["reason"].as_str().unwrap_or("ReplicaFailure");
+    Some((
+        format!("{reason}: {message}"),
+        message.contains("violates PodSecurity"),
+    ))
+}
+
+/// A workload whose Pods are refused: failed when the refusal is final,
+/// pending with the server's reason otherwise.
+fn refused(obj: &Value, progress: String) -> Option<Readiness> {
+    let (why, is_final) = replica_failure(obj)?;
+    let line = format!("{progress} ({why})");
+    Some(if is_final {
+        Readiness::Failed(line)
+    } else {
+        Readiness::Pending(line)
+    })
+}
+
 /// The controller has seen the latest spec.
 fn observed(obj: &Value) -> bool {
     let generation = &obj["metadata"]["generation"];
@@ -54,6 +84,10 @@ pub fn readiness(group: &str, kind: &str, obj: &Value) -> Readiness {
                     "{}/{wanted} available (ProgressDeadlineExceeded)",
                     int(&status["availableReplicas"])
                 ));
+            }
+            let available_now = format!("{}/{wanted} available", int(&status["availableReplicas"]));
+            if let Some(r) = refused(obj, available_now) {
+                return r;
             }
             if !observed(obj) {
                 return pending("rollout not observed yet".into());
@@ -78,7 +112,9 @@ pub fn readiness(group: &str, kind: &str, obj: &Value) -> Readiness {
         }
         ("apps", "ReplicaSet") | ("", "ReplicationController") => {
             let available = int(&status["availableReplicas"]);
-            if !observed(obj) {
+            if let Some(r) = refused(obj, format!("{available}/{wanted} available")) {
+                r
+            } else if !observed(obj) {
                 pending("not observed yet".into())
             } else if available < wanted {
                 pending(format!("{available}/{wanted} available"))
@@ -373,5 +409,30 @@ mod tests {
         for (name, group, kind, obj, want) in cases {
             assert_eq!(readiness(group, kind, &obj), want, "{name}");
         }
+    }
+
+    #[test]
+    fn refused_pods_are_named_with_the_servers_reason() {
+        let deployment = |message: &str| {
+            json!({"metadata": {"generation": 1}, "spec": {"replicas": 2},
+                   "status": {"observedGeneration": 1, "availableReplicas": 0,
+                              "conditions": [{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": message}]}})
+        };
+        let psa = "pods \"web-1\" is forbidden: violates PodSecurity \"restricted:latest\": runAsNonRoot != true";
+        assert_eq!(
+            readiness("apps", "Deployment", &deployment(psa)),
+            Readiness::Failed(format!("0/2 available (FailedCreate: {psa})"))
+        );
+        let quota = "pods \"web-1\" is forbidden: exceeded quota: compute";
+        assert_eq!(
+            readiness("apps", "ReplicaSet", &deployment(quota)),
+            Readiness::Pending(format!("0/2 available (FailedCreate: {quota})"))
+        );
+        let mut resolved = deployment(psa);
+        resolved["status"]["conditions"][0]["status"] = json!("False");
+        assert_eq!(
+            readiness("apps", "ReplicaSet", &resolved),
+            Readiness::Pending("0/2 available".into())
+        );
     }
 }

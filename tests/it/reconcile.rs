@@ -2745,3 +2745,67 @@ fn validate_sends_the_plan_as_strict_server_side_dry_runs() {
     f.reconcile(&["--dry-run"]).ok();
     assert_eq!(dry_runs(&f.m1) + dry_runs(&f.m2), 0);
 }
+
+/// `--wait-ready` names what PodSecurity admission (1.25+) refuses: the
+/// members run the deployment and replicaset controllers, the federated
+/// Namespace carries `pod-security.kubernetes.io/enforce: restricted`, and
+/// a Deployment whose Pods run as root is never waited on for the whole
+/// timeout: the run ends naming the server's reason.
+#[test]
+fn wait_ready_names_pods_that_pod_security_refuses() {
+    let env = TestEnv::private_with(
+        &["host", "member1", "member2"],
+        &["deployment", "replicaset"],
+    )
+    .unwrap();
+    let f = Federation::new(&env, "rc-psa", &["deployments.apps"]);
+    crate::fixtures::patch(
+        &env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
+            f.group, f.ns, f.ns
+        ),
+        json!({"spec": {"template": {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}}}),
+    );
+    f.create(
+        &env,
+        "FederatedDeployment",
+        "root",
+        json!({
+            "template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "root"}},
+                "template": {"metadata": {"labels": {"app": "root"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+            "placement": {"clusters": [{"name": f.cluster("m1")}]}
+        }),
+    );
+    let psa = env.version().minor >= 25;
+    let run = f.reconcile(&[if psa {
+        "--wait-ready=120s"
+    } else {
+        "--wait-ready=5s"
+    }]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    let line = format!("not ready: {}: deployment {}/root", f.cluster("m1"), f.ns);
+    if psa {
+        assert!(run.stderr.contains(&line), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("FailedCreate")
+                && run
+                    .stderr
+                    .contains("violates PodSecurity \"restricted:latest\""),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr
+                .contains("1 member object(s) will not become ready"),
+            "ended on the refusal, not the timeout: {}",
+            run.stderr
+        );
+    } else {
+        // No PodSecurity admission: the Pods are made (and, with no node
+        // here, never become available).
+        assert!(!run.stderr.contains("PodSecurity"), "{}", run.stderr);
+    }
+}
