@@ -117,3 +117,31 @@ fn a_lease_renewed_during_its_release_is_released_all_the_same() {
     );
     assert_eq!(holder(env, f.fedns), "", "released");
 }
+
+/// What a CI pipeline that creates clusters and federates them at once
+/// meets: control planes just started, others busy on the same machine,
+/// and each new CRD answering 429 `storage is (re)initializing` for a
+/// moment. init, join, enable and the first reconcile all succeed.
+#[test]
+fn a_federation_is_set_up_right_after_its_control_planes_start() {
+    let envs: Vec<TestEnv> = (0..2)
+        .map(|_| TestEnv::private(&["host", "member1"]).unwrap())
+        .collect();
+    std::thread::scope(|s| {
+        for (i, env) in envs.iter().enumerate() {
+            s.spawn(move || {
+                let kc = crate::fixtures::write_kubeconfig(
+                    env,
+                    &format!("busy-fresh-{i}"),
+                    env.kubeconfig().current_context("host"),
+                );
+                let run = |args: &[&str]| crate::fixtures::kubefedctl(&kc, args).ok();
+                run(&["init"]);
+                run(&["join", "member1", "--cluster-context", "member1"]);
+                run(&["enable", "configmaps"]);
+                run(&["enable", "namespaces"]);
+                run(&["reconcile"]);
+            });
+        }
+    });
+}

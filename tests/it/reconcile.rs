@@ -2377,6 +2377,24 @@ fn a_live_kubefed_controller_manager_is_not_run_beside() {
         json!({"metadata": {"annotations": {"control-plane.alpha.kubernetes.io/leader": stale.to_string()}}}),
     );
     f.reconcile(&[]).ok();
+    // `resourceLock: leases` (and `configmapsleases`, which writes both):
+    // the Lease client-go 0.22 keeps, renewed now.
+    let micro = |offset: i64| now(offset).replace('Z', ".000000Z");
+    post(
+        env,
+        "host",
+        &format!("/apis/coordination.k8s.io/v1/namespaces/{}/leases", f.fedns),
+        json!({"metadata": {"name": "kubefed-controller-manager"},
+               "spec": {"holderIdentity": "kubefed-lease-5f6_def", "leaseDurationSeconds": 15,
+                        "acquireTime": micro(-100), "renewTime": micro(0), "leaseTransitions": 0}}),
+    );
+    let run = f.reconcile(&[]).fails();
+    assert!(
+        run.stderr
+            .contains("KubeFed's controller-manager (kubefed-lease-5f6_def) holds its leader lock"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// Remote status collection (the FTC's statusCollection and the
