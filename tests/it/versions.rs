@@ -215,3 +215,50 @@ fn a_member_that_no_longer_serves_a_types_version_is_told_what_it_serves() {
         assert!(get(&env, member, &path("v1")).is_some(), "{member}");
     }
 }
+
+/// 1.22+ labels every Namespace `kubernetes.io/metadata.name`. An override
+/// that replaces a federated Namespace's `/metadata/labels` (KubeFed's own
+/// CRUD fixture does) must converge once: a second run writes nothing and
+/// `status --live` and a plan both call every member in sync, as KubeFed's
+/// version comparison does.
+#[test]
+fn a_namespace_whose_labels_an_override_replaces_converges_once() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "ver-nsl", &["configmaps"]);
+    let labels = json!({"team": "blue", "kubefed.io/managed": "true"});
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
+            f.group, f.ns, f.ns
+        ),
+        json!({"spec": {"overrides": [
+            {"clusterName": f.cluster("m1"), "clusterOverrides": [{"path": "/metadata/labels", "value": labels}]},
+            {"clusterName": f.cluster("m2"), "clusterOverrides": [{"path": "/metadata/labels", "value": labels}]}
+        ]}}),
+    );
+    f.reconcile(&[]).ok();
+    let member_labels =
+        get(env, "member1", &format!("/api/v1/namespaces/{}", f.ns)).unwrap()["metadata"]["labels"]
+            .clone();
+    assert_eq!(member_labels["team"], "blue", "{member_labels}");
+    if env.version().minor >= 22 {
+        assert_eq!(
+            member_labels["kubernetes.io/metadata.name"], f.ns,
+            "the server keeps its label"
+        );
+    }
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(f.member_writes(), 0, "converged once");
+    let plan = f.reconcile(&["--dry-run", "--exit-code"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    let live = f
+        .run(&["status", "namespaces", "-n", f.ns, "--live", "-o", "json"])
+        .ok();
+    let rows: Value = serde_json::from_str(&live.stdout).unwrap();
+    for c in rows[0]["clusters"].as_array().unwrap() {
+        assert_eq!(c["live"], "in-sync", "{}", live.stdout);
+    }
+}
