@@ -6,10 +6,13 @@
 //! cluster), one apiserver and controller-manager per cluster, and writes
 //! kubeconfigs for them. [`proxy::Proxy`] stands in front of any
 //! cluster to add latency, errors and outages, and to count requests.
+//! [`kubefed_binary`] finds KubeFed v0.10.0's own programs, which the
+//! script builds too, for tests that compare this tool with KubeFed.
 
 pub mod env;
 pub mod http;
 pub mod kubeconfig;
+pub mod kubefed;
 pub mod pki;
 pub mod process;
 pub mod proxy;
@@ -17,5 +20,6 @@ pub mod version;
 
 pub use env::{Cluster, SHARED_CLUSTERS, TestEnv, binaries_dir};
 pub use kubeconfig::KubeconfigBuilder;
+pub use kubefed::{KUBEFED_VERSION, kubefed_binary, kubefed_missing, kubefed_source};
 pub use proxy::{Faults, Mode, Proxy, RequestRecord};
 pub use version::Version;

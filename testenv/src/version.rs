@@ -65,13 +65,7 @@ impl Version {
         {
             return PathBuf::from(dir);
         }
-        let cache = std::env::var_os("KUBEFEDCTL_TESTENV_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-                PathBuf::from(home).join(".cache/kubefedctl/testenv")
-            });
-        cache.join(self.tag).join("bin")
+        cache_root().join(self.tag).join("bin")
     }
 
     /// The API server's insecure port flag was removed in 1.24 (and the
@@ -79,6 +73,17 @@ impl Version {
     pub fn has_insecure_ports(self) -> bool {
         self.minor < 24
     }
+}
+
+/// Where `hack/testenv.sh` caches what it builds:
+/// `${KUBEFEDCTL_TESTENV_CACHE:-~/.cache/kubefedctl/testenv}`.
+pub fn cache_root() -> PathBuf {
+    std::env::var_os("KUBEFEDCTL_TESTENV_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            PathBuf::from(home).join(".cache/kubefedctl/testenv")
+        })
 }
 
 impl std::fmt::Display for Version {
