@@ -28,8 +28,52 @@ pub fn core_crds() -> Vec<CustomResourceDefinition> {
         core::KubeFedCluster::crd(),
         core::FederatedTypeConfig::crd(),
         core::KubeFedConfig::crd(),
-        core::PropagatedVersion::crd(),
-        core::ClusterPropagatedVersion::crd(),
+        spec_optional(core::PropagatedVersion::crd()),
+        spec_optional(core::ClusterPropagatedVersion::crd()),
         scheduling::ReplicaSchedulingPreference::crd(),
     ]
+}
+
+/// A CRD whose objects may come without `spec`. KubeFed's PropagatedVersion
+/// and ClusterPropagatedVersion have no spec at all (only a status), so its
+/// controller-manager creates them without one; the derive would require
+/// the (empty) spec our types carry, and the API server would refuse every
+/// version record KubeFed's controller writes on a host `init` set up. The
+/// empty `spec` property stays: our reconciler writes `spec: {}`, which a
+/// host initialised by an older kubefedctl requires.
+fn spec_optional(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    for v in &mut crd.spec.versions {
+        if let Some(root) = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            && let Some(required) = root.required.as_mut()
+        {
+            required.retain(|r| r != "spec");
+            if required.is_empty() {
+                root.required = None;
+            }
+        }
+    }
+    crd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// KubeFed's controller-manager creates version records without a spec.
+    #[test]
+    fn propagated_versions_need_no_spec() {
+        for crd in core_crds() {
+            let root = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+            let required = &root["openAPIV3Schema"]["required"];
+            let name = crd.metadata.name.unwrap_or_default();
+            if name.contains("propagatedversions") {
+                assert!(required.is_null(), "{name}: {required}");
+            } else if name.starts_with("kubefedclusters") {
+                assert_eq!(required, &serde_json::json!(["spec"]), "{name}");
+            }
+        }
+    }
 }
