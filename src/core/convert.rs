@@ -172,13 +172,9 @@ fn scrub(kind: &str, template: &mut Map<String, Value>) {
         }
         _ => {}
     }
-    // An empty spec (a Namespace without finalizers) says nothing.
-    if template
-        .get("spec")
-        .is_some_and(|s| s.as_object().is_some_and(Map::is_empty))
-    {
-        template.remove("spec");
-    }
+    // A Namespace's spec is left empty (`spec: {}`), not removed: KubeFed
+    // writes it so, and the same template hashes to the same
+    // `templateVersion` whichever tool federated it.
 }
 
 /// The warning for an object `federate` skips because a federated object
@@ -393,7 +389,7 @@ mod tests {
             json!({"name": "demo", "namespace": "demo"}),
             "FederatedNamespace lives in itself"
         );
-        assert_eq!(obj["spec"]["template"], json!({}));
+        assert_eq!(obj["spec"]["template"], json!({"spec": {}}));
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot", "namespace": "d"},
                         "secrets": [{"name": "bot-token-x"}], "automountServiceAccountToken": false});
         let (obj, _) = federated_object(&sa, &fed("ServiceAccount", true), &Placement::AllClusters);
