@@ -17,6 +17,7 @@ mod environment;
 mod events;
 mod federate;
 mod in_cluster;
+mod kubefed_ref;
 mod membership;
 mod parity;
 mod reconcile;
