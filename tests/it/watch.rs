@@ -257,7 +257,12 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
             "{text}"
         );
     }
-    assert!(text.contains("joined_cluster_total 2"), "{text}");
+    assert!(text.contains("joinedcluster_total 2"), "{text}");
+    assert!(
+        text.contains("reconcile_federated_resources_duration_seconds_count ")
+            && !text.contains("reconcile_federated_resources_duration_seconds_count 0\n"),
+        "rounds are observed under KubeFed's name: {text}"
+    );
     assert!(
         samples(&text)["controller_runtime_reconcile_total{controller=\"sync\",result=\"success\"}"]
             > 0.0,

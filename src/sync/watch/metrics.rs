@@ -147,6 +147,10 @@ pub struct Metrics {
     pub health_check_time: UpstreamHistogram,
     /// Each round (`controller_runtime_reconcile_time_seconds{controller="sync"}`).
     pub round_time: ReconcileTimeHistogram,
+    /// Each round again, with KubeFed's own bounds: its
+    /// `reconcile_federated_resources_duration_seconds` and
+    /// `controller_runtime_reconcile_duration_seconds{controller="sync"}`.
+    pub round_time_upstream: UpstreamHistogram,
 }
 
 /// One watch's health.
@@ -282,7 +286,7 @@ impl Metrics {
         }
         gauge(
             out,
-            "joined_cluster_total",
+            "joinedcluster_total",
             "Number of total joined clusters.",
             states.len() as u64,
         );
@@ -325,6 +329,27 @@ impl Metrics {
                 "Time taken for the cluster health periodic function.",
                 "",
             );
+        let rounds = self.round_time_upstream.0.lock().expect("metrics lock");
+        rounds.render(
+            out,
+            "reconcile_federated_resources_duration_seconds",
+            "Time taken to reconcile federated resources in the target clusters.",
+            "",
+        );
+        rounds.render(
+            out,
+            "controller_runtime_reconcile_duration_seconds",
+            "Time taken by various parts of Kubefed controllers reconciliation loops.",
+            "controller=\"sync\"",
+        );
+        // KubeFed's summary, without quantiles (a summary may carry none):
+        // its sum and count are the rounds'.
+        let name = "controller_runtime_reconcile_quantile_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Quantiles of time taken by various parts of Kubefed controllers reconciliation loops.\n# TYPE {name} summary\n{name}_sum{{controller=\"sync\"}} {}\n{name}_count{{controller=\"sync\"}} {}",
+            rounds.sum, rounds.count
+        );
     }
 
     /// Rounds, failures, the queue and leadership.
@@ -614,6 +639,18 @@ mod tests {
         has("cluster_health_status_duration_seconds_bucket{le=\"2.5\"} 1\n");
         has("cluster_health_status_duration_seconds_sum 2\n");
         has("cluster_health_status_duration_seconds_count 1\n");
+        m.round_time_upstream
+            .0
+            .lock()
+            .unwrap()
+            .observe(Duration::from_millis(300));
+        let text = m.render();
+        let has = |line: &str| assert!(text.contains(line), "{line} missing from:\n{text}");
+        has("reconcile_federated_resources_duration_seconds_bucket{le=\"0.1\"} 0\n");
+        has("reconcile_federated_resources_duration_seconds_bucket{le=\"0.5\"} 1\n");
+        has("controller_runtime_reconcile_duration_seconds_count{controller=\"sync\"} 1\n");
+        has("# TYPE controller_runtime_reconcile_quantile_seconds summary\n");
+        has("controller_runtime_reconcile_quantile_seconds_count{controller=\"sync\"} 1\n");
     }
 
     #[test]

@@ -963,6 +963,12 @@ impl Controller<'_> {
                 .lock()
                 .expect("metrics lock")
                 .observe(took);
+            metrics
+                .round_time_upstream
+                .0
+                .lock()
+                .expect("metrics lock")
+                .observe(took);
             RoundDone {
                 full,
                 taken,
