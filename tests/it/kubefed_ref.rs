@@ -158,23 +158,13 @@ impl Side {
     }
 
     fn request(&self, cluster: &str, method: &str, path: &str, body: Option<Value>) -> Value {
-        let r = self
-            .env
-            .request(
-                cluster,
-                method,
-                path,
-                body.map(|b| b.to_string()).as_deref(),
-            )
-            .unwrap();
+        let (status, answer) = crate::fixtures::request(&self.env, cluster, method, path, body);
         assert!(
-            r.status < 300 || r.status == 404 || r.status == 409,
-            "{} {method} {path} in {cluster}: {} {}",
+            status < 300 || status == 404 || status == 409,
+            "{} {method} {path} in {cluster}: {status} {answer}",
             self.who,
-            r.status,
-            r.body
         );
-        serde_json::from_str(&r.body).unwrap_or(Value::Null)
+        answer
     }
 
     /// Every object of the lists that the commands under test write to,
