@@ -31,7 +31,10 @@ pub enum VersionError {
 /// `templateVersion`: hex MD5 of Go's JSON encoding of `spec.template`
 /// plus a newline. No template hashes as `{}` (it renders as one): KubeFed
 /// writes `""` there, which Kubernetes 1.20 refuses in a required string
-/// field (it reads it as null); the only cost of differing is one update.
+/// field (it reads it as null). We trust KubeFed's `""` as this hash
+/// ([`recorded_version`]), so taking over from KubeFed rewrites nothing;
+/// KubeFed, taking over from us, updates such an object's member copies
+/// once (docs/kubefed-differences.md).
 pub fn template_version(fed: &Value) -> Result<String, VersionError> {
     match fed.get("spec").and_then(|s| s.get("template")) {
         None | Some(Value::Null) => Ok(md5_hex("{}\n")),
@@ -227,9 +230,18 @@ pub fn merged_status(
     })
 }
 
+/// Whether `status` was recorded for these hashes. KubeFed records `""`
+/// as the template version of an object without a template (upstream
+/// `GetTemplateHash`), where we record the hash of `{}`: both render the
+/// same member object, so a version KubeFed recorded there is trusted,
+/// and taking a federation over from KubeFed rewrites no member object
+/// (tests/it/handover.rs).
 fn hashes_match(status: &Value, template_version: &str, overrides_version: &str) -> bool {
     let get = |k: &str| status.get(k).and_then(Value::as_str).unwrap_or("");
-    get("templateVersion") == template_version && get("overridesVersion") == overrides_version
+    let template = get("templateVersion");
+    let same_template = template == template_version
+        || (template.is_empty() && template_version == md5_hex("{}\n"));
+    same_template && get("overridesVersion") == overrides_version
 }
 
 fn md5_hex(text: &str) -> String {
@@ -394,6 +406,30 @@ mod tests {
         assert_eq!(template_version(&json!({"spec": {}})).unwrap(), empty);
         assert_eq!(template_version(&json!({})).unwrap(), empty);
         assert!(template_version(&json!({"spec": {"template": [1]}})).is_err());
+    }
+
+    /// A federated object without a template: KubeFed records `""`, we the
+    /// hash of `{}`; either way the member versions are trusted (no
+    /// rewrite after a hand-over), but not for an object with a template.
+    #[test]
+    fn kubefeds_empty_template_version_is_trusted_for_no_template() {
+        let status = json!({"templateVersion": "", "overridesVersion": "o",
+            "clusterVersions": [{"clusterName": "m1", "version": "rv:7"}]});
+        let none = template_version(&json!({"spec": {}})).unwrap();
+        assert_eq!(
+            recorded_version(Some(&status), &none, "o", "m1").as_deref(),
+            Some("rv:7")
+        );
+        let merged = merged_status(
+            Some(&status),
+            &none,
+            "o",
+            &["m1".to_string()].into(),
+            &BTreeMap::new(),
+        );
+        assert_eq!(merged["clusterVersions"][0]["version"], "rv:7");
+        let some = template_version(&json!({"spec": {"template": {"data": {}}}})).unwrap();
+        assert_eq!(recorded_version(Some(&status), &some, "o", "m1"), None);
     }
 
     #[test]
