@@ -18,6 +18,7 @@ mod events;
 mod federate;
 mod handover;
 mod in_cluster;
+mod kubefed_e2e;
 mod kubefed_ref;
 mod membership;
 mod parity;
