@@ -132,7 +132,10 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
             );
         }
     }
-    check_conflicts(host, g).await?;
+    let moved_from = check_conflicts(host, g).await?;
+    let old_ftc = moved_from
+        .as_deref()
+        .map(|name| host.object(resource_of::<FederatedTypeConfig>(), true, name));
 
     if dry_run {
         println!(
@@ -151,6 +154,12 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
                 true
             )
         );
+        if let Some(old) = &old_ftc {
+            println!(
+                "{} would be deleted (host): the type moves to {ftc_name}",
+                old.short()
+            );
+        }
         return Ok(());
     }
     let mut journal = Journal::default();
@@ -162,6 +171,15 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
         }
         let (outcome, _) = ensure(&ftc, &ftc_body, &OnExisting::Update, &mut journal).await?;
         println!("{}", outcome_line(&ftc, outcome, false));
+        // The federated CRD and its objects stay; only the target moves.
+        if let Some(old) = &old_ftc
+            && old.delete().await?
+        {
+            println!(
+                "{} deleted (host): the type moved to {ftc_name}",
+                old.short()
+            );
+        }
         anyhow::Ok(())
     }
     .await;
@@ -174,14 +192,19 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
     Ok(())
 }
 
-/// Another FTC must not federate an equivalent API, nor own this CRD name.
-async fn check_conflicts(host: &Host, g: &Generated) -> Result<()> {
+/// Another FTC must not federate an equivalent API, nor own this CRD name;
+/// except that an FTC of an equivalent API with the same federated CRD is
+/// the type this one moves (Ingress `extensions/v1beta1`, removed in 1.22,
+/// to `networking.k8s.io/v1`): its name, to delete once this one is
+/// written. The federated objects are the CRD's and stay as they are.
+async fn check_conflicts(host: &Host, g: &Generated) -> Result<Option<String>> {
     let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let ftcs = api
         .list(&ListParams::default())
         .await
         .map_err(crate::apply::api_error)?;
     let name = g.target.qualified_name();
+    let mut moved_from = None;
     for other in ftcs.items {
         let other_name = other.metadata.name.clone().unwrap_or_default();
         if other_name == name {
@@ -192,25 +215,29 @@ async fn check_conflicts(host: &Host, g: &Generated) -> Result<()> {
             Some(group) if !group.is_empty() => format!("{group}/{}", t.version),
             _ => t.version.clone(),
         };
+        let f = &other.spec.federated_type;
+        let same_crd = format!("{}.{}", f.plural_name, f.group.clone().unwrap_or_default())
+            == g.names.crd_name();
         if t.plural_name == g.target.plural
             && lookup::equivalent(&t.plural_name, &g.target.api_version(), &other_gv)
         {
+            if same_crd {
+                moved_from = Some(other_name);
+                continue;
+            }
             bail!(
                 "cannot enable {name:?}: the equivalent type {other_name:?} ({other_gv}) is already federated by FederatedTypeConfig {}/{other_name}",
                 host.namespace
             );
         }
-        let f = &other.spec.federated_type;
-        if format!("{}.{}", f.plural_name, f.group.clone().unwrap_or_default())
-            == g.names.crd_name()
-        {
+        if same_crd {
             bail!(
                 "cannot enable {name:?}: FederatedTypeConfig {other_name:?} already uses the federated CRD {:?}; if these are distinct types sharing a kind, pass --federated-group",
                 g.names.crd_name()
             );
         }
     }
-    Ok(())
+    Ok(moved_from)
 }
 
 /// A new or changed CRD is usable once its objects can be listed.

@@ -508,14 +508,20 @@ pub fn not_served_message(
         "{cluster}: does not serve {target}, the target of FederatedTypeConfig {ftc}; it serves {plural} in {}",
         elsewhere.join(", ")
     );
-    let same_group = elsewhere.iter().find_map(|av| match av.rsplit_once('/') {
-        Some((g, v)) if g == group => Some(v),
-        None if group.is_empty() => Some(av.as_str()),
-        _ => None,
+    // `enable --version` moves a type within its group, and to an
+    // equivalent API of another group (the same resource served there).
+    let target_gv = match group {
+        "" => version.to_string(),
+        g => format!("{g}/{version}"),
+    };
+    let movable = elsewhere.iter().find_map(|av| {
+        let (g, v) = av.rsplit_once('/').unwrap_or(("", av.as_str()));
+        (g == group || super::lookup::equivalent(plural, &target_gv, av)).then_some((g, v))
     });
-    if let Some(v) = same_group {
+    if let Some((g, v)) = movable {
         out.push_str(&format!(
-            " (kubefedctl enable {ftc} --version {v} moves the type)"
+            " (kubefedctl enable {} --version {v} moves the type)",
+            qualified(g)
         ));
     }
     out
@@ -746,7 +752,12 @@ mod tests {
                 "v1beta1",
                 &["networking.k8s.io/v1".into()]
             ),
-            "m2: does not serve ingresses.extensions/v1beta1, the target of FederatedTypeConfig ingresses.extensions; it serves ingresses in networking.k8s.io/v1"
+            "m2: does not serve ingresses.extensions/v1beta1, the target of FederatedTypeConfig ingresses.extensions; it serves ingresses in networking.k8s.io/v1 (kubefedctl enable ingresses.networking.k8s.io --version v1 moves the type)"
+        );
+        assert_eq!(
+            not_served_message("m2", "widgets", "a.example", "v1", &["b.example/v1".into()]),
+            "m2: does not serve widgets.a.example/v1, the target of FederatedTypeConfig widgets.a.example; it serves widgets in b.example/v1",
+            "another group's resource of the same name is no move"
         );
         assert_eq!(
             not_served_message("m2", "cronjobs", "batch", "v1beta1", &["batch/v1".into()]),

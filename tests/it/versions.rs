@@ -132,9 +132,11 @@ fn a_federation_of_the_current_release_and_1_20_converges() {
 }
 
 /// A FederatedTypeConfig made when its version was current (Ingress
-/// `networking.k8s.io/v1beta1`, removed in 1.22): a 1.37 member is named
-/// with the version it serves instead and the command that moves the type,
-/// in reconcile and status; after the move, every member gets the object.
+/// `extensions/v1beta1`, as KubeFed before v0.10 enabled it, removed in
+/// 1.22): a 1.37 member is named with the version it serves instead and
+/// the command that moves the type, in reconcile and status; the move keeps
+/// the federated objects, and every member then holds the Ingress (the 1.20
+/// member its existing copy, unwritten).
 #[test]
 fn a_member_that_no_longer_serves_a_types_version_is_told_what_it_serves() {
     let env = TestEnv::private_mixed(&[
@@ -146,9 +148,7 @@ fn a_member_that_no_longer_serves_a_types_version_is_told_what_it_serves() {
     let f = Federation::new(&env, "ver-old", &[]);
     f.run(&[
         "enable",
-        "ingresses.networking.k8s.io",
-        "--version",
-        "v1beta1",
+        "ingresses.extensions",
         "--federated-group",
         f.group,
     ])
@@ -167,30 +167,18 @@ fn a_member_that_no_longer_serves_a_types_version_is_told_what_it_serves() {
     let m1 = f.cluster("m1");
     assert!(
         run.stderr.contains(&format!(
-            "{m1}: does not serve ingresses.networking.k8s.io/v1beta1, the target of FederatedTypeConfig ingresses.networking.k8s.io; it serves ingresses in networking.k8s.io/v1 (kubefedctl enable ingresses.networking.k8s.io --version v1 moves the type)"
+            "{m1}: does not serve ingresses.extensions/v1beta1, the target of FederatedTypeConfig ingresses.extensions; it serves ingresses in networking.k8s.io/v1 (kubefedctl enable ingresses.networking.k8s.io --version v1 moves the type)"
         )),
         "{}",
         run.stderr
     );
-    let path = |v: &str| {
-        format!(
-            "/apis/networking.k8s.io/{v}/namespaces/{}/ingresses/site",
-            f.ns
-        )
-    };
+    let path = |g: &str| format!("/apis/{g}/namespaces/{}/ingresses/site", f.ns);
     assert!(
-        get(&env, "member2", &path("v1beta1")).is_some(),
+        get(&env, "member2", &path("extensions/v1beta1")).is_some(),
         "the 1.20 member holds it"
     );
     let status = f
-        .run(&[
-            "status",
-            "ingresses.networking.k8s.io",
-            "-n",
-            f.ns,
-            "-o",
-            "json",
-        ])
+        .run(&["status", "ingresses.extensions", "-n", f.ns, "-o", "json"])
         .ok();
     assert!(
         status
@@ -200,20 +188,38 @@ fn a_member_that_no_longer_serves_a_types_version_is_told_what_it_serves() {
         status.stdout
     );
 
-    // The move the message names: every member converges.
-    f.run(&[
-        "enable",
-        "ingresses.networking.k8s.io",
-        "--version",
-        "v1",
-        "--federated-group",
-        f.group,
-    ])
-    .ok();
+    // The move the message names: the old FederatedTypeConfig goes, the
+    // federated object stays, every member converges.
+    let moved = f
+        .run(&[
+            "enable",
+            "ingresses.networking.k8s.io",
+            "--version",
+            "v1",
+            "--federated-group",
+            f.group,
+        ])
+        .ok();
+    assert!(
+        moved.stdout.contains(
+            "federatedtypeconfig.core.kubefed.io/ingresses.extensions deleted (host): the type moved to ingresses.networking.k8s.io"
+        ),
+        "{}",
+        moved.stdout
+    );
+    assert!(
+        f.fed(&env, "federatedingresses", "site").is_some(),
+        "the federated object stays"
+    );
+    f.reset();
     f.reconcile(&[]).ok();
     for member in ["member1", "member2"] {
-        assert!(get(&env, member, &path("v1")).is_some(), "{member}");
+        assert!(
+            get(&env, member, &path("networking.k8s.io/v1")).is_some(),
+            "{member}"
+        );
     }
+    assert_eq!(f.m2.writes(), 0, "the 1.20 member's copy was already right");
 }
 
 /// 1.22+ labels every Namespace `kubernetes.io/metadata.name`. An override
