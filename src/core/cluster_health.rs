@@ -21,6 +21,21 @@ pub enum Health {
 /// How a probe's message begins when the member answered 401.
 pub const CREDENTIALS_REFUSED: &str = "the member refused its credentials";
 
+/// The label `LegacyServiceAccountTokenCleanUp` (GA in 1.30) puts on a
+/// token Secret listed in its ServiceAccount's `.secrets` after a year
+/// unused; the API server refuses its token from then on, and deletes the
+/// Secret a year later. Members joined years ago by KubeFed's kubefedctl
+/// hold such Secrets.
+pub const LEGACY_TOKEN_INVALID_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
+
+/// What `status` says of a member whose join token Secret carries
+/// [`LEGACY_TOKEN_INVALID_LABEL`], and what to run.
+pub fn legacy_token_invalid(cluster: &str, secret: &str, since: &str) -> String {
+    format!(
+        "its token Secret {secret} in {cluster} is labelled {LEGACY_TOKEN_INVALID_LABEL}={since}: Kubernetes invalidated the token after a year unused (LegacyServiceAccountTokenCleanUp); run kubefedctl join {cluster} --error-on-existing=false for a new one"
+    )
+}
+
 impl Health {
     pub fn is_ready(&self) -> bool {
         matches!(self, Health::Ready { .. })

@@ -405,3 +405,61 @@ fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
         dry.stdout
     );
 }
+
+/// A member whose join token Kubernetes invalidated
+/// (`LegacyServiceAccountTokenCleanUp`, 1.30+: the token Secret labelled
+/// `kubernetes.io/legacy-token-invalid-since`, its token refused) is named
+/// with the label's date and the command that gives it a new token, read
+/// through the kubeconfig's own context for the member.
+#[test]
+fn a_member_whose_token_kubernetes_invalidated_is_named_with_the_fix() {
+    let env = TestEnv::shared();
+    let kc = write_kubeconfig(env, "status-lt", env.kubeconfig().current_context("host"));
+    let fed = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--kubefed-namespace", "status-lt"]);
+        kubefedctl(&kc, &all)
+    };
+    fed(&["init"]).ok();
+    fed(&["join", "member1"]).ok();
+    crate::fixtures::patch(
+        env,
+        "member1",
+        "/api/v1/namespaces/status-lt/secrets/member1-host",
+        json!({"metadata": {"labels": {"kubernetes.io/legacy-token-invalid-since": "2025-11-30"}}}),
+    );
+    let out = fed(&[
+        "status",
+        "clusters",
+        "--probe",
+        "--probe-timeout",
+        "5s",
+        "-o",
+        "json",
+    ]);
+    let doc: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}{}", out.stdout, out.stderr));
+    let row = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "member1")
+        .cloned()
+        .unwrap();
+    let message = row["message"].as_str().unwrap_or("");
+    if env.version().minor >= 30 {
+        assert_eq!(row["ready"], "False", "{row}");
+        assert!(
+            message.contains("the member refused its credentials")
+                && message.contains(
+                    "token Secret status-lt/member1-host in member1 is labelled kubernetes.io/legacy-token-invalid-since=2025-11-30"
+                )
+                && message.contains("run kubefedctl join member1 --error-on-existing=false"),
+            "{row}"
+        );
+    } else {
+        // Before the clean-up, the label is only a label.
+        assert_eq!(row["ready"], "True", "{row}");
+        assert!(!message.contains("legacy-token-invalid-since"), "{row}");
+    }
+}

@@ -4,10 +4,16 @@
 use super::StatusOptions;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::api_error;
+use crate::client::ClientFactory;
+use crate::core::cluster_health::{
+    CREDENTIALS_REFUSED, LEGACY_TOKEN_INVALID_LABEL, legacy_token_invalid,
+};
 use crate::core::decide::not_served_message;
+use crate::core::membership::JoinNames;
 use crate::host::Host;
 use crate::members::{self, Health};
 use anyhow::{Result, bail};
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::Value;
@@ -75,7 +81,11 @@ pub struct ClusterPropagation {
     pub ready: Option<String>,
 }
 
-pub(super) async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<ClusterRow>> {
+pub(super) async fn cluster_rows(
+    host: &Host,
+    factory: &ClientFactory,
+    o: &StatusOptions,
+) -> Result<Vec<ClusterRow>> {
     let list = members::load(host, o.probe_timeout, &[]).await?;
     let health: Vec<Option<Health>> = if o.probe {
         members::probe_all(&list, o.probe_timeout)
@@ -88,7 +98,7 @@ pub(super) async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<C
             .map(|m| members::recorded_health(&m.cluster))
             .collect()
     };
-    Ok(list
+    let mut rows = list
         .iter()
         .zip(health)
         .map(|(m, h)| {
@@ -121,7 +131,69 @@ pub(super) async fn cluster_rows(host: &Host, o: &StatusOptions) -> Result<Vec<C
                 created: created(&m.cluster.metadata),
             }
         })
-        .collect())
+        .collect::<Vec<_>>();
+    for row in rows
+        .iter_mut()
+        .filter(|r| r.message.starts_with(CREDENTIALS_REFUSED))
+    {
+        if let Some(note) = legacy_token_note(host, factory, &row.name, o.probe_timeout).await {
+            row.message = format!("{}; {note}", row.message);
+        }
+    }
+    Ok(rows)
+}
+
+/// A member that refuses its credentials may hold a join token Secret that
+/// Kubernetes invalidated ([`LEGACY_TOKEN_INVALID_LABEL`]). The refused
+/// token cannot read it; a kubeconfig context named after the member (as
+/// join names members by default) can, and is asked, at most twice: the
+/// join ServiceAccount, then its token Secrets (the one join writes, and
+/// those listed in `.secrets`, as KubeFed's older joins used). Any failure
+/// on the way means no note.
+async fn legacy_token_note(
+    host: &Host,
+    factory: &ClientFactory,
+    cluster: &str,
+    timeout: Duration,
+) -> Option<String> {
+    if !factory
+        .kubeconfig()
+        .context_names()
+        .iter()
+        .any(|c| c == cluster)
+    {
+        return None;
+    }
+    let client = factory.client(cluster).await.ok()?;
+    let names = JoinNames::new(cluster, &host.context, &host.namespace);
+    let ns = host.namespace.as_str();
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let secrets: Api<Secret> = Api::namespaced(client, ns);
+    let sa = tokio::time::timeout(timeout, sas.get_opt(&names.service_account))
+        .await
+        .ok()?
+        .ok()??;
+    let mut candidates = vec![names.service_account.clone()];
+    candidates.extend(sa.secrets.into_iter().flatten().filter_map(|r| r.name));
+    for name in candidates {
+        let Ok(Ok(Some(secret))) = tokio::time::timeout(timeout, secrets.get_opt(&name)).await
+        else {
+            continue;
+        };
+        if let Some(since) = secret
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(LEGACY_TOKEN_INVALID_LABEL))
+        {
+            return Some(legacy_token_invalid(
+                cluster,
+                &format!("{ns}/{name}"),
+                since,
+            ));
+        }
+    }
+    None
 }
 
 /// `probe`: ask each member whether it serves each type (`status types --probe`).

@@ -129,7 +129,7 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
     let what = What::of(o.what.as_deref());
     let unhealthy = match what {
         What::Overview | What::Clusters | What::Types => {
-            let sections = Sections::read(&host, o, what).await?;
+            let sections = Sections::read(&host, &factory, o, what).await?;
             sections.print(&host, o.output, style).await?;
             sections.unhealthy()
         }
@@ -158,14 +158,19 @@ struct Sections<'a> {
 
 impl<'a> Sections<'a> {
     /// Reads only the sections WHAT shows: clusters, then types.
-    async fn read(host: &Host, o: &StatusOptions, what: What<'a>) -> Result<Sections<'a>> {
+    async fn read(
+        host: &Host,
+        factory: &ClientFactory,
+        o: &StatusOptions,
+        what: What<'a>,
+    ) -> Result<Sections<'a>> {
         let mut sections = Sections {
             what,
             clusters: Vec::new(),
             types: Vec::new(),
         };
         if sections.show_clusters() {
-            sections.clusters = cluster_rows(host, o).await?;
+            sections.clusters = cluster_rows(host, factory, o).await?;
         }
         if sections.show_types() {
             sections.types = type_rows(host, o, what == What::Types && o.probe).await?;
