@@ -17,10 +17,7 @@ use tokio::task::JoinSet;
 /// form those same two answers give, then one request per group version
 /// (1.20), as client-go's discovery client does.
 pub async fn served_resources(client: &Client, all_versions: bool) -> Result<Vec<ServedResource>> {
-    let (core, groups) = tokio::try_join!(
-        discovery_root(client, "/api"),
-        discovery_root(client, "/apis")
-    )?;
+    let (core, groups) = tokio::try_join!(fetch_root(client, "/api"), fetch_root(client, "/apis"))?;
     let mut out = Vec::new();
     let mut versions = Vec::new();
     for root in [core, groups] {
@@ -87,7 +84,7 @@ pub async fn served_resources(client: &Client, all_versions: bool) -> Result<Vec
 
 /// `/api` or `/apis`, asking for the aggregated form first and accepting
 /// the legacy one (what a server without it answers).
-async fn discovery_root(client: &Client, path: &str) -> Result<Value> {
+async fn fetch_root(client: &Client, path: &str) -> Result<Value> {
     let req = http::Request::get(path)
         .header(
             "Accept",
