@@ -312,18 +312,30 @@ fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::
 }
 
 async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    // Registered first: a standby stopped while it still waits for the host
+    // (a pod deleted during an outage) ends cleanly, not by the signal.
+    let mut stop = crate::signals::Signals::new()?;
     let (factory, host) = global.connect_host().await?;
-    if o.leader_elect {
-        // A standby outlives host outages, from its start on.
-        let retry = crate::core::lease::LeaseTimings::default().retry_period;
-        host.wait_initialised(retry).await?;
-    } else {
-        host.require_initialised().await?;
-    }
-    lock::refuse_beside_kubefed(&host, o.force).await?;
-    // Read once at start, as upstream's controller-manager reads it: the
-    // lock's timings and the number of requests in flight per member.
-    let settings = host.settings().await?;
+    let start = async {
+        if o.leader_elect {
+            // A standby outlives host outages, from its start on.
+            let retry = crate::core::lease::LeaseTimings::default().retry_period;
+            host.wait_initialised(retry).await?;
+        } else {
+            host.require_initialised().await?;
+        }
+        lock::refuse_beside_kubefed(&host, o.force).await?;
+        // Read once at start, as upstream's controller-manager reads it: the
+        // lock's timings and the number of requests in flight per member.
+        host.settings().await
+    };
+    let settings = tokio::select! {
+        settings = start => settings?,
+        _ = stop.next() => {
+            tracing::info!("stopped while starting");
+            return Ok(());
+        }
+    };
     let mut run = live_options(o, None);
     run.concurrency = o
         .concurrency
@@ -345,7 +357,7 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         metrics_bind_address: o.metrics_bind_address,
         verbosity: global.verbosity,
     };
-    watch::run(&host, &options).await
+    watch::run(&host, &options, stop).await
 }
 
 fn run_render(o: &ReconcileOptions, clusters: &[crate::core::placement::Cluster]) -> Result<()> {

@@ -208,6 +208,22 @@ fn a_standby_started_during_a_host_outage_never_writes_beside_the_leader() {
             &format!("127.0.0.1:{port_b}"),
         ],
     );
+    // A third instance, stopped while it still waits for the host (a pod
+    // deleted during the outage), ends cleanly rather than by the signal.
+    let log_c = env.dir().join("watch-fault-b3.log");
+    let mut c = spawn_watch(&f.kc, &f, &log_c, &["--leader-elect"]);
+    wait_until("the third instance waits for the host", || {
+        log(&log_c).contains("waiting for it (--leader-elect)")
+    });
+    sigterm(&c);
+    let status = c.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_c));
+    assert!(
+        log(&log_c).contains("stopped while starting"),
+        "{}",
+        log(&log_c)
+    );
+
     std::thread::sleep(Duration::from_secs(20));
     assert!(alive(&mut a), "{}", log(&log_a));
     assert!(
@@ -218,17 +234,18 @@ fn a_standby_started_during_a_host_outage_never_writes_beside_the_leader() {
     env.start_apiserver("host").unwrap();
     let back = Instant::now();
 
-    // One of them leads afterwards; the other stands by.
-    // An instance still waiting for the host serves no metrics yet: not a
-    // leader.
-    let leader_of = |port: u16| {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            && metrics(port).get("kubefedctl_leader").copied() == Some(1.0)
+    // One of them leads afterwards; the other stands by. An instance still
+    // waiting for the host serves no metrics yet: both must be up.
+    let leader_says = |port: u16| {
+        std::net::TcpStream::connect(("127.0.0.1", port))
+            .ok()
+            .and_then(|_| metrics(port).get("kubefedctl_leader").copied())
     };
-    wait_until("exactly one leader", || {
+    wait_until("exactly one leader, the other standing by", || {
         let h = holder(&env, f.fedns);
-        (h.contains(&format!("pid {}", a.id())) && leader_of(port_a) && !leader_of(port_b))
-            || (h.contains(&format!("pid {}", b.id())) && leader_of(port_b) && !leader_of(port_a))
+        let (la, lb) = (leader_says(port_a), leader_says(port_b));
+        (h.contains(&format!("pid {}", a.id())) && la == Some(1.0) && lb == Some(0.0))
+            || (h.contains(&format!("pid {}", b.id())) && lb == Some(1.0) && la == Some(0.0))
     });
     let a_leads = holder(&env, f.fedns).contains(&format!("pid {}", a.id()));
     create_cm(&env, &f, "two", "2");

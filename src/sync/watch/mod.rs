@@ -77,13 +77,12 @@ pub struct WatchOptions {
 /// Runs until SIGTERM or Ctrl-C (then `Ok`), or until another instance
 /// takes the lock over (then an error naming it; with `--leader-elect` this
 /// instance stands by again instead).
-pub async fn run(host: &Host, o: &WatchOptions) -> Result<()> {
+pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()> {
     limit_malloc_arenas();
     let metrics = Arc::new(Metrics::default());
     if let Some(addr) = o.metrics_bind_address {
         metrics::serve(addr, metrics.clone()).await?;
     }
-    let mut stop = Signals::new()?;
     let shared = Shared {
         host: Arc::new(host.clone()),
         run: Arc::new(o.run.clone()),
