@@ -110,10 +110,13 @@ impl ClientFactory {
 }
 
 /// kube's client for `config`, which retries only what a server asks to
-/// be retried (`crate::server_retry`) and shows what it warns about as
-/// coming from `cluster` (`crate::api_warnings`).
+/// be retried (`crate::server_retry`), shows what it warns about as
+/// coming from `cluster` (`crate::api_warnings`) and counts every attempt
+/// (`crate::request_metrics`).
 pub fn build(config: kube::Config, cluster: &str) -> Result<kube::Client> {
+    let counted = crate::request_metrics::RequestMetricsLayer::new(&config.cluster_url);
     Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&counted)
         .with_layer(&crate::api_warnings::WarningLayer::new(cluster))
         .with_layer(&crate::server_retry::RetryAfterLayer)
         .build())

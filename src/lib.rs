@@ -28,6 +28,7 @@ pub mod output;
 pub mod parallel;
 pub mod poll;
 pub mod reconciler;
+pub mod request_metrics;
 pub mod server_retry;
 pub mod signals;
 pub mod sync;

@@ -40,6 +40,9 @@ pub struct Member {
     /// What the credentials were built from (the KubeFedCluster's spec and
     /// its Secret's resourceVersion): a change means new clients.
     pub fingerprint: String,
+    /// How long building its clients took, its Secret read included (the
+    /// watch's `cluster_client_connection_duration_seconds`).
+    pub connected_in: std::time::Duration,
 }
 
 /// Whether a member stopped answering (the watch's; see `Member::stalled`).
@@ -126,9 +129,11 @@ pub async fn load_with(
             .and_then(|before| before.iter().find(|m| m.name == name))
             .map(|m| m.requests.clone())
             .unwrap_or_default();
+        let started = std::time::Instant::now();
         let built = client_for(&c, &secrets, timeout, &requests, watch.is_some())
             .await
             .map_err(|e| crate::error::one_line(&e));
+        let connected_in = started.elapsed();
         let (client, watch_client, secret_version) = match built {
             Ok(b) => (Ok(b.client), b.watch_client, b.secret_version),
             Err(e) => (Err(e), None, String::new()),
@@ -153,6 +158,7 @@ pub async fn load_with(
             requests,
             stalled,
             fingerprint,
+            connected_in,
         });
     }
     Ok(out)
@@ -231,6 +237,7 @@ async fn client_for(
     config.default_retry = false;
     let counted = |config: kube::Config| -> Result<kube::Client> {
         let counter = CountRequests(requests.clone());
+        let by_code = crate::request_metrics::RequestMetricsLayer::new(&config.cluster_url);
         let context = || format!("building a client for cluster {name}");
         Ok(match checks {
             TlsChecks::Relaxed {
@@ -238,12 +245,14 @@ async fn client_for(
                 validity_period,
             } => crate::tls::relaxed_client_builder(&config, subject_name, validity_period)
                 .with_context(context)?
+                .with_layer(&by_code)
                 .with_layer(&counter)
                 .with_layer(&WarningLayer::new(name))
                 .with_layer(&RetryAfterLayer)
                 .build(),
             TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
                 .with_context(context)?
+                .with_layer(&by_code)
                 .with_layer(&counter)
                 .with_layer(&WarningLayer::new(name))
                 .with_layer(&RetryAfterLayer)

@@ -34,14 +34,10 @@ use std::time::{Duration, Instant};
 pub trait Progress: Sync {
     fn requests(&self, total: u64);
     fn request_done(&self);
-}
-
-/// Progress nobody watches (the watch's rounds).
-pub struct Silent;
-
-impl Progress for Silent {
-    fn requests(&self, _: u64) {}
-    fn request_done(&self) {}
+    /// A member object was created, updated or deleted, its request taking
+    /// `took` (retries included): the watch's
+    /// `dispatch_operation_duration_seconds`.
+    fn member_write(&self, _effect: &crate::core::record::Effect, _took: Duration) {}
 }
 
 /// What to reconcile and how.

@@ -256,7 +256,14 @@ impl<'a> Pipeline<'a> {
                 stalled,
             }) => {
                 let _lane = lane.acquire().await.expect("open");
-                apply_one(client, t, &w, self.limits, stalled.as_deref()).await
+                let started = Instant::now();
+                let result = apply_one(client, t, &w, self.limits, stalled.as_deref()).await;
+                // A poll for a removal is no write.
+                let polled = matches!(w.decision.action, Action::AwaitRemoval);
+                if let (Ok(done), false) = (&result, polled) {
+                    self.progress.member_write(&done.effect, started.elapsed());
+                }
+                result
             }
             _ => Err((
                 ClusterStatus::ClientRetrievalFailed,

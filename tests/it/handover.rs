@@ -18,7 +18,7 @@
 use crate::fixtures::{
     Federation, Run, get, namespace, own_host_kubeconfig, patch, post, wait_until,
 };
-use crate::watch::{log, sigterm, spawn_watch};
+use crate::watch::{free_port, http_get, log, sigterm, spawn_watch};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -62,6 +62,8 @@ struct KubeFed {
     /// Its own host proxy: its host requests, apart from ours.
     host: Proxy,
     stopped_at: Option<Instant>,
+    /// Where it serves `/metrics`.
+    metrics_port: u16,
 }
 
 impl KubeFed {
@@ -75,11 +77,13 @@ impl KubeFed {
         };
         let (host, kc) = own_host_kubeconfig(env, &format!("{}-kubefed", f.fedns));
         let log = env.dir().join(format!("{}-kubefed-{run}.log", f.fedns));
+        let metrics_port = free_port();
         let child = Command::new(bin)
             .arg(format!("--kubeconfig={}", kc.display()))
             .arg(format!("--kubefed-namespace={}", f.fedns))
             // Not the defaults (:8080, :9090): several may run at once.
-            .args(["--healthz-addr=127.0.0.1:0", "--metrics-addr=127.0.0.1:0"])
+            .arg("--healthz-addr=127.0.0.1:0")
+            .arg(format!("--metrics-addr=127.0.0.1:{metrics_port}"))
             .arg("-v=4")
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())
@@ -92,6 +96,7 @@ impl KubeFed {
             log,
             host,
             stopped_at: None,
+            metrics_port,
         })
     }
 
@@ -423,6 +428,7 @@ fn kubefeds_own_leader_lock_keeps_us_out_until_it_expires() {
         })
     });
     std::thread::sleep(Duration::from_secs(2));
+    let theirs = metric_families(&http_get(kubefed.metrics_port, "/metrics").1);
     f.reset();
 
     let run = reconcile_all(&f).fails();
@@ -451,13 +457,93 @@ fn kubefeds_own_leader_lock_keeps_us_out_until_it_expires() {
     assert!(run.stderr.contains(&holder), "{}", run.stderr);
     kubefed.wait_lock_expired(env, &f);
     reconcile_all(&f).ok();
+    // Ours serves every series KubeFed's served, so that its dashboards
+    // keep working: one object for the watch to propagate, so that its
+    // per-write series have samples as KubeFed's had.
+    f.create_configmaps(env, "scraped", 1);
     let path = env.dir().join("ho-lock-watch.log");
-    let mut watch = spawn_watch(&f.kc, &f, &path, &[]);
+    let port = free_port();
+    let mut watch = spawn_watch(
+        &f.kc,
+        &f,
+        &path,
+        &["--metrics-bind-address", &format!("127.0.0.1:{port}")],
+    );
     wait_until("the watch to take the run lock", || {
         !crate::fixtures::holder(env, f.fedns).is_empty()
     });
+    wait_until("the watch to propagate", || {
+        crate::fixtures::cm(env, "member2", f.ns, "scraped-00").is_some()
+    });
+    let ours = metric_families(&http_get(port, "/metrics").1);
+    assert_eq!(
+        series_differences(&theirs, &ours),
+        Vec::<String>::new(),
+        "KubeFed's /metrics:\n{theirs:#?}"
+    );
     sigterm(&watch);
     assert_eq!(watch.wait().unwrap().code(), Some(0), "{}", log(&path));
+}
+
+/// One metric family of a Prometheus text exposition: its type, the label
+/// names of each of its series (`le` and `quantile` aside) and its
+/// histogram bounds.
+#[derive(Debug, Default, PartialEq)]
+struct Family {
+    kind: String,
+    label_names: BTreeSet<Vec<String>>,
+    bounds: BTreeSet<String>,
+}
+
+fn metric_families(text: &str) -> BTreeMap<String, Family> {
+    let mut out: BTreeMap<String, Family> = BTreeMap::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            current = name.to_string();
+            out.entry(current.clone()).or_default().kind = kind.to_string();
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() || !line.starts_with(&current) {
+            continue;
+        }
+        let family = out.get_mut(&current).unwrap();
+        let (_, labels) = line.split_once('{').unwrap_or((line, "}"));
+        let labels = labels.split_once('}').unwrap().0;
+        let mut names = Vec::new();
+        // Label values hold no `",` here (names, codes, hosts, methods).
+        for pair in labels.split("\",").filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap();
+            match name {
+                "le" => {
+                    family.bounds.insert(value.trim_matches('"').to_string());
+                }
+                "quantile" => {}
+                n => names.push(n.to_string()),
+            }
+        }
+        names.sort();
+        family.label_names.insert(names);
+    }
+    out
+}
+
+/// Where `ours` does not serve a family of `theirs` as they do (Go's
+/// runtime series aside: the watch is no Go program), one line each.
+fn series_differences(
+    theirs: &BTreeMap<String, Family>,
+    ours: &BTreeMap<String, Family>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, t) in theirs.iter().filter(|(n, _)| !n.starts_with("go_")) {
+        match ours.get(name) {
+            None => out.push(format!("{name}: not served")),
+            Some(o) if o != t => out.push(format!("{name}: {o:?}, KubeFed's {t:?}")),
+            Some(_) => {}
+        }
+    }
+    out
 }
 
 /// The federated types of the hand-over federations (namespaces come with

@@ -69,6 +69,11 @@ impl Histogram {
     /// Its exposition as `name` (with `labels`, e.g. `controller="sync"`).
     fn render(&self, out: &mut String, name: &str, help: &str, labels: &str) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        self.render_samples(out, name, labels);
+    }
+
+    /// Its samples alone, one series of a family with several.
+    fn render_samples(&self, out: &mut String, name: &str, labels: &str) {
         let sep = if labels.is_empty() { "" } else { "," };
         for (bound, count) in self.bounds.iter().zip(&self.counts) {
             let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {count}");
@@ -151,6 +156,34 @@ pub struct Metrics {
     /// `reconcile_federated_resources_duration_seconds` and
     /// `controller_runtime_reconcile_duration_seconds{controller="sync"}`.
     pub round_time_upstream: UpstreamHistogram,
+    /// Each member write by KubeFed's action name (`create`, `update`,
+    /// `delete`): its `dispatch_operation_duration_seconds`.
+    pub dispatch_time: Mutex<BTreeMap<&'static str, Histogram>>,
+    /// Each member client built (its Secret read included): KubeFed's
+    /// `cluster_client_connection_duration_seconds`.
+    pub client_connection_time: UpstreamHistogram,
+    /// Rounds allowed at once (`controller_runtime_max_concurrent_reconciles`).
+    pub max_rounds: AtomicU64,
+}
+
+impl Metrics {
+    /// A member write done, as KubeFed's dispatcher names it; an unlabelled
+    /// (orphaned) object is not one of its three actions.
+    pub fn member_write(&self, effect: &crate::core::record::Effect, took: Duration) {
+        use crate::core::record::Effect;
+        let action = match effect {
+            Effect::Created => "create",
+            Effect::Updated => "update",
+            Effect::Deleted { .. } => "delete",
+            Effect::Unlabelled => return,
+        };
+        self.dispatch_time
+            .lock()
+            .expect("metrics lock")
+            .entry(action)
+            .or_insert_with(|| Histogram::with_bounds(&UPSTREAM_BUCKETS))
+            .observe(took);
+    }
 }
 
 /// One watch's health.
@@ -284,9 +317,13 @@ impl Metrics {
                 );
             }
         }
+        // v0.10.0's name (the module's `pkg/metrics/metrics.go`; later
+        // commits renamed it `joinedcluster_total`). Its controller-manager
+        // always serves 0 (only its kubefedctl counts joins); the watch
+        // serves the members it reconciles.
         gauge(
             out,
-            "joinedcluster_total",
+            "joined_cluster_total",
             "Number of total joined clusters.",
             states.len() as u64,
         );
@@ -304,6 +341,12 @@ impl Metrics {
         let _ = writeln!(
             out,
             "# HELP {name} Total number of reconciliation errors per controller\n# TYPE {name} counter\n{name}{{controller=\"sync\"}} {failed}"
+        );
+        let name = "controller_runtime_max_concurrent_reconciles";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Maximum number of concurrent reconciles per controller\n# TYPE {name} gauge\n{name}{{controller=\"sync\"}} {}",
+            self.max_rounds.load(Ordering::Relaxed)
         );
         let name = "controller_runtime_active_workers";
         let _ = writeln!(
@@ -342,6 +385,56 @@ impl Metrics {
             "Time taken by various parts of Kubefed controllers reconciliation loops.",
             "controller=\"sync\"",
         );
+        drop(rounds);
+        self.client_connection_time
+            .0
+            .lock()
+            .expect("metrics lock")
+            .render(
+                out,
+                "cluster_client_connection_duration_seconds",
+                "Time taken for the cluster client connection function.",
+                "",
+            );
+        let name = "dispatch_operation_duration_seconds";
+        let dispatch = self.dispatch_time.lock().expect("metrics lock");
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time taken to run dispatch operation.\n# TYPE {name} histogram"
+        );
+        for (action, h) in dispatch.iter() {
+            h.render_samples(out, name, &format!("action=\"{action}\""));
+        }
+        drop(dispatch);
+        // Served empty, as by KubeFed's controller-manager: only a joining
+        // or unjoining kubefedctl process observes them.
+        for (name, help) in [
+            (
+                "join_cluster_duration_seconds",
+                "Time taken to join a cluster.",
+            ),
+            (
+                "unjoin_cluster_duration_seconds",
+                "Time taken to unjoin a cluster.",
+            ),
+        ] {
+            Histogram::with_bounds(&UPSTREAM_BUCKETS).render(out, name, help, "");
+        }
+        let name = "rest_client_requests_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Number of HTTP requests, partitioned by status code, method, and host.\n# TYPE {name} counter"
+        );
+        for ((code, host, method), n) in crate::request_metrics::counts() {
+            let _ = writeln!(
+                out,
+                "{name}{{code=\"{}\",host=\"{}\",method=\"{}\"}} {n}",
+                escape(&code),
+                escape(&host),
+                escape(&method)
+            );
+        }
+        let rounds = self.round_time_upstream.0.lock().expect("metrics lock");
         // KubeFed's summary, without quantiles (a summary may carry none):
         // its sum and count are the rounds'.
         let name = "controller_runtime_reconcile_quantile_seconds";
@@ -402,13 +495,58 @@ impl Metrics {
                 rt.metrics().num_alive_tasks() as u64,
             );
         }
-        if let Some(rss) = resident_memory_bytes() {
-            gauge(
-                out,
-                "process_resident_memory_bytes",
-                "Resident memory size in bytes.",
-                rss,
-            );
+        // The Go client's process collector, by its names and help texts.
+        if let Some(p) = super::process::read() {
+            let series: [(&str, &str, &str, f64); 7] = [
+                (
+                    "process_cpu_seconds_total",
+                    "counter",
+                    "Total user and system CPU time spent in seconds.",
+                    p.cpu_seconds,
+                ),
+                (
+                    "process_max_fds",
+                    "gauge",
+                    "Maximum number of open file descriptors.",
+                    p.max_fds as f64,
+                ),
+                (
+                    "process_open_fds",
+                    "gauge",
+                    "Number of open file descriptors.",
+                    p.open_fds as f64,
+                ),
+                (
+                    "process_resident_memory_bytes",
+                    "gauge",
+                    "Resident memory size in bytes.",
+                    p.resident_memory_bytes as f64,
+                ),
+                (
+                    "process_start_time_seconds",
+                    "gauge",
+                    "Start time of the process since unix epoch in seconds.",
+                    p.start_time_seconds,
+                ),
+                (
+                    "process_virtual_memory_bytes",
+                    "gauge",
+                    "Virtual memory size in bytes.",
+                    p.virtual_memory_bytes as f64,
+                ),
+                (
+                    "process_virtual_memory_max_bytes",
+                    "gauge",
+                    "Maximum amount of virtual memory available in bytes.",
+                    p.virtual_memory_max_bytes as f64,
+                ),
+            ];
+            for (name, kind, help, value) in series {
+                let _ = writeln!(
+                    out,
+                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+                );
+            }
         }
     }
 
@@ -475,15 +613,6 @@ impl Metrics {
             "",
         );
     }
-}
-
-/// This process's resident set, from `/proc/self/statm` (Linux).
-pub fn resident_memory_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Some(pages * u64::try_from(page).ok().filter(|p| *p > 0).unwrap_or(4096))
 }
 
 fn escape(label: &str) -> String {

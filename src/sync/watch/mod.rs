@@ -18,6 +18,7 @@
 
 pub mod cache;
 pub mod metrics;
+pub mod process;
 pub mod sources;
 
 use crate::apply::{api_resource, dynamic_api, resource_of};
@@ -80,6 +81,9 @@ pub struct WatchOptions {
 pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()> {
     limit_malloc_arenas();
     let metrics = Arc::new(Metrics::default());
+    metrics
+        .max_rounds
+        .store(ROUNDS_IN_FLIGHT as u64, Ordering::Relaxed);
     if let Some(addr) = o.metrics_bind_address {
         metrics::serve(addr, metrics.clone()).await?;
     }
@@ -165,6 +169,17 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
                 return Err(e);
             }
         }
+    }
+}
+
+/// What a round tells the metrics as it goes: each member write's time.
+struct RoundProgress<'a>(&'a Metrics);
+
+impl live::Progress for RoundProgress<'_> {
+    fn requests(&self, _: u64) {}
+    fn request_done(&self) {}
+    fn member_write(&self, effect: &crate::core::record::Effect, took: Duration) {
+        self.0.member_write(effect, took);
     }
 }
 
@@ -661,6 +676,17 @@ impl Controller<'_> {
             .map(|(m, h)| (m.name.clone(), h.is_ready()))
             .collect();
         self.members = members::load_with(self.host, timeout, &[], Some(&self.members)).await?;
+        {
+            let mut h = self
+                .metrics
+                .client_connection_time
+                .0
+                .lock()
+                .expect("metrics lock");
+            for m in &self.members {
+                h.observe(m.connected_in);
+            }
+        }
         self.generation += 1;
         self.health = members::probe_all(&self.members, self.probe_timeout()).await;
         let probed = self.health.clone();
@@ -942,7 +968,8 @@ impl Controller<'_> {
             let timeout = shared.run.selection.timeout;
             let result = async {
                 observe::finish_from_cache(&shared.host, &mut seen, timeout, full).await?;
-                live::round(&shared.host, &mut seen, &shared.run, passes, &live::Silent).await
+                let progress = RoundProgress(&metrics);
+                live::round(&shared.host, &mut seen, &shared.run, passes, &progress).await
             }
             .await
             .map(|outcome| {
