@@ -99,6 +99,8 @@ fn expected_steps() -> Vec<String> {
     }
     want.extend(
         [
+            "enable: written host CustomResourceDefinition /federatedetcdclusters.types.kubefed.io",
+            "enable: written host FederatedTypeConfig kube-federation-system/etcdclusters.etcd.database.coreos.com",
             "federate: written host FederatedConfigMap shop/settings",
             "federate: written host FederatedDeployment shop/web",
             "federate: written host FederatedNamespace shop/shop",
@@ -106,6 +108,8 @@ fn expected_steps() -> Vec<String> {
             "federate: written host FederatedService shop/web",
             "federate: written host FederatedServiceAccount shop/default",
             "federate: written host FederatedServiceAccount shop/robot",
+            "orphan: written host FederatedConfigMap shop/settings",
+            "unorphan: written host FederatedConfigMap shop/settings",
             "disable: removed host FederatedTypeConfig kube-federation-system/ingresses.networking.k8s.io",
             "disable: removed host CustomResourceDefinition /federatedjobs.types.kubefed.io",
             "disable: removed host FederatedTypeConfig kube-federation-system/jobs.batch",
@@ -521,9 +525,36 @@ fn kubefeds_kubefedctl_and_ours_write_the_same_objects() {
     }
 
     for s in [&kubefed, &ours] {
+        etcd_crd(s);
+    }
+    record(
+        "enable",
+        step("enable", &kubefed, &ours, &["enable", ETCD], &mut state),
+    );
+
+    for s in [&kubefed, &ours] {
         shop(s);
     }
     state = (kubefed.snapshot(), ours.snapshot());
+    let printed = ["federate", "namespaces", "shop", "--contents", "-o", "yaml"];
+    let (theirs, mine) = (
+        printed_objects(&kubefed, &printed),
+        printed_objects(&ours, &printed),
+    );
+    assert!(
+        theirs.len() >= 7,
+        "KubeFed's federate -o yaml printed {} objects",
+        theirs.len()
+    );
+    record(
+        "federate -o yaml",
+        (differences("federate -o yaml", &theirs, &mine), Vec::new()),
+    );
+    assert_eq!(
+        (kubefed.snapshot(), ours.snapshot()),
+        state,
+        "federate -o yaml writes nothing"
+    );
     record(
         "federate",
         step(
@@ -534,6 +565,26 @@ fn kubefeds_kubefedctl_and_ours_write_the_same_objects() {
             &mut state,
         ),
     );
+
+    for (name, verb) in [("orphan", "enable"), ("unorphan", "disable")] {
+        record(
+            name,
+            step(
+                name,
+                &kubefed,
+                &ours,
+                &[
+                    "orphaning-deletion",
+                    verb,
+                    "FederatedConfigMap",
+                    "settings",
+                    "-n",
+                    "shop",
+                ],
+                &mut state,
+            ),
+        );
+    }
 
     for (t, extra) in [
         ("ingresses.networking.k8s.io", None),
@@ -592,6 +643,79 @@ fn shop(s: &Side) {
     crate::fixtures::wait_until("the service account controller's default account", || {
         crate::fixtures::get(&s.env, "host", &format!("{ns}/serviceaccounts/default")).is_some()
     });
+}
+
+/// The CRD both sides enable: a target with a rich schema (defaults,
+/// formats, an int-or-string, a list-type set, a map, a CEL rule, and an
+/// int32 `spec.replicas`, which earns the Federated type `retainReplicas`).
+const ETCD: &str = "etcdclusters.etcd.database.coreos.com";
+
+fn etcd_crd(s: &Side) {
+    s.request(
+        "host",
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": ETCD},
+            "spec": {
+                "group": "etcd.database.coreos.com",
+                "scope": "Namespaced",
+                "names": {"plural": "etcdclusters", "singular": "etcdcluster", "kind": "EtcdCluster", "listKind": "EtcdClusterList", "shortNames": ["etcd"]},
+                "versions": [{
+                    "name": "v1beta2", "served": true, "storage": true,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["version"],
+                                "x-kubernetes-validations": [{"rule": "self.replicas <= 7", "message": "at most 7 members"}],
+                                "properties": {
+                                    "replicas": {"type": "integer", "format": "int32", "minimum": 1, "default": 3},
+                                    "version": {"type": "string", "pattern": "^3\\.[0-9]+\\.[0-9]+$"},
+                                    "storage": {"type": "object", "nullable": true, "properties": {"size": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}}},
+                                    "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                                    "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+                                }
+                            },
+                            "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
+                        }
+                    }}
+                }]
+            }
+        })),
+    );
+    crate::fixtures::wait_until("the etcd CRD to be served", || {
+        crate::fixtures::request(
+            &s.env,
+            "host",
+            "GET",
+            "/apis/etcd.database.coreos.com/v1beta2",
+            None,
+        )
+        .0 == 200
+    });
+}
+
+/// What `args` (an `-o yaml` command) printed, by `Kind ns/name`,
+/// normalized as the snapshots are.
+fn printed_objects(s: &Side, args: &[&str]) -> BTreeMap<String, Value> {
+    let out = s.ok(args).stdout;
+    crate::fixtures::yaml_docs(&out)
+        .into_iter()
+        .map(|d| {
+            let key = format!(
+                "{} {}/{}",
+                d["kind"].as_str().unwrap_or(""),
+                d["metadata"]["namespace"].as_str().unwrap_or(""),
+                d["metadata"]["name"].as_str().unwrap_or("")
+            );
+            (key, normalize(&d))
+        })
+        .collect()
 }
 
 /// KubeFed's `disable` waits for its controller-manager to say that the
