@@ -136,6 +136,18 @@ mod tests {
         assert_eq!(cli.global.host_cluster_context.as_deref(), Some("h"));
         assert_eq!(cli.global.kubefed_namespace, "fed");
         assert_eq!(cli.global.verbosity, 4);
+        // kubectl's `--context` names the same flag.
+        let c = Cli::try_parse_from(["kubefedctl", "status", "--context", "k"]).unwrap();
+        assert_eq!(c.global.host_cluster_context.as_deref(), Some("k"));
+        let both = Cli::try_parse_from([
+            "kubefedctl",
+            "status",
+            "--context",
+            "k",
+            "--host-cluster-context",
+            "h",
+        ]);
+        assert!(both.is_err(), "one flag given twice is refused");
         let d = Cli::try_parse_from(["kubefedctl", "version"]).unwrap();
         assert_eq!(
             d.global.kubefed_namespace,

@@ -21,8 +21,9 @@ pub struct GlobalOptions {
     #[arg(long, global = true, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
     pub kubeconfig: Option<PathBuf>,
 
-    /// Context of the host cluster in the kubeconfig (default: the current context)
-    #[arg(long, global = true, value_name = "CONTEXT",
+    /// Context of the host cluster in the kubeconfig (default: the current
+    /// context); `--context`, kubectl's name, is the same flag
+    #[arg(long, global = true, value_name = "CONTEXT", visible_alias = "context",
           add = ArgValueCompleter::new(crate::completion::complete_context))]
     pub host_cluster_context: Option<String>,
 
