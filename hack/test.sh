@@ -22,6 +22,7 @@ KUBEFEDCTL_TESTENV_VERSION=v1.37.2 cargo test --workspace
 # The compatibility set: filters of the integration tests (a test runs when
 # its path contains one of them).
 compat=(
+  environment::crd_and_custom_resource_in_member1_are_served_and_pruned
   membership::init_creates_the_api
   membership::cluster_scoped_join_writes_every_object
   membership::namespace_scoped_join
