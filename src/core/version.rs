@@ -29,15 +29,15 @@ pub enum VersionError {
 }
 
 /// `templateVersion`: hex MD5 of Go's JSON encoding of `spec.template`
-/// plus a newline. No template hashes as `{}` (it renders as one): KubeFed
-/// writes `""` there, which Kubernetes 1.20 refuses in a required string
-/// field (it reads it as null). We trust KubeFed's `""` as this hash
-/// ([`recorded_version`]), so taking over from KubeFed rewrites nothing;
-/// KubeFed, taking over from us, updates such an object's member copies
-/// once (docs/kubefed-differences.md).
+/// plus a newline; `""` for an object without a template, as KubeFed
+/// records it (upstream `pkg/controller/sync/version/...`'s
+/// `GetTemplateHash` hashes only a template that is there). Earlier builds
+/// of this tool recorded the hash of `{}` there instead; both are read as
+/// the same ([`recorded_version`]), so no record they left makes a member
+/// write.
 pub fn template_version(fed: &Value) -> Result<String, VersionError> {
     match fed.get("spec").and_then(|s| s.get("template")) {
-        None | Some(Value::Null) => Ok(md5_hex("{}\n")),
+        None | Some(Value::Null) => Ok(String::new()),
         Some(t @ Value::Object(_)) => Ok(md5_hex(&go_json_line(t))),
         Some(_) => Err(VersionError::TemplateNotObject {
             object: describe_federated(fed),
@@ -238,9 +238,12 @@ pub fn merged_status(
 /// (tests/it/handover.rs).
 fn hashes_match(status: &Value, template_version: &str, overrides_version: &str) -> bool {
     let get = |k: &str| status.get(k).and_then(Value::as_str).unwrap_or("");
+    // No template (`""`) and an empty one (the hash of `{}`) render the
+    // same object: a record of either stands for the other.
+    let no_template = |v: &str| v.is_empty() || v == md5_hex("{}\n");
     let template = get("templateVersion");
-    let same_template = template == template_version
-        || (template.is_empty() && template_version == md5_hex("{}\n"));
+    let same_template =
+        template == template_version || (no_template(template) && no_template(template_version));
     same_template && get("overridesVersion") == overrides_version
 }
 
@@ -397,39 +400,43 @@ mod tests {
     }
 
     #[test]
-    fn no_template_hashes_as_an_empty_one_and_non_objects_are_errors() {
+    fn no_template_is_kubefeds_empty_version_and_non_objects_are_errors() {
         let empty = template_version(&json!({"spec": {"template": {}}})).unwrap();
         assert_eq!(
             empty, "8a80554c91d9fca8acb82f023de02f11",
             "md5 of \"{{}}\\n\""
         );
-        assert_eq!(template_version(&json!({"spec": {}})).unwrap(), empty);
-        assert_eq!(template_version(&json!({})).unwrap(), empty);
+        assert_eq!(template_version(&json!({"spec": {}})).unwrap(), "");
+        assert_eq!(template_version(&json!({})).unwrap(), "");
         assert!(template_version(&json!({"spec": {"template": [1]}})).is_err());
     }
 
-    /// A federated object without a template: KubeFed records `""`, we the
-    /// hash of `{}`; either way the member versions are trusted (no
-    /// rewrite after a hand-over), but not for an object with a template.
+    /// A federated object without a template: KubeFed records `""`, as we
+    /// do now; records of the hash of `{}` (ours before) are trusted as
+    /// well (no rewrite after an upgrade), but not for an object with a
+    /// template.
     #[test]
-    fn kubefeds_empty_template_version_is_trusted_for_no_template() {
-        let status = json!({"templateVersion": "", "overridesVersion": "o",
-            "clusterVersions": [{"clusterName": "m1", "version": "rv:7"}]});
+    fn empty_and_no_template_records_are_trusted_for_no_template() {
         let none = template_version(&json!({"spec": {}})).unwrap();
-        assert_eq!(
-            recorded_version(Some(&status), &none, "o", "m1").as_deref(),
-            Some("rv:7")
-        );
-        let merged = merged_status(
-            Some(&status),
-            &none,
-            "o",
-            &["m1".to_string()].into(),
-            &BTreeMap::new(),
-        );
-        assert_eq!(merged["clusterVersions"][0]["version"], "rv:7");
         let some = template_version(&json!({"spec": {"template": {"data": {}}}})).unwrap();
-        assert_eq!(recorded_version(Some(&status), &some, "o", "m1"), None);
+        for recorded in ["", "8a80554c91d9fca8acb82f023de02f11"] {
+            let status = json!({"templateVersion": recorded, "overridesVersion": "o",
+                "clusterVersions": [{"clusterName": "m1", "version": "rv:7"}]});
+            assert_eq!(
+                recorded_version(Some(&status), &none, "o", "m1").as_deref(),
+                Some("rv:7"),
+                "{recorded:?}"
+            );
+            let merged = merged_status(
+                Some(&status),
+                &none,
+                "o",
+                &["m1".to_string()].into(),
+                &BTreeMap::new(),
+            );
+            assert_eq!(merged["clusterVersions"][0]["version"], "rv:7");
+            assert_eq!(recorded_version(Some(&status), &some, "o", "m1"), None);
+        }
     }
 
     #[test]
