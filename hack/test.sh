@@ -50,5 +50,6 @@ compat=(
   dns::service_records_follow_load_balancers_and_fail_over
   events::a_run_records_creates_and_updates_and_a_no_op_run_records_nothing
   busy_servers::
+  handover::
 )
 KUBEFEDCTL_TESTENV_VERSION=v1.20.2 cargo test --test it -- "${compat[@]}"
