@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Lists imports that point up the layers of docs/architecture.md
 (core < api < shell < sync < cmd < entry), commands importing each
-other, and rules of the core written again in the engines or commands
-(DECISIONS). Test modules may reach up. Prints nothing and exits 0 when
-clean."""
+other, rules of the core written again in the engines or commands
+(DECISIONS), and import circles between the modules of src/ or of
+testenv/src/ (two modules that import each other, directly or through
+others, are one concept split in two or one in the wrong place). Test
+modules may reach up. Prints nothing and exits 0 when clean."""
 import glob, os, re, sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
@@ -66,6 +68,92 @@ for path in glob.glob(os.path.join(ROOT, "**", "*.rs"), recursive=True):
                 if body.splitlines()[line - 1].lstrip().startswith("//"):
                     continue
                 problems.append(f"{rel}:{line}: {why} ({m.group(0)})")
+
+
+def module_files(root):
+    """Module path (tuple) -> file, `mod.rs`/`lib.rs`/`main.rs` naming their folder."""
+    files = {}
+    for path in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True):
+        parts = os.path.relpath(path, root)[:-3].split("/")
+        if parts[-1] in ("mod", "lib", "main"):
+            parts = parts[:-1]
+        files[tuple(parts)] = path
+    return files
+
+
+def imports(files, module, path):
+    """The modules `module` uses through `crate::`, `super::` or `self::`
+    paths (braced lists too), outside its tests and comments."""
+    text = open(path).read()
+    cut = text.find("#[cfg(test)]")
+    body = text if cut < 0 else text[:cut]
+    body = "\n".join(l for l in body.splitlines() if not l.lstrip().startswith("//"))
+    # `super` is the parent module and `self` the module itself, whether
+    # it is `a/b.rs` or `a/b/mod.rs`.
+    bases = {"crate": [], "super": list(module[:-1]), "self": list(module)}
+    found = set()
+
+    def add(segments):
+        for n in range(len(segments), 0, -1):
+            target = tuple(segments[:n])
+            if target in files:
+                # A module's own parents are not imports of it.
+                if target != module and module[: len(target)] != target:
+                    found.add(target)
+                return
+
+    for m in re.finditer(r"\b(crate|super|self)((?:::[a-z_][a-z0-9_]*)*)(?:::\{([^}]*)\})?", body):
+        base = bases[m.group(1)] + m.group(2).split("::")[1:]
+        if m.group(3) is None:
+            add(base)
+        else:
+            for item in m.group(3).split(","):
+                item = item.strip().split("::")
+                if item[0] and item[0] != "self":
+                    add(base + item)
+                elif item[0] == "self":
+                    add(base)
+    return found
+
+
+def circles(root):
+    """Strongly connected groups of more than one module (Tarjan)."""
+    files = module_files(root)
+    graph = {m: imports(files, m, p) for m, p in files.items()}
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted("::".join(g) for g in group))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+for root, name in ((ROOT, "src"), (os.path.join(ROOT, "..", "testenv", "src"), "testenv/src")):
+    for group in circles(root):
+        problems.append(f"{name}: import circle between {', '.join(group)}")
+
 for p in sorted(set(problems)):
     print(p)
 sys.exit(1 if problems else 0)

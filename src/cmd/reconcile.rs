@@ -299,9 +299,9 @@ fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::
             timeout: o.timeout,
             probe_timeout: o.probe_timeout,
             shard: o.shard,
-            proposal,
             settings: None,
         },
+        proposal,
         dry_run: o.dry_run,
         validate: o.validate,
         concurrency: o.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
@@ -484,7 +484,7 @@ impl crate::sync::ready::WaitProgress for ReadyBar<'_> {
 /// The engine's progress as a bar on the terminal.
 struct Bar<'a>(&'a indicatif::ProgressBar);
 
-impl live::Progress for Bar<'_> {
+impl crate::sync::progress::Progress for Bar<'_> {
     fn requests(&self, total: u64) {
         self.0.set_length(total);
     }

@@ -23,7 +23,7 @@ use super::plan::{
 use super::shard::{self, Shard};
 use super::version::{member_version, propagated_version_name};
 
-pub use super::describe::{ObjectKey, describe, describe_key, key_of};
+use super::describe::{ObjectKey, describe_key, key_of};
 
 /// The federation as one run sees it, the same for every object.
 #[derive(Clone, Copy, Debug)]

@@ -247,9 +247,8 @@ fn propagated_versions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::decide::{
-        FederatedType, Federation, Listing, ObjectKey, decide_object, key_of,
-    };
+    use crate::core::decide::{FederatedType, Federation, Listing, decide_object};
+    use crate::core::describe::{ObjectKey, key_of};
     use crate::core::desired::TargetType;
     use crate::core::membership::Scope;
     use crate::core::plan::{SYNC_FINALIZER, SyncSettings};

@@ -4,7 +4,7 @@
 //! (`pipeline.rs`) decides when and how many at once.
 
 use crate::apply::api_error_line;
-use crate::core::decide::{ObjectKey, key_of};
+use crate::core::describe::{ObjectKey, key_of};
 use crate::core::desired::MANAGED_LABEL;
 use crate::core::plan::{self, Action, ClusterStatus, Decision, SyncSettings};
 use crate::core::record::{Done, Effect, MemberResult};

@@ -12,38 +12,28 @@
 //! The RSP pass (`rsp.rs`) runs between observe and decide, as it rewrites
 //! placement and overrides. A run with nothing to do writes nothing.
 
-use crate::core::decide::{
-    self, Federation, ObjectPlan, RunLimits, TypeDecisions, describe, describe_key,
-};
-use crate::core::describe::{FederatedRef, ObjectRef};
+use crate::core::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
+use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::plan::{self, Action, ClusterStatus};
 use crate::host::Host;
 use crate::members::{Health, Member};
 use crate::sync::execute::{Limits, Target, Work};
 use crate::sync::observe::{self, Observation, Selection};
 use crate::sync::pipeline::{self, Finished, Job, Pipeline};
+use crate::sync::progress::Progress;
 use crate::sync::record;
 use crate::sync::report::Report;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// How an engine tells its caller how far it got: how many member
-/// requests it will make, then each one done. The command decides how to
-/// show it (a bar on a terminal); engines know no terminal.
-pub trait Progress: Sync {
-    fn requests(&self, total: u64);
-    fn request_done(&self);
-    /// A member object was created, updated or deleted, its request taking
-    /// `took` (retries included): the watch's
-    /// `dispatch_operation_duration_seconds`.
-    fn member_write(&self, _effect: &crate::core::record::Effect, _took: Duration) {}
-}
-
 /// What to reconcile and how.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub selection: Selection,
+    /// `reconcile -f --dry-run`: a change whose objects take the place of
+    /// the host's in the observation.
+    pub proposal: Option<std::sync::Arc<crate::sync::files::Proposal>>,
     pub dry_run: bool,
     /// With `dry_run`: send each planned create and update to its member
     /// as a validating server-side dry run (`sync::validate`).
@@ -63,10 +53,22 @@ pub struct Options {
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
 /// failures while applying are in the report.
 pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Result<Report> {
-    let mut seen = observe::observe(host, &o.selection).await?;
+    let mut seen = observation(host, o).await?;
     let outcome = round(host, &mut seen, o, Passes::ALL, progress).await?;
     crate::parallel::drop_in_background((seen, outcome.objects));
     Ok(outcome.report)
+}
+
+/// What a one-shot run works from: the observation, with a `-f --dry-run`
+/// proposal laid over the host's objects, then the pods of its RSPs (a
+/// proposed RSP needs them as much as a stored one).
+async fn observation(host: &Host, o: &Options) -> Result<Observation> {
+    let mut seen = observe::observe(host, &o.selection).await?;
+    if let Some(p) = &o.proposal {
+        seen.host_plan = crate::sync::files::overlay(&mut seen, p, &crate::clock::now_rfc3339())?;
+    }
+    observe::read_rsp_pods(&mut seen, o.selection.timeout).await;
+    Ok(seen)
 }
 
 /// The passes of a round beyond the federated objects.
@@ -208,8 +210,8 @@ pub struct MemberVerdict {
 pub async fn member_view(
     host: &Host,
     o: &Options,
-) -> Result<BTreeMap<(String, decide::ObjectKey), Vec<MemberVerdict>>> {
-    let mut seen = observe::observe(host, &o.selection).await?;
+) -> Result<BTreeMap<(String, ObjectKey), Vec<MemberVerdict>>> {
+    let mut seen = observation(host, o).await?;
     let mut report = Report::default();
     crate::sync::rsp::schedule_replicas(host, &mut seen, true, &mut report).await?;
     let decided = decide_all(host, &seen, o);
@@ -222,7 +224,7 @@ pub async fn member_view(
                     continue;
                 };
                 if let Action::Create(obj) = &dec.action
-                    && member_object(&seen, t, &dec.cluster, decide::key_of(obj), o)
+                    && member_object(&seen, t, &dec.cluster, key_of(obj), o)
                         .await
                         .is_some()
                 {
@@ -248,7 +250,7 @@ async fn member_object(
     seen: &Observation,
     t: &observe::ObservedType,
     cluster: &str,
-    (ns, name): decide::ObjectKey,
+    (ns, name): ObjectKey,
     o: &Options,
 ) -> Option<serde_json::Value> {
     let client = seen
@@ -569,7 +571,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
         let subject = pipeline::subject(seen, &f);
         let what = subject.map(|o| describe(fed_kind, o)).unwrap_or_default();
         let object = match subject {
-            Some(o) => ObjectRef::Federated(FederatedRef::new(&t.name, decide::key_of(o))),
+            Some(o) => ObjectRef::Federated(FederatedRef::new(&t.name, key_of(o))),
             // An orphan is named by the federated object it had.
             None => {
                 let member = f.results.first().map(|(w, _)| w.key()).unwrap_or_default();

@@ -12,6 +12,7 @@ pub mod live;
 pub mod lock;
 pub mod observe;
 pub mod pipeline;
+pub mod progress;
 pub mod ready;
 pub mod record;
 pub mod render;

@@ -6,7 +6,8 @@
 use crate::api::core::{ClusterPropagatedVersion, FederatedTypeConfig, PropagatedVersion};
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
-use crate::core::decide::{FederatedType, Listing, ObjectKey, key_of};
+use crate::core::decide::{FederatedType, Listing};
+use crate::core::describe::{ObjectKey, key_of};
 use crate::core::desired::{MANAGED_LABEL, TargetType};
 use crate::core::placement::Cluster;
 use crate::core::plan::{ManagedLabel, federated_namespace_name_is_valid, managed_label};
@@ -37,9 +38,6 @@ pub struct Selection {
     pub timeout: Duration,
     /// `--probe-timeout`; `None`: the KubeFedConfig's.
     pub probe_timeout: Option<Duration>,
-    /// `reconcile -f --dry-run`: a change whose objects take the place of
-    /// the host's in the observation.
-    pub proposal: Option<std::sync::Arc<crate::sync::files::Proposal>>,
     /// The KubeFedConfig's settings when the caller already read them (to
     /// take the lock with its timings); None: the observation reads them.
     pub settings: Option<Settings>,
@@ -114,7 +112,9 @@ impl Observation {
     }
 }
 
-/// Reads the host and the members.
+/// Reads the host and the members. The pods that RSP scheduling needs are
+/// read apart ([`read_rsp_pods`]), once the caller has laid any proposal
+/// of its own over the host's objects.
 pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     // The KubeFedConfig is read once.
     let settings = match o.settings {
@@ -204,10 +204,6 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         .collect();
     seen.rsps = rsps?;
     seen.dns_installed = dns?;
-    if let Some(p) = &o.proposal {
-        seen.host_plan = crate::sync::files::overlay(&mut seen, p, &crate::clock::now_rfc3339())?;
-    }
-    read_rsp_pods(&mut seen, o.timeout).await;
     Ok(seen)
 }
 

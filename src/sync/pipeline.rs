@@ -9,7 +9,8 @@
 //! namespace: namespaces created or updated, then everything else, then
 //! namespaces being deleted somewhere.
 
-use crate::core::decide::{FinalizerStep, ObjectPlan, describe, describe_key};
+use crate::core::decide::{FinalizerStep, ObjectPlan};
+use crate::core::describe::{describe, describe_key};
 use crate::core::plan::{Action, ClusterStatus};
 use crate::core::record::{self as decide_record, Done, Effect, MemberResult};
 use crate::host::Host;
@@ -89,7 +90,7 @@ pub struct Pipeline<'a> {
     pub limits: Limits,
     /// `--wait`: until when to wait for member copies being deleted.
     pub wait_until: Option<Instant>,
-    pub progress: &'a dyn crate::sync::live::Progress,
+    pub progress: &'a dyn crate::sync::progress::Progress,
     pub now: String,
     /// Derive each object's Events (`reconcile --events`, the default).
     pub record_events: bool,
@@ -111,7 +112,7 @@ impl<'a> Pipeline<'a> {
         seen: &'a Observation,
         limits: Limits,
         wait_until: Option<Instant>,
-        progress: &'a dyn crate::sync::live::Progress,
+        progress: &'a dyn crate::sync::progress::Progress,
     ) -> Pipeline<'a> {
         let member_lanes = seen
             .members

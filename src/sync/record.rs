@@ -7,7 +7,8 @@
 use crate::api::core::{ClusterPropagatedVersion, PropagatedVersion};
 use crate::apply::{api_error, dynamic_api, resource_of};
 use crate::core::cluster_health::status_after_probe;
-use crate::core::decide::{FinalizerStep, ObjectKey, ObjectPlan, key_of};
+use crate::core::decide::{FinalizerStep, ObjectPlan};
+use crate::core::describe::{ObjectKey, key_of};
 use crate::core::plan::SYNC_FINALIZER;
 use crate::core::record::WriteBack;
 use crate::host::Host;

@@ -4,7 +4,8 @@
 //! placement and replicas overrides from what the members run now.
 
 use crate::apply::{api_error_line, dynamic_api};
-use crate::core::decide::{Listing, describe, key_of};
+use crate::core::decide::Listing;
+use crate::core::describe::{describe, key_of};
 use crate::core::placement::Cluster;
 use crate::core::plan::{ManagedLabel, managed_label};
 use crate::core::scheduling::{

@@ -350,7 +350,13 @@ impl TestEnv {
     /// A kubeconfig with one context per cluster (context = cluster = user
     /// name), admin credentials, current context `host` (or the first).
     pub fn kubeconfig(&self) -> KubeconfigBuilder {
-        KubeconfigBuilder::new(self)
+        KubeconfigBuilder::new(
+            self.ca_pem(),
+            self.clusters()
+                .iter()
+                .map(|c| (c.name.clone(), c.url(), c.admin_token.clone()))
+                .collect(),
+        )
     }
 
     /// One request as the cluster's admin, e.g. `("POST", "/api/v1/namespaces", Some(json))`.

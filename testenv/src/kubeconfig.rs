@@ -1,7 +1,6 @@
 //! Kubeconfig files for the environment: one context per cluster, any
 //! context pointed at a proxy instead of its apiserver, extra contexts.
 
-use crate::env::TestEnv;
 use anyhow::{Context, Result};
 use base64::Engine;
 use std::collections::BTreeMap;
@@ -16,30 +15,32 @@ struct Entry {
     insecure: bool,
 }
 
-/// Builds a kubeconfig for a [`TestEnv`]; `render` gives the YAML text.
+/// Builds a kubeconfig for an environment (`TestEnv::kubeconfig`);
+/// `render` gives the YAML text.
 pub struct KubeconfigBuilder {
     entries: BTreeMap<String, Entry>,
     current: Option<String>,
 }
 
 impl KubeconfigBuilder {
-    pub(crate) fn new(env: &TestEnv) -> KubeconfigBuilder {
-        let entries = env
-            .clusters()
-            .iter()
-            .map(|c| {
+    /// One context per cluster, `(name, server URL, admin token)`, each
+    /// trusting `ca_pem`; the first is current.
+    pub(crate) fn new(ca_pem: &str, clusters: Vec<(String, String, String)>) -> KubeconfigBuilder {
+        let current = clusters.first().map(|(name, _, _)| name.clone());
+        let entries = clusters
+            .into_iter()
+            .map(|(name, server, token)| {
                 (
-                    c.name.clone(),
+                    name,
                     Entry {
-                        server: c.url(),
-                        token: c.admin_token.clone(),
-                        ca_pem: Some(env.ca_pem().to_string()),
+                        server,
+                        token,
+                        ca_pem: Some(ca_pem.to_string()),
                         insecure: false,
                     },
                 )
             })
             .collect::<BTreeMap<_, _>>();
-        let current = env.clusters().first().map(|c| c.name.clone());
         KubeconfigBuilder { entries, current }
     }
 

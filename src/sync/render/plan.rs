@@ -4,8 +4,9 @@
 
 use super::*;
 use crate::core::builtin_types::{builtin_by_kind, builtin_version, plural_of};
-use crate::core::decide::{self, FederatedType, Federation, Listing, key_of};
+use crate::core::decide::{self, FederatedType, Federation, Listing};
 use crate::core::describe::describe_federated;
+use crate::core::describe::key_of;
 use crate::core::desired::TargetType;
 use crate::core::membership::Scope;
 use crate::core::overrides::validate_overrides;

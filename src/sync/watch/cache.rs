@@ -4,8 +4,9 @@
 
 use super::sources::{Change, Event, Source};
 use crate::api::core::FederatedTypeConfig;
-use crate::core::decide::{Listing, ObjectKey, federated_key, key_of};
+use crate::core::decide::{Listing, federated_key};
 use crate::core::describe::FederatedRef;
+use crate::core::describe::{ObjectKey, key_of};
 use crate::core::settings::Settings;
 use crate::members::{Health, Member};
 use crate::sync::observe::{self, Observation, ObservedType};

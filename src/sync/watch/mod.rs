@@ -175,7 +175,7 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
 /// What a round tells the metrics as it goes: each member write's time.
 struct RoundProgress<'a>(&'a Metrics);
 
-impl live::Progress for RoundProgress<'_> {
+impl crate::sync::progress::Progress for RoundProgress<'_> {
     fn requests(&self, _: u64) {}
     fn request_done(&self) {}
     fn member_write(&self, effect: &crate::core::record::Effect, took: Duration) {
