@@ -157,8 +157,10 @@ fn has_sync_finalizer(obj: &Value) -> bool {
         .is_some_and(|f| f.iter().any(|x| x == SYNC_FINALIZER))
 }
 
-/// The key a member object of this type has in the member.
-fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
+/// The key a federated object's copy has in a member: the same, without
+/// the namespace for a cluster-scoped target (a FederatedNamespace `x/x`
+/// is the Namespace `x`). The one rule; the engines ask it.
+pub fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
     if t.namespaced {
         key.clone()
     } else {

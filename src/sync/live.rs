@@ -318,11 +318,7 @@ fn placed_objects<'p>(
     t: &'p observe::ObservedType,
     p: &'p ObjectPlan,
 ) -> impl Iterator<Item = crate::sync::report::PlacedObject> + 'p {
-    let key = if t.ty.namespaced {
-        p.key.clone()
-    } else {
-        (String::new(), p.key.1.clone())
-    };
+    let key = decide::member_key(&t.ty, &p.key);
     p.decisions.iter().filter_map(move |d| {
         let written = match d.action {
             Action::Create(_) | Action::Update { .. } => true,
@@ -548,11 +544,7 @@ fn live_copy(
     cluster: &str,
     p: &ObjectPlan,
 ) -> Option<serde_json::Value> {
-    let key = if t.ty.namespaced {
-        p.key.clone()
-    } else {
-        (String::new(), p.key.1.clone())
-    };
+    let key = decide::member_key(&t.ty, &p.key);
     match t.members.get(cluster)? {
         decide::Listing::Listed(objs) => objs.get(&key).cloned(),
         _ => None,

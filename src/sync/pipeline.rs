@@ -316,11 +316,7 @@ fn remote_statuses(
     t: &crate::sync::observe::ObservedType,
     plan: &ObjectPlan,
 ) -> BTreeMap<String, Value> {
-    let key = if t.ty.namespaced {
-        plan.key.clone()
-    } else {
-        (String::new(), plan.key.1.clone())
-    };
+    let key = crate::core::decide::member_key(&t.ty, &plan.key);
     plan.decisions
         .iter()
         .filter_map(|d| match t.members.get(&d.cluster)? {
