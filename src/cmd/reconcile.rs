@@ -285,7 +285,13 @@ fn parse_bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
 const DEFAULT_CONCURRENCY: usize = 8;
 
 /// The live selection and limits, shared by one-shot runs and the watch.
-fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::Options {
+/// `configured`: the KubeFedConfig's requests in flight per member (the
+/// watch reads it; `--concurrency` wins over it).
+fn live_options(
+    o: &ReconcileOptions,
+    proposal: Option<Arc<Proposal>>,
+    configured: Option<usize>,
+) -> live::Options {
     live::Options {
         selection: Selection {
             types: o.types.clone(),
@@ -304,7 +310,7 @@ fn live_options(o: &ReconcileOptions, proposal: Option<Arc<Proposal>>) -> live::
         proposal,
         dry_run: o.dry_run,
         validate: o.validate,
-        concurrency: o.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
+        concurrency: o.concurrency.or(configured).unwrap_or(DEFAULT_CONCURRENCY),
         attempts: o.attempts,
         wait: o.wait,
         events: (o.events && !o.dry_run).then(|| Arc::new(crate::sync::events::Recorder::new())),
@@ -336,11 +342,7 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
             return Ok(());
         }
     };
-    let mut run = live_options(o, None);
-    run.concurrency = o
-        .concurrency
-        .or(settings.max_concurrent_reconciles)
-        .unwrap_or(DEFAULT_CONCURRENCY);
+    let run = live_options(o, None, settings.max_concurrent_reconciles);
     // Watches are silent while nothing changes: no read timeout for them.
     let mut config = factory.config(&host.context).await?;
     config.read_timeout = None;
@@ -510,7 +512,7 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     if !o.dry_run {
         lock::refuse_beside_kubefed(&host, o.force).await?;
     }
-    let mut opts = live_options(o, proposal.clone().filter(|_| o.dry_run));
+    let mut opts = live_options(o, proposal.clone().filter(|_| o.dry_run), None);
     let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
