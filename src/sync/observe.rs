@@ -98,6 +98,36 @@ pub struct Observation {
 }
 
 impl Observation {
+    /// An observation of the members and their health, with nothing read
+    /// of the types yet: the one-shot observe step and the watch's cache
+    /// both start from it and fill in what they read.
+    pub fn new(
+        settings: Settings,
+        members: Vec<Member>,
+        health: Vec<Health>,
+        touched: Option<BTreeSet<String>>,
+        namespace: Option<String>,
+    ) -> Observation {
+        let clusters = placement_clusters(&members, &health);
+        Observation {
+            settings,
+            members,
+            health,
+            clusters,
+            touched,
+            namespace,
+            types: Vec::new(),
+            fed_namespaces: BTreeMap::new(),
+            host_namespaces: HashMap::new(),
+            versions: HashMap::new(),
+            rsps: Vec::new(),
+            rsp_pods: BTreeMap::new(),
+            dns_installed: false,
+            host_plan: Vec::new(),
+            partial: None,
+        }
+    }
+
     pub fn touches(&self, cluster: &str) -> bool {
         crate::core::decide::touches(self.touched.as_ref(), cluster)
     }
@@ -140,26 +170,8 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     let touched = (!o.clusters.is_empty()).then(|| o.clusters.iter().cloned().collect());
     let probe_timeout = o.probe_timeout.unwrap_or(settings.health.timeout);
     let health = members::probe_all(&members, probe_timeout).await;
-    let clusters = placement_clusters(&members, &health);
-
     let namespace = settings.objects_namespace(&host.namespace, o.namespace.as_deref());
-    let mut seen = Observation {
-        settings,
-        members,
-        health,
-        clusters,
-        touched,
-        namespace,
-        types: Vec::new(),
-        fed_namespaces: BTreeMap::new(),
-        host_namespaces: HashMap::new(),
-        versions: HashMap::new(),
-        rsps: Vec::new(),
-        rsp_pods: BTreeMap::new(),
-        dns_installed: false,
-        host_plan: Vec::new(),
-        partial: None,
-    };
+    let mut seen = Observation::new(settings, members, health, touched, namespace);
     // What the decide step needs is read all at once after the types are
     // known: the federated objects of each type, every member's objects,
     // the PropagatedVersions and the host's namespaces. Each is a paged list

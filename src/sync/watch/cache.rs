@@ -489,25 +489,23 @@ impl Cache {
             Some(_) => self.versions_of(&types, &partial),
         };
         let rsps = self.rsps_in(namespace.as_deref());
-        Observation {
+        let mut seen = Observation::new(
             settings,
-            members: members.to_vec(),
-            health: health.to_vec(),
-            clusters: observe::placement_clusters(members, health),
-            touched: Some(touched),
+            members.to_vec(),
+            health.to_vec(),
+            Some(touched),
             namespace,
-            types,
-            fed_namespaces,
-            host_namespaces: self.namespaces.clone(),
-            versions,
-            rsps,
-            // What the cache does not hold is read by the round's own
-            // observe step (`observe::finish_from_cache`).
-            rsp_pods: BTreeMap::new(),
-            dns_installed: false,
-            host_plan: Vec::new(),
-            partial: keys.map(|_| partial),
-        }
+        );
+        seen.types = types;
+        seen.fed_namespaces = fed_namespaces;
+        seen.host_namespaces = self.namespaces.clone();
+        seen.versions = versions;
+        seen.rsps = rsps;
+        // What the cache does not hold (the RSPs' pods, whether the host
+        // has the DNS API) is read by the round's own observe step
+        // (`observe::finish_from_cache`).
+        seen.partial = keys.map(|_| partial);
+        seen
     }
 }
 
