@@ -11,6 +11,7 @@ use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 use std::sync::Mutex;
+use std::sync::PoisonError;
 
 /// The correlator of one process: a one-shot run's, or a watch's across
 /// its rounds (repeated Events bump `count`, as a controller's do).
@@ -60,7 +61,10 @@ impl Recorder {
     /// [`HOST_WRITES_IN_FLIGHT`] at once.
     pub async fn record(&self, host: &Host, events: Vec<Event>) -> Recorded {
         let writes: Vec<Correlated> = {
-            let mut c = self.correlator.lock().expect("events lock");
+            let mut c = self
+                .correlator
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             events
                 .iter()
                 .filter_map(|e| c.correlate(e, now_nanos()))
@@ -81,7 +85,10 @@ impl Recorder {
             .collect()
             .await;
         let mut out = Recorded::default();
-        let mut c = self.correlator.lock().expect("events lock");
+        let mut c = self
+            .correlator
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         for (key, n, answer) in answers {
             out.writes += n;
             match answer {

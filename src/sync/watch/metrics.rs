@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
+use std::sync::PoisonError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -201,7 +202,7 @@ pub const WEDGED_AFTER: Duration = Duration::from_secs(60);
 impl Metrics {
     /// A watch starts over; `down`: after a failure (not a plain 410 re-list).
     pub fn watch_restarted(&self, label: &str, down: bool) {
-        let mut w = self.watches.lock().expect("metrics lock");
+        let mut w = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
         let e = w.entry(label.to_string()).or_default();
         e.restarts += 1;
         if down && e.down_since.is_none() {
@@ -211,21 +212,29 @@ impl Metrics {
 
     /// A watch has listed: it is up.
     pub fn watch_listed(&self, label: &str) {
-        let mut w = self.watches.lock().expect("metrics lock");
+        let mut w = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
         w.entry(label.to_string()).or_default().down_since = None;
     }
 
     /// A watch was stopped on purpose (its type disabled, its member gone):
     /// not down. Its restarts keep counting if it comes back.
     pub fn watch_stopped(&self, label: &str) {
-        if let Some(e) = self.watches.lock().expect("metrics lock").get_mut(label) {
+        if let Some(e) = self
+            .watches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(label)
+        {
             e.down_since = None;
         }
     }
 
     /// The control loop turned.
     pub fn beat(&self) {
-        *self.heartbeat.lock().expect("metrics lock") = Some(Instant::now());
+        *self
+            .heartbeat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     }
 
     /// `/readyz`: `Ok` while standing by, or leading and synced with every
@@ -238,13 +247,22 @@ impl Metrics {
         if !self.synced.load(Ordering::Relaxed) {
             why.push("not synced yet".to_string());
         }
-        if let Some(since) = *self.lock_suspended_since.lock().expect("metrics lock") {
+        if let Some(since) = *self
+            .lock_suspended_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
             why.push(format!(
                 "lock: not renewed for {}s (no writes)",
                 now.saturating_duration_since(since).as_secs()
             ));
         }
-        for (label, w) in self.watches.lock().expect("metrics lock").iter() {
+        for (label, w) in self
+            .watches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
             if let Some(since) = w.down_since {
                 why.push(format!(
                     "{label} watch down since {}s",
@@ -257,7 +275,11 @@ impl Metrics {
 
     /// `/healthz`: `Err` only when the control loop is wedged.
     pub fn liveness(&self, now: Instant) -> Result<(), String> {
-        match *self.heartbeat.lock().expect("metrics lock") {
+        match *self
+            .heartbeat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
             Some(at) if now.saturating_duration_since(at) > WEDGED_AFTER => Err(format!(
                 "wedged: the control loop has not turned for {}s",
                 now.saturating_duration_since(at).as_secs()
@@ -301,7 +323,11 @@ impl Metrics {
     /// working: cluster states, joined clusters, and controller-runtime's
     /// reconcile counters for the sync controller.
     fn render_upstream(&self, out: &mut String) {
-        let states = self.cluster_states.lock().expect("metrics lock").clone();
+        let states = self
+            .cluster_states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let name = "kubefedcluster_total";
         let _ = writeln!(
             out,
@@ -356,12 +382,16 @@ impl Metrics {
         );
         // A round decides every object an event touched at once, so one
         // observation is one round (upstream: one object).
-        self.round_time.0.lock().expect("metrics lock").render(
-            out,
-            "controller_runtime_reconcile_time_seconds",
-            "Length of time per reconciliation per controller",
-            "controller=\"sync\"",
-        );
+        self.round_time
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .render(
+                out,
+                "controller_runtime_reconcile_time_seconds",
+                "Length of time per reconciliation per controller",
+                "controller=\"sync\"",
+            );
         self.health_check_time
             .0
             .lock()
@@ -372,7 +402,11 @@ impl Metrics {
                 "Time taken for the cluster health periodic function.",
                 "",
             );
-        let rounds = self.round_time_upstream.0.lock().expect("metrics lock");
+        let rounds = self
+            .round_time_upstream
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         rounds.render(
             out,
             "reconcile_federated_resources_duration_seconds",
@@ -397,7 +431,10 @@ impl Metrics {
                 "",
             );
         let name = "dispatch_operation_duration_seconds";
-        let dispatch = self.dispatch_time.lock().expect("metrics lock");
+        let dispatch = self
+            .dispatch_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let _ = writeln!(
             out,
             "# HELP {name} Time taken to run dispatch operation.\n# TYPE {name} histogram"
@@ -434,7 +471,11 @@ impl Metrics {
                 escape(&method)
             );
         }
-        let rounds = self.round_time_upstream.0.lock().expect("metrics lock");
+        let rounds = self
+            .round_time_upstream
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         // KubeFed's summary, without quantiles (a summary may carry none):
         // its sum and count are the rounds'.
         let name = "controller_runtime_reconcile_quantile_seconds";
@@ -552,7 +593,11 @@ impl Metrics {
 
     /// Watch restarts per source, and the watches down.
     fn render_watches(&self, out: &mut String) {
-        let watches = self.watches.lock().expect("metrics lock").clone();
+        let watches = self
+            .watches
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let name = "kubefedctl_watch_restarts_total";
         let _ = writeln!(
             out,
@@ -571,7 +616,11 @@ impl Metrics {
 
     /// Requests, writes and failures per member.
     fn render_members(&self, out: &mut String) {
-        let members = self.members.lock().expect("metrics lock").clone();
+        let members = self
+            .members
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         for (name, help, pick) in [
             (
                 "kubefedctl_member_requests_total",
@@ -606,12 +655,15 @@ impl Metrics {
 
     /// The propagation latency histogram.
     fn render_latency(&self, out: &mut String) {
-        self.latency.lock().expect("metrics lock").render(
-            out,
-            "kubefedctl_propagation_latency_seconds",
-            "From the first event touching a federated object to its member writes done.",
-            "",
-        );
+        self.latency
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .render(
+                out,
+                "kubefedctl_propagation_latency_seconds",
+                "From the first event touching a federated object to its member writes done.",
+                "",
+            );
     }
 }
 

@@ -38,6 +38,7 @@ use sources::{Event, Source, Sources, Spec};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -148,7 +149,10 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
         drop(controller);
         metrics.leader.store(false, Ordering::Relaxed);
         metrics.synced.store(false, Ordering::Relaxed);
-        *metrics.lock_suspended_since.lock().expect("metrics lock") = None;
+        *metrics
+            .lock_suspended_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
         match ended {
             Ok(Ended::Stopped) => {
                 if let Some(lock) = lock {
@@ -868,7 +872,11 @@ impl Controller<'_> {
     /// (not while the lock is suspended: the next rebuild writes it).
     async fn write_health(&mut self) {
         {
-            let mut states = self.metrics.cluster_states.lock().expect("metrics lock");
+            let mut states = self
+                .metrics
+                .cluster_states
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             states.clear();
             for (m, h) in self.members.iter().zip(&self.health) {
                 let state = match h {
@@ -1064,7 +1072,11 @@ impl Controller<'_> {
         for w in report.warnings.clone() {
             self.report_warning(w);
         }
-        let mut counts = self.metrics.members.lock().expect("metrics lock");
+        let mut counts = self
+            .metrics
+            .members
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         for m in &self.members {
             let c = counts.entry(m.name.clone()).or_default();
             c.requests = m.requests.load(Ordering::Relaxed);
