@@ -1,11 +1,19 @@
 //! kubefedctl: Kubernetes Cluster Federation (KubeFed v0.10's API) from the
 //! command line.
 //!
-//! Layers, top to bottom (each only uses the ones below it):
-//! - [`cli`]: the clap tree, global flags, errors → exit codes;
+//! Layers, top to bottom (each only uses the ones below it; docs/
+//! architecture.md names every module, and `hack/check-layers.py` keeps
+//! both true):
+//! - entry: [`cli`] (the clap tree, global flags, errors → exit codes),
+//!   [`man`];
 //! - [`cmd`]: one module per command, options → validate → run;
-//! - the shell: [`kubeconfig`], [`client`] (talking to clusters),
-//!   [`output`] (printing), [`completion`] (shell integration).
+//! - engines: [`sync`] (the one-shot reconcile, render, the watch);
+//! - the shell: clients and kubeconfigs ([`kubeconfig`], [`client`],
+//!   [`members`], [`host`], [`discovery`], [`tls`]), what a write does
+//!   ([`apply`], [`federated_types`], [`reconciler`]), terminal and files
+//!   ([`output`], [`yaml`], [`completion`], [`logging`], [`signals`]);
+//! - [`api`]: KubeFed v0.10's types;
+//! - [`core`]: the pure core, no I/O.
 
 pub mod api;
 pub mod api_warnings;
