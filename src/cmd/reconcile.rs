@@ -92,6 +92,7 @@ pub struct ReconcileOptions {
     pub dry_run: bool,
 
     /// With --dry-run: show a diff of every member object that would change
+    /// (created and deleted objects whole)
     #[arg(long)]
     pub diff: bool,
 

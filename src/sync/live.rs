@@ -463,19 +463,28 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
         report
             .plan
             .push(format!("{}: {verb} {object}", w.decision.cluster));
-        let diff = match (&w.live, desired) {
-            (Some(live), Some(desired)) => {
-                // Secret values never reach a plan (kubectl diff's rule).
+        // Secret values never reach a plan (kubectl diff's rule). A created
+        // object shows whole, and so does a deleted one.
+        let diff = match (&w.live, desired, action) {
+            (Some(live), Some(desired), _) => {
                 let (live, desired) = crate::core::secrets::mask_pair(live, desired);
-                Some(crate::sync::diff::unified(
-                    &describe(kind, &desired),
-                    &w.decision.cluster,
-                    &live,
-                    &desired,
-                ))
+                Some((describe(kind, &desired), Some(live), Some(desired)))
             }
+            (None, Some(desired), _) => Some((
+                describe(kind, desired),
+                None,
+                Some(crate::core::secrets::mask(desired)),
+            )),
+            (Some(live), None, Action::Delete { .. }) => Some((
+                describe(kind, live),
+                Some(crate::core::secrets::mask(live)),
+                None,
+            )),
             _ => None,
-        };
+        }
+        .map(|(what, live, desired)| {
+            crate::sync::diff::unified(&what, &w.decision.cluster, live.as_ref(), desired.as_ref())
+        });
         report.diffs.extend(diff.clone());
         report.changes.push(crate::sync::report::PlannedChange {
             cluster: w.decision.cluster.clone(),

@@ -1903,6 +1903,38 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
         "the Secret's change shows, masked\n{}",
         plan.stdout
     );
+    // A new object shows whole (every line added), a deleted one whole
+    // (every line removed), as kubectl diff shows them.
+    let block = |header: &str| -> Vec<String> {
+        let at = plan
+            .stdout
+            .find(header)
+            .unwrap_or_else(|| panic!("no diff {header:?}\n{}", plan.stdout));
+        plan.stdout[at..]
+            .lines()
+            .skip(2)
+            .take_while(|l| (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("--- "))
+            .map(str::to_string)
+            .collect()
+    };
+    for m in [f.cluster("m1"), f.cluster("m2")] {
+        let new = block(&format!(
+            "--- ConfigMap {ns}/new in {m} (absent)\n+++ ConfigMap {ns}/new in {m} (desired)\n"
+        ));
+        assert!(
+            new.iter().all(|l| l.starts_with('+')) && new.contains(&"+kind: ConfigMap".to_string()),
+            "{new:?}"
+        );
+        assert!(new.iter().any(|l| l.starts_with("+  a: ")), "{new:?}");
+        let drop = block(&format!(
+            "--- ConfigMap {ns}/drop in {m} (live)\n+++ ConfigMap {ns}/drop in {m} (deleted)\n"
+        ));
+        assert!(
+            drop.iter().all(|l| l.starts_with('-'))
+                && drop.contains(&"-kind: ConfigMap".to_string()),
+            "{drop:?}"
+        );
+    }
     assert!(!plan.stdout.contains("nested"), "-R not given");
     no_secret(&plan);
     let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
