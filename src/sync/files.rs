@@ -24,7 +24,11 @@ pub const FIELD_MANAGER: &str = "kubefedctl";
 /// change, each with the file and document it came from.
 #[derive(Clone, Debug, Default)]
 pub struct Proposal {
+    /// As read: a namespaced object without a namespace takes `namespace`
+    /// once its type is known ([`resolved`]).
     pub federated: Vec<Sourced>,
+    /// `-n`: the namespace of namespaced objects that give none.
+    pub namespace: Option<String>,
     pub rsps: Vec<Sourced>,
     /// `--prune`: host objects of the files' federated types that the run
     /// selects (`-l`) and the files lack are deleted.
@@ -32,8 +36,11 @@ pub struct Proposal {
 }
 
 /// Reads `-f` paths. Anything but federated objects and RSPs is an error
-/// naming its file and document; so is an object without a namespace when
-/// `-n` gives none, an object given twice and overrides that cannot be read.
+/// naming its file and document; so is an RSP without a namespace when
+/// `-n` gives none, an object given twice and overrides that cannot be
+/// read. Whether a federated object needs a namespace depends on its type
+/// (`FederatedClusterRole` is cluster-scoped), known once the host is
+/// read ([`resolved`]).
 pub fn load(
     paths: &[PathBuf],
     recursive: bool,
@@ -56,10 +63,11 @@ pub fn load(
     }
     let mut p = Proposal {
         federated: inputs.federated,
+        namespace: namespace.map(str::to_string),
         rsps: inputs.rsps,
         prune,
     };
-    for s in p.federated.iter_mut().chain(p.rsps.iter_mut()) {
+    for s in p.rsps.iter_mut() {
         if s.object["metadata"]["namespace"]
             .as_str()
             .is_none_or(str::is_empty)
@@ -95,24 +103,44 @@ fn type_of<'t>(types: &'t [ObservedType], s: &Sourced) -> Result<&'t ObservedTyp
         })
 }
 
-/// Checks every federated object of the proposal against the host's
-/// enabled types, before anything is written.
-pub fn check_types(types: &[ObservedType], p: &Proposal) -> Result<()> {
+/// The proposal's federated objects as the host will hold them: each of
+/// an enabled type (an error naming its file and document otherwise), a
+/// namespaced one in its namespace (or `-n`'s), a cluster-scoped one in
+/// none. Checked before anything is written.
+pub fn resolved(types: &[ObservedType], p: &Proposal) -> Result<Vec<Sourced>> {
+    let mut out = Vec::with_capacity(p.federated.len());
     for s in &p.federated {
-        type_of(types, s)?;
+        let t = type_of(types, s)?;
+        let mut s = s.clone();
+        let given = key_of(&s.object).0;
+        match (t.federated_namespaced, given.is_empty(), &p.namespace) {
+            (true, false, _) | (false, true, _) => {}
+            (true, true, Some(ns)) => s.object["metadata"]["namespace"] = ns.as_str().into(),
+            (true, true, None) => bail!(
+                "{}: {} has no metadata.namespace (give one, or -n)",
+                s.source,
+                describe_federated(&s.object)
+            ),
+            (false, false, _) => bail!(
+                "{}: {} is cluster-scoped: remove its metadata.namespace {given:?}",
+                s.source,
+                describe_federated(&s.object)
+            ),
+        }
+        out.push(s);
     }
-    Ok(())
+    render::check_federated(&out)?;
+    Ok(out)
 }
 
 /// The dry run: the proposal's objects take the place of the host's in
 /// `seen` (types the files do not name are left as they are). Returns one
 /// plan line per host object the change creates, updates or prunes.
 pub fn overlay(seen: &mut Observation, p: &Proposal, now: &str) -> Result<Vec<String>> {
-    check_types(&seen.types, p)?;
+    let federated = resolved(&seen.types, p)?;
     let mut lines = Vec::new();
     for t in &mut seen.types {
-        let files: Vec<Value> = p
-            .federated
+        let files: Vec<Value> = federated
             .iter()
             .filter(|s| {
                 s.object["kind"] == t.federated.kind.as_str()
@@ -167,10 +195,10 @@ pub async fn apply(
     selector: Option<&str>,
     force_conflicts: bool,
 ) -> Result<Vec<String>> {
-    check_types(types, p)?;
+    let federated = resolved(types, p)?;
     let rsp = resource_of::<ReplicaSchedulingPreference>();
     let mut sourced: Vec<(&Sourced, &ApiResource)> = Vec::new();
-    for s in &p.federated {
+    for s in &federated {
         sourced.push((s, &type_of(types, s)?.federated));
     }
     let federated = sourced.len();

@@ -1767,6 +1767,89 @@ fn the_hosts_kubefedconfig_decides_what_a_run_does() {
 }
 
 /// `reconcile -f`: the plan of a change under review, then applying it.
+/// `reconcile -f` takes a cluster-scoped federated object (here KubeFed's
+/// default FederatedClusterRole) as it is: `-n` is for namespaced ones,
+/// and a namespace on a cluster-scoped one is an error naming the file.
+#[test]
+fn cluster_scoped_federated_objects_are_taken_from_files_as_they_are() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-cs", &["clusterroles.rbac.authorization.k8s.io"]);
+    let role = |namespace: Option<&str>| {
+        let mut o = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedClusterRole",
+            "metadata": {"name": "rc-cs-reader", "labels": {"team": "cs"}},
+            "spec": {"template": {"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
+                     "placement": {"clusterSelector": {}}}});
+        if let Some(ns) = namespace {
+            o["metadata"]["namespace"] = ns.into();
+        }
+        o
+    };
+    let dir = std::env::temp_dir().join(format!("kubefedctl-cs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("role.yaml");
+    let path = file.to_str().unwrap();
+    let member_role = |m: &str| {
+        get(
+            env,
+            m,
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/rc-cs-reader",
+        )
+    };
+
+    // Named in its file with a namespace: refused before any write.
+    std::fs::write(&file, serde_json::to_string(&role(Some(f.ns))).unwrap()).unwrap();
+    f.reset();
+    let bad = f.reconcile(&["-f", path]).fails();
+    assert!(
+        bad.stderr.contains(path)
+            && bad
+                .stderr
+                .contains("is cluster-scoped: remove its metadata.namespace"),
+        "{}",
+        bad.stderr
+    );
+    assert_eq!(f.writes(), vec![], "nothing written");
+
+    // As it is (f.reconcile gives -n, which a cluster-scoped object ignores):
+    // planned, then applied and propagated in one run, then nothing to do.
+    std::fs::write(&file, serde_json::to_string(&role(None)).unwrap()).unwrap();
+    let plan = f.reconcile(&["-f", path, "--dry-run", "--exit-code"]);
+    assert_eq!(plan.code, 1, "{}\n{}", plan.stdout, plan.stderr);
+    assert!(
+        plan.stdout
+            .contains("host: create FederatedClusterRole rc-cs-reader"),
+        "{}",
+        plan.stdout
+    );
+    for m in [f.cluster("m1"), f.cluster("m2")] {
+        assert!(
+            plan.stdout
+                .contains(&format!("{m}: create ClusterRole rc-cs-reader")),
+            "{}",
+            plan.stdout
+        );
+    }
+    f.reconcile(&["-f", path]).ok();
+    for m in ["member1", "member2"] {
+        let r = member_role(m).unwrap_or_else(|| panic!("no ClusterRole in {m}"));
+        assert_eq!(r["rules"][0]["verbs"], json!(["get"]));
+    }
+    let fed = get(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/federatedclusterroles/rc-cs-reader",
+            f.group
+        ),
+    )
+    .unwrap();
+    assert!(fed["metadata"]["namespace"].is_null(), "{fed}");
+    f.reset();
+    f.reconcile(&["-f", path]).ok();
+    assert_eq!(f.writes(), vec![], "a second run writes nothing");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn files_under_review_are_planned_then_applied_in_one_run() {
     let env = TestEnv::shared();
