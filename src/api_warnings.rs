@@ -4,13 +4,10 @@
 //! many requests draw it; every occurrence is counted for the watch's
 //! `/metrics`. The header is read by [`crate::core::warning`].
 
+use crate::answers::AnswerLayer;
 use crate::core::warning::warning_texts;
-use futures::future::BoxFuture;
-use http::{Request, Response};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
+use std::sync::{Mutex, PoisonError};
 
 /// Texts already shown, by cluster, and how many warnings each cluster sent.
 #[derive(Default)]
@@ -37,63 +34,45 @@ pub fn counts() -> BTreeMap<String, u64> {
     guard.as_ref().map(|s| s.counts.clone()).unwrap_or_default()
 }
 
-/// Puts [`Warnings`] on a client's stack, naming the cluster it talks to.
-#[derive(Clone, Debug)]
-pub struct WarningLayer {
-    cluster: Arc<str>,
-}
-
-impl WarningLayer {
-    pub fn new(cluster: &str) -> WarningLayer {
-        WarningLayer {
-            cluster: cluster.into(),
-        }
-    }
-}
-
-impl<S> Layer<S> for WarningLayer {
-    type Service = Warnings<S>;
-    fn layer(&self, inner: S) -> Warnings<S> {
-        Warnings {
-            inner,
-            cluster: self.cluster.clone(),
-        }
-    }
-}
-
-/// A service that records the `Warning` headers of every answer.
-#[derive(Clone, Debug)]
-pub struct Warnings<S> {
-    inner: S,
-    cluster: Arc<str>,
-}
-
-impl<S, ReqBody, B> Service<Request<ReqBody>> for Warnings<S>
-where
-    S: Service<Request<ReqBody>, Response = Response<B>>,
-    S::Future: Send + 'static,
-{
-    type Response = Response<B>;
-    type Error = S::Error;
-    type Future = BoxFuture<'static, Result<Response<B>, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let answer = self.inner.call(request);
-        let cluster = self.cluster.clone();
-        Box::pin(async move {
-            let response = answer.await?;
-            for value in response.headers().get_all(http::header::WARNING) {
-                if let Ok(value) = value.to_str() {
-                    for text in warning_texts(value) {
-                        record(&cluster, &text);
-                    }
+/// A layer recording the `Warning` headers of every answer (an
+/// [`AnswerLayer`]), naming the cluster it talks to.
+pub fn layer(cluster: &str) -> AnswerLayer {
+    let cluster = cluster.to_string();
+    AnswerLayer::new(move |_, answer| {
+        let Some((_, headers)) = answer else {
+            return;
+        };
+        for value in headers.get_all(http::header::WARNING) {
+            if let Ok(value) = value.to_str() {
+                for text in warning_texts(value) {
+                    record(&cluster, &text);
                 }
             }
-            Ok(response)
-        })
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Request, Response};
+    use tower::{Layer, Service};
+
+    #[tokio::test]
+    async fn every_warning_of_an_answer_is_counted_for_its_cluster() {
+        let cluster = "api-warnings-test";
+        let mut svc = layer(cluster).layer(tower::service_fn(|_: Request<()>| async {
+            Ok::<_, std::convert::Infallible>(
+                Response::builder()
+                    .header("warning", "299 - \"v1 Endpoints is deprecated\"")
+                    .header("warning", "299 - \"unknown field \\\"x\\\"\"")
+                    .body(())
+                    .unwrap(),
+            )
+        }));
+        for _ in 0..2 {
+            svc.call(Request::get("/").body(()).unwrap()).await.unwrap();
+        }
+        assert_eq!(counts().get(cluster), Some(&4));
     }
 }

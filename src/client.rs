@@ -114,10 +114,10 @@ impl ClientFactory {
 /// coming from `cluster` (`crate::api_warnings`) and counts every attempt
 /// (`crate::request_metrics`).
 pub fn build(config: kube::Config, cluster: &str) -> Result<kube::Client> {
-    let counted = crate::request_metrics::RequestMetricsLayer::new(&config.cluster_url);
+    let counted = crate::request_metrics::layer(&config.cluster_url);
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&counted)
-        .with_layer(&crate::api_warnings::WarningLayer::new(cluster))
+        .with_layer(&crate::api_warnings::layer(cluster))
         .with_layer(&crate::server_retry::RetryAfterLayer)
         .build())
 }

@@ -15,6 +15,7 @@
 //! - [`api`]: KubeFed v0.10's types;
 //! - [`core`]: the pure core, no I/O.
 
+pub mod answers;
 pub mod api;
 pub mod api_warnings;
 pub mod apply;

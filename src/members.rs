@@ -3,7 +3,6 @@
 //! Secret, and a bounded health probe, as KubeFed's cluster controller did.
 
 use crate::api::core::KubeFedCluster;
-use crate::api_warnings::WarningLayer;
 use crate::apply::api_error;
 use crate::core::tls::{TlsChecks, tls_checks};
 use crate::host::Host;
@@ -237,7 +236,8 @@ async fn client_for(
     config.default_retry = false;
     let counted = |config: kube::Config| -> Result<kube::Client> {
         let counter = CountRequests(requests.clone());
-        let by_code = crate::request_metrics::RequestMetricsLayer::new(&config.cluster_url);
+        let by_code = crate::request_metrics::layer(&config.cluster_url);
+        let warnings = crate::api_warnings::layer(name);
         let context = || format!("building a client for cluster {name}");
         Ok(match checks {
             TlsChecks::Relaxed {
@@ -247,14 +247,14 @@ async fn client_for(
                 .with_context(context)?
                 .with_layer(&by_code)
                 .with_layer(&counter)
-                .with_layer(&WarningLayer::new(name))
+                .with_layer(&warnings)
                 .with_layer(&RetryAfterLayer)
                 .build(),
             TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
                 .with_context(context)?
                 .with_layer(&by_code)
                 .with_layer(&counter)
-                .with_layer(&WarningLayer::new(name))
+                .with_layer(&warnings)
                 .with_layer(&RetryAfterLayer)
                 .build(),
         })

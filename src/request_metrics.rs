@@ -5,12 +5,9 @@
 //! server's `host:port`, the HTTP method and the status code, `<error>`
 //! when no answer came.
 
-use futures::future::BoxFuture;
-use http::{Request, Response};
+use crate::answers::AnswerLayer;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
+use std::sync::{Mutex, PoisonError};
 
 /// (code, host, method) → requests.
 type Counts = BTreeMap<(String, String, String), u64>;
@@ -37,70 +34,24 @@ pub fn host_label(url: &http::Uri) -> String {
     url.authority().map(|a| a.to_string()).unwrap_or_default()
 }
 
-/// Puts [`Requests`] on a client's stack for the server at `host`. Placed
-/// under the retry layer, so that each attempt counts, as in client-go.
-#[derive(Clone, Debug)]
-pub struct RequestMetricsLayer {
-    host: Arc<str>,
-}
-
-impl RequestMetricsLayer {
-    pub fn new(url: &http::Uri) -> RequestMetricsLayer {
-        RequestMetricsLayer {
-            host: host_label(url).into(),
-        }
-    }
-}
-
-impl<S> Layer<S> for RequestMetricsLayer {
-    type Service = Requests<S>;
-    fn layer(&self, inner: S) -> Requests<S> {
-        Requests {
-            inner,
-            host: self.host.clone(),
-        }
-    }
-}
-
-/// A service that counts each request once it is answered (or failed).
-#[derive(Clone, Debug)]
-pub struct Requests<S> {
-    inner: S,
-    host: Arc<str>,
-}
-
-impl<S, ReqBody, B> Service<Request<ReqBody>> for Requests<S>
-where
-    S: Service<Request<ReqBody>, Response = Response<B>>,
-    S::Future: Send + 'static,
-{
-    type Response = Response<B>;
-    type Error = S::Error;
-    type Future = BoxFuture<'static, Result<Response<B>, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let method = request.method().as_str().to_string();
-        let answer = self.inner.call(request);
-        let host = self.host.clone();
-        Box::pin(async move {
-            let result = answer.await;
-            let code = match &result {
-                Ok(response) => response.status().as_u16().to_string(),
-                Err(_) => "<error>".to_string(),
-            };
-            record(code, &host, &method);
-            result
-        })
-    }
+/// A layer counting each answer of the server at `url` (an
+/// [`AnswerLayer`]). Placed under the retry layer, so that each attempt
+/// counts, as in client-go.
+pub fn layer(url: &http::Uri) -> AnswerLayer {
+    let host = host_label(url);
+    AnswerLayer::new(move |method, answer| {
+        let code = answer.map_or("<error>".to_string(), |(status, _)| {
+            status.as_u16().to_string()
+        });
+        record(code, &host, method.as_str());
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::{Request, Response};
+    use tower::{Layer, Service};
 
     #[test]
     fn the_host_label_is_the_servers_authority() {
@@ -120,7 +71,7 @@ mod tests {
                 _ => Ok(Response::new(())),
             }
         });
-        let mut svc = RequestMetricsLayer::new(&url).layer(answers);
+        let mut svc = layer(&url).layer(answers);
         let get = |p: &str| Request::get(p).body(()).unwrap();
         svc.call(get("/ok")).await.unwrap();
         svc.call(get("/ok")).await.unwrap();
