@@ -323,6 +323,15 @@ impl Metrics {
     /// working: cluster states, joined clusters, and controller-runtime's
     /// reconcile counters for the sync controller.
     fn render_upstream(&self, out: &mut String) {
+        self.render_cluster_gauges(out);
+        self.render_reconcile_counters(out);
+        self.render_durations(out);
+        render_client_requests(out);
+        self.render_reconcile_summary(out);
+    }
+
+    /// `kubefedcluster_total` per member and state, `joined_cluster_total`.
+    fn render_cluster_gauges(&self, out: &mut String) {
         let states = self
             .cluster_states
             .lock()
@@ -353,6 +362,10 @@ impl Metrics {
             "Number of total joined clusters.",
             states.len() as u64,
         );
+    }
+
+    /// controller-runtime's counters and gauges of the sync controller.
+    fn render_reconcile_counters(&self, out: &mut String) {
         let (done, failed) = (
             self.objects_reconciled.load(Ordering::Relaxed),
             self.objects_failed.load(Ordering::Relaxed),
@@ -380,6 +393,10 @@ impl Metrics {
             "# HELP {name} Number of currently used workers per controller\n# TYPE {name} gauge\n{name}{{controller=\"sync\"}} {}",
             self.rounds_in_flight.load(Ordering::Relaxed)
         );
+    }
+
+    /// KubeFed's and controller-runtime's histograms, under their bounds.
+    fn render_durations(&self, out: &mut String) {
         // A round decides every object an event touched at once, so one
         // observation is one round (upstream: one object).
         self.round_time
@@ -457,20 +474,10 @@ impl Metrics {
         ] {
             Histogram::with_bounds(&UPSTREAM_BUCKETS).render(out, name, help, "");
         }
-        let name = "rest_client_requests_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Number of HTTP requests, partitioned by status code, method, and host.\n# TYPE {name} counter"
-        );
-        for ((code, host, method), n) in crate::request_metrics::counts() {
-            let _ = writeln!(
-                out,
-                "{name}{{code=\"{}\",host=\"{}\",method=\"{}\"}} {n}",
-                escape(&code),
-                escape(&host),
-                escape(&method)
-            );
-        }
+    }
+
+    /// controller-runtime's reconcile summary, without quantiles.
+    fn render_reconcile_summary(&self, out: &mut String) {
         let rounds = self
             .round_time_upstream
             .0
@@ -743,6 +750,25 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> anyhow::Result<()
         }
     });
     Ok(())
+}
+
+/// client-go's `rest_client_requests_total`: every request this process
+/// sent, by code, host and method (`crate::request_metrics`).
+fn render_client_requests(out: &mut String) {
+    let name = "rest_client_requests_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Number of HTTP requests, partitioned by status code, method, and host.\n# TYPE {name} counter"
+    );
+    for ((code, host, method), n) in crate::request_metrics::counts() {
+        let _ = writeln!(
+            out,
+            "{name}{{code=\"{}\",host=\"{}\",method=\"{}\"}} {n}",
+            escape(&code),
+            escape(&host),
+            escape(&method)
+        );
+    }
 }
 
 #[cfg(test)]
