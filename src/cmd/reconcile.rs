@@ -514,32 +514,8 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         lock::refuse_beside_kubefed(&host, o.force).await?;
     }
     let mut opts = live_options(o, proposal.clone().filter(|_| o.dry_run), None);
-    let progress = if std::io::stderr().is_terminal() && o.output.is_none() {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{prefix} [{bar:30}] {pos}/{len} member requests",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        bar.set_prefix("reconcile");
-        bar
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    // The run lock: one live reconcile of a federation at a time.
-    let lock = if o.dry_run || o.no_lock {
-        None
-    } else {
-        let name = o.shard.map_or(RECONCILE_LEASE.to_string(), |s| {
-            s.lease_name(RECONCILE_LEASE)
-        });
-        // Read before the lock for its timings, and handed to the run.
-        let settings = host.settings().await?;
-        opts.selection.settings = Some(settings);
-        Some(lock::take(&host, &name, o.lock_timeout, settings.leader_elect).await?)
-    };
+    let progress = progress_bar(o);
+    let lock = take_run_lock(&host, o, &mut opts).await?;
     // From here on a signal releases the lock (while waiting for it, the
     // default action still ends the process at once).
     let mut signals = crate::signals::Signals::new()?;
@@ -577,6 +553,57 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     released?;
     progress.finish_and_clear();
 
+    print_report(global, o, &report)?;
+    if let Some(wait) = o.wait_ready {
+        wait_ready(&host, &report, wait, o).await?;
+    }
+    exit_status(o, &report)
+}
+
+/// The progress bar of a run: on a terminal, when nothing is printed as
+/// a document; hidden otherwise.
+fn progress_bar(o: &ReconcileOptions) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() || o.output.is_some() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} member requests")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix("reconcile");
+    bar
+}
+
+/// The run lock: one live reconcile of a federation at a time (none for a
+/// dry run or `--no-lock`). The KubeFedConfig is read before it for its
+/// timings, and handed to the run.
+async fn take_run_lock(
+    host: &crate::host::Host,
+    o: &ReconcileOptions,
+    opts: &mut live::Options,
+) -> Result<Option<lock::RunLock>> {
+    if o.dry_run || o.no_lock {
+        return Ok(None);
+    }
+    let name = o.shard.map_or(RECONCILE_LEASE.to_string(), |s| {
+        s.lease_name(RECONCILE_LEASE)
+    });
+    let settings = host.settings().await?;
+    opts.selection.settings = Some(settings);
+    Ok(Some(
+        lock::take(host, &name, o.lock_timeout, settings.leader_elect).await?,
+    ))
+}
+
+/// The plan (dry run), then the report as the output asks, then notes,
+/// pending deletions, warnings and failures on stderr.
+fn print_report(
+    global: &GlobalOptions,
+    o: &ReconcileOptions,
+    report: &crate::sync::report::Report,
+) -> Result<()> {
     if o.dry_run && o.output != Some(ReconcileOutput::Markdown) {
         for line in &report.plan {
             println!("{line}");
@@ -588,9 +615,9 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
         }
     }
     match o.output {
-        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(&report, o.dry_run)),
-        Some(format) => crate::output::print(&report, format.document().expect("yaml or json"))?,
-        None => print!("{}", summary_table(&report, o.dry_run)),
+        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(report, o.dry_run)),
+        Some(format) => crate::output::print(report, format.document().expect("yaml or json"))?,
+        None => print!("{}", summary_table(report, o.dry_run)),
     }
     for n in &report.notes {
         eprintln!("note: {n}");
@@ -604,9 +631,11 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     for f in &report.failures {
         eprintln!("failed: {f}");
     }
-    if let Some(wait) = o.wait_ready {
-        wait_ready(&host, &report, wait, o).await?;
-    }
+    Ok(())
+}
+
+/// Exit 3 on failures, 1 on pending changes with `--dry-run --exit-code`.
+fn exit_status(o: &ReconcileOptions, report: &crate::sync::report::Report) -> Result<()> {
     if !report.failures.is_empty() {
         return Err(ExitWith {
             code: EXIT_PARTIAL,
