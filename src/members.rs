@@ -185,17 +185,30 @@ async fn client_for(
     if spec.secret_ref.name.is_empty() {
         bail!("cluster {name} does not have a secret name");
     }
-    let secret = secrets
-        .get_opt(&spec.secret_ref.name)
+    let (secret, token) = read_token(secrets, name, &spec.secret_ref.name).await?;
+    let (config, checks) = member_config(c, name, token, timeout)?;
+    let watch_client = if watch {
+        let mut config = config.clone();
+        config.read_timeout = None;
+        Some(build_client(config, checks, name, requests)?)
+    } else {
+        None
+    };
+    Ok(Clients {
+        client: build_client(config, checks, name, requests)?,
+        watch_client,
+        secret_version: secret.metadata.resource_version.clone().unwrap_or_default(),
+    })
+}
+
+/// The member's credential Secret in the host, and its non-empty token.
+async fn read_token(secrets: &Api<Secret>, name: &str, secret: &str) -> Result<(Secret, String)> {
+    let found = secrets
+        .get_opt(secret)
         .await
         .map_err(api_error)?
-        .ok_or_else(|| {
-            anyhow!(
-                "secret {:?} of cluster {name} not found",
-                spec.secret_ref.name
-            )
-        })?;
-    let token = secret
+        .ok_or_else(|| anyhow!("secret {secret:?} of cluster {name} not found"))?;
+    let token = found
         .data
         .as_ref()
         .and_then(|d| d.get("token"))
@@ -204,6 +217,19 @@ async fn client_for(
         .ok_or_else(|| {
             anyhow!("the secret for cluster {name} is missing a non-empty value for \"token\"")
         })?;
+    Ok((found, token))
+}
+
+/// The connection a KubeFedCluster describes (endpoint, CA, TLS
+/// exceptions, proxy), with `token`, explicit timeouts and no retries of
+/// kube's own; each field that cannot be read is an error naming it.
+fn member_config(
+    c: &KubeFedCluster,
+    name: &str,
+    token: String,
+    timeout: Duration,
+) -> Result<(kube::Config, TlsChecks)> {
+    let spec = &c.spec;
     let endpoint = if spec.api_endpoint.contains("://") {
         spec.api_endpoint.clone()
     } else {
@@ -234,42 +260,40 @@ async fn client_for(
     config.read_timeout = Some(timeout);
     config.write_timeout = Some(timeout);
     config.default_retry = false;
-    let counted = |config: kube::Config| -> Result<kube::Client> {
-        let counter = CountRequests(requests.clone());
-        let by_code = crate::request_metrics::layer(&config.cluster_url);
-        let warnings = crate::api_warnings::layer(name);
-        let context = || format!("building a client for cluster {name}");
-        Ok(match checks {
-            TlsChecks::Relaxed {
-                subject_name,
-                validity_period,
-            } => crate::tls::relaxed_client_builder(&config, subject_name, validity_period)
-                .with_context(context)?
-                .with_layer(&by_code)
-                .with_layer(&counter)
-                .with_layer(&warnings)
-                .with_layer(&RetryAfterLayer)
-                .build(),
-            TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
-                .with_context(context)?
-                .with_layer(&by_code)
-                .with_layer(&counter)
-                .with_layer(&warnings)
-                .with_layer(&RetryAfterLayer)
-                .build(),
-        })
-    };
-    let watch_client = if watch {
-        let mut config = config.clone();
-        config.read_timeout = None;
-        Some(counted(config)?)
-    } else {
-        None
-    };
-    Ok(Clients {
-        client: counted(config)?,
-        watch_client,
-        secret_version: secret.metadata.resource_version.clone().unwrap_or_default(),
+    Ok((config, checks))
+}
+
+/// A member's client: counted per member and by answer code, its
+/// warnings shown, a busy server's answers retried; TLS checked as
+/// `checks` says.
+fn build_client(
+    config: kube::Config,
+    checks: TlsChecks,
+    name: &str,
+    requests: &Arc<AtomicU64>,
+) -> Result<kube::Client> {
+    let counter = CountRequests(requests.clone());
+    let by_code = crate::request_metrics::layer(&config.cluster_url);
+    let warnings = crate::api_warnings::layer(name);
+    let context = || format!("building a client for cluster {name}");
+    Ok(match checks {
+        TlsChecks::Relaxed {
+            subject_name,
+            validity_period,
+        } => crate::tls::relaxed_client_builder(&config, subject_name, validity_period)
+            .with_context(context)?
+            .with_layer(&by_code)
+            .with_layer(&counter)
+            .with_layer(&warnings)
+            .with_layer(&RetryAfterLayer)
+            .build(),
+        TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
+            .with_context(context)?
+            .with_layer(&by_code)
+            .with_layer(&counter)
+            .with_layer(&warnings)
+            .with_layer(&RetryAfterLayer)
+            .build(),
     })
 }
 
