@@ -93,25 +93,9 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
         run: Arc::new(o.run.clone()),
     };
     loop {
-        let lock = if o.no_lock {
-            None
-        } else {
-            let wait = if o.leader_elect {
-                tracing::info!(
-                    "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
-                    host.namespace
-                );
-                Duration::MAX
-            } else {
-                o.lock_timeout
-            };
-            tokio::select! {
-                lock = lock::take(host, RECONCILE_LEASE, wait, o.lock_timings) => Some(lock?),
-                _ = stop.next() => {
-                    tracing::info!("stopped while waiting for the federation lock");
-                    return Ok(());
-                }
-            }
+        let lock = match wait_for_lock(host, o, &mut stop).await? {
+            Waited::Took(lock) => lock,
+            Waited::Stopped => return Ok(()),
         };
         metrics.leader.store(true, Ordering::Relaxed);
         tracing::info!(
@@ -119,28 +103,8 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
             host.namespace,
             host.context
         );
-        let (tx, rx) = unbounded_channel();
-        let mut controller = Controller {
-            host,
-            shared: shared.clone(),
-            o,
-            metrics: metrics.clone(),
-            cache: Cache::default(),
-            sources: Sources::new(tx, metrics.clone()),
-            rx,
-            queue: WorkQueue::default(),
-            members: Vec::new(),
-            generation: 0,
-            health: Vec::new(),
-            reported: HashMap::new(),
-            rounds: JoinSet::new(),
-            full_running: false,
-            probing: None,
-            suspended: false,
-            rebuild_due: None,
-            streaks: HashMap::new(),
-        };
-        let ended = controller.run(lock.as_ref(), &mut stop).await;
+        let mut controller = Controller::new(host, shared.clone(), o, metrics.clone());
+        let ended = controller.run(lock.as_deref(), &mut stop).await;
         // Stopping: the types are no longer propagated (a lost lock's new
         // holder says so itself).
         if !matches!(ended, Ok(Ended::Lost { .. })) {
@@ -172,6 +136,38 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
                 }
                 return Err(e);
             }
+        }
+    }
+}
+
+/// How waiting for the run lock ended.
+enum Waited {
+    /// Taken (`None` with `--no-lock`); boxed, as a lock is large.
+    Took(Option<Box<RunLock>>),
+    /// A signal came first.
+    Stopped,
+}
+
+/// Waits for the federation lock: for ever with `--leader-elect` (a
+/// standby), else up to `--lock-timeout`; a signal ends the wait.
+async fn wait_for_lock(host: &Host, o: &WatchOptions, stop: &mut Signals) -> Result<Waited> {
+    if o.no_lock {
+        return Ok(Waited::Took(None));
+    }
+    let wait = if o.leader_elect {
+        tracing::info!(
+            "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
+            host.namespace
+        );
+        Duration::MAX
+    } else {
+        o.lock_timeout
+    };
+    tokio::select! {
+        lock = lock::take(host, RECONCILE_LEASE, wait, o.lock_timings) => Ok(Waited::Took(Some(Box::new(lock?)))),
+        _ = stop.next() => {
+            tracing::info!("stopped while waiting for the federation lock");
+            Ok(Waited::Stopped)
         }
     }
 }
@@ -247,6 +243,38 @@ struct Controller<'a> {
     /// Per member: probes in a row that disagree with its readiness
     /// (`core::cluster_health::after_probe`).
     streaks: HashMap<String, u32>,
+}
+
+impl<'a> Controller<'a> {
+    /// A controller for one term of leadership: nothing watched yet.
+    fn new(
+        host: &'a Host,
+        shared: Shared,
+        o: &'a WatchOptions,
+        metrics: Arc<Metrics>,
+    ) -> Controller<'a> {
+        let (tx, rx) = unbounded_channel();
+        Controller {
+            host,
+            shared,
+            o,
+            sources: Sources::new(tx, metrics.clone()),
+            metrics,
+            cache: Cache::default(),
+            rx,
+            queue: WorkQueue::default(),
+            members: Vec::new(),
+            generation: 0,
+            health: Vec::new(),
+            reported: HashMap::new(),
+            rounds: JoinSet::new(),
+            full_running: false,
+            probing: None,
+            suspended: false,
+            rebuild_due: None,
+            streaks: HashMap::new(),
+        }
+    }
 }
 
 impl Controller<'_> {
