@@ -76,89 +76,26 @@ fn observed(obj: &Value) -> bool {
 pub fn readiness(group: &str, kind: &str, obj: &Value) -> Readiness {
     let status = &obj["status"];
     let wanted = obj["spec"]["replicas"].as_i64().unwrap_or(1);
-    let pending = |s: String| Readiness::Pending(s);
     match (group, kind) {
-        ("apps", "Deployment") => {
-            if condition(obj, "Progressing") == Some(("False", "ProgressDeadlineExceeded")) {
-                return Readiness::Failed(format!(
-                    "{}/{wanted} available (ProgressDeadlineExceeded)",
-                    int(&status["availableReplicas"])
-                ));
-            }
-            let available_now = format!("{}/{wanted} available", int(&status["availableReplicas"]));
-            if let Some(r) = refused(obj, available_now) {
-                return r;
-            }
-            if !observed(obj) {
-                return pending("rollout not observed yet".into());
-            }
-            let (updated, available) = (
-                int(&status["updatedReplicas"]),
-                int(&status["availableReplicas"]),
-            );
-            if updated < wanted {
-                return pending(format!("{updated}/{wanted} updated"));
-            }
-            if int(&status["replicas"]) > updated {
-                return pending(format!(
-                    "{} old replicas pending termination",
-                    int(&status["replicas"]) - updated
-                ));
-            }
-            if available < wanted {
-                return pending(format!("{available}/{wanted} available"));
-            }
-            Readiness::Ready
-        }
+        ("apps", "Deployment") => deployment(obj, wanted),
         ("apps", "ReplicaSet") | ("", "ReplicationController") => {
             let available = int(&status["availableReplicas"]);
             if let Some(r) = refused(obj, format!("{available}/{wanted} available")) {
                 r
             } else if !observed(obj) {
-                pending("not observed yet".into())
+                Readiness::Pending("not observed yet".into())
             } else if available < wanted {
-                pending(format!("{available}/{wanted} available"))
+                Readiness::Pending(format!("{available}/{wanted} available"))
             } else {
                 Readiness::Ready
             }
         }
-        ("apps", "StatefulSet") => {
-            let ready = int(&status["readyReplicas"]);
-            if !observed(obj) {
-                pending("rollout not observed yet".into())
-            } else if ready < wanted {
-                pending(format!("{ready}/{wanted} ready"))
-            } else if status["updateRevision"] != status["currentRevision"]
-                && !status["updateRevision"].is_null()
-            {
-                pending(format!(
-                    "{}/{wanted} updated",
-                    int(&status["updatedReplicas"])
-                ))
-            } else {
-                Readiness::Ready
-            }
-        }
-        ("apps", "DaemonSet") => {
-            let desired = int(&status["desiredNumberScheduled"]);
-            let (updated, available) = (
-                int(&status["updatedNumberScheduled"]),
-                int(&status["numberAvailable"]),
-            );
-            if !observed(obj) {
-                pending("rollout not observed yet".into())
-            } else if updated < desired {
-                pending(format!("{updated}/{desired} updated"))
-            } else if available < desired {
-                pending(format!("{available}/{desired} available"))
-            } else {
-                Readiness::Ready
-            }
-        }
+        ("apps", "StatefulSet") => stateful_set(obj, wanted),
+        ("apps", "DaemonSet") => daemon_set(obj),
         ("batch", "Job") => match (condition(obj, "Complete"), condition(obj, "Failed")) {
             (Some(("True", _)), _) => Readiness::Ready,
             (_, Some(("True", reason))) => Readiness::Failed(format!("failed ({reason})")),
-            _ => pending(format!(
+            _ => Readiness::Pending(format!(
                 "{}/{} succeeded",
                 int(&status["succeeded"]),
                 obj["spec"]["completions"].as_i64().unwrap_or(1)
@@ -166,7 +103,7 @@ pub fn readiness(group: &str, kind: &str, obj: &Value) -> Readiness {
         },
         ("", "PersistentVolumeClaim") => match status["phase"].as_str() {
             Some("Bound") => Readiness::Ready,
-            phase => pending(format!("{} (not bound)", phase.unwrap_or("Pending"))),
+            phase => Readiness::Pending(format!("{} (not bound)", phase.unwrap_or("Pending"))),
         },
         ("", "Service") if obj["spec"]["type"] == "LoadBalancer" => {
             let has_address = status["loadBalancer"]["ingress"]
@@ -175,14 +112,92 @@ pub fn readiness(group: &str, kind: &str, obj: &Value) -> Readiness {
             if has_address {
                 Readiness::Ready
             } else {
-                pending("no load balancer address yet".into())
+                Readiness::Pending("no load balancer address yet".into())
             }
         }
         _ => match condition(obj, "Ready") {
             Some(("True", _)) | None => Readiness::Ready,
-            Some((_, reason)) if !reason.is_empty() => pending(format!("not Ready ({reason})")),
-            Some(_) => pending("not Ready".into()),
+            Some((_, reason)) if !reason.is_empty() => {
+                Readiness::Pending(format!("not Ready ({reason})"))
+            }
+            Some(_) => Readiness::Pending("not Ready".into()),
         },
+    }
+}
+
+/// kstatus for a Deployment: failed past its progress deadline or when
+/// the member refuses its Pods, else every replica updated and available
+/// and no old one left.
+fn deployment(obj: &Value, wanted: i64) -> Readiness {
+    let status = &obj["status"];
+    if condition(obj, "Progressing") == Some(("False", "ProgressDeadlineExceeded")) {
+        return Readiness::Failed(format!(
+            "{}/{wanted} available (ProgressDeadlineExceeded)",
+            int(&status["availableReplicas"])
+        ));
+    }
+    let available_now = format!("{}/{wanted} available", int(&status["availableReplicas"]));
+    if let Some(r) = refused(obj, available_now) {
+        return r;
+    }
+    if !observed(obj) {
+        return Readiness::Pending("rollout not observed yet".into());
+    }
+    let (updated, available) = (
+        int(&status["updatedReplicas"]),
+        int(&status["availableReplicas"]),
+    );
+    if updated < wanted {
+        return Readiness::Pending(format!("{updated}/{wanted} updated"));
+    }
+    if int(&status["replicas"]) > updated {
+        return Readiness::Pending(format!(
+            "{} old replicas pending termination",
+            int(&status["replicas"]) - updated
+        ));
+    }
+    if available < wanted {
+        return Readiness::Pending(format!("{available}/{wanted} available"));
+    }
+    Readiness::Ready
+}
+
+/// kstatus for a StatefulSet: every replica ready, on the update revision.
+fn stateful_set(obj: &Value, wanted: i64) -> Readiness {
+    let status = &obj["status"];
+    let ready = int(&status["readyReplicas"]);
+    if !observed(obj) {
+        Readiness::Pending("rollout not observed yet".into())
+    } else if ready < wanted {
+        Readiness::Pending(format!("{ready}/{wanted} ready"))
+    } else if status["updateRevision"] != status["currentRevision"]
+        && !status["updateRevision"].is_null()
+    {
+        Readiness::Pending(format!(
+            "{}/{wanted} updated",
+            int(&status["updatedReplicas"])
+        ))
+    } else {
+        Readiness::Ready
+    }
+}
+
+/// kstatus for a DaemonSet: every scheduled pod updated and available.
+fn daemon_set(obj: &Value) -> Readiness {
+    let status = &obj["status"];
+    let desired = int(&status["desiredNumberScheduled"]);
+    let (updated, available) = (
+        int(&status["updatedNumberScheduled"]),
+        int(&status["numberAvailable"]),
+    );
+    if !observed(obj) {
+        Readiness::Pending("rollout not observed yet".into())
+    } else if updated < desired {
+        Readiness::Pending(format!("{updated}/{desired} updated"))
+    } else if available < desired {
+        Readiness::Pending(format!("{available}/{desired} available"))
+    } else {
+        Readiness::Ready
     }
 }
 
