@@ -439,47 +439,7 @@ pub fn record_status(
             }
             domain_name = domain.domain.clone();
             for o in observations {
-                if o.ready {
-                    if o.region.is_empty() || o.zones.is_empty() {
-                        return Err(DnsError::MissingTopology {
-                            record: record.describe(),
-                            cluster: o.cluster.clone(),
-                        });
-                    }
-                    let publish = o.has_ready_endpoints || record.allow_service_without_endpoints;
-                    dns.push(ClusterDns {
-                        cluster: o.cluster.clone(),
-                        load_balancer: if publish {
-                            sorted_lb(&o.load_balancer)
-                        } else {
-                            Vec::new()
-                        },
-                        zones: sorted_zones(&o.zones),
-                        region: o.region.clone(),
-                    });
-                    continue;
-                }
-                let before = previous.dns.iter().find(|d| d.cluster == o.cluster);
-                let (region, zones) = if !o.region.is_empty() && !o.zones.is_empty() {
-                    (o.region.clone(), sorted_zones(&o.zones))
-                } else if let Some(b) =
-                    before.filter(|b| !b.region.is_empty() && !b.zones.is_empty())
-                {
-                    (b.region.clone(), b.zones.clone())
-                } else {
-                    warnings.push(format!(
-                        "{}: cluster {:?} is not ready and its region/zones are unknown; left out of status.dns",
-                        record.describe(),
-                        o.cluster
-                    ));
-                    continue;
-                };
-                dns.push(ClusterDns {
-                    cluster: o.cluster.clone(),
-                    load_balancer: Vec::new(),
-                    zones,
-                    region,
-                });
+                dns.extend(service_dns(record, o, previous, &mut warnings)?);
             }
         }
     }
@@ -491,6 +451,57 @@ pub fn record_status(
         }),
         warnings,
     })
+}
+
+/// A Service record's entry for one member: a ready member with its
+/// topology (and its load balancer, when it has ready endpoints or the
+/// record publishes without them); a member that is not ready without
+/// addresses, under the topology it had, or left out (with a warning)
+/// when that is unknown.
+fn service_dns(
+    record: &DnsRecord,
+    o: &ClusterObservation,
+    previous: &RecordStatus,
+    warnings: &mut Vec<String>,
+) -> Result<Option<ClusterDns>, DnsError> {
+    if o.ready {
+        if o.region.is_empty() || o.zones.is_empty() {
+            return Err(DnsError::MissingTopology {
+                record: record.describe(),
+                cluster: o.cluster.clone(),
+            });
+        }
+        let publish = o.has_ready_endpoints || record.allow_service_without_endpoints;
+        return Ok(Some(ClusterDns {
+            cluster: o.cluster.clone(),
+            load_balancer: if publish {
+                sorted_lb(&o.load_balancer)
+            } else {
+                Vec::new()
+            },
+            zones: sorted_zones(&o.zones),
+            region: o.region.clone(),
+        }));
+    }
+    let before = previous.dns.iter().find(|d| d.cluster == o.cluster);
+    let (region, zones) = if !o.region.is_empty() && !o.zones.is_empty() {
+        (o.region.clone(), sorted_zones(&o.zones))
+    } else if let Some(b) = before.filter(|b| !b.region.is_empty() && !b.zones.is_empty()) {
+        (b.region.clone(), b.zones.clone())
+    } else {
+        warnings.push(format!(
+            "{}: cluster {:?} is not ready and its region/zones are unknown; left out of status.dns",
+            record.describe(),
+            o.cluster
+        ));
+        return Ok(None);
+    };
+    Ok(Some(ClusterDns {
+        cluster: o.cluster.clone(),
+        load_balancer: Vec::new(),
+        zones,
+        region,
+    }))
 }
 
 /// A DNS record type KubeFed emits.
