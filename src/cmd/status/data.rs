@@ -474,27 +474,12 @@ pub(super) async fn object_rows(
     o: &StatusOptions,
     type_name: &str,
 ) -> Result<(FederatedTypeConfig, Vec<ObjectRow>, Option<String>)> {
-    let api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
-    let ftcs = api
+    let ftcs = Api::<FederatedTypeConfig>::namespaced(host.client.clone(), &host.namespace)
         .list(&ListParams::default())
         .await
         .map_err(api_error)?
         .items;
-    let found: Vec<&FederatedTypeConfig> = ftcs
-        .iter()
-        .filter(|f| crate::host::names_federated_type(f, type_name))
-        .collect();
-    let ftc = match found.as_slice() {
-        [one] => *one,
-        [] => bail!("no federated type {type_name:?} (see kubefedctl status types)"),
-        many => bail!(
-            "{type_name:?} matches several federated types: {}; use the FederatedTypeConfig's name",
-            many.iter()
-                .map(|f| f.metadata.name.clone().unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
+    let ftc = the_type(&ftcs, type_name)?;
     let namespace = if o.all_namespaces {
         None
     } else {
@@ -512,54 +497,80 @@ pub(super) async fn object_rows(
     }
     let mut rows: Vec<ObjectRow> = objects
         .iter()
-        .map(|obj| {
-            let (prop, reason) = propagation(obj);
-            let mut clusters: Vec<ClusterPropagation> = obj["status"]["clusters"]
-                .as_array()
-                .map(|cs| {
-                    cs.iter()
-                        .map(|c| ClusterPropagation {
-                            name: c["name"].as_str().unwrap_or("").to_string(),
-                            status: c["status"]
-                                .as_str()
-                                .filter(|s| !s.is_empty())
-                                .unwrap_or("OK")
-                                .to_string(),
-                            live: None,
-                            message: None,
-                            remote_status: c.get("remoteStatus").cloned(),
-                            ready: c.get("remoteStatus").and_then(|s| {
-                                crate::core::readiness::ready_column(&ftc.spec.target_type.kind, s)
-                            }),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            clusters.sort_by(|a, b| a.name.cmp(&b.name));
-            let (prop, reason) = if is_ignored(host, ftc, obj) {
-                (IGNORED.to_string(), "SystemNamespace".to_string())
-            } else {
-                (prop, reason)
-            };
-            ObjectRow {
-                namespace: obj["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-                name: obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
-                placement: placement_text(&obj["spec"]["placement"]),
-                propagation: prop,
-                reason,
-                clusters,
-                created: obj["metadata"]["creationTimestamp"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-            }
-        })
+        .map(|obj| object_row(host, ftc, obj))
         .collect();
     rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok((ftc.clone(), rows, namespace))
+}
+
+/// The one FederatedTypeConfig `type_name` names (its name, the target's
+/// plural or kind); none or several is an error saying what to give.
+fn the_type<'f>(
+    ftcs: &'f [FederatedTypeConfig],
+    type_name: &str,
+) -> Result<&'f FederatedTypeConfig> {
+    let found: Vec<&FederatedTypeConfig> = ftcs
+        .iter()
+        .filter(|f| crate::host::names_federated_type(f, type_name))
+        .collect();
+    Ok(match found.as_slice() {
+        [one] => *one,
+        [] => bail!("no federated type {type_name:?} (see kubefedctl status types)"),
+        many => bail!(
+            "{type_name:?} matches several federated types: {}; use the FederatedTypeConfig's name",
+            many.iter()
+                .map(|f| f.metadata.name.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// One federated object's row: its propagation as its status says (or
+/// ignored, in a system namespace), and each member's.
+fn object_row(host: &Host, ftc: &FederatedTypeConfig, obj: &Value) -> ObjectRow {
+    let mut clusters: Vec<ClusterPropagation> = obj["status"]["clusters"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| ClusterPropagation {
+                    name: c["name"].as_str().unwrap_or("").to_string(),
+                    status: c["status"]
+                        .as_str()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or("OK")
+                        .to_string(),
+                    live: None,
+                    message: None,
+                    remote_status: c.get("remoteStatus").cloned(),
+                    ready: c.get("remoteStatus").and_then(|s| {
+                        crate::core::readiness::ready_column(&ftc.spec.target_type.kind, s)
+                    }),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    let (propagation, reason) = if is_ignored(host, ftc, obj) {
+        (IGNORED.to_string(), "SystemNamespace".to_string())
+    } else {
+        propagation(obj)
+    };
+    ObjectRow {
+        namespace: obj["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        name: obj["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        placement: placement_text(&obj["spec"]["placement"]),
+        propagation,
+        reason,
+        clusters,
+        created: obj["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+    }
 }
 
 /// One DNS name a DNSEndpoint publishes.
