@@ -182,15 +182,7 @@ impl RunLock {
                 }
                 Acquire::Held { holder, held_for } => {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
-                        let waited = if wait.is_zero() {
-                            "; --lock-timeout waits".to_string()
-                        } else {
-                            format!(" (waited {wait:?})")
-                        };
-                        bail!(
-                            "federation is being reconciled by {holder} since {} ago{waited}",
-                            ago(held_for)
-                        );
+                        bail!(held_elsewhere(&holder, held_for, wait));
                     }
                     tokio::time::sleep(Duration::from_secs(1).min(wait)).await;
                     continue;
@@ -199,30 +191,38 @@ impl RunLock {
             match attempt {
                 Ok((rv, took_over)) => {
                     let transitions = lease::transitions_after_take(current.as_ref());
-                    let (tx, state) = watch::channel(LockState::Held);
-                    let renewal = tokio::spawn(
-                        Renewer {
-                            api: api.clone(),
-                            name: name.to_string(),
-                            me: me.clone(),
-                            resource_version: rv,
-                            transitions,
-                            timings,
-                        }
-                        .run(tx),
-                    );
-                    return Ok(RunLock {
-                        api,
+                    let renewer = Renewer {
+                        api: api.clone(),
                         name: name.to_string(),
-                        me,
-                        renewal,
-                        state,
-                        took_over,
-                    });
+                        me: me.clone(),
+                        resource_version: rv,
+                        transitions,
+                        timings,
+                    };
+                    return Ok(RunLock::renewed_by(renewer, took_over));
                 }
                 // Another run got there first: look again.
                 Err(Lost) => continue,
             }
+        }
+    }
+
+    /// The lock just taken, its renewal started.
+    fn renewed_by(renewer: Renewer, took_over: Option<String>) -> RunLock {
+        let (api, name, me) = (
+            renewer.api.clone(),
+            renewer.name.clone(),
+            renewer.me.clone(),
+        );
+        let (tx, state) = watch::channel(LockState::Held);
+        let renewal = tokio::spawn(renewer.run(tx));
+        RunLock {
+            api,
+            name,
+            me,
+            renewal,
+            state,
+            took_over,
         }
     }
 
@@ -447,4 +447,17 @@ impl Renewer {
         self.resource_version = written.metadata.resource_version.unwrap_or_default();
         Ok(Renewed::Yes)
     }
+}
+/// Why a run that waited `wait` for the lock gives up: who holds it and
+/// since when (`held_for` seconds), and how to wait longer.
+fn held_elsewhere(holder: &str, held_for: i64, wait: Duration) -> String {
+    let waited = if wait.is_zero() {
+        "; --lock-timeout waits".to_string()
+    } else {
+        format!(" (waited {wait:?})")
+    };
+    format!(
+        "federation is being reconciled by {holder} since {} ago{waited}",
+        ago(held_for)
+    )
 }
