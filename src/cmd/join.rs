@@ -221,37 +221,17 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         Some(&host.namespace),
         &names.service_account,
     );
-    let kfc = host.object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
-    let existing_cluster = kfc.get().await?;
+    let existing_cluster = host
+        .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name)
+        .get()
+        .await?;
     if o.error_on_existing {
-        if sa.get().await?.is_some() {
-            bail!(
-                "service account {} already exists in joining cluster {:?} (use --error-on-existing=false to update the join)",
-                names.service_account,
-                o.cluster_name
-            );
-        }
-        if existing_cluster.is_some() {
-            bail!(
-                "federated cluster {:?} already exists in host cluster (use --error-on-existing=false to update the join)",
-                o.cluster_name
-            );
-        }
+        refuse_existing(o, &names, &sa, existing_cluster.is_some()).await?;
     }
-    // Reuse the Secret an existing join points at, unless told otherwise.
-    let mut secret_name = o.secret_name.clone();
-    if secret_name.is_none()
-        && let Some(name) = existing_cluster
-            .as_ref()
-            .and_then(|c| c["spec"]["secretRef"]["name"].as_str())
-        && host
-            .object(resource_of::<Secret>(), true, name)
-            .get()
-            .await?
-            .is_some()
-    {
-        secret_name = Some(name.to_string());
-    }
+    let secret_name = match &o.secret_name {
+        Some(name) => Some(name.clone()),
+        None => joined_secret(&host, existing_cluster.as_ref()).await?,
+    };
     Ok(Plan {
         host,
         member_label,
@@ -263,6 +243,43 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         existing_cluster,
         secret_name,
     })
+}
+
+/// Without `--error-on-existing=false`, a member or host that is already
+/// joined is an error saying how to update the join instead.
+async fn refuse_existing(
+    o: &JoinOptions,
+    names: &JoinNames,
+    sa: &ObjectRef,
+    cluster_exists: bool,
+) -> Result<()> {
+    if sa.get().await?.is_some() {
+        bail!(
+            "service account {} already exists in joining cluster {:?} (use --error-on-existing=false to update the join)",
+            names.service_account,
+            o.cluster_name
+        );
+    }
+    if cluster_exists {
+        bail!(
+            "federated cluster {:?} already exists in host cluster (use --error-on-existing=false to update the join)",
+            o.cluster_name
+        );
+    }
+    Ok(())
+}
+
+/// The host Secret an existing join points at, when it is still there: a
+/// re-join reuses it (upstream leaks a new one each time).
+async fn joined_secret(host: &Host, existing_cluster: Option<&Value>) -> Result<Option<String>> {
+    let Some(name) = existing_cluster.and_then(|c| c["spec"]["secretRef"]["name"].as_str()) else {
+        return Ok(None);
+    };
+    let found = host
+        .object(resource_of::<Secret>(), true, name)
+        .get()
+        .await?;
+    Ok(found.map(|_| name.to_string()))
 }
 
 /// The member's objects with where they go, in creation order.
