@@ -100,50 +100,10 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
     let member_objects = member_objects(&plan);
 
     if let Some(format) = o.output {
-        let mut all: Vec<Value> = member_objects.iter().map(|(_, v)| v.clone()).collect();
-        let secret = plan.secret_name.clone();
-        all.push(membership::host_secret(
-            secret.as_deref(),
-            &o.cluster_name,
-            &ns,
-            &json!({}),
-        ));
-        let secret_ref = secret.unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
-        all.push(membership::kubefed_cluster(
-            &o.cluster_name,
-            &ns,
-            &secret_ref,
-            &plan.endpoint,
-        ));
-        return crate::output::print_objects(&all, format);
+        return print_join(&plan, o, &member_objects, format);
     }
     if o.dry_run {
-        for (target, body) in &member_objects {
-            let policy = if target.resource.kind == "Namespace" {
-                OnExisting::Keep
-            } else {
-                OnExisting::Update
-            };
-            println!(
-                "{}",
-                outcome_line(target, preview(target, body, &policy).await?, true)
-            );
-        }
-        let kfc = plan
-            .host
-            .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
-        let what = if plan.existing_cluster.is_some() {
-            "would be updated if its token or CA changed"
-        } else {
-            "would be created"
-        };
-        let secret = plan
-            .secret_name
-            .clone()
-            .unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
-        println!("secret/{secret} {what} (host)");
-        println!("{} {what} (host)", kfc.short());
-        return Ok(());
+        return preview_join(&plan, o, &member_objects).await;
     }
 
     let mut journal = Journal::default();
@@ -174,6 +134,67 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
             Err(e.context(format!("join {:?} failed ({note})", o.cluster_name)))
         }
     }
+}
+
+/// `-o yaml|json`: every object a join writes, the host Secret's name
+/// generated when none is known yet.
+fn print_join(
+    plan: &Plan,
+    o: &JoinOptions,
+    member_objects: &[(ObjectRef, Value)],
+    format: DocumentFormat,
+) -> Result<()> {
+    let ns = &plan.host.namespace;
+    let mut all: Vec<Value> = member_objects.iter().map(|(_, v)| v.clone()).collect();
+    let secret = plan.secret_name.clone();
+    all.push(membership::host_secret(
+        secret.as_deref(),
+        &o.cluster_name,
+        ns,
+        &json!({}),
+    ));
+    let secret_ref = secret.unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
+    all.push(membership::kubefed_cluster(
+        &o.cluster_name,
+        ns,
+        &secret_ref,
+        &plan.endpoint,
+    ));
+    crate::output::print_objects(&all, format)
+}
+
+/// `--dry-run`: what would change in the member, then in the host.
+async fn preview_join(
+    plan: &Plan,
+    o: &JoinOptions,
+    member_objects: &[(ObjectRef, Value)],
+) -> Result<()> {
+    for (target, body) in member_objects {
+        let policy = if target.resource.kind == "Namespace" {
+            OnExisting::Keep
+        } else {
+            OnExisting::Update
+        };
+        println!(
+            "{}",
+            outcome_line(target, preview(target, body, &policy).await?, true)
+        );
+    }
+    let kfc = plan
+        .host
+        .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
+    let what = if plan.existing_cluster.is_some() {
+        "would be updated if its token or CA changed"
+    } else {
+        "would be created"
+    };
+    let secret = plan
+        .secret_name
+        .clone()
+        .unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
+    println!("secret/{secret} {what} (host)");
+    println!("{} {what} (host)", kfc.short());
+    Ok(())
 }
 
 async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
