@@ -12,6 +12,7 @@ use crate::apply::{
 use crate::cmd::options::GlobalOptions;
 use crate::core::membership::Scope;
 use crate::core::reconciler;
+use crate::host::Host;
 use crate::output::{self, DocumentFormat};
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -147,26 +148,10 @@ pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
 async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Result<()> {
     let (_, host) = global.connect_host().await?;
     let ns = host.namespace.clone();
-    let namespace = host.object(resource_of::<Namespace>(), false, &ns);
-    let crds: Vec<(ObjectRef, Value)> = all_crds(o.with_dns)
-        .into_iter()
-        .map(|c| {
-            let name = c["metadata"]["name"]
-                .as_str()
-                .expect("CRDs are named")
-                .to_string();
-            (
-                host.object(resource_of::<CustomResourceDefinition>(), false, &name),
-                c,
-            )
-        })
-        .collect();
-    let config = host.object(resource_of::<KubeFedConfig>(), true, KUBEFED_CONFIG_NAME);
-    let config_body = kubefed_config(&ns, scope);
-    let ns_body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    let objects = HostObjects::of(&host, o, scope);
 
     // The scope of an existing federation is immutable: refuse to "change" it.
-    if let (Some(asked), Ok(Some(live))) = (o.scope, config.get().await) {
+    if let (Some(asked), Ok(Some(live))) = (o.scope, objects.config.0.get().await) {
         let live_scope = live["spec"]["scope"].as_str().unwrap_or("");
         if live_scope != asked.as_str() {
             bail!(
@@ -174,49 +159,11 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
             );
         }
     }
-
     if o.dry_run {
-        let mut steps = vec![(&namespace, &ns_body, OnExisting::Keep)];
-        steps.extend(crds.iter().map(|(r, b)| (r, b, OnExisting::Update)));
-        for (target, body, policy) in steps {
-            let outcome = preview(target, body, &policy).await?;
-            println!("{}", outcome_line(target, outcome, true));
-        }
-        // Without the CRD, the config cannot even be read: it would be created.
-        let outcome = preview(&config, &config_body, &OnExisting::Keep)
-            .await
-            .unwrap_or(Outcome::Created);
-        println!("{}", outcome_line(&config, outcome, true));
-        let facts = crate::reconciler::facts(&host).await?;
-        if let Some(r) = o.reconciler(&ns, facts.scope, facts) {
-            install_reconciler(&host, &r, true, &mut Journal::default()).await?;
-        }
-        return Ok(());
+        return preview_init(&host, o, &objects).await;
     }
-
     let mut journal = Journal::default();
-    let result = async {
-        let (outcome, _) = ensure(&namespace, &ns_body, &OnExisting::Keep, &mut journal).await?;
-        println!("{}", outcome_line(&namespace, outcome, false));
-        let mut changed_crds = Vec::new();
-        for (target, body) in &crds {
-            let (outcome, _) = ensure(target, body, &OnExisting::Update, &mut journal).await?;
-            println!("{}", outcome_line(target, outcome, false));
-            if outcome != Outcome::Unchanged {
-                changed_crds.push(target.clone());
-            }
-        }
-        wait_established(&changed_crds).await?;
-        let (outcome, _) = ensure(&config, &config_body, &OnExisting::Keep, &mut journal).await?;
-        println!("{}", outcome_line(&config, outcome, false));
-        let facts = crate::reconciler::facts(&host).await?;
-        if let Some(r) = o.reconciler(&ns, facts.scope, facts) {
-            install_reconciler(&host, &r, false, &mut journal).await?;
-        }
-        anyhow::Ok(())
-    }
-    .await;
-    if let Err(e) = result {
+    if let Err(e) = write_init(&host, o, &objects, &mut journal).await {
         let undone = journal.rollback().await;
         for line in &undone {
             eprintln!("rolled back: {line}");
@@ -232,10 +179,100 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
     Ok(())
 }
 
+/// What `init` writes to the host, each with where it goes: the
+/// federation namespace, KubeFed's CRDs, the KubeFedConfig.
+struct HostObjects {
+    namespace: (ObjectRef, Value),
+    crds: Vec<(ObjectRef, Value)>,
+    config: (ObjectRef, Value),
+}
+
+impl HostObjects {
+    fn of(host: &Host, o: &InitOptions, scope: Scope) -> HostObjects {
+        let ns = &host.namespace;
+        let crds = all_crds(o.with_dns)
+            .into_iter()
+            .map(|c| {
+                let name = c["metadata"]["name"]
+                    .as_str()
+                    .expect("CRDs are named")
+                    .to_string();
+                (
+                    host.object(resource_of::<CustomResourceDefinition>(), false, &name),
+                    c,
+                )
+            })
+            .collect();
+        HostObjects {
+            namespace: (
+                host.object(resource_of::<Namespace>(), false, ns),
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            ),
+            crds,
+            config: (
+                host.object(resource_of::<KubeFedConfig>(), true, KUBEFED_CONFIG_NAME),
+                kubefed_config(ns, scope),
+            ),
+        }
+    }
+}
+
+/// `--dry-run`: what would change, the reconciler's objects included.
+async fn preview_init(host: &Host, o: &InitOptions, objects: &HostObjects) -> Result<()> {
+    let (namespace, ns_body) = &objects.namespace;
+    let mut steps = vec![(namespace, ns_body, OnExisting::Keep)];
+    steps.extend(objects.crds.iter().map(|(r, b)| (r, b, OnExisting::Update)));
+    for (target, body, policy) in steps {
+        let outcome = preview(target, body, &policy).await?;
+        println!("{}", outcome_line(target, outcome, true));
+    }
+    // Without the CRD, the config cannot even be read: it would be created.
+    let (config, config_body) = &objects.config;
+    let outcome = preview(config, config_body, &OnExisting::Keep)
+        .await
+        .unwrap_or(Outcome::Created);
+    println!("{}", outcome_line(config, outcome, true));
+    let facts = crate::reconciler::facts(host).await?;
+    if let Some(r) = o.reconciler(&host.namespace, facts.scope, facts) {
+        install_reconciler(host, &r, true, &mut Journal::default()).await?;
+    }
+    Ok(())
+}
+
+/// Writes the namespace, the CRDs (waiting until those that changed are
+/// served), the KubeFedConfig and the reconciler, each in `journal`.
+async fn write_init(
+    host: &Host,
+    o: &InitOptions,
+    objects: &HostObjects,
+    journal: &mut Journal,
+) -> Result<()> {
+    let (namespace, ns_body) = &objects.namespace;
+    let (outcome, _) = ensure(namespace, ns_body, &OnExisting::Keep, journal).await?;
+    println!("{}", outcome_line(namespace, outcome, false));
+    let mut changed_crds = Vec::new();
+    for (target, body) in &objects.crds {
+        let (outcome, _) = ensure(target, body, &OnExisting::Update, journal).await?;
+        println!("{}", outcome_line(target, outcome, false));
+        if outcome != Outcome::Unchanged {
+            changed_crds.push(target.clone());
+        }
+    }
+    wait_established(&changed_crds).await?;
+    let (config, config_body) = &objects.config;
+    let (outcome, _) = ensure(config, config_body, &OnExisting::Keep, journal).await?;
+    println!("{}", outcome_line(config, outcome, false));
+    let facts = crate::reconciler::facts(host).await?;
+    if let Some(r) = o.reconciler(&host.namespace, facts.scope, facts) {
+        install_reconciler(host, &r, false, journal).await?;
+    }
+    Ok(())
+}
+
 /// Writes the reconciler's objects and removes CronJobs of an earlier
 /// shard count.
 async fn install_reconciler(
-    host: &crate::host::Host,
+    host: &Host,
     r: &reconciler::Reconciler<'_>,
     dry_run: bool,
     journal: &mut Journal,
