@@ -377,6 +377,65 @@ pub(super) fn replicas_summary(fed: &Value) -> String {
     }
 }
 
+/// What the files say of one member for a DNS record: its topology (its
+/// KubeFedCluster's status) and the load balancer of the record's
+/// Service or Ingress there (a member object annotated with its cluster).
+fn file_observation(
+    inputs: &Inputs,
+    c: &Cluster,
+    record: &crate::core::dns::DnsRecord,
+) -> crate::core::dns::ClusterObservation {
+    use crate::core::dns::{ClusterObservation, LbIngress};
+    let member_kind = if record.kind == crate::core::dns::RecordKind::Service {
+        "Service"
+    } else {
+        "Ingress"
+    };
+    let kfc = inputs
+        .clusters
+        .iter()
+        .find(|k| k.object["metadata"]["name"] == c.name.as_str());
+    let status = kfc
+        .map(|k| k.object["status"].clone())
+        .unwrap_or(Value::Null);
+    let lb: Vec<LbIngress> = inputs
+        .member_status
+        .iter()
+        .filter(|m| {
+            m.object["kind"] == member_kind
+                && m.object["metadata"]["annotations"][CLUSTER_ANNOTATION] == c.name.as_str()
+                && m.object["metadata"]["name"] == record.name.as_str()
+                && m.object["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("default")
+                    == record.namespace
+        })
+        .flat_map(|m| {
+            m.object["status"]["loadBalancer"]["ingress"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|i| LbIngress {
+            ip: i["ip"].as_str().unwrap_or("").into(),
+            hostname: i["hostname"].as_str().unwrap_or("").into(),
+        })
+        .collect();
+    ClusterObservation {
+        cluster: c.name.clone(),
+        ready: true,
+        region: status["region"].as_str().unwrap_or("").into(),
+        zones: status["zones"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|z| z.as_str().map(String::from))
+            .collect(),
+        has_ready_endpoints: !lb.is_empty(),
+        load_balancer: lb,
+    }
+}
+
 /// DNSEndpoints for the DNS records in the input: region and zones from
 /// the KubeFedClusters' status, load balancers from the member Services
 /// annotated with their cluster (offline, every such Service counts as
@@ -387,8 +446,7 @@ pub(super) fn render_dns(
     notes: &mut Vec<String>,
 ) -> Result<Vec<Value>> {
     use crate::core::dns::{
-        ClusterObservation, DnsRecord, Domain, LbIngress, RecordStatus, dns_endpoints,
-        record_status,
+        ClusterObservation, DnsRecord, Domain, RecordStatus, dns_endpoints, record_status,
     };
     let domains: Vec<Domain> = inputs
         .dns
@@ -399,59 +457,9 @@ pub(super) fn render_dns(
     let mut out = Vec::new();
     for r in inputs.dns.iter().filter(|d| d.object["kind"] != "Domain") {
         let record = DnsRecord::from_value(&r.object).map_err(|e| anyhow!("{}: {e}", r.source))?;
-        let member_kind = if record.kind == crate::core::dns::RecordKind::Service {
-            "Service"
-        } else {
-            "Ingress"
-        };
         let observations: Vec<ClusterObservation> = clusters
             .iter()
-            .map(|c| {
-                let kfc = inputs
-                    .clusters
-                    .iter()
-                    .find(|k| k.object["metadata"]["name"] == c.name.as_str());
-                let status = kfc
-                    .map(|k| k.object["status"].clone())
-                    .unwrap_or(Value::Null);
-                let lb: Vec<LbIngress> = inputs
-                    .member_status
-                    .iter()
-                    .filter(|m| {
-                        m.object["kind"] == member_kind
-                            && m.object["metadata"]["annotations"][CLUSTER_ANNOTATION]
-                                == c.name.as_str()
-                            && m.object["metadata"]["name"] == record.name.as_str()
-                            && m.object["metadata"]["namespace"]
-                                .as_str()
-                                .unwrap_or("default")
-                                == record.namespace
-                    })
-                    .flat_map(|m| {
-                        m.object["status"]["loadBalancer"]["ingress"]
-                            .as_array()
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .map(|i| LbIngress {
-                        ip: i["ip"].as_str().unwrap_or("").into(),
-                        hostname: i["hostname"].as_str().unwrap_or("").into(),
-                    })
-                    .collect();
-                ClusterObservation {
-                    cluster: c.name.clone(),
-                    ready: true,
-                    region: status["region"].as_str().unwrap_or("").into(),
-                    zones: status["zones"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|z| z.as_str().map(String::from))
-                        .collect(),
-                    has_ready_endpoints: !lb.is_empty(),
-                    load_balancer: lb,
-                }
-            })
+            .map(|c| file_observation(inputs, c, &record))
             .collect();
         let domain = domains.iter().find(|d| d.name == record.domain_ref);
         let plan = record_status(&record, domain, &observations, &RecordStatus::default())
