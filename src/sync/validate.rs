@@ -56,37 +56,7 @@ pub async fn validate(
             unchecked += usize::from(in_new);
             !in_new
         })
-        .filter_map(|w| {
-            let (method, object) = match &w.decision.action {
-                Action::Create(obj) => ("POST", obj.as_ref()),
-                Action::Update { object, .. } => ("PUT", object),
-                _ => return None,
-            };
-            let client = seen
-                .members
-                .iter()
-                .find(|m| m.name == w.decision.cluster)
-                .and_then(|m| m.client.clone().ok())?;
-            let t = &seen.types[w.type_index];
-            let (ns, name) = w.key();
-            let api = crate::apply::dynamic_api(&client, Some(&ns), &t.target);
-            let url = match method {
-                "POST" => format!("{}?{DRY_RUN_STRICT}", api.resource_url()),
-                _ => format!("{}/{name}?{DRY_RUN_STRICT}", api.resource_url()),
-            };
-            Some(Check {
-                what: format!(
-                    "{}: {} {}",
-                    w.decision.cluster,
-                    w.decision.action.verb(),
-                    describe_key(&t.ty.target.kind, &w.key())
-                ),
-                method,
-                url,
-                body: object.clone(),
-                client,
-            })
-        })
+        .filter_map(|w| check_of(seen, w))
         .collect();
     let refusals: Vec<Option<String>> = futures::stream::iter(checks)
         .map(|c| async move {
@@ -113,6 +83,40 @@ pub async fn validate(
             "--validate: {unchecked} planned change(s) in namespaces this plan creates not validated (their namespace is not in the member yet)"
         ));
     }
+}
+
+/// The validating request of one planned create or update (none for
+/// other actions, or a member without a client).
+fn check_of(seen: &Observation, w: &Work) -> Option<Check> {
+    let (method, object) = match &w.decision.action {
+        Action::Create(obj) => ("POST", obj.as_ref()),
+        Action::Update { object, .. } => ("PUT", object),
+        _ => return None,
+    };
+    let client = seen
+        .members
+        .iter()
+        .find(|m| m.name == w.decision.cluster)
+        .and_then(|m| m.client.clone().ok())?;
+    let t = &seen.types[w.type_index];
+    let (ns, name) = w.key();
+    let api = crate::apply::dynamic_api(&client, Some(&ns), &t.target);
+    let url = match method {
+        "POST" => format!("{}?{DRY_RUN_STRICT}", api.resource_url()),
+        _ => format!("{}/{name}?{DRY_RUN_STRICT}", api.resource_url()),
+    };
+    Some(Check {
+        what: format!(
+            "{}: {} {}",
+            w.decision.cluster,
+            w.decision.action.verb(),
+            describe_key(&t.ty.target.kind, &w.key())
+        ),
+        method,
+        url,
+        body: object.clone(),
+        client,
+    })
 }
 
 /// One validating request, owned so that the checks run concurrently.
