@@ -117,20 +117,7 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
     );
 
     if let Some(existing) = ftc.get().await? {
-        let e = &existing["spec"]["federatedType"];
-        if e["pluralName"] != g.names.plural
-            || e["group"] != g.names.group
-            || e["version"] != g.names.version
-        {
-            bail!(
-                "federation is already enabled for {ftc_name:?} with federated type \"{}.{}/{}\"; changing it to \"{}/{}\" is not supported (disable it first)",
-                e["pluralName"].as_str().unwrap_or(""),
-                e["group"].as_str().unwrap_or(""),
-                e["version"].as_str().unwrap_or(""),
-                g.names.crd_name(),
-                g.names.version
-            );
-        }
+        refuse_changed_federated_type(&ftc_name, &existing, g)?;
     }
     let moved_from = check_conflicts(host, g).await?;
     let old_ftc = moved_from
@@ -138,29 +125,7 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
         .map(|name| host.object(resource_of::<FederatedTypeConfig>(), true, name));
 
     if dry_run {
-        println!(
-            "{}",
-            outcome_line(
-                &crd,
-                preview(&crd, &g.crd, &OnExisting::Update).await?,
-                true
-            )
-        );
-        println!(
-            "{}",
-            outcome_line(
-                &ftc,
-                preview(&ftc, &ftc_body, &OnExisting::Update).await?,
-                true
-            )
-        );
-        if let Some(old) = &old_ftc {
-            println!(
-                "{} would be deleted (host): the type moves to {ftc_name}",
-                old.short()
-            );
-        }
-        return Ok(());
+        return preview_type(g, &ftc_name, (&crd, &ftc, &ftc_body), old_ftc.as_ref()).await;
     }
     let mut journal = Journal::default();
     let result = async {
@@ -188,6 +153,55 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
             eprintln!("rolled back: {line}");
         }
         return Err(e.context(format!("enabling {ftc_name:?}")));
+    }
+    Ok(())
+}
+
+/// An enabled type keeps its federated type: another group, version or
+/// plural for it is refused (disable it first), as upstream refuses it.
+fn refuse_changed_federated_type(ftc_name: &str, existing: &Value, g: &Generated) -> Result<()> {
+    let e = &existing["spec"]["federatedType"];
+    if e["pluralName"] != g.names.plural
+        || e["group"] != g.names.group
+        || e["version"] != g.names.version
+    {
+        bail!(
+            "federation is already enabled for {ftc_name:?} with federated type \"{}.{}/{}\"; changing it to \"{}/{}\" is not supported (disable it first)",
+            e["pluralName"].as_str().unwrap_or(""),
+            e["group"].as_str().unwrap_or(""),
+            e["version"].as_str().unwrap_or(""),
+            g.names.crd_name(),
+            g.names.version
+        );
+    }
+    Ok(())
+}
+
+/// `--dry-run`: what enabling would change (the federated CRD, the FTC,
+/// and the FTC a moved type leaves).
+async fn preview_type(
+    g: &Generated,
+    ftc_name: &str,
+    (crd, ftc, ftc_body): (&ObjectRef, &ObjectRef, &Value),
+    old_ftc: Option<&ObjectRef>,
+) -> Result<()> {
+    println!(
+        "{}",
+        outcome_line(crd, preview(crd, &g.crd, &OnExisting::Update).await?, true)
+    );
+    println!(
+        "{}",
+        outcome_line(
+            ftc,
+            preview(ftc, ftc_body, &OnExisting::Update).await?,
+            true
+        )
+    );
+    if let Some(old) = old_ftc {
+        println!(
+            "{} would be deleted (host): the type moves to {ftc_name}",
+            old.short()
+        );
     }
     Ok(())
 }
