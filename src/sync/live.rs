@@ -142,18 +142,7 @@ pub async fn round(
         crate::sync::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
 
     let decided = decide_all(host, seen, o);
-    for (t, d) in seen.types.iter().zip(&decided) {
-        report.failures.extend(d.failures.iter().cloned());
-        for (p, fed) in d.objects.iter().zip(&t.objects) {
-            report.failures.extend(p.failures.iter().cloned());
-            report.notes.extend(p.notes.iter().cloned());
-            report.placed.extend(placed_objects(t, p));
-            for w in crate::core::desired::template_warnings(fed) {
-                let what = describe(&t.federated.kind, fed);
-                report.warnings.push(format!("{what}: {}", w.message()));
-            }
-        }
-    }
+    report_decisions(seen, &decided, &mut report);
     let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
     if o.dry_run {
         resolve_creates(seen, &mut jobs, o, &mut report).await;
@@ -163,17 +152,7 @@ pub async fn round(
             crate::sync::validate::validate(seen, &jobs, concurrency, timeout, &mut report).await;
         }
     } else {
-        progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
-        let limits = Limits {
-            concurrency: o.concurrency,
-            timeout: o.selection.timeout,
-            attempts: o.attempts,
-            settings: seen.settings.sync,
-        };
-        let wait_until = o.wait.map(|w| Instant::now() + w);
-        let mut pipeline = Pipeline::new(host, seen, limits, wait_until, progress);
-        pipeline.record_events = o.events.is_some();
-        let mut finished = pipeline.run(jobs).await;
+        let mut finished = run_pipeline(host, seen, o, jobs, progress).await;
         events.extend(
             finished
                 .iter_mut()
@@ -192,6 +171,45 @@ pub async fn round(
         dns(host, seen, o, &mut report).await?;
     }
     Ok(RoundOutcome { report, objects })
+}
+
+/// What the decide step found worth saying: failures, notes, the member
+/// objects placed (for `--wait-ready`) and the templates' warnings.
+fn report_decisions(seen: &Observation, decided: &[TypeDecisions], report: &mut Report) {
+    for (t, d) in seen.types.iter().zip(decided) {
+        report.failures.extend(d.failures.iter().cloned());
+        for (p, fed) in d.objects.iter().zip(&t.objects) {
+            report.failures.extend(p.failures.iter().cloned());
+            report.notes.extend(p.notes.iter().cloned());
+            report.placed.extend(placed_objects(t, p));
+            for w in crate::core::desired::template_warnings(fed) {
+                let what = describe(&t.federated.kind, fed);
+                report.warnings.push(format!("{what}: {}", w.message()));
+            }
+        }
+    }
+}
+
+/// The execute and record steps: the jobs through the pipeline, within
+/// the run's limits.
+async fn run_pipeline(
+    host: &Host,
+    seen: &Observation,
+    o: &Options,
+    jobs: Vec<Job<'_>>,
+    progress: &dyn Progress,
+) -> Vec<Finished> {
+    progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
+    let limits = Limits {
+        concurrency: o.concurrency,
+        timeout: o.selection.timeout,
+        attempts: o.attempts,
+        settings: seen.settings.sync,
+    };
+    let wait_until = o.wait.map(|w| Instant::now() + w);
+    let mut pipeline = Pipeline::new(host, seen, limits, wait_until, progress);
+    pipeline.record_events = o.events.is_some();
+    pipeline.run(jobs).await
 }
 
 /// One member's verdict on one federated object (`status --live`).
