@@ -136,24 +136,42 @@ pub async fn apply_one(
                 };
                 return Err((status, message));
             }
-            Next::Reread => {
-                // Created meanwhile, or changed meanwhile: read it and decide again.
-                let live = match api.get_opt(&name).await {
-                    Ok(Some(l)) => serde_json::to_value(l).expect("objects serialize"),
-                    Ok(None) => return Err((failed, format!("conflict, then gone: {message}"))),
-                    Err(e) => return Err((ClusterStatus::RetrievalFailed, api_error_line(e))),
-                };
-                let fed = fed.expect("only federated objects are decided again");
-                action = plan::after_conflict(
-                    fed,
-                    &t.ty.target,
-                    &w.decision.cluster,
-                    &live,
-                    limits.settings,
-                )?;
-            }
+            Next::Reread => action = redecide(&api, &name, t, w, limits, message).await?,
         }
     }
+}
+
+/// After a conflict: the member object as it is now, and the action it
+/// needs, decided again (it was created or changed meanwhile).
+async fn redecide(
+    api: &kube::Api<kube::api::DynamicObject>,
+    name: &str,
+    t: &ObservedType,
+    w: &Work,
+    limits: Limits,
+    message: String,
+) -> Result<Action, (ClusterStatus, String)> {
+    let failed = w
+        .decision
+        .action
+        .failure_status()
+        .unwrap_or(ClusterStatus::UpdateFailed);
+    let fed = w
+        .target
+        .object(t)
+        .expect("only federated objects are decided again");
+    let live = match api.get_opt(name).await {
+        Ok(Some(l)) => serde_json::to_value(l).expect("objects serialize"),
+        Ok(None) => return Err((failed, format!("conflict, then gone: {message}"))),
+        Err(e) => return Err((ClusterStatus::RetrievalFailed, api_error_line(e))),
+    };
+    plan::after_conflict(
+        fed,
+        &t.ty.target,
+        &w.decision.cluster,
+        &live,
+        limits.settings,
+    )
 }
 
 /// A failed request as the retry rule sees it, and its message.
