@@ -448,7 +448,6 @@ impl Cache {
             if !wanted_types.contains(&name) {
                 continue;
             }
-            let store = self.federated.get(&name);
             let wanted: BTreeSet<ObjectKey> = match keys {
                 Some(keys) => keys
                     .iter()
@@ -457,29 +456,8 @@ impl Cache {
                     .collect(),
                 None => BTreeSet::new(),
             };
-            t.objects = store
-                .map(|s| {
-                    s.objects
-                        .iter()
-                        .filter(|(k, _)| keys.is_none() || wanted.contains(*k))
-                        .map(|(_, v)| v.value())
-                        .collect()
-                })
-                .unwrap_or_default();
-            // A round over other types' objects needs nothing of this one.
-            let idle = keys.is_some() && wanted.is_empty();
-            for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
-                if idle || !touched.contains(&m.name) {
-                    continue;
-                }
-                let Some(s) = self.members.get(&(m.name.clone(), name.clone())) else {
-                    continue;
-                };
-                let only = keys.is_some().then_some(&wanted);
-                if let Some(listing) = member_listing(s, &t, only) {
-                    t.members.insert(m.name.clone(), listing);
-                }
-            }
+            let only = keys.is_some().then_some(&wanted);
+            self.fill_type(&name, &mut t, only, members, &ready, &touched);
             types.push(t);
             partial.push(wanted);
         }
@@ -510,6 +488,46 @@ impl Cache {
 }
 
 impl Cache {
+    /// One type of a round's observation: its federated objects (`only`
+    /// those keys, when the round covers some) and the listings of the
+    /// ready members the round touches. A round over other types' objects
+    /// (`only` empty) needs none of this type's listings.
+    fn fill_type(
+        &self,
+        name: &str,
+        t: &mut ObservedType,
+        only: Option<&BTreeSet<ObjectKey>>,
+        members: &[Member],
+        ready: &BTreeSet<&str>,
+        touched: &BTreeSet<String>,
+    ) {
+        t.objects = self
+            .federated
+            .get(name)
+            .map(|s| {
+                s.objects
+                    .iter()
+                    .filter(|(k, _)| only.is_none_or(|o| o.contains(*k)))
+                    .map(|(_, v)| v.value())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if only.is_some_and(BTreeSet::is_empty) {
+            return;
+        }
+        for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
+            if !touched.contains(&m.name) {
+                continue;
+            }
+            let Some(s) = self.members.get(&(m.name.clone(), name.to_string())) else {
+                continue;
+            };
+            if let Some(listing) = member_listing(s, t, only) {
+                t.members.insert(m.name.clone(), listing);
+            }
+        }
+    }
+
     /// Every FederatedNamespace, whatever a round covers: placement of
     /// any object reads its namespace's.
     fn fed_namespaces(&self) -> BTreeMap<String, Value> {
