@@ -81,71 +81,75 @@ pub fn add_documents(inputs: &mut Inputs, source: &str, text: &str) -> Result<()
             doc => vec![doc],
         };
         for obj in items {
-            let (object, notes) = legacy::normalize(obj);
-            inputs
-                .notes
-                .extend(notes.into_iter().map(|n| format!("{at}: {n}")));
-            let kind = object["kind"].as_str().unwrap_or("");
-            let group = object["apiVersion"]
-                .as_str()
-                .and_then(|a| a.split_once('/'))
-                .map(|(g, _)| g)
-                .unwrap_or("");
-            if object["metadata"]["name"]
-                .as_str()
-                .is_none_or(str::is_empty)
-            {
-                bail!(
-                    "{at}: {} has no metadata.name",
-                    if kind.is_empty() { "the object" } else { kind }
-                );
-            }
-            let member = object["metadata"]["annotations"][CLUSTER_ANNOTATION]
-                .as_str()
-                .is_some();
-            let role = match (group, kind) {
-                ("core.kubefed.io", "KubeFedCluster") => &mut inputs.clusters,
-                (
-                    "multiclusterdns.kubefed.io",
-                    "Domain" | "ServiceDNSRecord" | "IngressDNSRecord",
-                ) => &mut inputs.dns,
-                ("", "Service") | ("networking.k8s.io", "Ingress") if member => {
-                    &mut inputs.member_status
-                }
-                ("scheduling.kubefed.io", "ReplicaSchedulingPreference") => &mut inputs.rsps,
-                ("core.kubefed.io", "KubeFedConfig") => {
-                    if let Some(first) = &inputs.config {
-                        bail!(
-                            "{at}: a second KubeFedConfig (the first is {})",
-                            first.source
-                        );
-                    }
-                    inputs.config = Some(Sourced {
-                        source: at.clone(),
-                        object,
-                    });
-                    continue;
-                }
-                ("core.kubefed.io", _) => {
-                    inputs
-                        .notes
-                        .push(format!("{at}: {kind} is not used when rendering; skipped"));
-                    continue;
-                }
-                (_, k) if k.starts_with("Federated") && group.ends_with("kubefed.io") => {
-                    &mut inputs.federated
-                }
-                _ => bail!(
-                    "{at}: {kind:?} ({}) is not a federated object, ReplicaSchedulingPreference or KubeFedCluster",
-                    object["apiVersion"].as_str().unwrap_or("no apiVersion")
-                ),
-            };
-            role.push(Sourced {
-                source: at.clone(),
-                object,
-            });
+            add_object(inputs, &at, obj)?;
         }
     }
+    Ok(())
+}
+
+/// One object of a document, into the part of the input its kind is
+/// for; anything else is an error naming the document.
+fn add_object(inputs: &mut Inputs, at: &str, obj: Value) -> Result<()> {
+    let (object, notes) = legacy::normalize(obj);
+    inputs
+        .notes
+        .extend(notes.into_iter().map(|n| format!("{at}: {n}")));
+    let kind = object["kind"].as_str().unwrap_or("");
+    let group = object["apiVersion"]
+        .as_str()
+        .and_then(|a| a.split_once('/'))
+        .map(|(g, _)| g)
+        .unwrap_or("");
+    if object["metadata"]["name"]
+        .as_str()
+        .is_none_or(str::is_empty)
+    {
+        bail!(
+            "{at}: {} has no metadata.name",
+            if kind.is_empty() { "the object" } else { kind }
+        );
+    }
+    let member = object["metadata"]["annotations"][CLUSTER_ANNOTATION]
+        .as_str()
+        .is_some();
+    let role = match (group, kind) {
+        ("core.kubefed.io", "KubeFedCluster") => &mut inputs.clusters,
+        ("multiclusterdns.kubefed.io", "Domain" | "ServiceDNSRecord" | "IngressDNSRecord") => {
+            &mut inputs.dns
+        }
+        ("", "Service") | ("networking.k8s.io", "Ingress") if member => &mut inputs.member_status,
+        ("scheduling.kubefed.io", "ReplicaSchedulingPreference") => &mut inputs.rsps,
+        ("core.kubefed.io", "KubeFedConfig") => {
+            if let Some(first) = &inputs.config {
+                bail!(
+                    "{at}: a second KubeFedConfig (the first is {})",
+                    first.source
+                );
+            }
+            inputs.config = Some(Sourced {
+                source: at.to_string(),
+                object,
+            });
+            return Ok(());
+        }
+        ("core.kubefed.io", _) => {
+            inputs
+                .notes
+                .push(format!("{at}: {kind} is not used when rendering; skipped"));
+            return Ok(());
+        }
+        (_, k) if k.starts_with("Federated") && group.ends_with("kubefed.io") => {
+            &mut inputs.federated
+        }
+        _ => bail!(
+            "{at}: {kind:?} ({}) is not a federated object, ReplicaSchedulingPreference or KubeFedCluster",
+            object["apiVersion"].as_str().unwrap_or("no apiVersion")
+        ),
+    };
+    role.push(Sourced {
+        source: at.to_string(),
+        object,
+    });
     Ok(())
 }
 
