@@ -612,39 +612,7 @@ pub fn dns_endpoints(record: &DnsRecord, status: &RecordStatus) -> EndpointsPlan
                 ));
             }
         }
-        RecordKind::Service => {
-            let d = &status.domain;
-            let service = if record.external_name.is_empty() {
-                &record.name
-            } else {
-                labels.insert(SERVICE_NAME_LABEL.to_string(), record.name.clone());
-                &record.external_name
-            };
-            let prefix = format!("{service}.{}.{}.svc", record.namespace, record.domain_ref);
-            let global = format!("{prefix}.{d}");
-            for entry in &status.dns {
-                let region = format!("{prefix}.{}.{d}", entry.region);
-                for zone in &entry.zones {
-                    let name = format!("{prefix}.{zone}.{}.{d}", entry.region);
-                    names
-                        .entry(name)
-                        .or_default()
-                        .add(&entry.load_balancer, &region);
-                }
-                names
-                    .entry(region)
-                    .or_default()
-                    .add(&entry.load_balancer, &global);
-                names
-                    .entry(global.clone())
-                    .or_default()
-                    .add(&entry.load_balancer, "");
-            }
-            if !record.dns_prefix.is_empty() {
-                let name = format!("{}.{d}", record.dns_prefix);
-                names.entry(name).or_default().up.insert(global);
-            }
-        }
+        RecordKind::Service => service_names(record, status, &mut names, &mut labels),
         RecordKind::Ingress => {
             for host in record.hosts.iter().filter(|h| !h.is_empty()) {
                 let c = names.entry(host.clone()).or_default();
@@ -679,6 +647,50 @@ pub fn dns_endpoints(record: &DnsRecord, status: &RecordStatus) -> EndpointsPlan
         name: format!("{}-{}", record.kind.endpoint_prefix(), record.name),
         endpoints,
         warnings,
+    }
+}
+
+/// The names a Service record publishes under its resolved domain
+/// (KubeFed v0.6.1's `pkg/controller/dnsendpoint`): per zone, region
+/// and globally, each falling back to the wider one when it has no
+/// address, and the `dnsPrefix` CNAME; an `externalName` is published in
+/// place of the Service's name, labelled with it.
+fn service_names(
+    record: &DnsRecord,
+    status: &RecordStatus,
+    names: &mut BTreeMap<String, Candidates>,
+    labels: &mut BTreeMap<String, String>,
+) {
+    let d = &status.domain;
+    let service = if record.external_name.is_empty() {
+        &record.name
+    } else {
+        labels.insert(SERVICE_NAME_LABEL.to_string(), record.name.clone());
+        &record.external_name
+    };
+    let prefix = format!("{service}.{}.{}.svc", record.namespace, record.domain_ref);
+    let global = format!("{prefix}.{d}");
+    for entry in &status.dns {
+        let region = format!("{prefix}.{}.{d}", entry.region);
+        for zone in &entry.zones {
+            let name = format!("{prefix}.{zone}.{}.{d}", entry.region);
+            names
+                .entry(name)
+                .or_default()
+                .add(&entry.load_balancer, &region);
+        }
+        names
+            .entry(region)
+            .or_default()
+            .add(&entry.load_balancer, &global);
+        names
+            .entry(global.clone())
+            .or_default()
+            .add(&entry.load_balancer, "");
+    }
+    if !record.dns_prefix.is_empty() {
+        let name = format!("{}.{d}", record.dns_prefix);
+        names.entry(name).or_default().up.insert(global);
     }
 }
 
