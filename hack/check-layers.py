@@ -5,7 +5,9 @@ other, rules of the core written again in the engines or commands
 (DECISIONS), and import circles between the modules of src/ or of
 testenv/src/ (two modules that import each other, directly or through
 others, are one concept split in two or one in the wrong place), and
-modules docs/architecture.md does not name. Test modules may reach up. Prints nothing and exits 0 when clean."""
+modules docs/architecture.md does not name, and functions over 80 lines
+outside tests (one that long does several things; name them). Test
+modules may reach up. Prints nothing and exits 0 when clean."""
 import glob, os, re, sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
@@ -153,6 +155,25 @@ def circles(root):
 for root, name in ((ROOT, "src"), (os.path.join(ROOT, "..", "testenv", "src"), "testenv/src")):
     for group in circles(root):
         problems.append(f"{name}: import circle between {', '.join(group)}")
+
+# No function over 80 lines outside tests, in src/ or testenv/src/.
+LONGEST = 80
+for root, name in ((ROOT, "src"), (os.path.join(ROOT, "..", "testenv", "src"), "testenv/src")):
+    for path in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True):
+        lines = open(path).read().split("\n")
+        end = next((i for i, l in enumerate(lines) if l.startswith("#[cfg(test)]")), len(lines))
+        i = 0
+        while i < end:
+            m = re.match(r"^(\s*)(?:pub(?:\([a-z]+\))? )?(?:async )?fn (\w+)", lines[i])
+            if m:
+                close = next((j for j in range(i, end) if lines[j] == m.group(1) + "}"), end)
+                if close - i + 1 > LONGEST:
+                    rel = os.path.relpath(path, root)
+                    problems.append(
+                        f"{name}/{rel}:{i + 1}: fn {m.group(2)} is {close - i + 1} lines (at most {LONGEST})"
+                    )
+                i = close
+            i += 1
 
 # docs/architecture.md names every module (commands are named by their
 # pattern, `src/cmd/<command>.rs`), so that the map stays true.

@@ -133,40 +133,7 @@ impl TestEnv {
 
         let mut pending = Vec::new();
         for &(name, version) in clusters {
-            let bin = version.binaries_dir();
-            let port = free_port()?;
-            let admin_token = random_token(16)?;
-            let cm_token = random_token(16)?;
-            let cdir = dir.join(name);
-            std::fs::create_dir_all(&cdir)?;
-            let serving =
-                ca.issue_serving_cert("kube-apiserver", &["kubernetes", "kubernetes.default"])?;
-            write(&cdir.join("serving.crt"), &serving.cert_pem)?;
-            write(&cdir.join("serving.key"), &serving.key_pem)?;
-            write(
-                &cdir.join("tokens.csv"),
-                &format!(
-                    "{admin_token},admin,admin,\"system:masters\"\n{cm_token},system:kube-controller-manager,kcm,\"system:masters\"\n"
-                ),
-            )?;
-            let args = apiserver_args(&dir, &cdir, name, port, etcd_port, version);
-            let apiserver = Process::spawn(
-                &format!("kube-apiserver ({name})"),
-                &bin.join("kube-apiserver"),
-                &args,
-                &cdir.join("kube-apiserver.log"),
-            )?;
-            pending.push((
-                Cluster {
-                    name: name.to_string(),
-                    version,
-                    port,
-                    admin_token,
-                    apiserver,
-                    controller_manager: None,
-                },
-                cm_token,
-            ));
+            pending.push(start_apiserver(&dir, &ca, name, version, etcd_port)?);
         }
 
         let mut env = TestEnv {
@@ -472,6 +439,51 @@ fn write(path: &Path, text: &str) -> Result<()> {
 
 fn arg(k: &str, v: impl std::fmt::Display) -> String {
     format!("--{k}={v}")
+}
+
+/// One cluster's API server, started on a free port with its own
+/// serving certificate and tokens (an admin, and the controller-manager's,
+/// returned beside the cluster for its kubeconfig).
+fn start_apiserver(
+    dir: &Path,
+    ca: &Ca,
+    name: &str,
+    version: Version,
+    etcd_port: u16,
+) -> Result<(Cluster, String)> {
+    let bin = version.binaries_dir();
+    let port = free_port()?;
+    let admin_token = random_token(16)?;
+    let cm_token = random_token(16)?;
+    let cdir = dir.join(name);
+    std::fs::create_dir_all(&cdir)?;
+    let serving = ca.issue_serving_cert("kube-apiserver", &["kubernetes", "kubernetes.default"])?;
+    write(&cdir.join("serving.crt"), &serving.cert_pem)?;
+    write(&cdir.join("serving.key"), &serving.key_pem)?;
+    write(
+        &cdir.join("tokens.csv"),
+        &format!(
+            "{admin_token},admin,admin,\"system:masters\"\n{cm_token},system:kube-controller-manager,kcm,\"system:masters\"\n"
+        ),
+    )?;
+    let args = apiserver_args(dir, &cdir, name, port, etcd_port, version);
+    let apiserver = Process::spawn(
+        &format!("kube-apiserver ({name})"),
+        &bin.join("kube-apiserver"),
+        &args,
+        &cdir.join("kube-apiserver.log"),
+    )?;
+    Ok((
+        Cluster {
+            name: name.to_string(),
+            version,
+            port,
+            admin_token,
+            apiserver,
+            controller_manager: None,
+        },
+        cm_token,
+    ))
 }
 
 fn apiserver_args(
