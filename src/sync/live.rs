@@ -483,7 +483,16 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
             .push(format!("{}: {verb} {object}", w.decision.cluster));
         // Secret values never reach a plan (kubectl diff's rule). A created
         // object shows whole, and so does a deleted one.
-        let diff = match (&w.live, desired, action) {
+        // A listed object carries no kind (its list does): give it its
+        // own, so that a diff shows no kind change and a deletion names it.
+        let live = w.live.as_ref().map(|l| {
+            let mut l = l.clone();
+            if l.get("kind").is_none_or(serde_json::Value::is_null) {
+                l["kind"] = kind.as_str().into();
+            }
+            l
+        });
+        let diff = match (&live, desired, action) {
             (Some(live), Some(desired), _) => {
                 let (live, desired) = crate::core::secrets::mask_pair(live, desired);
                 Some((describe(kind, &desired), Some(live), Some(desired)))

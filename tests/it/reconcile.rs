@@ -2009,6 +2009,14 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
             "{new:?}"
         );
         assert!(new.iter().any(|l| l.starts_with("+  a: ")), "{new:?}");
+        let change = block(&format!(
+            "--- ConfigMap {ns}/change in {m} (live)\n+++ ConfigMap {ns}/change in {m} (desired)\n"
+        ));
+        assert!(
+            change.iter().any(|l| l.starts_with("+  a: "))
+                && !change.iter().any(|l| l.contains("kind:")),
+            "an update shows what changes, not the kind a list leaves out: {change:?}"
+        );
         let drop = block(&format!(
             "--- ConfigMap {ns}/drop in {m} (live)\n+++ ConfigMap {ns}/drop in {m} (deleted)\n"
         ));
