@@ -9,6 +9,7 @@ pub mod describe;
 pub mod desired;
 pub mod dns;
 pub mod events;
+pub mod field_owners;
 pub mod lease;
 pub mod legacy;
 pub mod lookup;

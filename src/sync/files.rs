@@ -7,6 +7,7 @@
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error_line, dynamic_api, resource_of};
 use crate::core::describe::{ObjectKey, describe_federated, key_of};
+use crate::core::field_owners;
 use crate::core::proposal::{self, Proposed};
 use crate::host::Host;
 use crate::sync::observe::{Observation, ObservedType, federated_namespaces};
@@ -211,27 +212,53 @@ pub async fn apply(
         ),
         (true, None) => bail!("--prune needs -l SELECTOR"),
     };
-    let (mut targets, pruned) = proposed(host, sourced, federated, prune_selector.as_ref()).await?;
+    let Proposals {
+        mut targets,
+        pruned,
+        client_side,
+    } = proposed(host, sourced, federated, prune_selector.as_ref()).await?;
     // Unchanged objects are not applied: a second run writes nothing.
     targets.retain(|(_, _, what)| *what != Proposed::Unchanged);
+    let mut taken_over = Vec::new();
+    for (s, ar, _) in &targets {
+        let key = (ar.group.clone(), ar.plural.clone(), key_of(&s.object));
+        if let Some(owners) = client_side.get(&key) {
+            taken_over.push(take_over_client_side_fields(host, ar, s, owners).await?);
+        }
+    }
     for dry_run in [true, false] {
         for (s, ar, _) in &targets {
             server_side_apply(host, ar, s, dry_run, force_conflicts).await?;
         }
     }
-    let mut lines: Vec<String> = targets
-        .iter()
-        .map(|(s, _, what)| {
-            let verb = if *what == Proposed::Create {
-                "created"
-            } else {
-                "configured"
-            };
-            format!("host: {verb} {}", describe_federated(&s.object))
-        })
-        .collect();
+    let mut lines = taken_over;
+    lines.extend(targets.iter().map(|(s, _, what)| {
+        let verb = if *what == Proposed::Create {
+            "created"
+        } else {
+            "configured"
+        };
+        format!("host: {verb} {}", describe_federated(&s.object))
+    }));
     lines.extend(prune(host, pruned).await?);
     Ok(lines)
+}
+
+/// The files' objects by the list that holds them on the host, (group,
+/// plural, namespace): its resource, whether it is a federated type, and
+/// the objects.
+type FilesByList<'a> = BTreeMap<(String, String, String), (&'a ApiResource, bool, Vec<Value>)>;
+
+/// What applying the files does to the host, as [`proposed`] finds it.
+struct Proposals<'s> {
+    /// Each object of the files, with what applying it would do.
+    targets: Vec<(&'s Sourced, &'s ApiResource, Proposed)>,
+    /// With `--prune`: the host objects to delete.
+    pruned: Vec<(&'s ApiResource, ObjectKey)>,
+    /// Host objects whose fields `kubectl apply` (client-side) owns: their
+    /// `managedFields` with those fields ours, and the resourceVersion they
+    /// were read at, by (group, plural, key).
+    client_side: HashMap<(String, String, ObjectKey), (Vec<Value>, String)>,
 }
 
 /// What applying each object would do to the host's, and with `prune`
@@ -239,19 +266,14 @@ pub async fn apply(
 /// name (not one read per object), decided by the plan's own rule
 /// (`core::proposal::overlay`). The first `federated` of `sourced` are
 /// federated objects (only their types are pruned).
-#[allow(clippy::type_complexity)]
 async fn proposed<'s>(
     host: &Host,
     sourced: Vec<(&'s Sourced, &'s ApiResource)>,
     federated: usize,
     prune: Option<&crate::core::placement::Selector>,
-) -> Result<(
-    Vec<(&'s Sourced, &'s ApiResource, Proposed)>,
-    Vec<(&'s ApiResource, ObjectKey)>,
-)> {
+) -> Result<Proposals<'s>> {
     // (group, plural, namespace) → the files' objects there.
-    let mut groups: BTreeMap<(String, String, String), (&ApiResource, bool, Vec<Value>)> =
-        BTreeMap::new();
+    let mut groups: FilesByList = BTreeMap::new();
     for (i, (s, ar)) in sourced.iter().enumerate() {
         let ns = key_of(&s.object).0;
         groups
@@ -262,6 +284,7 @@ async fn proposed<'s>(
     }
     let mut found: HashMap<(String, String, ObjectKey), Proposed> = HashMap::new();
     let mut pruned = Vec::new();
+    let mut client_side = HashMap::new();
     for ((group, plural, ns), (ar, is_federated, files)) in groups {
         let listed = crate::sync::observe::list_all(
             &dynamic_api(&host.client, Some(&ns), ar),
@@ -284,6 +307,19 @@ async fn proposed<'s>(
                     .map(|(key, _)| (ar, key)),
             );
         }
+        for o in &listed {
+            let owners = o["metadata"]["managedFields"].as_array();
+            let taken = owners.and_then(|m| {
+                field_owners::take_over(m, field_owners::KUBECTL_CLIENT_SIDE_APPLY, FIELD_MANAGER)
+            });
+            if let Some(managed) = taken {
+                let rv = o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                client_side.insert((group.clone(), plural.clone(), key_of(o)), (managed, rv));
+            }
+        }
         for (key, what) in proposal::overlay(listed, &files, None, "").1 {
             found.insert((group.clone(), plural.clone(), key), what);
         }
@@ -295,7 +331,43 @@ async fn proposed<'s>(
             (s, ar, found.get(&key).copied().unwrap_or(Proposed::Create))
         })
         .collect();
-    Ok((targets, pruned))
+    Ok(Proposals {
+        targets,
+        pruned,
+        client_side,
+    })
+}
+
+/// Takes over the fields `kubectl apply` (client-side) wrote on an object
+/// about to be applied, as `kubectl apply --server-side` does once per
+/// object (client-go's `csaupgrade`): its `managedFields` rewritten, at
+/// the resourceVersion they were read at (a change meanwhile fails it). Nothing else of the object
+/// changes; fields of other managers still conflict.
+async fn take_over_client_side_fields(
+    host: &Host,
+    ar: &ApiResource,
+    s: &Sourced,
+    (managed, rv): &(Vec<Value>, String),
+) -> Result<String> {
+    let (ns, name) = key_of(&s.object);
+    // A merge patch replaces the list whole; the resourceVersion makes it
+    // conditional, as upstream's JSON patch does.
+    let patch = serde_json::json!({"metadata": {"managedFields": managed, "resourceVersion": rv}});
+    dynamic_api(&host.client, Some(&ns), ar)
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| {
+            anyhow!(
+                "{}: taking over the fields kubectl apply wrote on {}: {}",
+                s.source,
+                describe_federated(&s.object),
+                api_error_line(e)
+            )
+        })?;
+    Ok(format!(
+        "host: took over the fields kubectl apply (client-side) wrote on {}",
+        describe_federated(&s.object)
+    ))
 }
 
 /// One object, applied as `kubectl apply --server-side` would.

@@ -1767,6 +1767,120 @@ fn the_hosts_kubefedconfig_decides_what_a_run_does() {
 }
 
 /// `reconcile -f`: the plan of a change under review, then applying it.
+/// Moving from `kubectl apply` to `reconcile -f`: the fields kubectl's
+/// client-side apply owns are taken over once (as `kubectl apply
+/// --server-side` takes them over), so the first run converges; fields
+/// another manager owns still conflict.
+#[test]
+fn objects_kubectl_applied_are_taken_over_by_reconcile_f() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-csa", &["configmaps"]);
+    let ns = f.ns;
+    let dir = std::env::temp_dir().join(format!("kubefedctl-csa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cm.yaml");
+    let path = file.to_str().unwrap();
+    let write = |a: &str| {
+        let obj = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+            "metadata": {"name": "csa", "namespace": ns},
+            "spec": {"template": {"data": {"a": a}}, "placement": {"clusterSelector": {}}}});
+        std::fs::write(&file, serde_json::to_string(&obj).unwrap()).unwrap();
+    };
+    let fed_path = format!(
+        "/apis/{}/v1beta1/namespaces/{ns}/federatedconfigmaps/csa",
+        f.group
+    );
+    let managers = || -> Vec<String> {
+        get(env, "host", &fed_path).unwrap()["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["manager"].as_str().unwrap(),
+                    e["operation"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+
+    // The old recipe: kubectl apply (client-side), then a reconcile.
+    write("1");
+    let kubectl = std::process::Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            f.kc.to_str().unwrap(),
+            "--context",
+            "host",
+            "apply",
+            "-f",
+            path,
+        ])
+        .output()
+        .expect("kubectl (installed by hack/testenv.sh)");
+    assert!(
+        kubectl.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kubectl.stderr)
+    );
+    assert!(
+        managers().contains(&"kubectl-client-side-apply Update".to_string()),
+        "{:?}",
+        managers()
+    );
+
+    // The new one: reconcile -f with a changed template converges in one run.
+    write("2");
+    let run = f.reconcile(&["-f", path]).ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "host: took over the fields kubectl apply (client-side) wrote on FederatedConfigMap \"{ns}/csa\""
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(member_cm_data(env, "member1", ns, "csa"), Some("2".into()));
+    assert_eq!(member_cm_data(env, "member2", ns, "csa"), Some("2".into()));
+    let after = managers();
+    assert!(after.contains(&"kubefedctl Apply".to_string()), "{after:?}");
+    assert!(
+        !after
+            .iter()
+            .any(|m| m.starts_with("kubectl-client-side-apply")),
+        "{after:?}"
+    );
+    f.reset();
+    let again = f.reconcile(&["-f", path]).ok();
+    assert!(
+        !again.stderr.contains("took over"),
+        "once per object: {}",
+        again.stderr
+    );
+    assert_eq!(f.writes(), vec![], "a second run writes nothing");
+
+    // A field another manager changed since still conflicts.
+    let (status, answer) = crate::fixtures::request(
+        env,
+        "host",
+        "PATCH",
+        &format!("{fed_path}?fieldManager=someone-else"),
+        Some(json!({"spec": {"template": {"data": {"a": "theirs"}}}})),
+    );
+    assert_eq!(status, 200, "{answer}");
+    write("3");
+    let refused = f.reconcile(&["-f", path]).fails();
+    assert!(
+        refused
+            .stderr
+            .contains("another field manager owns these fields")
+            && refused.stderr.contains("someone-else"),
+        "{}",
+        refused.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `reconcile -f` takes a cluster-scoped federated object (here KubeFed's
 /// default FederatedClusterRole) as it is: `-n` is for namespaced ones,
 /// and a namespace on a cluster-scoped one is an error naming the file.
