@@ -40,7 +40,10 @@ impl Cluster {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PlacementError {
     #[error("{object}: invalid spec.placement.clusterSelector: {problem}")]
-    InvalidSelector { object: String, problem: String },
+    InvalidSelector {
+        object: String,
+        problem: SelectorError,
+    },
     #[error("{object}: invalid spec.placement: {problem}")]
     InvalidPlacement { object: String, problem: String },
 }
@@ -185,6 +188,52 @@ fn compute(
         .collect())
 }
 
+/// What is wrong with a label selector, worded as Kubernetes' validation
+/// words it.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum SelectorError {
+    #[error("not an object")]
+    NotAnObject,
+    #[error("matchLabels[{0}] is not a string")]
+    LabelNotAString(String),
+    #[error("matchLabels is not an object")]
+    LabelsNotAnObject,
+    #[error("matchExpressions is not a list")]
+    ExpressionsNotAList,
+    #[error("matchExpressions[{index}]: {problem}")]
+    Expression {
+        index: usize,
+        problem: Box<SelectorError>,
+    },
+    #[error("key is required")]
+    NoKey,
+    #[error("operator is required")]
+    NoOperator,
+    #[error("values must be strings")]
+    ValueNotAString,
+    #[error("values is not a list")]
+    ValuesNotAList,
+    #[error("for 'in', 'notin' operators, values set can't be empty (operator {0})")]
+    NoValues(String),
+    #[error("values set must be empty for exists and does not exist (operator {0})")]
+    UnwantedValues(String),
+    #[error("{0:?} is not a valid label selector operator")]
+    UnknownOperator(String),
+    /// `-l`: a set without its closing parenthesis.
+    #[error("{0:?}: no closing parenthesis")]
+    Unclosed(String),
+    /// `-l`: set values not in parentheses.
+    #[error("{0:?}: values must be in parentheses")]
+    NotParenthesised(String),
+    #[error("invalid label key {key:?}: {problem}")]
+    Key { key: String, problem: String },
+    #[error("invalid label value {value:?}: {problem}")]
+    Value {
+        value: String,
+        problem: &'static str,
+    },
+}
+
 /// A parsed `metav1.LabelSelector` (matchLabels AND matchExpressions).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selector {
@@ -202,9 +251,9 @@ enum Requirement {
 impl Selector {
     /// Parse a label selector object; `{}` matches everything. Errors say
     /// which part is wrong, as Kubernetes' validation would reject it.
-    pub fn parse(selector: &Value) -> Result<Selector, String> {
+    pub fn parse(selector: &Value) -> Result<Selector, SelectorError> {
         let Value::Object(m) = selector else {
-            return Err("not an object".into());
+            return Err(SelectorError::NotAnObject);
         };
         let mut requirements = Vec::new();
         match m.get("matchLabels") {
@@ -212,32 +261,35 @@ impl Selector {
             Some(Value::Object(labels)) => {
                 for (k, v) in labels {
                     let Some(v) = v.as_str() else {
-                        return Err(format!("matchLabels[{k}] is not a string"));
+                        return Err(SelectorError::LabelNotAString(k.clone()));
                     };
                     check_key(k)?;
                     check_value(v)?;
                     requirements.push(Requirement::In(k.clone(), [v.to_string()].into()));
                 }
             }
-            Some(_) => return Err("matchLabels is not an object".into()),
+            Some(_) => return Err(SelectorError::LabelsNotAnObject),
         }
         match m.get("matchExpressions") {
             None | Some(Value::Null) => {}
             Some(Value::Array(exprs)) => {
                 for (i, e) in exprs.iter().enumerate() {
-                    requirements.push(
-                        parse_expression(e).map_err(|p| format!("matchExpressions[{i}]: {p}"))?,
-                    );
+                    requirements.push(parse_expression(e).map_err(|p| {
+                        SelectorError::Expression {
+                            index: i,
+                            problem: Box::new(p),
+                        }
+                    })?);
                 }
             }
-            Some(_) => return Err("matchExpressions is not a list".into()),
+            Some(_) => return Err(SelectorError::ExpressionsNotAList),
         }
         Ok(Selector { requirements })
     }
 
     /// Parse kubectl's `-l` syntax (`a=b,c!=d,e in (x,y),f notin (z),g,!h`;
     /// `==` as `=`), as the API server reads a `labelSelector` query.
-    pub fn parse_flag(text: &str) -> Result<Selector, String> {
+    pub fn parse_flag(text: &str) -> Result<Selector, SelectorError> {
         let mut requirements = Vec::new();
         let mut rest = text.trim();
         while !rest.is_empty() {
@@ -246,7 +298,7 @@ impl Selector {
                 (Some(open), Some(comma)) if open < comma => {
                     let close = rest
                         .find(')')
-                        .ok_or(format!("{rest:?}: no closing parenthesis"))?;
+                        .ok_or_else(|| SelectorError::Unclosed(rest.to_string()))?;
                     rest[close..].find(',').map_or(rest.len(), |c| close + c)
                 }
                 (_, Some(comma)) => comma,
@@ -270,13 +322,13 @@ impl Selector {
 }
 
 /// One requirement of a `-l` selector.
-fn parse_flag_requirement(part: &str) -> Result<Requirement, String> {
-    let set = |values: &str| -> Result<BTreeSet<String>, String> {
+fn parse_flag_requirement(part: &str) -> Result<Requirement, SelectorError> {
+    let set = |values: &str| -> Result<BTreeSet<String>, SelectorError> {
         let inner = values
             .trim()
             .strip_prefix('(')
             .and_then(|v| v.strip_suffix(')'))
-            .ok_or(format!("{part:?}: values must be in parentheses"))?;
+            .ok_or_else(|| SelectorError::NotParenthesised(part.to_string()))?;
         inner
             .split(',')
             .map(|v| {
@@ -316,17 +368,17 @@ fn parse_flag_requirement(part: &str) -> Result<Requirement, String> {
     Ok(Requirement::Exists(part.to_string()))
 }
 
-fn parse_expression(e: &Value) -> Result<Requirement, String> {
+fn parse_expression(e: &Value) -> Result<Requirement, SelectorError> {
     let key = e
         .get("key")
         .and_then(Value::as_str)
-        .ok_or("key is required")?
+        .ok_or(SelectorError::NoKey)?
         .to_string();
     check_key(&key)?;
     let op = e
         .get("operator")
         .and_then(Value::as_str)
-        .ok_or("operator is required")?;
+        .ok_or(SelectorError::NoOperator)?;
     let values: BTreeSet<String> = match e.get("values") {
         None | Some(Value::Null) => BTreeSet::new(),
         Some(Value::Array(vs)) => vs
@@ -334,33 +386,31 @@ fn parse_expression(e: &Value) -> Result<Requirement, String> {
             .map(|v| {
                 v.as_str()
                     .map(str::to_string)
-                    .ok_or("values must be strings")
+                    .ok_or(SelectorError::ValueNotAString)
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("values is not a list".into()),
+        Some(_) => return Err(SelectorError::ValuesNotAList),
     };
     for v in &values {
         check_value(v)?;
     }
     match op {
-        "In" | "NotIn" if values.is_empty() => Err(format!(
-            "for 'in', 'notin' operators, values set can't be empty (operator {op})"
-        )),
-        "Exists" | "DoesNotExist" if !values.is_empty() => Err(format!(
-            "values set must be empty for exists and does not exist (operator {op})"
-        )),
+        "In" | "NotIn" if values.is_empty() => Err(SelectorError::NoValues(op.to_string())),
+        "Exists" | "DoesNotExist" if !values.is_empty() => {
+            Err(SelectorError::UnwantedValues(op.to_string()))
+        }
         "In" => Ok(Requirement::In(key, values)),
         "NotIn" => Ok(Requirement::NotIn(key, values)),
         "Exists" => Ok(Requirement::Exists(key)),
         "DoesNotExist" => Ok(Requirement::DoesNotExist(key)),
-        other => Err(format!("{other:?} is not a valid label selector operator")),
+        other => Err(SelectorError::UnknownOperator(other.to_string())),
     }
 }
 
 /// Kubernetes' label-key rule: optional DNS-subdomain prefix and `/`, then
 /// a name of at most 63 characters of alphanumerics, `-`, `_`, `.`, starting
 /// and ending alphanumeric.
-fn check_key(key: &str) -> Result<(), String> {
+fn check_key(key: &str) -> Result<(), SelectorError> {
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -368,35 +418,44 @@ fn check_key(key: &str) -> Result<(), String> {
     if let Some(p) = prefix
         && let Some(e) = super::names::subdomain_error(p)
     {
-        return Err(format!("invalid label key {key:?}: prefix {e}"));
+        return Err(SelectorError::Key {
+            key: key.to_string(),
+            problem: format!("prefix {e}"),
+        });
     }
     if name.is_empty() {
-        return Err(format!(
-            "invalid label key {key:?}: name part must not be empty"
-        ));
+        return Err(SelectorError::Key {
+            key: key.to_string(),
+            problem: "name part must not be empty".into(),
+        });
     }
-    check_name_part(name).map_err(|e| format!("invalid label key {key:?}: {e}"))
+    check_name_part(name).map_err(|e| SelectorError::Key {
+        key: key.to_string(),
+        problem: e.into(),
+    })
 }
 
 /// Kubernetes' label-value rule: empty, or a name part as in keys.
-fn check_value(value: &str) -> Result<(), String> {
+fn check_value(value: &str) -> Result<(), SelectorError> {
     if value.is_empty() {
         return Ok(());
     }
-    check_name_part(value).map_err(|e| format!("invalid label value {value:?}: {e}"))
+    check_name_part(value).map_err(|problem| SelectorError::Value {
+        value: value.to_string(),
+        problem,
+    })
 }
 
-fn check_name_part(part: &str) -> Result<(), String> {
+fn check_name_part(part: &str) -> Result<(), &'static str> {
     if part.len() > 63 {
-        return Err("must be no more than 63 characters".into());
+        return Err("must be no more than 63 characters");
     }
     let ok_inner = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     let first_last_ok = part.starts_with(|c: char| c.is_ascii_alphanumeric())
         && part.ends_with(|c: char| c.is_ascii_alphanumeric());
     if !part.chars().all(ok_inner) || !first_last_ok {
         return Err(
-            "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-                .into(),
+            "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
         );
     }
     Ok(())
@@ -405,6 +464,42 @@ fn check_name_part(part: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each error is worded as Kubernetes' validation words it.
+    #[test]
+    fn selector_errors_say_what_is_wrong() {
+        let long = "v".repeat(64);
+        let cases: Vec<(Result<Selector, SelectorError>, String)> = vec![
+            (Selector::parse(&json!("x")), "not an object".into()),
+            (
+                Selector::parse(&json!({"matchLabels": {"a": 1}})),
+                "matchLabels[a] is not a string".into(),
+            ),
+            (
+                Selector::parse(&json!({"matchExpressions": [{"key": "a", "operator": "In"}]})),
+                "matchExpressions[0]: for 'in', 'notin' operators, values set can't be empty (operator In)".into(),
+            ),
+            (
+                Selector::parse(&json!({"matchExpressions": [{"key": "a", "operator": "Near"}]})),
+                "matchExpressions[0]: \"Near\" is not a valid label selector operator".into(),
+            ),
+            (
+                Selector::parse_flag("a in (x"),
+                "\"a in (x\": values must be in parentheses".into(),
+            ),
+            (
+                Selector::parse_flag("-bad=x"),
+                "invalid label key \"-bad\": must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character".into(),
+            ),
+            (
+                Selector::parse_flag(&format!("a={long}")),
+                format!("invalid label value {long:?}: must be no more than 63 characters"),
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got.unwrap_err().to_string(), want);
+        }
+    }
 
     #[test]
     fn flag_selectors_read_as_kubectl_writes_them() {
