@@ -63,7 +63,7 @@ pub struct InitOptions {
     pub shards: u32,
 }
 
-fn parse_schedule(text: &str) -> Result<String, String> {
+fn parse_schedule(text: &str) -> Result<String, reconciler::ScheduleError> {
     reconciler::check_schedule(text).map(|()| text.to_string())
 }
 

@@ -194,7 +194,7 @@ mod tests {
         ] {
             assert_eq!(
                 parse_duration(huge),
-                Err(format!("duration {huge:?} is too long"))
+                Err(crate::core::time::DurationError::TooLong(huge.to_string()))
             );
         }
     }

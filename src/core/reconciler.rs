@@ -64,8 +64,15 @@ impl Batch {
     }
 }
 
+/// A schedule a CronJob would not take.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error(
+    "invalid schedule {0:?}: expected five cron fields (e.g. \"*/5 * * * *\") or a macro such as @hourly"
+)]
+pub struct ScheduleError(String);
+
 /// A cron schedule as CronJobs take it: five fields, or a macro.
-pub fn check_schedule(text: &str) -> Result<(), String> {
+pub fn check_schedule(text: &str) -> Result<(), ScheduleError> {
     const MACROS: [&str; 7] = [
         "@yearly",
         "@annually",
@@ -85,9 +92,7 @@ pub fn check_schedule(text: &str) -> Result<(), String> {
     {
         Ok(())
     } else {
-        Err(format!(
-            "invalid schedule {text:?}: expected five cron fields (e.g. \"*/5 * * * *\") or a macro such as @hourly"
-        ))
+        Err(ScheduleError(text.to_string()))
     }
 }
 
@@ -777,6 +782,7 @@ mod tests {
             assert!(
                 check_schedule(bad)
                     .unwrap_err()
+                    .to_string()
                     .contains("five cron fields"),
                 "{bad}"
             );

@@ -18,10 +18,15 @@ pub struct Shard {
     pub count: u32,
 }
 
+/// A `--shard` that is not `I/N` with `0 <= I < N`.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("invalid shard {0:?}: expected I/N with 0 <= I < N, e.g. 0/3")]
+pub struct ShardError(String);
+
 impl Shard {
     /// Parses `I/N` as `--shard` takes it.
-    pub fn parse(text: &str) -> Result<Shard, String> {
-        let bad = || format!("invalid shard {text:?}: expected I/N with 0 <= I < N, e.g. 0/3");
+    pub fn parse(text: &str) -> Result<Shard, ShardError> {
+        let bad = || ShardError(text.to_string());
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let index: u32 = i.trim().parse().map_err(|_| bad())?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;
@@ -102,7 +107,7 @@ mod tests {
         assert_eq!(Shard::parse("1/3"), Ok(Shard { index: 1, count: 3 }));
         assert_eq!(Shard::parse("0/1").unwrap().to_string(), "0/1");
         for bad in ["3/3", "0/0", "1", "-1/3", "a/3", "1/b", "", "1/3/4"] {
-            let e = Shard::parse(bad).unwrap_err();
+            let e = Shard::parse(bad).unwrap_err().to_string();
             assert!(e.contains("expected I/N"), "{bad}: {e}");
         }
     }

@@ -65,11 +65,22 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
     Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
 }
 
+/// A duration that cannot be read.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum DurationError {
+    #[error("invalid duration {0:?} (examples: 30s, 500ms, 2m, 1m30s)")]
+    Invalid(String),
+    #[error("invalid duration unit in {0:?} (use ms, s, m or h)")]
+    Unit(String),
+    #[error("duration {0:?} is too long")]
+    TooLong(String),
+}
+
 /// Parses durations the way kubectl's `--request-timeout` does: a number of
 /// seconds, or numbers with `ms`, `s`, `m` or `h`, one after another as Go
 /// writes them (`1m30s`, `1.5h`, `250ms`).
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let invalid = || format!("invalid duration {text:?} (examples: 30s, 500ms, 2m, 1m30s)");
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, DurationError> {
+    let invalid = || DurationError::Invalid(text.to_string());
     let t = text.trim();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return seconds(t.parse().map_err(|_| invalid())?, text);
@@ -91,9 +102,7 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
             "m" => 60.0,
             "h" => 3600.0,
             _ => {
-                return Err(format!(
-                    "invalid duration unit in {text:?} (use ms, s, m or h)"
-                ));
+                return Err(DurationError::Unit(text.to_string()));
             }
         };
         total += n * scale;
@@ -105,9 +114,9 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     seconds(total, text)
 }
 
-fn seconds(secs: f64, text: &str) -> Result<std::time::Duration, String> {
+fn seconds(secs: f64, text: &str) -> Result<std::time::Duration, DurationError> {
     std::time::Duration::try_from_secs_f64(secs)
-        .map_err(|_| format!("duration {text:?} is too long"))
+        .map_err(|_| DurationError::TooLong(text.to_string()))
 }
 
 #[cfg(test)]

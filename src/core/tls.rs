@@ -22,8 +22,15 @@ pub enum TlsChecks {
     },
 }
 
+/// A `spec.disabledTLSValidations` value KubeFed does not define.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error(
+    "spec.disabledTLSValidations: unknown value {0:?} (expected \"*\", \"SubjectName\" or \"ValidityPeriod\")"
+)]
+pub struct UnknownValidation(String);
+
 /// Reads `spec.disabledTLSValidations`.
-pub fn tls_checks(disabled: &[String]) -> Result<TlsChecks, String> {
+pub fn tls_checks(disabled: &[String]) -> Result<TlsChecks, UnknownValidation> {
     if disabled.iter().any(|v| v == "*") {
         return Ok(TlsChecks::None);
     }
@@ -32,11 +39,7 @@ pub fn tls_checks(disabled: &[String]) -> Result<TlsChecks, String> {
         match value.as_str() {
             "SubjectName" => subject_name = true,
             "ValidityPeriod" => validity_period = true,
-            other => {
-                return Err(format!(
-                    "spec.disabledTLSValidations: unknown value {other:?} (expected \"*\", \"SubjectName\" or \"ValidityPeriod\")"
-                ));
-            }
+            other => return Err(UnknownValidation(other.to_string())),
         }
     }
     Ok(if subject_name || validity_period {
@@ -60,7 +63,7 @@ pub fn validity_check_time(not_before_unix: i64) -> i64 {
 mod tests {
     use super::*;
 
-    fn checks(values: &[&str]) -> Result<TlsChecks, String> {
+    fn checks(values: &[&str]) -> Result<TlsChecks, UnknownValidation> {
         tls_checks(&values.iter().map(|v| v.to_string()).collect::<Vec<_>>())
     }
 
@@ -87,7 +90,7 @@ mod tests {
 
     #[test]
     fn an_unknown_value_is_an_error_naming_the_field_and_value() {
-        let err = checks(&["subjectName"]).unwrap_err();
+        let err = checks(&["subjectName"]).unwrap_err().to_string();
         assert!(err.contains("spec.disabledTLSValidations"), "{err}");
         assert!(err.contains("\"subjectName\""), "{err}");
     }
