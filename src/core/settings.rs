@@ -122,23 +122,43 @@ impl Settings {
     }
 }
 
+/// The first field of a KubeFedConfig that is not valid: its path
+/// (`spec.leaderElect.leaseDuration`) and what is wrong with it.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("{field}: {problem}")]
+pub struct SettingsError {
+    pub field: String,
+    pub problem: String,
+}
+
+impl SettingsError {
+    fn at(field: impl Into<String>, problem: impl Into<String>) -> SettingsError {
+        SettingsError {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
 /// A KubeFedConfig's `spec` (None: there is none) → settings, or the first
 /// field that is not valid, named by its path.
-pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
+pub fn settings(spec: Option<&Value>) -> Result<Settings, SettingsError> {
     let mut s = Settings::default();
     let Some(spec) = spec else {
         return Ok(s);
     };
     if !spec.is_object() {
-        return Err("spec: must be an object".into());
+        return Err(SettingsError::at("spec", "must be an object"));
     }
     match spec.get("scope") {
         None | Some(Value::Null) => {}
         Some(v) => {
-            s.scope = v
-                .as_str()
-                .and_then(Scope::parse)
-                .ok_or_else(|| format!("spec.scope: must be Cluster or Namespaced, not {v}"))?
+            s.scope = v.as_str().and_then(Scope::parse).ok_or_else(|| {
+                SettingsError::at(
+                    "spec.scope",
+                    format!("must be Cluster or Namespaced, not {v}"),
+                )
+            })?
         }
     }
     match &spec["syncController"]["adoptResources"] {
@@ -154,9 +174,12 @@ pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
                 n.as_u64()
                     .and_then(|n| usize::try_from(n).ok())
                     .filter(|n| *n >= 1)
-                    .ok_or(format!(
-                        "spec.syncController.maxConcurrentReconciles: must be a whole number of at least 1, not {n}"
-                    ))?,
+                    .ok_or_else(|| {
+                        SettingsError::at(
+                            "spec.syncController.maxConcurrentReconciles",
+                            format!("must be a whole number of at least 1, not {n}"),
+                        )
+                    })?,
             )
         }
     }
@@ -173,15 +196,18 @@ pub fn settings(spec: Option<&Value>) -> Result<Settings, String> {
                     "RawResourceStatusCollection" => s.raw_resource_status_collection = on,
                     _ => {
                         let known: Vec<&str> = FEATURE_GATES.iter().map(|(n, _)| *n).collect();
-                        return Err(format!(
-                            "{at}.name: unknown feature gate {name:?} (known: {})",
-                            known.join(", ")
+                        return Err(SettingsError::at(
+                            format!("{at}.name"),
+                            format!(
+                                "unknown feature gate {name:?} (known: {})",
+                                known.join(", ")
+                            ),
                         ));
                     }
                 }
             }
         }
-        _ => return Err("spec.featureGates: must be a list".into()),
+        _ => return Err(SettingsError::at("spec.featureGates", "must be a list")),
     }
     Ok(s)
 }
@@ -192,17 +218,17 @@ fn duration_field(
     section: &str,
     field: &str,
     default: Duration,
-) -> Result<Duration, String> {
+) -> Result<Duration, SettingsError> {
+    let at = || format!("spec.{section}.{field}");
     match &v[field] {
         Value::Null => Ok(default),
         Value::String(text) => super::time::parse_duration(text)
             .ok()
             .filter(|d| !d.is_zero())
-            .ok_or(format!(
-                "spec.{section}.{field}: {text:?} is not a positive duration"
-            )),
-        other => Err(format!(
-            "spec.{section}.{field}: must be a duration such as \"10s\", not {other}"
+            .ok_or_else(|| SettingsError::at(at(), format!("{text:?} is not a positive duration"))),
+        other => Err(SettingsError::at(
+            at(),
+            format!("must be a duration such as \"10s\", not {other}"),
         )),
     }
 }
@@ -211,7 +237,7 @@ fn duration_field(
 /// (`pkg/apis/core/v1beta1/validation/validation.go`): the lease outlasts
 /// the renew deadline, which outlasts the retry period times client-go's
 /// jitter factor 1.2.
-fn leader_elect(v: &Value) -> Result<LeaseTimings, String> {
+fn leader_elect(v: &Value) -> Result<LeaseTimings, SettingsError> {
     let mut t = LeaseTimings::default();
     if v.is_null() {
         return Ok(t);
@@ -220,22 +246,28 @@ fn leader_elect(v: &Value) -> Result<LeaseTimings, String> {
     t.renew_deadline = duration_field(v, "leaderElect", "renewDeadline", t.renew_deadline)?;
     t.retry_period = duration_field(v, "leaderElect", "retryPeriod", t.retry_period)?;
     if t.duration <= t.renew_deadline {
-        return Err(format!(
-            "spec.leaderElect.leaseDuration: {:?} must be greater than renewDeadline {:?}",
-            t.duration, t.renew_deadline
+        return Err(SettingsError::at(
+            "spec.leaderElect.leaseDuration",
+            format!(
+                "{:?} must be greater than renewDeadline {:?}",
+                t.duration, t.renew_deadline
+            ),
         ));
     }
     if t.renew_deadline.as_secs_f64() <= t.retry_period.as_secs_f64() * 1.2 {
-        return Err(format!(
-            "spec.leaderElect.renewDeadline: {:?} must be greater than retryPeriod*JitterFactor(1.2) ({:?}*1.2)",
-            t.renew_deadline, t.retry_period
+        return Err(SettingsError::at(
+            "spec.leaderElect.renewDeadline",
+            format!(
+                "{:?} must be greater than retryPeriod*JitterFactor(1.2) ({:?}*1.2)",
+                t.renew_deadline, t.retry_period
+            ),
         ));
     }
     Ok(t)
 }
 
 /// `spec.clusterHealthCheck`, defaults where a field is absent.
-fn health_check(v: &Value) -> Result<HealthCheck, String> {
+fn health_check(v: &Value) -> Result<HealthCheck, SettingsError> {
     let mut h = HealthCheck::default();
     if v.is_null() {
         return Ok(h);
@@ -248,9 +280,12 @@ fn health_check(v: &Value) -> Result<HealthCheck, String> {
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| *n >= 1)
-            .ok_or(format!(
-                "spec.clusterHealthCheck.{field}: must be a whole number of at least 1, not {n}"
-            )),
+            .ok_or_else(|| {
+                SettingsError::at(
+                    format!("spec.clusterHealthCheck.{field}"),
+                    format!("must be a whole number of at least 1, not {n}"),
+                )
+            }),
     };
     h.period = duration("period", h.period)?;
     h.timeout = duration("timeout", h.timeout)?;
@@ -260,11 +295,14 @@ fn health_check(v: &Value) -> Result<HealthCheck, String> {
 }
 
 /// `Enabled` or `Disabled`, as KubeFed's API spells every switch.
-fn enabled(v: &Value, at: &str) -> Result<bool, String> {
+fn enabled(v: &Value, at: &str) -> Result<bool, SettingsError> {
     match v.as_str() {
         Some("Enabled") => Ok(true),
         Some("Disabled") => Ok(false),
-        _ => Err(format!("{at}: must be Enabled or Disabled, not {v}")),
+        _ => Err(SettingsError::at(
+            at,
+            format!("must be Enabled or Disabled, not {v}"),
+        )),
     }
 }
 
@@ -414,9 +452,22 @@ mod tests {
             ),
         ];
         for (name, spec, want) in cases {
-            let got = settings(spec.as_ref());
+            let got = settings(spec.as_ref()).map_err(|e| e.to_string());
             assert_eq!(got, want.map_err(str::to_string), "{name}");
         }
+    }
+
+    #[test]
+    fn an_invalid_field_is_named_by_its_path() {
+        let e = settings(Some(
+            &json!({"leaderElect": {"leaseDuration": "1s", "renewDeadline": "2s"}}),
+        ))
+        .unwrap_err();
+        assert_eq!(e.field, "spec.leaderElect.leaseDuration");
+        assert!(
+            e.problem.contains("must be greater than renewDeadline"),
+            "{e}"
+        );
     }
 
     #[test]
