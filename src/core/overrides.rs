@@ -85,7 +85,35 @@ pub enum OverrideError {
         cluster: String,
         op: &'static str,
         path: String,
-        message: String,
+        message: Box<PatchError>,
+    },
+}
+
+/// Why one override did not apply, worded as evanphx/json-patch v4.12
+/// (which KubeFed applies overrides with) words it.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PatchError {
+    #[error("replace operation value must be an object")]
+    DocumentNotAnObject,
+    /// The patched object cannot be decoded again (apimachinery's words).
+    #[error("Object 'Kind' is missing in the patched object")]
+    NoKind,
+    #[error("{op} operation does not apply: doc is missing path: {path}")]
+    MissingPath { op: &'static str, path: String },
+    #[error("replace operation does not apply: doc is missing key: {0}")]
+    MissingKey(String),
+    #[error("value was not a proper array index: '{0}'")]
+    NotAnIndex(String),
+    #[error("Unable to access invalid index: {0}")]
+    InvalidIndex(i64),
+    #[error(
+        "error in remove for path: '{path}': Unable to remove nonexistent key: {key}: missing value"
+    )]
+    NoSuchKey { path: String, key: String },
+    #[error("error in remove for path: '{path}': {problem}")]
+    Remove {
+        path: String,
+        problem: Box<PatchError>,
     },
 }
 
@@ -227,7 +255,7 @@ pub fn patched(
             cluster: cluster.to_string(),
             op: o.op.as_str(),
             path: o.path.clone(),
-            message,
+            message: Box::new(message),
         })?;
     }
     // Upstream decodes the patched bytes back into an unstructured object,
@@ -241,7 +269,7 @@ pub fn patched(
             cluster: cluster.to_string(),
             op: last.op.as_str(),
             path: last.path.clone(),
-            message: "Object 'Kind' is missing in the patched object".into(),
+            message: Box::new(PatchError::NoKind),
         });
     }
     Ok(doc)
@@ -287,12 +315,12 @@ fn decode_key(k: &str) -> String {
 }
 
 /// Go's `strconv.Atoi` (optional sign, decimal digits).
-fn atoi(key: &str) -> Result<i64, String> {
+fn atoi(key: &str) -> Result<i64, PatchError> {
     key.parse::<i64>()
-        .map_err(|_| format!("value was not a proper array index: '{key}'"))
+        .map_err(|_| PatchError::NotAnIndex(key.to_string()))
 }
 
-fn apply_one(doc: &mut Value, o: &ClusterOverride) -> Result<(), String> {
+fn apply_one(doc: &mut Value, o: &ClusterOverride) -> Result<(), PatchError> {
     let kind = o.op.as_str();
     if o.op == Op::Replace && o.path.is_empty() {
         // v4.12 replaces the whole document for an empty path.
@@ -301,14 +329,12 @@ fn apply_one(doc: &mut Value, o: &ClusterOverride) -> Result<(), String> {
                 *doc = v;
                 Ok(())
             }
-            _ => Err("replace operation value must be an object".into()),
+            _ => Err(PatchError::DocumentNotAnObject),
         };
     }
-    let missing = || {
-        format!(
-            "{kind} operation does not apply: doc is missing path: {}",
-            o.path
-        )
+    let missing = || PatchError::MissingPath {
+        op: kind,
+        path: o.path.clone(),
     };
     let (container, key) = find_container(doc, &o.path).ok_or_else(missing)?;
     let value = through_float64(&o.value);
@@ -323,7 +349,7 @@ fn apply_one(doc: &mut Value, o: &ClusterOverride) -> Result<(), String> {
                 let len = a.len() as i64 + 1;
                 let mut idx = atoi(&key)?;
                 if idx >= len || idx < -len {
-                    return Err(format!("Unable to access invalid index: {idx}"));
+                    return Err(PatchError::InvalidIndex(idx));
                 }
                 if idx < 0 {
                     idx += len;
@@ -335,25 +361,22 @@ fn apply_one(doc: &mut Value, o: &ClusterOverride) -> Result<(), String> {
             m.insert(key, value);
         }
         (Op::Replace, Value::Array(a)) => {
-            let idx = array_index(a, &key).map_err(|_| {
-                format!(
-                    "replace operation does not apply: doc is missing key: {}",
-                    o.path
-                )
-            })?;
+            let idx = array_index(a, &key).map_err(|_| PatchError::MissingKey(o.path.clone()))?;
             a[idx] = value;
         }
         (Op::Remove, Value::Object(m)) => {
             if m.remove(&key).is_none() {
-                return Err(format!(
-                    "error in remove for path: '{}': Unable to remove nonexistent key: {key}: missing value",
-                    o.path
-                ));
+                return Err(PatchError::NoSuchKey {
+                    path: o.path.clone(),
+                    key,
+                });
             }
         }
         (Op::Remove, Value::Array(a)) => {
-            let idx = array_index(a, &key)
-                .map_err(|e| format!("error in remove for path: '{}': {e}", o.path))?;
+            let idx = array_index(a, &key).map_err(|e| PatchError::Remove {
+                path: o.path.clone(),
+                problem: Box::new(e),
+            })?;
             a.remove(idx);
         }
         _ => return Err(missing()),
@@ -362,17 +385,17 @@ fn apply_one(doc: &mut Value, o: &ClusterOverride) -> Result<(), String> {
 }
 
 /// An existing element's index; negative indices count from the end.
-fn array_index(a: &[Value], key: &str) -> Result<usize, String> {
+fn array_index(a: &[Value], key: &str) -> Result<usize, PatchError> {
     let len = a.len() as i64;
     let mut idx = atoi(key)?;
     if idx < 0 {
         if idx < -len {
-            return Err(format!("Unable to access invalid index: {idx}"));
+            return Err(PatchError::InvalidIndex(idx));
         }
         idx += len;
     }
     if idx >= len {
-        return Err(format!("Unable to access invalid index: {idx}"));
+        return Err(PatchError::InvalidIndex(idx));
     }
     Ok(idx as usize)
 }
