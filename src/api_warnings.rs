@@ -6,8 +6,9 @@
 
 use crate::answers::AnswerLayer;
 use crate::core::warning::warning_texts;
+use crate::parallel::locked;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 /// Texts already shown, by cluster, and how many warnings each cluster sent.
 #[derive(Default)]
@@ -20,7 +21,7 @@ static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
 
 /// Records one warning of `cluster`: shown the first time, counted always.
 pub fn record(cluster: &str, text: &str) {
-    let mut guard = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut guard = locked(&SEEN);
     let seen = guard.get_or_insert_with(Seen::default);
     *seen.counts.entry(cluster.to_string()).or_default() += 1;
     if seen.shown.insert((cluster.to_string(), text.to_string())) {
@@ -30,7 +31,7 @@ pub fn record(cluster: &str, text: &str) {
 
 /// Warnings received so far, by cluster.
 pub fn counts() -> BTreeMap<String, u64> {
-    let guard = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    let guard = locked(&SEEN);
     guard.as_ref().map(|s| s.counts.clone()).unwrap_or_default()
 }
 

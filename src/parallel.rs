@@ -2,6 +2,14 @@
 //! back in input order, so callers stay deterministic (same output, same
 //! first error) whatever the number of cores.
 
+/// A mutex's guard, also when a holder panicked: what is shared this way
+/// (counters, the watch's metrics, the Events correlator) stays consistent
+/// whatever its last holder did, so one panic must not make every later
+/// reader panic too.
+pub fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// How many threads a parallel step uses.
 pub fn workers() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)

@@ -6,8 +6,9 @@
 //! when no answer came.
 
 use crate::answers::AnswerLayer;
+use crate::parallel::locked;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 /// (code, host, method) → requests.
 type Counts = BTreeMap<(String, String, String), u64>;
@@ -15,7 +16,7 @@ type Counts = BTreeMap<(String, String, String), u64>;
 static COUNTS: Mutex<Counts> = Mutex::new(BTreeMap::new());
 
 fn record(code: String, host: &str, method: &str) {
-    let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut counts = locked(&COUNTS);
     *counts
         .entry((code, host.to_string(), method.to_string()))
         .or_default() += 1;
@@ -23,10 +24,7 @@ fn record(code: String, host: &str, method: &str) {
 
 /// Requests so far, by (code, host, method).
 pub fn counts() -> Counts {
-    COUNTS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone()
+    locked(&COUNTS).clone()
 }
 
 /// The `host` label of a server URL: its authority (`127.0.0.1:6443`).

@@ -6,12 +6,12 @@
 
 use crate::core::events::{Correlated, Correlator, Event, Write};
 use crate::host::Host;
+use crate::parallel::locked;
 use crate::sync::record::HOST_WRITES_IN_FLIGHT;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 use std::sync::Mutex;
-use std::sync::PoisonError;
 
 /// The correlator of one process: a one-shot run's, or a watch's across
 /// its rounds (repeated Events bump `count`, as a controller's do).
@@ -61,10 +61,7 @@ impl Recorder {
     /// [`HOST_WRITES_IN_FLIGHT`] at once.
     pub async fn record(&self, host: &Host, events: Vec<Event>) -> Recorded {
         let writes: Vec<Correlated> = {
-            let mut c = self
-                .correlator
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut c = locked(&self.correlator);
             events
                 .iter()
                 .filter_map(|e| c.correlate(e, now_nanos()))
@@ -85,10 +82,7 @@ impl Recorder {
             .collect()
             .await;
         let mut out = Recorded::default();
-        let mut c = self
-            .correlator
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut c = locked(&self.correlator);
         for (key, n, answer) in answers {
             out.writes += n;
             match answer {

@@ -2,10 +2,10 @@
 //! `reconcile --watch`, on `--metrics-bind-address`. A few lines of HTTP/1.1
 //! on a tokio listener: three GET paths need no web framework.
 
+use crate::parallel::locked;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::PoisonError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -178,9 +178,7 @@ impl Metrics {
             Effect::Deleted { .. } => "delete",
             Effect::Unlabelled => return,
         };
-        self.dispatch_time
-            .lock()
-            .expect("metrics lock")
+        locked(&self.dispatch_time)
             .entry(action)
             .or_insert_with(|| Histogram::with_bounds(&UPSTREAM_BUCKETS))
             .observe(took);
@@ -202,7 +200,7 @@ pub const WEDGED_AFTER: Duration = Duration::from_secs(60);
 impl Metrics {
     /// A watch starts over; `down`: after a failure (not a plain 410 re-list).
     pub fn watch_restarted(&self, label: &str, down: bool) {
-        let mut w = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut w = locked(&self.watches);
         let e = w.entry(label.to_string()).or_default();
         e.restarts += 1;
         if down && e.down_since.is_none() {
@@ -212,29 +210,21 @@ impl Metrics {
 
     /// A watch has listed: it is up.
     pub fn watch_listed(&self, label: &str) {
-        let mut w = self.watches.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut w = locked(&self.watches);
         w.entry(label.to_string()).or_default().down_since = None;
     }
 
     /// A watch was stopped on purpose (its type disabled, its member gone):
     /// not down. Its restarts keep counting if it comes back.
     pub fn watch_stopped(&self, label: &str) {
-        if let Some(e) = self
-            .watches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(label)
-        {
+        if let Some(e) = locked(&self.watches).get_mut(label) {
             e.down_since = None;
         }
     }
 
     /// The control loop turned.
     pub fn beat(&self) {
-        *self
-            .heartbeat
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+        *locked(&self.heartbeat) = Some(Instant::now());
     }
 
     /// `/readyz`: `Ok` while standing by, or leading and synced with every
@@ -247,22 +237,13 @@ impl Metrics {
         if !self.synced.load(Ordering::Relaxed) {
             why.push("not synced yet".to_string());
         }
-        if let Some(since) = *self
-            .lock_suspended_since
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
+        if let Some(since) = *locked(&self.lock_suspended_since) {
             why.push(format!(
                 "lock: not renewed for {}s (no writes)",
                 now.saturating_duration_since(since).as_secs()
             ));
         }
-        for (label, w) in self
-            .watches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
+        for (label, w) in locked(&self.watches).iter() {
             if let Some(since) = w.down_since {
                 why.push(format!(
                     "{label} watch down since {}s",
@@ -275,11 +256,7 @@ impl Metrics {
 
     /// `/healthz`: `Err` only when the control loop is wedged.
     pub fn liveness(&self, now: Instant) -> Result<(), String> {
-        match *self
-            .heartbeat
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
+        match *locked(&self.heartbeat) {
             Some(at) if now.saturating_duration_since(at) > WEDGED_AFTER => Err(format!(
                 "wedged: the control loop has not turned for {}s",
                 now.saturating_duration_since(at).as_secs()
@@ -332,11 +309,7 @@ impl Metrics {
 
     /// `kubefedcluster_total` per member and state, `joined_cluster_total`.
     fn render_cluster_gauges(&self, out: &mut String) {
-        let states = self
-            .cluster_states
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let states = locked(&self.cluster_states).clone();
         let name = "kubefedcluster_total";
         let _ = writeln!(
             out,
@@ -399,31 +372,19 @@ impl Metrics {
     fn render_durations(&self, out: &mut String) {
         // A round decides every object an event touched at once, so one
         // observation is one round (upstream: one object).
-        self.round_time
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .render(
-                out,
-                "controller_runtime_reconcile_time_seconds",
-                "Length of time per reconciliation per controller",
-                "controller=\"sync\"",
-            );
-        self.health_check_time
-            .0
-            .lock()
-            .expect("metrics lock")
-            .render(
-                out,
-                "cluster_health_status_duration_seconds",
-                "Time taken for the cluster health periodic function.",
-                "",
-            );
-        let rounds = self
-            .round_time_upstream
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        locked(&self.round_time.0).render(
+            out,
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            "controller=\"sync\"",
+        );
+        locked(&self.health_check_time.0).render(
+            out,
+            "cluster_health_status_duration_seconds",
+            "Time taken for the cluster health periodic function.",
+            "",
+        );
+        let rounds = locked(&self.round_time_upstream.0);
         rounds.render(
             out,
             "reconcile_federated_resources_duration_seconds",
@@ -437,21 +398,14 @@ impl Metrics {
             "controller=\"sync\"",
         );
         drop(rounds);
-        self.client_connection_time
-            .0
-            .lock()
-            .expect("metrics lock")
-            .render(
-                out,
-                "cluster_client_connection_duration_seconds",
-                "Time taken for the cluster client connection function.",
-                "",
-            );
+        locked(&self.client_connection_time.0).render(
+            out,
+            "cluster_client_connection_duration_seconds",
+            "Time taken for the cluster client connection function.",
+            "",
+        );
         let name = "dispatch_operation_duration_seconds";
-        let dispatch = self
-            .dispatch_time
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let dispatch = locked(&self.dispatch_time);
         let _ = writeln!(
             out,
             "# HELP {name} Time taken to run dispatch operation.\n# TYPE {name} histogram"
@@ -478,11 +432,7 @@ impl Metrics {
 
     /// controller-runtime's reconcile summary, without quantiles.
     fn render_reconcile_summary(&self, out: &mut String) {
-        let rounds = self
-            .round_time_upstream
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let rounds = locked(&self.round_time_upstream.0);
         // KubeFed's summary, without quantiles (a summary may carry none):
         // its sum and count are the rounds'.
         let name = "controller_runtime_reconcile_quantile_seconds";
@@ -600,11 +550,7 @@ impl Metrics {
 
     /// Watch restarts per source, and the watches down.
     fn render_watches(&self, out: &mut String) {
-        let watches = self
-            .watches
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let watches = locked(&self.watches).clone();
         let name = "kubefedctl_watch_restarts_total";
         let _ = writeln!(
             out,
@@ -623,11 +569,7 @@ impl Metrics {
 
     /// Requests, writes and failures per member.
     fn render_members(&self, out: &mut String) {
-        let members = self
-            .members
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let members = locked(&self.members).clone();
         for (name, help, pick) in [
             (
                 "kubefedctl_member_requests_total",
@@ -662,15 +604,12 @@ impl Metrics {
 
     /// The propagation latency histogram.
     fn render_latency(&self, out: &mut String) {
-        self.latency
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .render(
-                out,
-                "kubefedctl_propagation_latency_seconds",
-                "From the first event touching a federated object to its member writes done.",
-                "",
-            );
+        locked(&self.latency).render(
+            out,
+            "kubefedctl_propagation_latency_seconds",
+            "From the first event touching a federated object to its member writes done.",
+            "",
+        );
     }
 }
 

@@ -26,6 +26,7 @@ use crate::core::lease::RECONCILE_LEASE;
 use crate::core::queue::WorkQueue;
 use crate::host::Host;
 use crate::members::{self, Health, Member};
+use crate::parallel::locked;
 use crate::signals::Signals;
 use crate::sync::live::{self, Passes, RoundOutcome};
 use crate::sync::lock::{self, LockState, RunLock};
@@ -38,7 +39,6 @@ use sources::{Event, Source, Sources, Spec};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -113,10 +113,7 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
         drop(controller);
         metrics.leader.store(false, Ordering::Relaxed);
         metrics.synced.store(false, Ordering::Relaxed);
-        *metrics
-            .lock_suspended_since
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = None;
+        *locked(&metrics.lock_suspended_since) = None;
         match ended {
             Ok(Ended::Stopped) => {
                 if let Some(lock) = lock {
@@ -461,11 +458,7 @@ impl Controller<'_> {
     /// (its objects wait again) and nothing is written until it is.
     async fn suspend(&mut self, since: Instant) {
         self.suspended = true;
-        *self
-            .metrics
-            .lock_suspended_since
-            .lock()
-            .expect("metrics lock") = Some(since);
+        *locked(&self.metrics.lock_suspended_since) = Some(since);
         self.rounds.abort_all();
         while self.rounds.join_next().await.is_some() {}
         self.full_running = false;
@@ -480,11 +473,7 @@ impl Controller<'_> {
             return;
         }
         self.suspended = false;
-        *self
-            .metrics
-            .lock_suspended_since
-            .lock()
-            .expect("metrics lock") = None;
+        *locked(&self.metrics.lock_suspended_since) = None;
         // Started again at once (not at the rebuild): until each has listed
         // no round runs, and a host source that is not running would
         // count as synced.
@@ -709,12 +698,7 @@ impl Controller<'_> {
             .collect();
         self.members = members::load_with(self.host, timeout, &[], Some(&self.members)).await?;
         {
-            let mut h = self
-                .metrics
-                .client_connection_time
-                .0
-                .lock()
-                .expect("metrics lock");
+            let mut h = locked(&self.metrics.client_connection_time.0);
             for m in &self.members {
                 h.observe(m.connected_in);
             }
@@ -801,12 +785,7 @@ impl Controller<'_> {
             let started = Instant::now();
             let health = members::probe_all(&members, timeout).await;
             let took = started.elapsed();
-            metrics
-                .health_check_time
-                .0
-                .lock()
-                .expect("metrics lock")
-                .observe(took);
+            locked(&metrics.health_check_time.0).observe(took);
             health
         });
         self.probing = Some((self.generation, task));
@@ -900,11 +879,7 @@ impl Controller<'_> {
     /// (not while the lock is suspended: the next rebuild writes it).
     async fn write_health(&mut self) {
         {
-            let mut states = self
-                .metrics
-                .cluster_states
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut states = locked(&self.metrics.cluster_states);
             states.clear();
             for (m, h) in self.members.iter().zip(&self.health) {
                 let state = match h {
@@ -1019,18 +994,8 @@ impl Controller<'_> {
             });
             crate::parallel::drop_in_background(seen);
             let took = started.elapsed();
-            metrics
-                .round_time
-                .0
-                .lock()
-                .expect("metrics lock")
-                .observe(took);
-            metrics
-                .round_time_upstream
-                .0
-                .lock()
-                .expect("metrics lock")
-                .observe(took);
+            locked(&metrics.round_time.0).observe(took);
+            locked(&metrics.round_time_upstream.0).observe(took);
             RoundDone {
                 full,
                 taken,
@@ -1070,11 +1035,7 @@ impl Controller<'_> {
                     self.queue.wrote(k.clone(), now);
                 }
                 if r.changed.contains(&k) {
-                    self.metrics
-                        .latency
-                        .lock()
-                        .expect("metrics lock")
-                        .observe(now.saturating_duration_since(since));
+                    locked(&self.metrics.latency).observe(now.saturating_duration_since(since));
                 }
             }
         }
@@ -1100,11 +1061,7 @@ impl Controller<'_> {
         for w in report.warnings.clone() {
             self.report_warning(w);
         }
-        let mut counts = self
-            .metrics
-            .members
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut counts = locked(&self.metrics.members);
         for m in &self.members {
             let c = counts.entry(m.name.clone()).or_default();
             c.requests = m.requests.load(Ordering::Relaxed);
