@@ -424,14 +424,7 @@ async fn wait_ready(
     }
     let members = crate::members::load(host, o.timeout, &[]).await?;
     let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} ready")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        bar.set_prefix("waiting");
-        Some(bar)
+        Some(styled_bar("waiting", "ready"))
     } else {
         None
     };
@@ -566,13 +559,20 @@ fn progress_bar(o: &ReconcileOptions) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() || o.output.is_some() {
         return indicatif::ProgressBar::hidden();
     }
+    styled_bar("reconcile", "member requests")
+}
+
+/// A bar on stderr, `PREFIX [====>   ] 3/10 UNIT`.
+fn styled_bar(prefix: &'static str, unit: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} member requests")
-            .expect("valid template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
     );
-    bar.set_prefix("reconcile");
+    bar.set_prefix(prefix);
     bar
 }
 

@@ -481,8 +481,6 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
         report
             .plan
             .push(format!("{}: {verb} {object}", w.decision.cluster));
-        // Secret values never reach a plan (kubectl diff's rule). A created
-        // object shows whole, and so does a deleted one.
         // A listed object carries no kind (its list does): give it its
         // own, so that a diff shows no kind change and a deletion names it.
         let live = w.live.as_ref().map(|l| {
@@ -492,6 +490,8 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
             }
             l
         });
+        // Secret values never reach a plan (kubectl diff's rule). A created
+        // object shows whole, and so does a deleted one.
         let diff = match (&live, desired, action) {
             (Some(live), Some(desired), _) => {
                 let (live, desired) = crate::core::secrets::mask_pair(live, desired);

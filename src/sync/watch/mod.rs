@@ -93,9 +93,13 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
         run: Arc::new(o.run.clone()),
     };
     loop {
-        let lock = match wait_for_lock(host, o, &mut stop).await? {
-            Waited::Took(lock) => lock,
-            Waited::Stopped => return Ok(()),
+        let lock = if o.no_lock {
+            None
+        } else {
+            match wait_for_lock(host, o, &mut stop).await? {
+                Some(lock) => Some(lock),
+                None => return Ok(()),
+            }
         };
         metrics.leader.store(true, Ordering::Relaxed);
         tracing::info!(
@@ -104,7 +108,7 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
             host.context
         );
         let mut controller = Controller::new(host, shared.clone(), o, metrics.clone());
-        let ended = controller.run(lock.as_deref(), &mut stop).await;
+        let ended = controller.run(lock.as_ref(), &mut stop).await;
         // Stopping: the types are no longer propagated (a lost lock's new
         // holder says so itself).
         if !matches!(ended, Ok(Ended::Lost { .. })) {
@@ -137,20 +141,14 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
     }
 }
 
-/// How waiting for the run lock ended.
-enum Waited {
-    /// Taken (`None` with `--no-lock`); boxed, as a lock is large.
-    Took(Option<Box<RunLock>>),
-    /// A signal came first.
-    Stopped,
-}
-
 /// Waits for the federation lock: for ever with `--leader-elect` (a
-/// standby), else up to `--lock-timeout`; a signal ends the wait.
-async fn wait_for_lock(host: &Host, o: &WatchOptions, stop: &mut Signals) -> Result<Waited> {
-    if o.no_lock {
-        return Ok(Waited::Took(None));
-    }
+/// standby), else up to `--lock-timeout`; `None` when a signal ended the
+/// wait.
+async fn wait_for_lock(
+    host: &Host,
+    o: &WatchOptions,
+    stop: &mut Signals,
+) -> Result<Option<RunLock>> {
     let wait = if o.leader_elect {
         tracing::info!(
             "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
@@ -161,10 +159,10 @@ async fn wait_for_lock(host: &Host, o: &WatchOptions, stop: &mut Signals) -> Res
         o.lock_timeout
     };
     tokio::select! {
-        lock = lock::take(host, RECONCILE_LEASE, wait, o.lock_timings) => Ok(Waited::Took(Some(Box::new(lock?)))),
+        lock = lock::take(host, RECONCILE_LEASE, wait, o.lock_timings) => Ok(Some(lock?)),
         _ = stop.next() => {
             tracing::info!("stopped while waiting for the federation lock");
-            Ok(Waited::Stopped)
+            Ok(None)
         }
     }
 }
