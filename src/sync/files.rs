@@ -110,13 +110,17 @@ fn type_of<'t>(types: &'t [ObservedType], s: &Sourced) -> Result<&'t ObservedTyp
 /// none. Checked before anything is written.
 pub fn resolved(types: &[ObservedType], p: &Proposal) -> Result<Vec<Sourced>> {
     let mut out = Vec::with_capacity(p.federated.len());
+    let mut filled = false;
     for s in &p.federated {
         let t = type_of(types, s)?;
         let mut s = s.clone();
         let given = key_of(&s.object).0;
         match (t.federated_namespaced, given.is_empty(), &p.namespace) {
             (true, false, _) | (false, true, _) => {}
-            (true, true, Some(ns)) => s.object["metadata"]["namespace"] = ns.as_str().into(),
+            (true, true, Some(ns)) => {
+                s.object["metadata"]["namespace"] = ns.as_str().into();
+                filled = true;
+            }
             (true, true, None) => bail!(
                 "{}: {} has no metadata.namespace (give one, or -n)",
                 s.source,
@@ -130,7 +134,11 @@ pub fn resolved(types: &[ObservedType], p: &Proposal) -> Result<Vec<Sourced>> {
         }
         out.push(s);
     }
-    render::check_federated(&out)?;
+    // `load` checked the objects as read; a namespace given by `-n` may
+    // make two of them one.
+    if filled {
+        render::check_federated(&out)?;
+    }
     Ok(out)
 }
 
@@ -307,7 +315,9 @@ async fn proposed<'s>(
                     .map(|(key, _)| (ar, key)),
             );
         }
-        for o in &listed {
+        // Only the files' objects are applied, so only theirs are taken over.
+        let in_files: BTreeSet<ObjectKey> = files.iter().map(key_of).collect();
+        for o in listed.iter().filter(|o| in_files.contains(&key_of(o))) {
             let owners = o["metadata"]["managedFields"].as_array();
             let taken = owners.and_then(|m| {
                 field_owners::take_over(m, field_owners::KUBECTL_CLIENT_SIDE_APPLY, FIELD_MANAGER)
@@ -341,8 +351,9 @@ async fn proposed<'s>(
 /// Takes over the fields `kubectl apply` (client-side) wrote on an object
 /// about to be applied, as `kubectl apply --server-side` does once per
 /// object (client-go's `csaupgrade`): its `managedFields` rewritten, at
-/// the resourceVersion they were read at (a change meanwhile fails it). Nothing else of the object
-/// changes; fields of other managers still conflict.
+/// the resourceVersion they were read at (a change meanwhile fails it).
+/// Nothing else of the object changes; fields of other managers still
+/// conflict.
 async fn take_over_client_side_fields(
     host: &Host,
     ar: &ApiResource,
