@@ -159,8 +159,47 @@ impl Drop for Process {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (bound once, then released).
+/// Ports handed out for servers that bind them later: below Linux's
+/// ephemeral range (32768–60999 by default), so that no outgoing connection
+/// can take one between our check and the server's bind. A port from
+/// `bind(":0")` comes from that very range and was seen taken by the time
+/// KubeFed's controller-manager bound it.
+const SERVER_PORTS: std::ops::Range<u16> = 20000..32000;
+
+/// A free TCP port on 127.0.0.1 for a server started afterwards: each call
+/// in this process returns a different one, and it was free when returned.
 pub fn free_port() -> Result<u16> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = u32::from(SERVER_PORTS.end - SERVER_PORTS.start);
+    // Processes start apart from one another: two test runs at once rarely
+    // try the same ports.
+    let seed = std::process::id().wrapping_mul(7919);
+    for _ in 0..span {
+        let offset = seed.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = SERVER_PORTS.start + offset as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_ports_differ_lie_outside_the_ephemeral_range_and_bind() {
+        let ports: Vec<u16> = (0..50).map(|_| free_port().unwrap()).collect();
+        let mut unique = ports.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), ports.len(), "{ports:?}");
+        for port in ports {
+            assert!(SERVER_PORTS.contains(&port), "{port}");
+            std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        }
+    }
 }

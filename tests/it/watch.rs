@@ -16,11 +16,7 @@ use testenv::{Faults, Mode, TestEnv};
 
 /// A free loopback port for `--metrics-bind-address`.
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    testenv::process::free_port().unwrap()
 }
 
 /// `kubefedctl reconcile --watch` in the background; stderr in `log`.
