@@ -6,7 +6,7 @@
 //! creates is recorded in a [`Journal`], so that a failure part-way can
 //! delete exactly those, newest first, in whichever cluster they live.
 
-use crate::core::compare::{is_subset, overlay};
+use crate::core::propagation::compare::{is_subset, overlay};
 use anyhow::{Context, Result, anyhow, bail};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::{Client, Resource};

@@ -3,7 +3,7 @@
 //! and the OpenAPI documents (v3 where served, else v2).
 
 use crate::apply::api_error;
-use crate::core::lookup::{self, DiscoveryRoot, ServedResource};
+use crate::core::types::lookup::{self, DiscoveryRoot, ServedResource};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::Client;

@@ -7,8 +7,8 @@ use crate::api::core::FederatedTypeConfig;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
 };
-use crate::core::lookup::{self, ServedResource};
-use crate::core::typegen::{self, FederatedNames, TemplateSchema};
+use crate::core::types::lookup::{self, ServedResource};
+use crate::core::types::typegen::{self, FederatedNames, TemplateSchema};
 use crate::discovery;
 use crate::host::Host;
 use anyhow::{Result, bail};

@@ -5,8 +5,8 @@ use crate::api::KUBEFED_CONFIG_NAME;
 use crate::api::core::KubeFedConfig;
 use crate::apply::{ObjectRef, resource_of};
 use crate::client::ClientFactory;
-use crate::core::membership::Scope;
-use crate::core::settings::Settings;
+use crate::core::cluster::membership::Scope;
+use crate::core::run::settings::Settings;
 use anyhow::Result;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
@@ -121,7 +121,7 @@ impl Host {
 /// A KubeFedConfig object (None: absent) in `namespace` → its settings, or
 /// an error naming the object and the field.
 pub fn settings_of(namespace: &str, config: Option<&serde_json::Value>) -> Result<Settings> {
-    crate::core::settings::settings(config.map(|c| &c["spec"]))
+    crate::core::run::settings::settings(config.map(|c| &c["spec"]))
         .map_err(|e| anyhow::anyhow!("KubeFedConfig {namespace}/{KUBEFED_CONFIG_NAME}: {e}"))
 }
 

@@ -13,7 +13,7 @@
 //!   ([`apply`], [`federated_types`], [`reconciler`]), terminal and files
 //!   ([`output`], [`yaml`], [`completion`], [`logging`], [`signals`]);
 //! - [`api`]: KubeFed v0.10's types;
-//! - [`core`]: the pure core, no I/O.
+//! - [`core`]: the pure core, no I/O (the `kubefed-core` crate).
 
 pub mod answers;
 pub mod api;
@@ -24,7 +24,8 @@ pub mod client;
 pub mod clock;
 pub mod cmd;
 pub mod completion;
-pub mod core;
+/// The pure core, a crate of its own so that "no I/O" holds by its Cargo.toml.
+pub use kubefed_core as core;
 pub mod discovery;
 pub mod error;
 pub mod federated_types;

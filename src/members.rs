@@ -4,7 +4,7 @@
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::api_error;
-use crate::core::tls::{TlsChecks, tls_checks};
+use crate::core::cluster::tls::{TlsChecks, tls_checks};
 use crate::host::Host;
 use crate::server_retry::RetryAfterLayer;
 use anyhow::{Context, Result, anyhow, bail};
@@ -85,7 +85,7 @@ impl Stall {
     }
 }
 
-pub use crate::core::cluster_health::{CREDENTIALS_REFUSED, Health};
+pub use crate::core::cluster::health::{CREDENTIALS_REFUSED, Health};
 
 /// Every KubeFedCluster in the kubefed namespace, sorted by name, each with
 /// a client (or the reason there is none). `only` limits them by name.

@@ -1,14 +1,14 @@
 //! Installing the in-cluster reconciler (`init --reconciler`) and keeping
 //! its rules in step with the enabled types (`enable`, `disable`). What is
-//! written is decided in `core::reconciler`; this module reads the host
+//! written is decided in `core::run::reconciler`; this module reads the host
 //! (FederatedTypeConfigs, the DNS API, the server version) and writes.
 
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, api_error, api_resource, ensure, preview,
 };
-use crate::core::membership::Scope;
-use crate::core::reconciler::{
+use crate::core::cluster::membership::Scope;
+use crate::core::run::reconciler::{
     Batch, COMPONENT_LABEL, FederatedResource, RECONCILER, Reconciler, cluster_role_name,
 };
 use crate::host::Host;
@@ -51,7 +51,7 @@ pub async fn facts(host: &Host) -> Result<HostFacts> {
     })
 }
 
-/// The API resource of an object `core::reconciler` writes.
+/// The API resource of an object `core::run::reconciler` writes.
 fn resource(obj: &Value) -> Result<(ApiResource, bool)> {
     let api_version = obj["apiVersion"].as_str().unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
@@ -189,9 +189,9 @@ pub async fn refresh_rules(
     };
     // The installed kind: the Deployment's rules allow watching.
     let mode = if live["rules"].to_string().contains("\"watch\"") {
-        crate::core::reconciler::Mode::Deployment
+        crate::core::run::reconciler::Mode::Deployment
     } else {
-        crate::core::reconciler::Mode::Job
+        crate::core::run::reconciler::Mode::Job
     };
     let mut facts = facts(host).await?;
     adjust(&mut facts.types);

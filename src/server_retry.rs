@@ -6,10 +6,10 @@
 //! synced yet answers `503 server is starting`, and a busy server sheds
 //! load with 429. Nothing else is retried here: timeouts, connection
 //! errors and answers without `Retry-After` reach the command, which
-//! decides (`core::retry`). The rule itself is
-//! [`crate::core::retry::server_asked_wait`].
+//! decides (`core::propagation::retry`). The rule itself is
+//! [`crate::core::propagation::retry::server_asked_wait`].
 
-use crate::core::retry::{SERVER_ASKED_RETRIES, server_asked_wait};
+use crate::core::propagation::retry::{SERVER_ASKED_RETRIES, server_asked_wait};
 use futures::future::BoxFuture;
 use http::{Request, Response};
 use kube::client::Body;

@@ -2,13 +2,13 @@
 //! `disabledTLSValidations` names (`SubjectName`, `ValidityPeriod`), as
 //! KubeFed v0.10's `pkg/controller/util/cluster_util.go`
 //! (`CustomizeCertificateValidation`) does: the chain is still verified
-//! against the `caBundle`. The rule of what is skipped is `core::tls`.
+//! against the `caBundle`. The rule of what is skipped is `core::cluster::tls`.
 //!
 //! kube's `ClientBuilder::try_from(Config)` offers no hook for a certificate
 //! verifier, so this builds the same stack itself (connector, timeouts,
 //! proxy tunnel, base URI, auth and extra headers), for these members only.
 
-use crate::core::tls::validity_check_time;
+use crate::core::cluster::tls::validity_check_time;
 use anyhow::{Context, Result};
 use http::{Request, Response};
 use hyper::body::Incoming;

@@ -2,7 +2,7 @@
 //! back as the same value (numbers as Go's float64 sees them).
 #![no_main]
 
-use kubefedctl::core::version::{floats_only, go_json};
+use kubefedctl::core::propagation::version::{floats_only, go_json};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //! leaves the object as it was.
 #![no_main]
 
-use kubefedctl::core::overrides::{apply_overrides, overrides_for_cluster};
+use kubefedctl::core::propagation::overrides::{apply_overrides, overrides_for_cluster};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //! and rendering the same input twice gives the same bytes.
 #![no_main]
 
-use kubefedctl::core::placement::Cluster;
+use kubefedctl::core::propagation::placement::Cluster;
 use kubefedctl::sync::render;
 use libfuzzer_sys::fuzz_target;
 

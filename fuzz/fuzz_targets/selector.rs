@@ -2,7 +2,7 @@
 //! and a parsed one answers for any labels, never a panic.
 #![no_main]
 
-use kubefedctl::core::placement::Selector;
+use kubefedctl::core::propagation::placement::Selector;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::collections::BTreeMap;

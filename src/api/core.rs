@@ -233,7 +233,7 @@ impl KubeFedConfigSpec {
                 lease_duration: Some("15s".into()),
                 renew_deadline: Some("10s".into()),
                 // The tool's own value (upstream's default is 5s): init
-                // writes what the run then uses (core::lease::LeaseTimings).
+                // writes what the run then uses (core::run::lease::LeaseTimings).
                 retry_period: Some("2s".into()),
                 resource_lock: Some("configmaps".into()),
             }),

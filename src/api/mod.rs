@@ -11,7 +11,7 @@ pub mod scheduling;
 pub const CORE_GROUP: &str = "core.kubefed.io";
 /// The seeds' older spelling of the core group, accepted on input.
 pub const LEGACY_CORE_GROUP: &str = "core.kubefed.k8s.io";
-pub use crate::core::typegen::DEFAULT_FEDERATED_GROUP;
+pub use crate::core::types::typegen::DEFAULT_FEDERATED_GROUP;
 /// Scheduling API group (ReplicaSchedulingPreference).
 pub const SCHEDULING_GROUP: &str = "scheduling.kubefed.io";
 /// The one `KubeFedConfig` KubeFed reads, in the kubefed namespace.

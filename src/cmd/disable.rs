@@ -9,8 +9,8 @@ use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error, resource_of};
 use crate::cmd::options::GlobalOptions;
-use crate::core::reconciler::FederatedResource;
-use crate::core::typegen::FederatedNames;
+use crate::core::run::reconciler::FederatedResource;
+use crate::core::types::typegen::FederatedNames;
 use crate::discovery;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, crd_object};
 use crate::host::Host;
@@ -262,7 +262,7 @@ async fn wait_for_propagation_stopped(
         if tokio::time::Instant::now() >= deadline {
             anyhow::bail!(
                 "the propagation controller of FederatedTypeConfig \"{ns}/{name}\" still runs after {} (status.propagationController: Running); is a reconcile --watch or KubeFed's controller-manager alive? (--timeout waits longer)",
-                crate::core::lease::ago(timeout.as_secs() as i64)
+                crate::core::run::lease::ago(timeout.as_secs() as i64)
             );
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;

@@ -1,15 +1,14 @@
 //! `kubefedctl enable (NAME | -f FILE)`: make an API type federated.
 //!
 //! Looks the type up through the host's discovery, generates its
-//! `Federated<Kind>` CRD and its FederatedTypeConfig (`src/core/typegen.rs`),
+//! `Federated<Kind>` CRD and its FederatedTypeConfig (`core::types::typegen`),
 //! and writes both, reading first: a type already enabled this way gets no
 //! write request.
 
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::apply::resource_of;
-use crate::cmd::options::GlobalOptions;
-use crate::core::reconciler::FederatedResource;
-use crate::core::typegen::TemplateSchema;
+use crate::cmd::options::{GlobalOptions, TemplateSchemaFlag};
+use crate::core::run::reconciler::FederatedResource;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
@@ -52,7 +51,7 @@ pub struct EnableOptions {
 
     /// spec.template's schema: preserve (any object, as KubeFed) or embed (the target's own schema, so the API server rejects bad templates)
     #[arg(long, value_enum, value_name = "MODE", default_value = "preserve")]
-    pub template_schema: TemplateSchema,
+    pub template_schema: TemplateSchemaFlag,
 
     /// Read EnableTypeDirectives (KubeFed's format; several documents allowed) from FILE
     #[arg(short = 'f', long = "filename", value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
@@ -128,7 +127,7 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
     if o.output.is_none() {
         host.require_initialised().await?;
     }
-    let generated = generate(&host, directives, o.template_schema).await?;
+    let generated = generate(&host, directives, o.template_schema.into()).await?;
     if let Some(format) = o.output {
         let docs: Vec<Value> = generated
             .iter()

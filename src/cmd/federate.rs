@@ -15,14 +15,14 @@ use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error};
 use crate::cmd::options::GlobalOptions;
-use crate::core::builtin_types::{builtin, guess_plural};
-use crate::core::compare::overlay;
-use crate::core::convert::{
+use crate::core::propagation::compare::overlay;
+use crate::core::types::builtin::{builtin, guess_plural};
+use crate::core::types::convert::{
     FederatedResource, Federating, Placement, federated_object, federating, invalid_name_warning,
     made_by_cluster, parse_labels, skipped_in_contents, system_namespace_note,
 };
-use crate::core::lookup::{self, ServedResource};
-use crate::core::typegen::{TemplateSchema, federated_kind, federated_plural};
+use crate::core::types::lookup::{self, ServedResource};
+use crate::core::types::typegen::{TemplateSchema, federated_kind, federated_plural};
 use crate::discovery;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::host::Host;
@@ -480,7 +480,7 @@ async fn federated_type(
                     federated_version: DEFAULT_FEDERATED_VERSION.into(),
                 });
             }
-            let names = crate::core::typegen::FederatedNames::new(
+            let names = crate::core::types::typegen::FederatedNames::new(
                 r,
                 DEFAULT_FEDERATED_GROUP,
                 DEFAULT_FEDERATED_VERSION,

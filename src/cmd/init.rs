@@ -9,9 +9,9 @@ use crate::api::{KUBEFED_CONFIG_NAME, core_crds};
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
 };
-use crate::cmd::options::GlobalOptions;
-use crate::core::membership::Scope;
-use crate::core::reconciler;
+use crate::cmd::options::{GlobalOptions, ReconcilerFlag, ScopeFlag};
+use crate::core::cluster::membership::Scope;
+use crate::core::run::reconciler;
 use crate::host::Host;
 use crate::output::{self, DocumentFormat};
 use anyhow::{Context, Result, bail};
@@ -31,7 +31,7 @@ use std::time::Duration;
 pub struct InitOptions {
     /// Scope of the federation: Cluster (all namespaces) or Namespaced (the kubefed namespace only) [default: Cluster]
     #[arg(long, value_enum)]
-    pub scope: Option<Scope>,
+    pub scope: Option<ScopeFlag>,
 
     /// Print the objects (yaml or json) instead of writing them; needs no cluster
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
@@ -48,7 +48,7 @@ pub struct InitOptions {
     /// Also install a reconciler that runs `kubefedctl reconcile` inside the host, with least-privilege RBAC
     /// (deployment: a controller, `reconcile --watch`, 2 replicas with leader election)
     #[arg(long, value_enum, value_name = "KIND", requires = "image")]
-    pub reconciler: Option<reconciler::Mode>,
+    pub reconciler: Option<ReconcilerFlag>,
 
     /// With --reconciler: the container image holding kubefedctl (on PATH)
     #[arg(long, value_name = "IMAGE", requires = "reconciler")]
@@ -76,7 +76,7 @@ impl InitOptions {
         facts: crate::reconciler::HostFacts,
     ) -> Option<reconciler::Reconciler<'a>> {
         Some(reconciler::Reconciler {
-            mode: self.reconciler?,
+            mode: self.reconciler?.into(),
             namespace,
             scope,
             image: self.image.as_deref().unwrap_or_default(),
@@ -121,12 +121,12 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
 }
 
 pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
-    if o.reconciler == Some(reconciler::Mode::Deployment) && o.shards > 1 {
+    if o.reconciler == Some(ReconcilerFlag::Deployment) && o.shards > 1 {
         bail!(
             "--shards applies to --reconciler cronjob and job; the deployment is one controller with a standby"
         );
     }
-    let scope = o.scope.unwrap_or(Scope::Cluster);
+    let scope = o.scope.map_or(Scope::Cluster, Scope::from);
     if let Some(format) = o.output {
         let mut all = objects(&global.kubefed_namespace, scope, o.with_dns);
         // Offline: a fresh federation (no types yet; `enable` adds their
@@ -151,7 +151,8 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
     let objects = HostObjects::of(&host, o, scope);
 
     // The scope of an existing federation is immutable: refuse to "change" it.
-    if let (Some(asked), Ok(Some(live))) = (o.scope, objects.config.0.get().await) {
+    if let (Some(asked), Ok(Some(live))) = (o.scope.map(Scope::from), objects.config.0.get().await)
+    {
         let live_scope = live["spec"]["scope"].as_str().unwrap_or("");
         if live_scope != asked.as_str() {
             bail!(
@@ -331,8 +332,8 @@ mod tests {
     #[test]
     fn the_written_config_means_the_tools_own_defaults() {
         let cfg = kubefed_config("fed", Scope::Cluster);
-        let settings = crate::core::settings::settings(Some(&cfg["spec"])).unwrap();
-        let defaults = crate::core::settings::Settings::default();
+        let settings = crate::core::run::settings::settings(Some(&cfg["spec"])).unwrap();
+        let defaults = crate::core::run::settings::Settings::default();
         assert_eq!(settings.health, defaults.health);
         assert_eq!(settings.leader_elect, defaults.leader_elect);
         assert_eq!(settings.max_concurrent_reconciles, Some(8));

@@ -16,7 +16,7 @@ use crate::cmd::options::{
     GlobalOptions, MemberOptions, host_cluster_name, parse_duration, validate_cluster_name,
 };
 use crate::completion::complete_context;
-use crate::core::membership::{self, JoinNames, MemberEndpoint, Scope};
+use crate::core::cluster::membership::{self, JoinNames, MemberEndpoint, Scope};
 use crate::core::names::subdomain_error;
 use crate::host::Host;
 use crate::output::DocumentFormat;

@@ -5,6 +5,8 @@
 
 use crate::client::{ClientFactory, Timeouts};
 use crate::core::names::{sanitize_label, subdomain_error};
+use crate::core::types::typegen::TemplateSchema;
+use crate::core::{cluster::membership, run::reconciler};
 use anyhow::{Result, bail};
 use clap::Args;
 use clap_complete::ArgValueCompleter;
@@ -196,6 +198,68 @@ mod tests {
                 parse_duration(huge),
                 Err(crate::core::time::DurationError::TooLong(huge.to_string()))
             );
+        }
+    }
+}
+
+/// `init --scope`: [`membership::Scope`] as the flag spells it
+/// (KubeFedConfig's spelling; lower case accepted). Flags are the shell's:
+/// the core knows no clap.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeFlag {
+    /// Federate across all namespaces (cluster-wide RBAC in members).
+    #[value(name = "Cluster", alias = "cluster")]
+    Cluster,
+    /// Federate only the kubefed namespace (namespace RBAC in members).
+    #[value(name = "Namespaced", alias = "namespaced")]
+    Namespaced,
+}
+
+impl From<ScopeFlag> for membership::Scope {
+    fn from(flag: ScopeFlag) -> Self {
+        match flag {
+            ScopeFlag::Cluster => membership::Scope::Cluster,
+            ScopeFlag::Namespaced => membership::Scope::Namespaced,
+        }
+    }
+}
+
+/// `init --reconciler`: [`reconciler::Mode`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconcilerFlag {
+    /// A CronJob, every `--schedule`.
+    Cronjob,
+    /// A one-off Job.
+    Job,
+    /// A Deployment of two replicas running `reconcile --watch --leader-elect`.
+    Deployment,
+}
+
+impl From<ReconcilerFlag> for reconciler::Mode {
+    fn from(flag: ReconcilerFlag) -> Self {
+        match flag {
+            ReconcilerFlag::Cronjob => reconciler::Mode::Cronjob,
+            ReconcilerFlag::Job => reconciler::Mode::Job,
+            ReconcilerFlag::Deployment => reconciler::Mode::Deployment,
+        }
+    }
+}
+
+/// `enable --template-schema`: [`TemplateSchema`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TemplateSchemaFlag {
+    /// Any object (`x-kubernetes-preserve-unknown-fields`), as KubeFed.
+    #[default]
+    Preserve,
+    /// The target type's own structural schema.
+    Embed,
+}
+
+impl From<TemplateSchemaFlag> for TemplateSchema {
+    fn from(flag: TemplateSchemaFlag) -> Self {
+        match flag {
+            TemplateSchemaFlag::Preserve => TemplateSchema::Preserve,
+            TemplateSchemaFlag::Embed => TemplateSchema::Embed,
         }
     }
 }

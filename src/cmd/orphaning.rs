@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::json;
 
-use crate::core::plan::ORPHAN_ANNOTATION;
+use crate::core::propagation::deletion::ORPHAN_ANNOTATION;
 
 #[derive(Args, Debug)]
 #[command(

@@ -2,8 +2,8 @@
 //! its members; or offline (`--from PATH`), rendering member manifests.
 
 use crate::cmd::options::{GlobalOptions, parse_duration};
-use crate::core::lease::RECONCILE_LEASE;
-use crate::core::shard::Shard;
+use crate::core::run::lease::RECONCILE_LEASE;
+use crate::core::run::shard::Shard;
 use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
 use crate::output::{DocumentFormat, on_stdout};
 use crate::sync::files::{self, Proposal};
@@ -241,12 +241,12 @@ pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
 /// What clap cannot check, before anything is read: `--cluster` values
 /// (with `--from`, `NAME[:k=v,...]` clusters to render for; live, member
 /// names only) and `--concurrency`. Returns the render's clusters.
-fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::placement::Cluster>> {
+fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::propagation::placement::Cluster>> {
     if o.concurrency == Some(0) {
         anyhow::bail!("--concurrency must be at least 1");
     }
     if let Some(sel) = &o.selector {
-        crate::core::placement::Selector::parse_flag(sel)
+        crate::core::propagation::placement::Selector::parse_flag(sel)
             .map_err(|e| anyhow::anyhow!("-l {sel:?}: {e}"))?;
     }
     if o.output == Some(ReconcileOutput::Markdown) && !o.dry_run {
@@ -326,7 +326,7 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let start = async {
         if o.leader_elect {
             // A standby outlives host outages, from its start on.
-            let retry = crate::core::lease::LeaseTimings::default().retry_period;
+            let retry = crate::core::run::lease::LeaseTimings::default().retry_period;
             host.wait_initialised(retry).await?;
         } else {
             host.require_initialised().await?;
@@ -363,7 +363,10 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     watch::run(&host, &options, stop).await
 }
 
-fn run_render(o: &ReconcileOptions, clusters: &[crate::core::placement::Cluster]) -> Result<()> {
+fn run_render(
+    o: &ReconcileOptions,
+    clusters: &[crate::core::propagation::placement::Cluster],
+) -> Result<()> {
     let inputs = render::load(&o.from)?;
     let plan = render::plan(inputs, clusters)?;
     for n in &plan.notes {
@@ -441,9 +444,12 @@ async fn wait_ready(
     for w in &left {
         eprintln!("not ready: {}", w.line());
     }
-    let failed = left
-        .iter()
-        .any(|w| matches!(w.readiness, crate::core::readiness::Readiness::Failed(_)));
+    let failed = left.iter().any(|w| {
+        matches!(
+            w.readiness,
+            crate::core::propagation::readiness::Readiness::Failed(_)
+        )
+    });
     Err(ExitWith {
         code: EXIT_PARTIAL,
         message: if failed {
@@ -453,7 +459,7 @@ async fn wait_ready(
                 "{} of {} member object(s) not ready after {}",
                 left.len(),
                 objects.len(),
-                crate::core::lease::ago(wait.as_secs() as i64)
+                crate::core::run::lease::ago(wait.as_secs() as i64)
             )
         },
     }

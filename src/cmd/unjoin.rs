@@ -10,7 +10,7 @@ use crate::api::core::KubeFedCluster;
 use crate::apply::{ObjectRef, api_error, resource_of};
 use crate::cmd::options::{GlobalOptions, MemberOptions, host_cluster_name, validate_cluster_name};
 use crate::completion::complete_context;
-use crate::core::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
+use crate::core::cluster::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
 use crate::error::one_line;
 use crate::host::Host;
 use anyhow::{Result, bail};

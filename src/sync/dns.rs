@@ -8,7 +8,7 @@ use crate::core::dns::{
     ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
     endpoints_have_ready_addresses, record_status, slices_have_ready_endpoints,
 };
-use crate::core::shard::{self, Shard};
+use crate::core::run::shard::{self, Shard};
 use crate::host::Host;
 use crate::members::{Health, Member};
 use crate::sync::report::Report;
@@ -217,7 +217,7 @@ async fn one_record(
         Some(&record.namespace),
         &ar(
             record.kind.kind(),
-            &crate::core::builtin_types::plural_of(record.kind.kind()),
+            &crate::core::types::builtin::plural_of(record.kind.kind()),
         ),
     );
     if status != previous && !dry_run {

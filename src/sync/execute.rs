@@ -5,11 +5,15 @@
 
 use crate::apply::api_error_line;
 use crate::core::describe::{ObjectKey, key_of};
-use crate::core::desired::MANAGED_LABEL;
-use crate::core::plan::{self, Action, ClusterStatus, Decision, SyncSettings};
-use crate::core::record::{Done, Effect, MemberResult};
-use crate::core::retry::{self, Attempt, Failure, Next};
-use crate::core::version::member_version;
+use crate::core::propagation::desired::MANAGED_LABEL;
+use crate::core::propagation::record::{Done, Effect, MemberResult};
+use crate::core::propagation::retry::{self, Attempt, Failure, Next};
+use crate::core::propagation::version::member_version;
+use crate::core::propagation::{
+    action::{Action, ClusterStatus, Decision},
+    member,
+    member::SyncSettings,
+};
 use crate::members::Stall;
 use crate::sync::observe::ObservedType;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -165,7 +169,7 @@ async fn redecide(
         Ok(None) => return Err((failed, format!("conflict, then gone: {message}"))),
         Err(e) => return Err((ClusterStatus::RetrievalFailed, api_error_line(e))),
     };
-    plan::after_conflict(
+    member::after_conflict(
         fed,
         &t.ty.target,
         &w.decision.cluster,

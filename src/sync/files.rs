@@ -1,14 +1,14 @@
 //! `reconcile -f PATH`: a change under review, read from files. With
 //! `--dry-run` its objects take the place of the host's in the observation
-//! (`core::proposal`), so the plan is the change's; without, they are
+//! (`core::propagation::proposal`), so the plan is the change's; without, they are
 //! server-side applied to the host (field manager `kubefedctl`) under the
 //! run lock before the run propagates them: one command, one credential.
 
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error_line, dynamic_api, resource_of};
 use crate::core::describe::{ObjectKey, describe_federated, key_of};
-use crate::core::field_owners;
-use crate::core::proposal::{self, Proposed};
+use crate::core::propagation::field_owners;
+use crate::core::propagation::proposal::{self, Proposed};
 use crate::host::Host;
 use crate::sync::observe::{Observation, ObservedType, federated_namespaces};
 use crate::sync::render::{self, Sourced};
@@ -215,7 +215,7 @@ pub async fn apply(
     let prune_selector = match (p.prune, selector) {
         (false, _) => None,
         (true, Some(sel)) => Some(
-            crate::core::placement::Selector::parse_flag(sel)
+            crate::core::propagation::placement::Selector::parse_flag(sel)
                 .map_err(|e| anyhow!("-l {sel:?}: {e}"))?,
         ),
         (true, None) => bail!("--prune needs -l SELECTOR"),
@@ -272,13 +272,13 @@ struct Proposals<'s> {
 /// What applying each object would do to the host's, and with `prune`
 /// the host objects to delete: one list per type and namespace the files
 /// name (not one read per object), decided by the plan's own rule
-/// (`core::proposal::overlay`). The first `federated` of `sourced` are
+/// (`core::propagation::proposal::overlay`). The first `federated` of `sourced` are
 /// federated objects (only their types are pruned).
 async fn proposed<'s>(
     host: &Host,
     sourced: Vec<(&'s Sourced, &'s ApiResource)>,
     federated: usize,
-    prune: Option<&crate::core::placement::Selector>,
+    prune: Option<&crate::core::propagation::placement::Selector>,
 ) -> Result<Proposals<'s>> {
     // (group, plural, namespace) → the files' objects there.
     let mut groups: FilesByList = BTreeMap::new();

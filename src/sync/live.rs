@@ -1,20 +1,23 @@
 //! Live one-shot reconcile against the host and its members, in four steps:
 //!
 //! 1. **observe** (`observe.rs`): read the host and list the members, once;
-//! 2. **decide** (`core::decide`, pure): what every member should get, and
+//! 2. **decide** (`core::propagation::decide`, pure): what every member should get, and
 //!    whether the sync finalizer must go on first;
 //! 3. **execute** (`execute.rs`): the sync finalizer first, then the member
 //!    requests, bounded and retried;
-//! 4. **record** (`core::record` decides, `record.rs` writes): status,
+//! 4. **record** (`core::propagation::record` decides, `record.rs` writes): status,
 //!    PropagatedVersions and the finalizer's release, as KubeFed writes
 //!    them, so a KubeFed controller can take over.
 //!
 //! The RSP pass (`rsp.rs`) runs between observe and decide, as it rewrites
 //! placement and overrides. A run with nothing to do writes nothing.
 
-use crate::core::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
 use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
-use crate::core::plan::{self, Action, ClusterStatus};
+use crate::core::propagation::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
+use crate::core::propagation::{
+    action,
+    action::{Action, ClusterStatus},
+};
 use crate::host::Host;
 use crate::members::{Health, Member};
 use crate::sync::execute::{Limits, Target, Work};
@@ -182,7 +185,7 @@ fn report_decisions(seen: &Observation, decided: &[TypeDecisions], report: &mut 
             report.failures.extend(p.failures.iter().cloned());
             report.notes.extend(p.notes.iter().cloned());
             report.placed.extend(placed_objects(t, p));
-            for w in crate::core::desired::template_warnings(fed) {
+            for w in crate::core::propagation::desired::template_warnings(fed) {
                 let what = describe(&t.federated.kind, fed);
                 report.warnings.push(format!("{what}: {}", w.message()));
             }
@@ -221,7 +224,7 @@ pub struct MemberVerdict {
 
 /// The decide step's view of a dry run, per federated object (by federated
 /// kind and key): what a run would do in each member, read as a verdict
-/// (`core::plan::live_verdict`). The same observation (lists, not one GET
+/// (`core::propagation::action::live_verdict`). The same observation (lists, not one GET
 /// per object and member), RSP scheduling and FederatedNamespace narrowing
 /// as `reconcile --dry-run`, so the two never disagree; only the creates
 /// are read once more, to tell `missing` from `unmanaged`.
@@ -238,7 +241,7 @@ pub async fn member_view(
         for p in &d.objects {
             let mut verdicts = Vec::new();
             for dec in &p.decisions {
-                let Some(mut verdict) = plan::live_verdict(&dec.action, dec.status) else {
+                let Some(mut verdict) = action::live_verdict(&dec.action, dec.status) else {
                     continue;
                 };
                 if let Action::Create(obj) = &dec.action
@@ -324,7 +327,10 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
     }
     let namespaced = seen.types.iter().any(|t| t.ty.namespaced);
     let namespaces = seen.types.iter().any(|t| t.ty.target.is_namespace());
-    if seen.settings.scope == crate::core::membership::Scope::Cluster && namespaced && !namespaces {
+    if seen.settings.scope == crate::core::cluster::membership::Scope::Cluster
+        && namespaced
+        && !namespaces
+    {
         report.warnings.push(
             "namespaced objects are placed only in namespaces a FederatedNamespace places, and the namespaces type is not enabled (kubefedctl enable namespaces)".into(),
         );
@@ -431,7 +437,7 @@ async fn resolve_creates(
         let Some(fed) = w.target.object(t) else {
             continue;
         };
-        match crate::core::plan::after_conflict(
+        match crate::core::propagation::member::after_conflict(
             fed,
             &t.ty.target,
             &w.decision.cluster,
@@ -590,7 +596,7 @@ fn live_copy(
 /// Counts what the pipeline did per member, and its failures and pending
 /// deletions, into the report; returns what became of each object.
 fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> Vec<ObjectOutcome> {
-    use crate::core::record::Effect;
+    use crate::core::propagation::record::Effect;
     let mut outcomes = Vec::new();
     for f in finished {
         report.host_writes += f.host_writes;

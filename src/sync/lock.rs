@@ -7,10 +7,12 @@
 //! renewal, one to release it. A holder that loses contact with the host
 //! stops writing at the renew deadline and renews when the host answers
 //! again, unless someone took the lease meanwhile. The rules are
-//! `core::lease`.
+//! `core::run::lease`.
 
 use crate::apply::{api_error, resource_of};
-use crate::core::lease::{self, Acquire, LeaseTimings, Renewal, ago, identity, micro_time, taken};
+use crate::core::run::lease::{
+    self, Acquire, LeaseTimings, Renewal, ago, identity, micro_time, taken,
+};
 use crate::host::Host;
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -53,7 +55,7 @@ pub enum LockState {
 /// Endpoints lock, whichever `leaderElect.resourceLock` chose): a migration
 /// must not have both propagating.
 pub async fn kubefed_controller_holder(host: &Host) -> Result<Option<String>> {
-    use crate::core::lease::{KUBEFED_LEADER_LOCK, LEADER_ANNOTATION, live_holder};
+    use crate::core::run::lease::{KUBEFED_LEADER_LOCK, LEADER_ANNOTATION, live_holder};
     let now = crate::clock::now_unix();
     let lease = host
         .object(resource_of::<Lease>(), true, KUBEFED_LEADER_LOCK)
@@ -90,7 +92,7 @@ pub async fn refuse_beside_kubefed(host: &Host, force: bool) -> Result<()> {
         bail!(
             "KubeFed's controller-manager ({holder}) holds its leader lock {}/{}: it propagates this federation; stop it first, or run with --force",
             host.namespace,
-            crate::core::lease::KUBEFED_LEADER_LOCK
+            crate::core::run::lease::KUBEFED_LEADER_LOCK
         );
     }
     Ok(())
@@ -405,7 +407,7 @@ impl Renewer {
     /// One renewal: a merge patch of `renewTime` with this holder's last
     /// resourceVersion as precondition (one request). A conflict means the
     /// lease changed since: read it, and renew again only if nobody took it
-    /// over in between (`core::lease::renewal`).
+    /// over in between (`core::run::lease::renewal`).
     async fn renew_once(&mut self) -> Result<Renewed, kube::Error> {
         let patch = |rv: &str| {
             json!({"metadata": {"resourceVersion": rv},

@@ -1,6 +1,6 @@
 //! The one-shot reconcile: what KubeFed's sync and scheduling controllers
 //! do, once. `render` works on files (no cluster); `live` reads the host and
-//! the members and applies the plan. Both ask the pure core (`src/core/`)
+//! the members and applies the plan. Both ask the pure core (`crates/kubefed-core`)
 //! what every member should hold.
 
 pub mod diff;

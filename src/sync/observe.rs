@@ -6,14 +6,16 @@
 use crate::api::core::{ClusterPropagatedVersion, FederatedTypeConfig, PropagatedVersion};
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
-use crate::core::decide::{FederatedType, Listing};
 use crate::core::describe::{ObjectKey, key_of};
-use crate::core::desired::{MANAGED_LABEL, TargetType};
-use crate::core::placement::Cluster;
-use crate::core::plan::{ManagedLabel, federated_namespace_name_is_valid, managed_label};
-use crate::core::scheduling::{MemberReplicas, observe_member};
-use crate::core::settings::Settings;
-use crate::core::shard::{self, Shard};
+use crate::core::propagation::decide::{FederatedType, Listing};
+use crate::core::propagation::desired::{MANAGED_LABEL, TargetType};
+use crate::core::propagation::member::{
+    ManagedLabel, federated_namespace_name_is_valid, managed_label,
+};
+use crate::core::propagation::placement::Cluster;
+use crate::core::run::settings::Settings;
+use crate::core::run::shard::{self, Shard};
+use crate::core::scheduling::preference::{MemberReplicas, observe_member};
 use crate::host::Host;
 use crate::members::{self, Health, Member};
 use anyhow::{Context, Result, bail};
@@ -129,7 +131,7 @@ impl Observation {
     }
 
     pub fn touches(&self, cluster: &str) -> bool {
-        crate::core::decide::touches(self.touched.as_ref(), cluster)
+        crate::core::propagation::decide::touches(self.touched.as_ref(), cluster)
     }
 
     /// Ready members this run may touch.
@@ -427,7 +429,7 @@ pub fn service_status_type(f: &FederatedTypeConfig) -> Option<ApiResource> {
         .unwrap_or(fd.version.clone());
     let plural = Some(st.plural_name.clone())
         .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| crate::core::builtin_types::plural_of(&st.kind));
+        .unwrap_or_else(|| crate::core::types::builtin::plural_of(&st.kind));
     Some(api_resource(&group, &version, &st.kind, &plural))
 }
 
@@ -435,7 +437,7 @@ pub fn service_status_type(f: &FederatedTypeConfig) -> Option<ApiResource> {
 /// place them: those were read whatever their labels (one-shot lists and
 /// the watch alike) and only the selected ones are decided.
 pub fn retain_selected_namespaces(types: &mut [ObservedType], selector: &str) -> Result<()> {
-    let sel = crate::core::placement::Selector::parse_flag(selector)
+    let sel = crate::core::propagation::placement::Selector::parse_flag(selector)
         .map_err(|e| anyhow::anyhow!("-l {selector:?}: {e}"))?;
     for t in types.iter_mut().filter(|t| t.ty.target.is_namespace()) {
         t.objects.retain(|o| sel.matches(&labels_of(o)));

@@ -9,10 +9,10 @@
 //! namespace: namespaces created or updated, then everything else, then
 //! namespaces being deleted somewhere.
 
-use crate::core::decide::{FinalizerStep, ObjectPlan};
 use crate::core::describe::{describe, describe_key};
-use crate::core::plan::{Action, ClusterStatus};
-use crate::core::record::{self as decide_record, Done, Effect, MemberResult};
+use crate::core::propagation::action::{Action, ClusterStatus};
+use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
+use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
 use crate::host::Host;
 use crate::sync::execute::{Limits, Target, Work, apply_one};
 use crate::sync::observe::Observation;
@@ -297,7 +297,7 @@ impl<'a> Pipeline<'a> {
             tokio::time::sleep(Duration::from_secs(1)).await;
             for (w, r) in results.iter_mut().filter(|(_, r)| still_there(r)) {
                 let poll = Work {
-                    decision: crate::core::plan::Decision {
+                    decision: crate::core::propagation::action::Decision {
                         action: Action::AwaitRemoval,
                         ..w.decision.clone()
                     },
@@ -316,11 +316,11 @@ fn remote_statuses(
     t: &crate::sync::observe::ObservedType,
     plan: &ObjectPlan,
 ) -> BTreeMap<String, Value> {
-    let key = crate::core::decide::member_key(&t.ty, &plan.key);
+    let key = crate::core::propagation::decide::member_key(&t.ty, &plan.key);
     plan.decisions
         .iter()
         .filter_map(|d| match t.members.get(&d.cluster)? {
-            crate::core::decide::Listing::Listed(objs) => {
+            crate::core::propagation::decide::Listing::Listed(objs) => {
                 let status = objs.get(&key)?.get("status")?;
                 (!status.is_null()).then(|| (d.cluster.clone(), status.clone()))
             }
@@ -351,7 +351,7 @@ fn object_events(
             })
         })
         .collect();
-    let warnings = crate::core::desired::template_warnings(fed);
+    let warnings = crate::core::propagation::desired::template_warnings(fed);
     let run = ObjectRun {
         fed,
         target_kind: kind,

@@ -11,5 +11,5 @@ pub trait Progress: Sync {
     /// A member object was created, updated or deleted, its request taking
     /// `took` (retries included): the watch's
     /// `dispatch_operation_duration_seconds`.
-    fn member_write(&self, _effect: &crate::core::record::Effect, _took: Duration) {}
+    fn member_write(&self, _effect: &crate::core::propagation::record::Effect, _took: Duration) {}
 }

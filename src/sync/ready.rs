@@ -1,12 +1,12 @@
 //! `reconcile --wait-ready`: after a run, wait until the member objects it
-//! placed are ready (`core::readiness`), reading each member's objects of a
+//! placed are ready (`core::propagation::readiness`), reading each member's objects of a
 //! type with one list per poll (managed copies only), never one GET per
 //! object.
 
 use crate::apply::dynamic_api;
 use crate::core::describe::{ObjectKey, describe_key, key_of};
-use crate::core::desired::MANAGED_LABEL;
-use crate::core::readiness::{Readiness, readiness};
+use crate::core::propagation::desired::MANAGED_LABEL;
+use crate::core::propagation::readiness::{Readiness, readiness};
 use crate::members::Member;
 use crate::sync::observe::list_all;
 use crate::sync::report::PlacedObject;

@@ -2,15 +2,15 @@
 //! member phase: KubeFedCluster health, the sync finalizer *before* any
 //! member write, and after it the federated objects' status,
 //! PropagatedVersions and the finalizer's release, as KubeFed writes them.
-//! What to write is decided by the pure core (`core::record`).
+//! What to write is decided by the pure core (`core::propagation::record`).
 
 use crate::api::core::{ClusterPropagatedVersion, PropagatedVersion};
 use crate::apply::{api_error, dynamic_api, resource_of};
-use crate::core::cluster_health::status_after_probe;
-use crate::core::decide::{FinalizerStep, ObjectPlan};
+use crate::core::cluster::health::status_after_probe;
 use crate::core::describe::{ObjectKey, key_of};
-use crate::core::plan::SYNC_FINALIZER;
-use crate::core::record::WriteBack;
+use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
+use crate::core::propagation::deletion::SYNC_FINALIZER;
+use crate::core::propagation::record::WriteBack;
 use crate::host::Host;
 use crate::members::{Health, Member};
 use anyhow::{Context, Result};

@@ -4,11 +4,11 @@
 //! placement and replicas overrides from what the members run now.
 
 use crate::apply::{api_error_line, dynamic_api};
-use crate::core::decide::Listing;
 use crate::core::describe::{describe, key_of};
-use crate::core::placement::Cluster;
-use crate::core::plan::{ManagedLabel, managed_label};
-use crate::core::scheduling::{
+use crate::core::propagation::decide::Listing;
+use crate::core::propagation::member::{ManagedLabel, managed_label};
+use crate::core::propagation::placement::Cluster;
+use crate::core::scheduling::preference::{
     MemberReplicas, PodAnalysis, Scheduled, analyze_pods, current_and_capacity, observe_member,
     schedule,
 };

@@ -5,8 +5,8 @@
 //! write is `core::service_status`.
 
 use crate::apply::{api_error, dynamic_api};
-use crate::core::decide::Listing;
 use crate::core::describe::key_of;
+use crate::core::propagation::decide::Listing;
 use crate::core::service_status::{Write, desired, write};
 use crate::host::Host;
 use crate::sync::observe::{Observation, ObservedType, list_all};

@@ -10,7 +10,7 @@
 
 use crate::apply::api_error_line;
 use crate::core::describe::describe_key;
-use crate::core::plan::Action;
+use crate::core::propagation::action::Action;
 use crate::sync::execute::Work;
 use crate::sync::observe::Observation;
 use crate::sync::pipeline::Job;

@@ -5,11 +5,11 @@ use super::StatusOptions;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::api_error;
 use crate::client::ClientFactory;
-use crate::core::cluster_health::{
+use crate::core::cluster::health::{
     CREDENTIALS_REFUSED, LEGACY_TOKEN_INVALID_LABEL, legacy_token_invalid,
 };
-use crate::core::decide::not_served_message;
-use crate::core::membership::JoinNames;
+use crate::core::cluster::membership::JoinNames;
+use crate::core::propagation::decide::not_served_message;
 use crate::host::Host;
 use crate::members::{self, Health};
 use anyhow::{Result, bail};
@@ -256,9 +256,9 @@ pub(super) fn is_ignored(host: &Host, f: &FederatedTypeConfig, obj: &Value) -> b
     let t = &f.spec.target_type;
     t.kind == "Namespace"
         && t.group.as_deref().unwrap_or("").is_empty()
-        && obj["metadata"]["name"]
-            .as_str()
-            .is_some_and(|n| crate::core::plan::is_system_namespace(n, &host.namespace))
+        && obj["metadata"]["name"].as_str().is_some_and(|n| {
+            crate::core::propagation::member::is_system_namespace(n, &host.namespace)
+        })
 }
 
 /// Whether each member serves the type's target (`--probe`).
@@ -544,7 +544,10 @@ fn object_row(host: &Host, ftc: &FederatedTypeConfig, obj: &Value) -> ObjectRow 
                     message: None,
                     remote_status: c.get("remoteStatus").cloned(),
                     ready: c.get("remoteStatus").and_then(|s| {
-                        crate::core::readiness::ready_column(&ftc.spec.target_type.kind, s)
+                        crate::core::propagation::readiness::ready_column(
+                            &ftc.spec.target_type.kind,
+                            s,
+                        )
                     }),
                 })
                 .collect()

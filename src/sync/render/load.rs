@@ -1,8 +1,8 @@
 //! Reading the render's input: files, directories and stdin, sorted by role.
 
 use super::*;
-use crate::core::legacy;
-use crate::core::placement::Cluster;
+use crate::core::propagation::placement::Cluster;
+use crate::core::types::legacy;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 use std::io::Read;
@@ -159,7 +159,7 @@ pub fn parse_cluster_flag(text: &str) -> Result<Cluster> {
     if let Some(e) = crate::core::names::subdomain_error(name) {
         bail!("--cluster {text:?}: invalid cluster name: {e}");
     }
-    let labels = crate::core::convert::parse_labels(labels)
+    let labels = crate::core::types::convert::parse_labels(labels)
         .map_err(|e| anyhow!("--cluster {text:?}: {e}"))?;
     Ok(Cluster {
         name: name.to_string(),

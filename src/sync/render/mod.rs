@@ -1,9 +1,9 @@
 //! Offline reconcile: federated objects, FederatedNamespaces, RSPs and
 //! KubeFedClusters from files → the objects each member cluster would hold.
 
-use crate::core::decide::ObjectPlan;
-use crate::core::placement::Cluster;
-use crate::core::plan::Action;
+use crate::core::propagation::action::Action;
+use crate::core::propagation::decide::ObjectPlan;
+use crate::core::propagation::placement::Cluster;
 use anyhow::Result;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -551,11 +551,11 @@ spec: {template: {}, placement: {clusters: [{name: 0a}]}}
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::core::decide::{self, FederatedType, Listing};
-    use crate::core::desired::TargetType;
-    use crate::core::desired::desired_for_cluster;
-    use crate::core::membership::Scope;
-    use crate::core::settings::Settings;
+    use crate::core::cluster::membership::Scope;
+    use crate::core::propagation::decide::{self, FederatedType, Listing};
+    use crate::core::propagation::desired::TargetType;
+    use crate::core::propagation::desired::desired_for_cluster;
+    use crate::core::run::settings::Settings;
     use proptest::prelude::*;
     use serde_json::json;
     use std::collections::{BTreeSet, HashMap};
@@ -646,14 +646,14 @@ mod properties {
                     .federated
                     .iter()
                     .filter(|f| {
-                        crate::core::placement::selected_clusters(&f.object, &clusters)
+                        crate::core::propagation::placement::selected_clusters(&f.object, &clusters)
                             .unwrap()
                             .contains(&c.name)
                     })
                     .map(|f| desired_for_cluster(&f.object, &target, &c.name, None).unwrap())
                     .collect();
                 // The decide step itself, object by object, with empty members.
-                let federation = crate::core::decide::Federation {
+                let federation = crate::core::propagation::decide::Federation {
                     kubefed_namespace: crate::api::DEFAULT_KUBEFED_NAMESPACE,
                     scope: Scope::Namespaced,
                     settings: Settings::default().sync,

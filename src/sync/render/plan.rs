@@ -3,17 +3,20 @@
 //! file and document.
 
 use super::*;
-use crate::core::builtin_types::{builtin_by_kind, builtin_version, plural_of};
-use crate::core::decide::{self, FederatedType, Federation, Listing};
+use crate::core::cluster::membership::Scope;
 use crate::core::describe::describe_federated;
 use crate::core::describe::key_of;
-use crate::core::desired::TargetType;
-use crate::core::membership::Scope;
-use crate::core::overrides::validate_overrides;
-use crate::core::placement::{Cluster, is_federated_namespace};
-use crate::core::plan::{Action, AggregateReason, ClusterStatus};
-use crate::core::scheduling::{Scheduled, schedule};
-use crate::core::settings::Settings;
+use crate::core::propagation::decide::{self, FederatedType, Federation, Listing};
+use crate::core::propagation::desired::TargetType;
+use crate::core::propagation::overrides::validate_overrides;
+use crate::core::propagation::placement::{Cluster, is_federated_namespace};
+use crate::core::propagation::{
+    action::{Action, ClusterStatus},
+    status::AggregateReason,
+};
+use crate::core::run::settings::Settings;
+use crate::core::scheduling::preference::{Scheduled, schedule};
+use crate::core::types::builtin::{builtin_by_kind, builtin_version, plural_of};
 use anyhow::{Result, anyhow, bail};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -91,7 +94,7 @@ pub(super) fn config_of(inputs: &Inputs) -> Result<Option<RenderConfig>> {
         .as_str()
         .unwrap_or(crate::api::DEFAULT_KUBEFED_NAMESPACE)
         .to_string();
-    let settings = crate::core::settings::settings(Some(&c.object["spec"]))
+    let settings = crate::core::run::settings::settings(Some(&c.object["spec"]))
         .map_err(|e| anyhow!("{}: KubeFedConfig: {e}", c.source))?;
     if !settings.push_reconciler {
         bail!(

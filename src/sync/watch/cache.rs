@@ -4,10 +4,10 @@
 
 use super::sources::{Change, Event, Source};
 use crate::api::core::FederatedTypeConfig;
-use crate::core::decide::{Listing, federated_key};
 use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
-use crate::core::settings::Settings;
+use crate::core::propagation::decide::{Listing, federated_key};
+use crate::core::run::settings::Settings;
 use crate::members::{Health, Member};
 use crate::sync::observe::{self, Observation, ObservedType};
 use serde_json::Value;
@@ -562,7 +562,10 @@ impl Cache {
                 wanted.iter().filter_map(|(ns, name)| {
                     let k = (
                         ns.clone(),
-                        crate::core::version::propagated_version_name(&t.ty.target.kind, name),
+                        crate::core::propagation::version::propagated_version_name(
+                            &t.ty.target.kind,
+                            name,
+                        ),
                     );
                     self.versions.get(&k).map(|v| (k, v.clone()))
                 })
@@ -808,7 +811,10 @@ mod tests {
             Change::Applied(config(json!({"scope": "Namespaced"}))),
         ));
         assert!(d.structure, "a new scope re-plans everything");
-        assert_eq!(c.settings.scope, crate::core::membership::Scope::Namespaced);
+        assert_eq!(
+            c.settings.scope,
+            crate::core::cluster::membership::Scope::Namespaced
+        );
         let d = c.apply(ev(
             Source::Config,
             Change::Applied(config(json!({"scope": "Sideways"}))),
@@ -820,7 +826,10 @@ mod tests {
                 "KubeFedConfig fed/kubefed: spec.scope: must be Cluster or Namespaced, not \"Sideways\"; the previous settings stay"
             ]
         );
-        assert_eq!(c.settings.scope, crate::core::membership::Scope::Namespaced);
+        assert_eq!(
+            c.settings.scope,
+            crate::core::cluster::membership::Scope::Namespaced
+        );
         let d = c.apply(ev(Source::Config, Change::Deleted(config(json!({})))));
         assert!(d.structure);
         assert_eq!(c.settings, Settings::default());

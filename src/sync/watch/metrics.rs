@@ -170,8 +170,8 @@ pub struct Metrics {
 impl Metrics {
     /// A member write done, as KubeFed's dispatcher names it; an unlabelled
     /// (orphaned) object is not one of its three actions.
-    pub fn member_write(&self, effect: &crate::core::record::Effect, took: Duration) {
-        use crate::core::record::Effect;
+    pub fn member_write(&self, effect: &crate::core::propagation::record::Effect, took: Duration) {
+        use crate::core::propagation::record::Effect;
         let action = match effect {
             Effect::Created => "create",
             Effect::Updated => "update",

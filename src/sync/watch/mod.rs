@@ -22,8 +22,8 @@ pub mod process;
 pub mod sources;
 
 use crate::apply::{api_resource, dynamic_api, resource_of};
-use crate::core::lease::RECONCILE_LEASE;
-use crate::core::queue::WorkQueue;
+use crate::core::run::lease::RECONCILE_LEASE;
+use crate::core::run::queue::WorkQueue;
 use crate::host::Host;
 use crate::members::{self, Health, Member};
 use crate::parallel::locked;
@@ -69,7 +69,7 @@ pub struct WatchOptions {
     pub leader_elect: bool,
     pub lock_timeout: Duration,
     /// The KubeFedConfig's `leaderElect` (read at start).
-    pub lock_timings: crate::core::lease::LeaseTimings,
+    pub lock_timings: crate::core::run::lease::LeaseTimings,
     pub no_lock: bool,
     pub metrics_bind_address: Option<SocketAddr>,
     /// `-v 2`: one line per member change.
@@ -173,7 +173,7 @@ struct RoundProgress<'a>(&'a Metrics);
 impl crate::sync::progress::Progress for RoundProgress<'_> {
     fn requests(&self, _: u64) {}
     fn request_done(&self) {}
-    fn member_write(&self, effect: &crate::core::record::Effect, took: Duration) {
+    fn member_write(&self, effect: &crate::core::propagation::record::Effect, took: Duration) {
         self.0.member_write(effect, took);
     }
 }
@@ -236,7 +236,7 @@ struct Controller<'a> {
     /// A rebuild failed (or was put off while suspended): when to try again.
     rebuild_due: Option<Instant>,
     /// Per member: probes in a row that disagree with its readiness
-    /// (`core::cluster_health::after_probe`).
+    /// (`core::cluster::health::after_probe`).
     streaks: HashMap<String, u32>,
 }
 
@@ -363,7 +363,7 @@ impl Controller<'_> {
             let generation = ftc.metadata.generation.unwrap_or(0);
             let status_controller = (self.cache.settings)
                 .writes_service_status(observe::service_status_type(ftc).is_some());
-            let Some(status) = crate::core::typegen::ftc_status(
+            let Some(status) = crate::core::types::typegen::ftc_status(
                 &current,
                 generation,
                 running && ftc.spec.is_enabled(),
@@ -649,8 +649,10 @@ impl Controller<'_> {
                     Source::Member(m.name.clone(), name),
                     Spec {
                         api: dynamic_api(client, in_ns, &t.target),
-                        config: watcher::Config::default()
-                            .labels(&format!("{}=true", crate::core::desired::MANAGED_LABEL)),
+                        config: watcher::Config::default().labels(&format!(
+                            "{}=true",
+                            crate::core::propagation::desired::MANAGED_LABEL
+                        )),
                         api_version: t.target.api_version.clone(),
                         kind: t.target.kind.clone(),
                         fingerprint: format!("{}/{}", m.fingerprint, in_ns.unwrap_or("")),
@@ -748,7 +750,7 @@ impl Controller<'_> {
         let mut out = Vec::with_capacity(probed.len());
         for ((m, now), before) in self.members.iter().zip(probed).zip(&self.health) {
             let streak = self.streaks.get(&m.name).copied().unwrap_or(0);
-            let (kept, streak) = crate::core::cluster_health::after_probe(
+            let (kept, streak) = crate::core::cluster::health::after_probe(
                 before,
                 now,
                 streak,

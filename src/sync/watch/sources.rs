@@ -303,7 +303,7 @@ impl Watch {
 
 /// The wait before the `failures`-th restart in a row.
 fn restart_delay(failures: u32) -> Duration {
-    crate::core::queue::doubling(FIRST_RESTART_DELAY, failures, MAX_RESTART_DELAY)
+    crate::core::run::queue::doubling(FIRST_RESTART_DELAY, failures, MAX_RESTART_DELAY)
 }
 
 fn failed(e: watcher::Error) -> Change {

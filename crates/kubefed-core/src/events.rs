@@ -20,10 +20,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use super::cluster_health::Health;
-use super::desired::TemplateWarning;
-use super::plan::{Action, ClusterStatus};
-use super::record::{Effect, MemberResult};
+use crate::cluster::health::Health;
+use crate::propagation::action::{Action, ClusterStatus};
+use crate::propagation::desired::TemplateWarning;
+use crate::propagation::record::{Effect, MemberResult};
 
 /// The source component of the sync controller for a federated kind
 /// (upstream: `fmt.Sprintf("%s-controller", strings.ToLower(kind))`).
@@ -591,7 +591,7 @@ impl Correlator {
     pub fn correlate(&mut self, event: &Event, now_nanos: i64) -> Option<Correlated> {
         let now = now_nanos.max(self.last_nanos + 1);
         self.last_nanos = now;
-        let stamp = super::time::rfc3339(now.div_euclid(1_000_000_000));
+        let stamp = crate::time::rfc3339(now.div_euclid(1_000_000_000));
         let (event, key) = self.aggregate(event, now);
         let name = format!("{}.{:x}", event.involved.name, now);
         let seen = self.observed.get(&key).cloned().unwrap_or_default();
@@ -695,7 +695,7 @@ impl Correlator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::record::Done;
+    use crate::propagation::record::Done;
     use std::sync::Arc;
 
     fn fed() -> Value {

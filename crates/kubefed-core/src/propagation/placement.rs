@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::describe::describe_federated;
+use crate::describe::describe_federated;
 
-use super::membership::Scope;
+use crate::cluster::membership::Scope;
 
 /// A registered member cluster as the pure core sees it (a `KubeFedCluster`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub fn is_federated_namespace(fed: &Value) -> bool {
         None => true,
         Some(av) => {
             let group = av.split_once('/').map(|(g, _)| g).unwrap_or("");
-            super::legacy::TYPES_GROUPS.contains(&group)
+            crate::types::legacy::TYPES_GROUPS.contains(&group)
         }
     };
     kind_ok && group_ok
@@ -416,7 +416,7 @@ fn check_key(key: &str) -> Result<(), SelectorError> {
         None => (None, key),
     };
     if let Some(p) = prefix
-        && let Some(e) = super::names::subdomain_error(p)
+        && let Some(e) = crate::names::subdomain_error(p)
     {
         return Err(SelectorError::Key {
             key: key.to_string(),

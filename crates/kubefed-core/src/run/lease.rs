@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 
-use super::time::{parse_rfc3339, rfc3339};
+use crate::time::{parse_rfc3339, rfc3339};
 
 /// The Lease a whole-federation reconcile takes in the federation namespace.
 pub const RECONCILE_LEASE: &str = "kubefedctl-reconcile";

@@ -13,17 +13,21 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use super::desired::TargetType;
-use super::membership::Scope;
-use super::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
-use super::plan::{
-    self, Action, AggregateReason, ClusterStatus, Decision, DeletionPlan, ManagedLabel,
-    MemberState, SYNC_FINALIZER, SyncSettings,
+use crate::cluster::membership::Scope;
+use crate::propagation::desired::TargetType;
+use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
+use crate::propagation::version::{member_version, propagated_version_name};
+use crate::propagation::{
+    action::{Action, ClusterStatus, Decision},
+    deletion,
+    deletion::{DeletionPlan, SYNC_FINALIZER},
+    member,
+    member::{ManagedLabel, MemberState, SyncSettings},
+    status::AggregateReason,
 };
-use super::shard::{self, Shard};
-use super::version::{member_version, propagated_version_name};
+use crate::run::shard::{self, Shard};
 
-use super::describe::{ObjectKey, describe_key, key_of};
+use crate::describe::{ObjectKey, describe_key, key_of};
 
 /// The federation as one run sees it, the same for every object.
 #[derive(Clone, Copy, Debug)]
@@ -190,13 +194,13 @@ pub fn decide_object(
     let what = describe_key(&t.federated_kind, &key);
     let pv_name = propagated_version_name(&t.target.kind, &key.1);
     let is_namespace = t.target.is_namespace();
-    if is_namespace && plan::is_system_namespace(&key.1, fed.kubefed_namespace) {
+    if is_namespace && member::is_system_namespace(&key.1, fed.kubefed_namespace) {
         // Upstream `pkg/controller/sync/accessor.go` (`isSystemNamespace`):
         // never adopted, labelled, finalized or deleted; it still places
         // the objects inside the namespace.
         return system_namespace_plan(obj, key, pv_name, &what);
     }
-    if is_namespace && !plan::federated_namespace_name_is_valid(obj) {
+    if is_namespace && !member::federated_namespace_name_is_valid(obj) {
         return invalid_namespace_plan(key, pv_name, &what);
     }
     let deleting = obj
@@ -317,7 +321,7 @@ fn plan_deletion(
         .as_ref()
         .map(|p| p.clusters.clone())
         .unwrap_or_default();
-    match plan::deletion_decisions(obj, &placed, states) {
+    match deletion::deletion_decisions(obj, &placed, states) {
         Ok(d) => {
             let blocked = d.blocked_by();
             if !blocked.is_empty() {
@@ -351,7 +355,7 @@ fn plan_sync(
             if placement.namespace_not_federated {
                 p.reason = AggregateReason::NamespaceNotFederated;
             }
-            p.decisions = plan::sync_decisions(
+            p.decisions = member::sync_decisions(
                 obj,
                 &t.target,
                 &placement.clusters,
@@ -448,13 +452,13 @@ pub fn orphans(
             let obj = &objs[k];
             let fed_key = federated_key(t, k);
             if federated.contains(&fed_key)
-                || plan::managed_label(obj) != ManagedLabel::True
+                || member::managed_label(obj) != ManagedLabel::True
                 || !shard::owned(limits.shard, &fed_key)
                 || limits.only.is_some_and(|only| !only.contains(&fed_key))
             {
                 continue;
             }
-            if t.target.is_namespace() && plan::is_system_namespace(&k.1, fed.kubefed_namespace) {
+            if t.target.is_namespace() && member::is_system_namespace(&k.1, fed.kubefed_namespace) {
                 continue;
             }
             // -n limits what is touched: cluster-scoped objects other than
@@ -472,7 +476,7 @@ pub fn orphans(
                 is_host_namespace: false,
                 unobserved: None,
             };
-            for decision in plan::orphan_cleanup_decisions(&[state]).0 {
+            for decision in deletion::orphan_cleanup_decisions(&[state]).0 {
                 out.push(Orphan {
                     decision,
                     live: obj.clone(),
@@ -518,7 +522,7 @@ pub fn not_served_message(
     };
     let movable = elsewhere.iter().find_map(|av| {
         let (g, v) = av.rsplit_once('/').unwrap_or(("", av.as_str()));
-        (g == group || super::lookup::equivalent(plural, &target_gv, av)).then_some((g, v))
+        (g == group || crate::types::lookup::equivalent(plural, &target_gv, av)).then_some((g, v))
     });
     if let Some((g, v)) = movable {
         out.push_str(&format!(
@@ -875,7 +879,7 @@ mod tests {
     /// the live integration tests run against real clusters.
     #[test]
     fn decide_object_table() {
-        use crate::core::version::{overrides_version, template_version};
+        use crate::propagation::version::{overrides_version, template_version};
         let mut w = World::new();
         w.clusters.truncate(1);
         w.fed_namespaces.insert("shop".into(), fed_ns("shop"));
@@ -1133,7 +1137,7 @@ mod tests {
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::core::version::{merged_status, overrides_version, template_version};
+    use crate::propagation::version::{merged_status, overrides_version, template_version};
     use proptest::prelude::*;
     use serde_json::json;
 

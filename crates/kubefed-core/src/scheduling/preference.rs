@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::legacy::SCHEDULING_GROUPS;
-use super::overrides::overrides_for_cluster;
-use super::placement::{Cluster, selector_only_clusters};
-use super::planner::{ClusterPreferences, Preferences, plan};
-use super::time::parse_rfc3339;
+use crate::propagation::overrides::overrides_for_cluster;
+use crate::propagation::placement::{Cluster, selector_only_clusters};
+use crate::scheduling::replicas::{ClusterPreferences, Preferences, distribute};
+use crate::time::parse_rfc3339;
+use crate::types::legacy::SCHEDULING_GROUPS;
 
 /// The only kinds upstream schedules.
 pub const SCHEDULABLE_KINDS: [&str; 2] = ["FederatedDeployment", "FederatedReplicaSet"];
@@ -129,7 +129,7 @@ pub fn scheduling_clusters(
         rsp: rsp.key.clone(),
         namespace: format!("{namespace}/{namespace}"),
     })?;
-    let target_err = |e: super::placement::PlacementError| SchedulingError::Target {
+    let target_err = |e: crate::propagation::placement::PlacementError| SchedulingError::Target {
         rsp: rsp.key.clone(),
         problem: e.to_string(),
     };
@@ -147,9 +147,9 @@ pub fn scheduling_result(
     current: &BTreeMap<String, i64>,
     capacity: &BTreeMap<String, i64>,
 ) -> BTreeMap<String, i64> {
-    let planned = plan(&rsp.preferences, clusters, current, capacity, &rsp.key);
+    let planned = distribute(&rsp.preferences, clusters, current, capacity, &rsp.key);
     let mut result: BTreeMap<String, i64> = current.keys().map(|c| (c.clone(), 0)).collect();
-    result.extend(planned.plan);
+    result.extend(planned.replicas);
     for (c, extra) in planned.overflow {
         *result.entry(c).or_insert(0) += extra;
     }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use md5::{Digest, Md5};
 use serde_json::{Map, Number, Value, json};
 
-use super::describe::describe_federated;
+use crate::describe::describe_federated;
 
 /// Why a hash could not be computed (the shape of the federated object is
 /// wrong where KubeFed's typed decoding would also fail).

@@ -7,12 +7,12 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::describe::describe_federated;
+use crate::describe::describe_federated;
 
-use super::overrides::{
+use crate::propagation::overrides::{
     OverrideError, ParsedOverrides, apply_cluster_overrides, overrides_by_cluster, patched,
 };
-use super::retain::{RetainError, retain_fields};
+use crate::propagation::retain::{RetainError, retain_fields};
 
 /// Label that marks member objects as managed by federation.
 pub const MANAGED_LABEL: &str = "kubefed.io/managed";

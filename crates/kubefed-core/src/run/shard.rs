@@ -7,7 +7,7 @@
 //! but the names, so every shard computes the same partition, and the union
 //! of shards `0/N` … `N-1/N` is exactly one unsharded run.
 
-use crate::core::describe::{ObjectKey, key_of};
+use crate::describe::{ObjectKey, key_of};
 use serde_json::Value;
 use std::fmt;
 

@@ -28,7 +28,7 @@
 //! the CRDs' schema from them. A doc comment on them would become a
 //! description in that schema, so their notes are plain comments.
 
-use crate::core::describe::typed as parse;
+use crate::describe::typed as parse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
@@ -128,7 +128,7 @@ impl DnsRecord {
     /// Parse a ServiceDNSRecord or IngressDNSRecord object. The apiVersion,
     /// when present, must be in one of [`DNS_GROUPS`].
     pub fn from_value(obj: &Value) -> Result<DnsRecord, DnsError> {
-        let object = super::describe::quoted(obj, "object");
+        let object = crate::describe::quoted(obj, "object");
         let bad = |problem: String| DnsError::Invalid {
             object: object.clone(),
             problem,
@@ -211,7 +211,7 @@ impl Domain {
 
     /// Parse a Domain object (apiVersion, when present, in [`DNS_GROUPS`]).
     pub fn from_value(obj: &Value) -> Result<Domain, DnsError> {
-        let object = super::describe::quoted(obj, "object");
+        let object = crate::describe::quoted(obj, "object");
         let bad = |problem: String| DnsError::Invalid {
             object: object.clone(),
             problem,

@@ -80,11 +80,11 @@ impl Preferences {
     }
 }
 
-/// Planner output: replicas per cluster, and replicas that did not fit a
-/// cluster's estimated capacity.
+/// The planner's output: replicas per cluster, and replicas that did not
+/// fit a cluster's estimated capacity.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Plan {
-    pub plan: BTreeMap<String, i64>,
+pub struct Distribution {
+    pub replicas: BTreeMap<String, i64>,
     pub overflow: BTreeMap<String, i64>,
 }
 
@@ -105,13 +105,13 @@ struct Named<'a> {
 /// `pkg/controller/util/planner/planner.go`).
 /// `current`/`capacity` are optional per cluster; `key` is the RSP's
 /// `<namespace>/<name>` (upstream's unit tests use `""`). Never fails.
-pub fn plan(
+pub fn distribute(
     prefs: &Preferences,
     available: &[String],
     current: &BTreeMap<String, i64>,
     capacity: &BTreeMap<String, i64>,
     key: &str,
-) -> Plan {
+) -> Distribution {
     let (ordered, mut plan) = order_clusters(prefs, available, key);
     let mut remaining = allocate_minimums(&ordered, capacity, &mut plan, prefs.total_replicas);
     let mut preallocated: BTreeMap<&str, i64> = BTreeMap::new();
@@ -137,7 +137,10 @@ pub fn plan(
     if !prefs.rebalance {
         overflow = trim_overflow(overflow, remaining);
     }
-    Plan { plan, overflow }
+    Distribution {
+        replicas: plan,
+        overflow,
+    }
 }
 
 /// Clusters with preferences, by weight then hash; clusters without any are planned 0.
@@ -476,14 +479,14 @@ mod tests {
             ),
         ];
         for (i, (pr, total, avail, want)) in cases.into_iter().enumerate() {
-            let got = plan(
+            let got = distribute(
                 &prefs(&pr, total, false),
                 &names(&avail),
                 &map(&[]),
                 &map(&[]),
                 "",
             );
-            assert_eq!(got.plan, map(&want), "case {i}");
+            assert_eq!(got.replicas, map(&want), "case {i}");
             assert!(got.overflow.is_empty(), "case {i}");
         }
     }
@@ -568,14 +571,14 @@ mod tests {
             ),
         ];
         for (i, (total, avail, existing, want)) in cases.into_iter().enumerate() {
-            let got = plan(
+            let got = distribute(
                 &prefs(&[("*", w(1))], total, false),
                 &names(&avail),
                 &map(&existing),
                 &map(&[]),
                 "",
             );
-            assert_eq!(got.plan, map(&want), "case {i}");
+            assert_eq!(got.replicas, map(&want), "case {i}");
             assert!(got.overflow.is_empty(), "case {i}");
         }
     }
@@ -674,14 +677,14 @@ mod tests {
         for (i, (rebalance, pr, total, avail, cap, want, want_overflow)) in
             cases.into_iter().enumerate()
         {
-            let got = plan(
+            let got = distribute(
                 &prefs(&pr, total, rebalance),
                 &names(&avail),
                 &map(&[]),
                 &map(&cap),
                 "",
             );
-            assert_eq!(got.plan, map(&want), "case {i}");
+            assert_eq!(got.replicas, map(&want), "case {i}");
             assert_eq!(got.overflow, map(&want_overflow), "case {i}");
         }
     }
@@ -694,7 +697,7 @@ mod tests {
             15,
             false,
         );
-        let got = plan(
+        let got = distribute(
             &pr,
             &names(&["ap-northeast", "us-east", "us-west"]),
             &map(&[]),
@@ -702,7 +705,7 @@ mod tests {
             "",
         );
         assert_eq!(
-            got.plan,
+            got.replicas,
             map(&[("ap-northeast", 3), ("us-east", 6), ("us-west", 6)])
         );
     }
@@ -713,19 +716,19 @@ mod tests {
         let avail = names(&["A", "B"]);
         // Empty key: B hashes lower than A, so B wins the single replica
         // (FNV-1a would pick A: the variant matters).
-        let got = plan(&pr, &avail, &map(&[]), &map(&[]), "");
-        assert_eq!(got.plan, map(&[("A", 0), ("B", 1)]));
+        let got = distribute(&pr, &avail, &map(&[]), &map(&[]), "");
+        assert_eq!(got.replicas, map(&[("A", 0), ("B", 1)]));
         // With a key the winner is the lower hash of name+key.
         for key in ["ns/web", "demo/app", "x"] {
             let ha = fnv1_32(format!("A{key}").as_bytes());
             let hb = fnv1_32(format!("B{key}").as_bytes());
             assert_ne!(ha, hb);
             let winner = if ha < hb { "A" } else { "B" };
-            let got = plan(&pr, &avail, &map(&[]), &map(&[]), key);
-            assert_eq!(got.plan[winner], 1, "key {key}");
+            let got = distribute(&pr, &avail, &map(&[]), &map(&[]), key);
+            assert_eq!(got.replicas[winner], 1, "key {key}");
         }
         // 3 replicas over 5 equal clusters go to the three lowest hashes: E, D, C.
-        let got = plan(
+        let got = distribute(
             &pr_total(3),
             &names(&["A", "B", "C", "D", "E"]),
             &map(&[]),
@@ -733,7 +736,7 @@ mod tests {
             "",
         );
         assert_eq!(
-            got.plan,
+            got.replicas,
             map(&[("A", 0), ("B", 0), ("C", 1), ("D", 1), ("E", 1)])
         );
     }
@@ -752,11 +755,11 @@ mod tests {
                 (p(0, Some(3), 2), p(50, None, 1)),
             ] {
                 let pr = prefs(&[("a", pa), ("b", pb), ("c", w(1))], total, false);
-                let got = plan(&pr, &avail, &map(&[]), &map(&[]), "k");
-                let sum: i64 = got.plan.values().sum();
+                let got = distribute(&pr, &avail, &map(&[]), &map(&[]), "k");
+                let sum: i64 = got.replicas.values().sum();
                 assert!(sum <= total, "{got:?}");
-                assert_eq!(got.plan["d"], 0, "no preference → 0");
-                assert_eq!(got.plan.len(), 4);
+                assert_eq!(got.replicas["d"], 0, "no preference → 0");
+                assert_eq!(got.replicas.len(), 4);
             }
         }
     }

@@ -8,7 +8,7 @@
 //! verb, resource or group: a type enabled later needs its rule added, which
 //! `enable` and `disable` do when the reconciler is installed.
 
-use crate::core::membership::Scope;
+use crate::cluster::membership::Scope;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
 pub const DEFAULT_SCHEDULE: &str = "*/5 * * * *";
 
 /// How the reconciler runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// A CronJob, every `--schedule`.
     Cronjob,
@@ -292,7 +292,7 @@ impl Reconciler<'_> {
             // KubeFed's own controller-manager leader lock, read (only that
             // one) so that a run never propagates beside it.
             json!({"apiGroups": [""], "resources": ["configmaps", "endpoints"],
-                   "resourceNames": [crate::core::lease::KUBEFED_LEADER_LOCK], "verbs": ["get"]}),
+                   "resourceNames": [crate::run::lease::KUBEFED_LEADER_LOCK], "verbs": ["get"]}),
         ];
         if self.watches() {
             // The watch says which types it propagates, as KubeFed's controller.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::plan::ClusterStatus;
+use crate::propagation::action::ClusterStatus;
 
 /// How a member request failed, as far as the decision goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,9 +7,9 @@
 use serde_json::Value;
 use std::time::Duration;
 
-use super::lease::LeaseTimings;
-use super::membership::Scope;
-use super::plan::SyncSettings;
+use crate::cluster::membership::Scope;
+use crate::propagation::member::SyncSettings;
+use crate::run::lease::LeaseTimings;
 
 /// The feature gates KubeFed v0.10 knows, with their defaults
 /// (`pkg/features/features.go`).
@@ -222,7 +222,7 @@ fn duration_field(
     let at = || format!("spec.{section}.{field}");
     match &v[field] {
         Value::Null => Ok(default),
-        Value::String(text) => super::time::parse_duration(text)
+        Value::String(text) => crate::time::parse_duration(text)
             .ok()
             .filter(|d| !d.is_zero())
             .ok_or_else(|| SettingsError::at(at(), format!("{text:?} is not a positive duration"))),

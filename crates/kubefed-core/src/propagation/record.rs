@@ -9,10 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::decide::ObjectPlan;
-use super::placement::Cluster;
-use super::plan::{Action, ClusterOutcome, ClusterStatus, DeletionPlan, federated_status};
-use super::version::{merged_status, overrides_version, template_version};
+use crate::propagation::decide::ObjectPlan;
+use crate::propagation::placement::Cluster;
+use crate::propagation::version::{merged_status, overrides_version, template_version};
+use crate::propagation::{
+    action::{Action, ClusterStatus},
+    deletion::DeletionPlan,
+    status::{ClusterOutcome, federated_status},
+};
 
 /// What a member request achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,11 +251,11 @@ fn propagated_versions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::decide::{FederatedType, Federation, Listing, decide_object};
-    use crate::core::describe::{ObjectKey, key_of};
-    use crate::core::desired::TargetType;
-    use crate::core::membership::Scope;
-    use crate::core::plan::{SYNC_FINALIZER, SyncSettings};
+    use crate::cluster::membership::Scope;
+    use crate::describe::{ObjectKey, key_of};
+    use crate::propagation::decide::{FederatedType, Federation, Listing, decide_object};
+    use crate::propagation::desired::TargetType;
+    use crate::propagation::{deletion::SYNC_FINALIZER, member::SyncSettings};
     use serde_json::json;
     use std::collections::HashMap;
 

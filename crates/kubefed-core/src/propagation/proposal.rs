@@ -5,8 +5,8 @@
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::compare::is_subset;
-use super::describe::{ObjectKey, key_of};
+use crate::describe::{ObjectKey, key_of};
+use crate::propagation::compare::is_subset;
 
 /// What the files do to one host object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

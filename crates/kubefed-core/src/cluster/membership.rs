@@ -5,13 +5,11 @@
 use serde_json::{Value, json};
 
 /// Scope of a federation control plane (`KubeFedConfig.spec.scope`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// Federate across all namespaces (cluster-wide RBAC in members).
-    #[value(name = "Cluster", alias = "cluster")]
     Cluster,
     /// Federate only the kubefed namespace (namespace RBAC in members).
-    #[value(name = "Namespaced", alias = "namespaced")]
     Namespaced,
 }
 

@@ -11,10 +11,10 @@
 //! allocates its own; see [`scrub`]), server-written annotations raise no
 //! warning, and placement may be chosen (KubeFed: all clusters).
 
-use super::typegen::DEFAULT_FEDERATED_GROUP;
-use crate::core::lookup::ServedResource;
-use crate::core::names::subdomain_error;
-use crate::core::plan::is_system_namespace;
+use crate::names::subdomain_error;
+use crate::propagation::member::is_system_namespace;
+use crate::types::lookup::ServedResource;
+use crate::types::typegen::DEFAULT_FEDERATED_GROUP;
 use serde_json::{Map, Value, json};
 
 /// Where the federated object goes: its type's group/version/kind and scope.
@@ -42,7 +42,9 @@ pub enum Federating {
 pub fn federating(new: &Value, live: Option<&Value>) -> Federating {
     match live {
         None => Federating::Create,
-        Some(l) if super::compare::is_subset(&new["spec"], &l["spec"]) => Federating::Unchanged,
+        Some(l) if crate::propagation::compare::is_subset(&new["spec"], &l["spec"]) => {
+            Federating::Unchanged
+        }
         Some(_) => Federating::Differs,
     }
 }

@@ -10,14 +10,14 @@
 //! [`TemplateSchema::Embed`] puts the target's real structural schema under
 //! `spec.template`, so a bad template is refused at `kubectl apply` time.
 
-use crate::core::lookup::ServedResource;
+use crate::types::lookup::ServedResource;
 use serde_json::{Map, Value, json};
 
 /// Default group of generated federated types.
 pub const DEFAULT_FEDERATED_GROUP: &str = "types.kubefed.io";
 
 /// What `spec.template` of the federated CRD says about its content.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TemplateSchema {
     /// Any object (`x-kubernetes-preserve-unknown-fields`), as KubeFed.
     #[default]

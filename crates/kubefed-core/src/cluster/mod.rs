@@ -1,0 +1,7 @@
+//! Member clusters: what `join` writes (KubeFed's `kubefedctl join`), how a
+//! member's health is judged (its cluster controller), and which TLS checks
+//! a member turns off.
+
+pub mod health;
+pub mod membership;
+pub mod tls;

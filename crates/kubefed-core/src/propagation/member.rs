@@ -1,0 +1,377 @@
+//! What each member cluster gets for a federated object that is not being
+//! deleted (upstream `syncToClusters` in `pkg/controller/sync/controller.go`,
+//! `dispatch/managed.go`).
+//!
+//! The decisions mirror upstream's rules, including the surprising ones:
+//! unmanaged objects outside the placement are never touched, spec drift
+//! is noticed only through generation/resourceVersion, and an unready
+//! cluster is left alone.
+
+use std::cell::OnceCell;
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::propagation::action::{Action, ClusterStatus, Decision};
+use crate::propagation::desired::{
+    DesiredError, DesiredObjects, MANAGED_LABEL, TargetType, desired_for_cluster,
+};
+use crate::propagation::version::{member_version, recorded_version};
+
+/// A member cluster's view for one federated object.
+#[derive(Clone, Debug)]
+pub struct MemberState<'a> {
+    pub cluster: &'a str,
+    pub ready: bool,
+    /// The member object with the target's name, labelled or not (`None`
+    /// when absent). Upstream only *sees* labelled ones; unlabelled ones
+    /// are found when a create hits AlreadyExists.
+    pub live: Option<&'a Value>,
+    /// Ready, but this type's objects could not be observed there (the
+    /// member does not serve the type, or its list failed): why.
+    pub unobserved: Option<&'a str>,
+    /// Namespace type only: `live` is the host cluster's own namespace
+    /// (same UID), which is never deleted, only unlabelled.
+    pub is_host_namespace: bool,
+}
+
+/// Settings of the control plane that change decisions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncSettings {
+    /// `KubeFedConfig.spec.syncController.adoptResources == Enabled`.
+    pub adopt_resources: bool,
+}
+
+/// How a member object is labelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ManagedLabel {
+    True,
+    False,
+    Absent,
+}
+
+/// `kubefed.io/managed` of a member object (`"true"` / `"false"` / other).
+pub fn managed_label(obj: &Value) -> ManagedLabel {
+    match obj
+        .get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(|l| l.get(MANAGED_LABEL))
+        .and_then(Value::as_str)
+    {
+        Some("true") => ManagedLabel::True,
+        Some("false") => ManagedLabel::False,
+        _ => ManagedLabel::Absent,
+    }
+}
+
+pub(crate) fn terminating(obj: &Value) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Decisions for a federated object that is *not* being deleted
+/// (upstream `syncToClusters` in `pkg/controller/sync/controller.go`).
+/// `selected` is the computed placement; `versions` is the
+/// PropagatedVersion's `status` (if any).
+pub fn sync_decisions(
+    fed: &Value,
+    target: &TargetType,
+    selected: &BTreeSet<String>,
+    members: &[MemberState],
+    versions: Option<&Value>,
+    settings: SyncSettings,
+) -> Vec<Decision> {
+    let sync = SyncInputs::new(fed, target, versions, settings);
+    members
+        .iter()
+        .map(|m| sync.decide(m, selected.contains(m.cluster)))
+        .collect()
+}
+
+/// What every member's sync decision shares, so the object is hashed and rendered once.
+struct SyncInputs<'a> {
+    fed: &'a Value,
+    target: &'a TargetType,
+    versions: Option<&'a Value>,
+    settings: SyncSettings,
+    // Hashed and rendered only when needed: an offline render has no live
+    // objects, and most clusters share one desired object.
+    hashes: OnceCell<(String, String)>,
+    desired_objects: OnceCell<Result<DesiredObjects, DesiredError>>,
+}
+
+impl<'a> SyncInputs<'a> {
+    /// The inputs, with nothing hashed or rendered yet.
+    fn new(
+        fed: &'a Value,
+        target: &'a TargetType,
+        versions: Option<&'a Value>,
+        settings: SyncSettings,
+    ) -> SyncInputs<'a> {
+        SyncInputs {
+            fed,
+            target,
+            versions,
+            settings,
+            hashes: OnceCell::new(),
+            desired_objects: OnceCell::new(),
+        }
+    }
+
+    /// The template and overrides versions, hashed on first use only.
+    fn hashes(&self) -> &(String, String) {
+        self.hashes.get_or_init(|| {
+            (
+                crate::propagation::version::template_version(self.fed).unwrap_or_default(),
+                crate::propagation::version::overrides_version(self.fed).unwrap_or_default(),
+            )
+        })
+    }
+
+    /// The desired objects of every cluster, rendered on first use only.
+    fn desired_objects(&self) -> &Result<DesiredObjects, DesiredError> {
+        self.desired_objects
+            .get_or_init(|| DesiredObjects::new(self.fed, self.target))
+    }
+
+    /// One member's decision: the steps of upstream's per-cluster sync, in order.
+    fn decide(&self, m: &MemberState, is_selected: bool) -> Decision {
+        if let Some(d) = unreachable_decision(m, is_selected) {
+            return d;
+        }
+        // Upstream's cache only holds labelled objects (label "true").
+        let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
+        if !is_selected {
+            return unplaced_decision(m, managed);
+        }
+        let Some(live) = m.live else {
+            return self.create_decision(m);
+        };
+        let adopt = managed.is_none();
+        if let Some(d) = self.unmanageable_decision(m, live, adopt) {
+            return d;
+        }
+        self.update_decision(m, live, adopt)
+    }
+
+    /// A placed member without the object: create it, unless its desired object cannot be computed.
+    fn create_decision(&self, m: &MemberState) -> Decision {
+        let created = self
+            .desired_objects()
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|d| d.for_cluster_shared(m.cluster));
+        match created {
+            Ok(obj) => decision(m, Action::Create(obj), Some(ClusterStatus::Ok), None),
+            Err(e) => decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::from_desired_error(&e)),
+                Some(e.to_string()),
+            ),
+        }
+    }
+
+    /// A live copy the federation may not take over (adoption off, or labelled managed "false").
+    fn unmanageable_decision(
+        &self,
+        m: &MemberState,
+        live: &Value,
+        adopt: bool,
+    ) -> Option<Decision> {
+        if adopt && !self.settings.adopt_resources && !m.is_host_namespace {
+            return Some(decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::AlreadyExists),
+                Some(format!(
+                    "Failed to create {} {:?} in cluster {:?}: Resource pre-exist in cluster",
+                    self.target.kind,
+                    crate::describe::qualified(self.fed),
+                    m.cluster
+                )),
+            ));
+        }
+        if managed_label(live) == ManagedLabel::False {
+            return Some(decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::ManagedLabelFalse),
+                Some(
+                    "Unable to manage the object which has label kubefed.io/managed: false".into(),
+                ),
+            ));
+        }
+        None
+    }
+
+    /// A manageable live copy: update it when its version or metadata drifted, else unchanged.
+    fn update_decision(&self, m: &MemberState, live: &Value, adopt: bool) -> Decision {
+        let desired = match desired_for_cluster(self.fed, self.target, m.cluster, Some(live)) {
+            Ok(d) => d,
+            Err(e) => {
+                return decision(
+                    m,
+                    Action::Skip,
+                    Some(ClusterStatus::from_desired_error(&e)),
+                    Some(e.to_string()),
+                );
+            }
+        };
+        let (template_version, overrides_version) = self.hashes();
+        let recorded = recorded_version(
+            self.versions,
+            template_version,
+            overrides_version,
+            m.cluster,
+        );
+        let current = member_version(live);
+        let needs_update = recorded.as_deref() != Some(current.as_str())
+            || (current.starts_with("gen:") && !metadata_equivalent(&desired, live));
+        if needs_update {
+            decision(
+                m,
+                Action::Update {
+                    object: desired,
+                    adopt,
+                },
+                Some(ClusterStatus::Ok),
+                None,
+            )
+        } else {
+            decision(m, Action::Unchanged, Some(ClusterStatus::Ok), None)
+        }
+    }
+}
+
+/// The decision for member `m`, as every sync step phrases its outcome.
+fn decision(
+    m: &MemberState,
+    action: Action,
+    status: Option<ClusterStatus>,
+    message: Option<String>,
+) -> Decision {
+    Decision {
+        cluster: m.cluster.to_string(),
+        action,
+        status,
+        message,
+    }
+}
+
+/// A member that is not ready, or whose objects could not be observed: skipped when placed.
+fn unreachable_decision(m: &MemberState, is_selected: bool) -> Option<Decision> {
+    if !m.ready {
+        return Some(if is_selected {
+            decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::ClusterNotReady),
+                Some("Cluster not ready".into()),
+            )
+        } else {
+            decision(m, Action::Nothing, None, None)
+        });
+    }
+    if let Some(why) = m.unobserved {
+        // Upstream: the member's informer cannot list the type.
+        return Some(if is_selected {
+            decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::CachedRetrievalFailed),
+                Some(why.to_string()),
+            )
+        } else {
+            decision(m, Action::Nothing, None, None)
+        });
+    }
+    None
+}
+
+/// A member outside the placement: its managed copy is deleted (the host's namespace unlabelled).
+fn unplaced_decision(m: &MemberState, managed: Option<&Value>) -> Decision {
+    match managed {
+        None => decision(m, Action::Nothing, None, None),
+        Some(o) if terminating(o) => decision(
+            m,
+            Action::Nothing,
+            Some(ClusterStatus::WaitingForRemoval),
+            None,
+        ),
+        Some(_) if m.is_host_namespace => decision(m, Action::RemoveManagedLabel, None, None),
+        Some(_) => decision(
+            m,
+            Action::Delete { options: None },
+            Some(ClusterStatus::WaitingForRemoval),
+            None,
+        ),
+    }
+}
+
+/// A create or update met a conflict and the member object was read again
+/// (upstream `dispatch/managed.go`, create → AlreadyExists → adopt): the
+/// update to make now, or why the object cannot be managed.
+pub fn after_conflict(
+    fed: &Value,
+    target: &TargetType,
+    cluster: &str,
+    live: &Value,
+    settings: SyncSettings,
+) -> Result<Action, (ClusterStatus, String)> {
+    let label = managed_label(live);
+    if label == ManagedLabel::False {
+        return Err((
+            ClusterStatus::ManagedLabelFalse,
+            "the member object has label kubefed.io/managed: false".into(),
+        ));
+    }
+    if label == ManagedLabel::Absent && !settings.adopt_resources {
+        return Err((
+            ClusterStatus::AlreadyExists,
+            "the object exists in the member and adoption is disabled".into(),
+        ));
+    }
+    desired_for_cluster(fed, target, cluster, Some(live))
+        .map(|object| Action::Update {
+            object,
+            adopt: label == ManagedLabel::Absent,
+        })
+        .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
+}
+
+/// Namespaces the FederatedNamespace sync controller never propagates nor
+/// unlabels: `kube-system`, `kube-public`, `default` and the kubefed
+/// namespace (a FederatedNamespace for them still places their contents).
+pub fn is_system_namespace(name: &str, kubefed_namespace: &str) -> bool {
+    matches!(name, "kube-system" | "kube-public" | "default") || name == kubefed_namespace
+}
+
+/// A FederatedNamespace must be `<ns>/<ns>`; otherwise upstream emits a
+/// Warning `InvalidName` and does nothing for it.
+pub fn federated_namespace_name_is_valid(fed: &Value) -> bool {
+    let meta = fed.get("metadata");
+    let get = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
+    get("name").is_some() && get("name") == get("namespace")
+}
+
+/// Upstream's `ObjectMetaEquivalent`: name, namespace, labels and
+/// annotations equal, with nil and empty maps equal (uid, resourceVersion
+/// and the rest ignored).
+pub fn metadata_equivalent(a: &Value, b: &Value) -> bool {
+    let meta = |o: &Value, k: &str| o.get("metadata").and_then(|m| m.get(k)).cloned();
+    let str_field = |o: &Value, k: &str| {
+        meta(o, k)
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let map_field = |o: &Value, k: &str| match meta(o, k) {
+        Some(Value::Object(m)) if !m.is_empty() => Some(Value::Object(m)),
+        _ => None,
+    };
+    str_field(a, "name") == str_field(b, "name")
+        && str_field(a, "namespace") == str_field(b, "namespace")
+        && map_field(a, "labels") == map_field(b, "labels")
+        && map_field(a, "annotations") == map_field(b, "annotations")
+}

@@ -1,0 +1,27 @@
+//! KubeFed's sync controller (`pkg/controller/sync`), as rules: which
+//! members a federated object selects ([`placement`]), what each gets
+//! ([`overrides`], [`desired`], [`retain`]), whether a member already holds
+//! it ([`compare`], [`version`]), the decide step ([`decide`]: [`member`]
+//! and [`deletion`] choose each member's [`action`], [`status`] is what is
+//! written back), what a request's answer means ([`retry`], [`readiness`])
+//! and the record step ([`record`]). [`proposal`] and [`field_owners`] are
+//! `reconcile -f`'s.
+
+pub mod action;
+pub mod compare;
+pub mod decide;
+pub mod deletion;
+pub mod desired;
+pub mod field_owners;
+pub mod member;
+pub mod overrides;
+pub mod placement;
+pub mod proposal;
+pub mod readiness;
+pub mod record;
+pub mod retain;
+pub mod retry;
+pub mod status;
+#[cfg(test)]
+mod tests;
+pub mod version;

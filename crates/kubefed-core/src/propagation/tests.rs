@@ -1,0 +1,675 @@
+//! The sync rules ([`super::member`], [`super::deletion`],
+//! [`super::status`], [`super::action`]) against upstream's cases.
+
+use super::action::*;
+use super::deletion::*;
+use super::member::*;
+use super::status::*;
+use crate::propagation::desired::{MANAGED_LABEL, TargetType};
+use crate::propagation::version::{overrides_version, template_version};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+fn target() -> TargetType {
+    TargetType::new("", "v1", "ConfigMap")
+}
+
+fn fed() -> Value {
+    json!({"kind": "FederatedConfigMap", "metadata": {"name": "cm", "namespace": "ns", "generation": 2,
+            "finalizers": [SYNC_FINALIZER]},
+           "spec": {"template": {"data": {"k": "v"}}}})
+}
+
+fn live(rv: &str, label: Option<&str>) -> Value {
+    let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "ns", "resourceVersion": rv, "labels": {}}, "data": {"k": "v"}});
+    if let Some(l) = label {
+        o["metadata"]["labels"][MANAGED_LABEL] = json!(l);
+    }
+    o
+}
+
+fn versions_for(fed: &Value, cluster: &str, version: &str) -> Value {
+    json!({"templateVersion": template_version(fed).unwrap(), "overridesVersion": overrides_version(fed).unwrap(),
+           "clusterVersions": [{"clusterName": cluster, "version": version}]})
+}
+
+fn set(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn member<'a>(cluster: &'a str, ready: bool, live: Option<&'a Value>) -> MemberState<'a> {
+    MemberState {
+        cluster,
+        ready,
+        live,
+        is_host_namespace: false,
+        unobserved: None,
+    }
+}
+
+const ADOPT: SyncSettings = SyncSettings {
+    adopt_resources: true,
+};
+const NO_ADOPT: SyncSettings = SyncSettings {
+    adopt_resources: false,
+};
+
+fn one(
+    selected: bool,
+    m: MemberState,
+    versions: Option<&Value>,
+    settings: SyncSettings,
+) -> Decision {
+    let sel = if selected {
+        set(&[m.cluster])
+    } else {
+        set(&[])
+    };
+    sync_decisions(&fed(), &target(), &sel, &[m], versions, settings).remove(0)
+}
+
+#[test]
+fn sync_decision_table() {
+    let managed = live("5", Some("true"));
+    let unlabelled = live("5", None);
+    let label_false = live("5", Some("false"));
+    let mut terminating = live("5", Some("true"));
+    terminating["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+    let matching = versions_for(&fed(), "c1", "rv:5");
+    let stale = versions_for(&fed(), "c1", "rv:4");
+    type Row<'a> = (
+        &'a str,
+        bool,
+        bool,
+        Option<&'a Value>,
+        Option<&'a Value>,
+        SyncSettings,
+        &'a str,
+        Option<ClusterStatus>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            "unready selected",
+            true,
+            false,
+            None,
+            None,
+            ADOPT,
+            "skip",
+            Some(ClusterStatus::ClusterNotReady),
+        ),
+        (
+            "unready unselected",
+            false,
+            false,
+            Some(&managed),
+            None,
+            ADOPT,
+            "nothing",
+            None,
+        ),
+        (
+            "unselected absent",
+            false,
+            true,
+            None,
+            None,
+            ADOPT,
+            "nothing",
+            None,
+        ),
+        (
+            "unselected unmanaged is never touched",
+            false,
+            true,
+            Some(&unlabelled),
+            None,
+            ADOPT,
+            "nothing",
+            None,
+        ),
+        (
+            "unselected managed",
+            false,
+            true,
+            Some(&managed),
+            None,
+            ADOPT,
+            "delete",
+            Some(ClusterStatus::WaitingForRemoval),
+        ),
+        (
+            "unselected terminating",
+            false,
+            true,
+            Some(&terminating),
+            None,
+            ADOPT,
+            "nothing",
+            Some(ClusterStatus::WaitingForRemoval),
+        ),
+        (
+            "selected absent",
+            true,
+            true,
+            None,
+            None,
+            ADOPT,
+            "create",
+            Some(ClusterStatus::Ok),
+        ),
+        (
+            "adoption disabled",
+            true,
+            true,
+            Some(&unlabelled),
+            None,
+            NO_ADOPT,
+            "skip",
+            Some(ClusterStatus::AlreadyExists),
+        ),
+        (
+            "adoption enabled",
+            true,
+            true,
+            Some(&unlabelled),
+            None,
+            ADOPT,
+            "adopt",
+            Some(ClusterStatus::Ok),
+        ),
+        (
+            "label false",
+            true,
+            true,
+            Some(&label_false),
+            None,
+            ADOPT,
+            "skip",
+            Some(ClusterStatus::ManagedLabelFalse),
+        ),
+        (
+            "no recorded version",
+            true,
+            true,
+            Some(&managed),
+            None,
+            ADOPT,
+            "update",
+            Some(ClusterStatus::Ok),
+        ),
+        (
+            "stale version",
+            true,
+            true,
+            Some(&managed),
+            Some(&stale),
+            ADOPT,
+            "update",
+            Some(ClusterStatus::Ok),
+        ),
+        (
+            "matching version",
+            true,
+            true,
+            Some(&managed),
+            Some(&matching),
+            ADOPT,
+            "unchanged",
+            Some(ClusterStatus::Ok),
+        ),
+    ];
+    for (name, selected, ready, live, versions, settings, want_action, want_status) in rows {
+        let d = one(selected, member("c1", ready, live), versions, settings);
+        let action = match &d.action {
+            Action::Update { adopt: true, .. } => "adopt",
+            other => other.verb(),
+        };
+        assert_eq!(action, want_action, "{name}");
+        assert_eq!(d.status, want_status, "{name}");
+    }
+}
+
+#[test]
+fn generation_tracked_objects_also_compare_metadata() {
+    let deploy = TargetType::new("apps", "v1", "Deployment");
+    let fed_d = json!({"metadata": {"name": "d", "namespace": "ns"}, "spec": {"template": {"metadata": {"labels": {"a": "1"}}}}});
+    let mut obj = json!({"metadata": {"name": "d", "namespace": "ns", "generation": 3, "resourceVersion": "7",
+        "labels": {"a": "1", MANAGED_LABEL: "true"}}});
+    let versions = versions_for(&fed_d, "c1", "gen:3");
+    let decide = |o: &Value| {
+        sync_decisions(
+            &fed_d,
+            &deploy,
+            &set(&["c1"]),
+            &[member("c1", true, Some(o))],
+            Some(&versions),
+            ADOPT,
+        )
+        .remove(0)
+        .action
+    };
+    assert_eq!(decide(&obj), Action::Unchanged);
+    obj["metadata"]["labels"]["extra"] = json!("x");
+    assert!(
+        matches!(decide(&obj), Action::Update { adopt: false, .. }),
+        "label drift on gen: objects"
+    );
+    // rv: objects are never re-compared
+    let cm_fed = fed();
+    let mut cm = live("5", Some("true"));
+    cm["metadata"]["labels"]["extra"] = json!("x");
+    let v = versions_for(&cm_fed, "c1", "rv:5");
+    let d = sync_decisions(
+        &cm_fed,
+        &target(),
+        &set(&["c1"]),
+        &[member("c1", true, Some(&cm))],
+        Some(&v),
+        ADOPT,
+    );
+    assert_eq!(d[0].action, Action::Unchanged);
+}
+
+#[test]
+fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption() {
+    let ns_target = TargetType::new("", "v1", "Namespace");
+    let fed_ns =
+        json!({"kind": "FederatedNamespace", "metadata": {"name": "demo", "namespace": "demo"}});
+    let mut host = json!({"metadata": {"name": "demo", "uid": "h", "resourceVersion": "3", "labels": {MANAGED_LABEL: "true"}}});
+    let m = MemberState {
+        cluster: "host",
+        ready: true,
+        live: Some(&host),
+        is_host_namespace: true,
+        unobserved: None,
+    };
+    let d = sync_decisions(&fed_ns, &ns_target, &set(&[]), &[m], None, NO_ADOPT);
+    assert_eq!(d[0].action, Action::RemoveManagedLabel);
+    assert_eq!(d[0].status, None);
+    host["metadata"]["labels"] = json!({});
+    let m = MemberState {
+        cluster: "host",
+        ready: true,
+        live: Some(&host),
+        is_host_namespace: true,
+        unobserved: None,
+    };
+    let d = sync_decisions(&fed_ns, &ns_target, &set(&["host"]), &[m], None, NO_ADOPT);
+    assert!(matches!(d[0].action, Action::Update { adopt: true, .. }));
+}
+
+#[test]
+fn desired_errors_become_statuses() {
+    let mut bad = fed();
+    bad["spec"]["overrides"] =
+        json!([{"clusterName": "c1", "clusterOverrides": [{"path": "/metadata/name"}]}]);
+    let d = sync_decisions(
+        &bad,
+        &target(),
+        &set(&["c1"]),
+        &[member("c1", true, None)],
+        None,
+        ADOPT,
+    );
+    assert_eq!(d[0].action, Action::Skip);
+    assert_eq!(d[0].status, Some(ClusterStatus::ApplyOverridesFailed));
+    assert!(d[0].message.as_deref().unwrap().contains("/metadata/name"));
+}
+
+#[test]
+fn deletion_and_orphaning() {
+    let managed = live("5", Some("true"));
+    let mut terminating = managed.clone();
+    terminating["metadata"]["deletionTimestamp"] = json!("t");
+    let mut deleting = fed();
+    deleting["metadata"]["deletionTimestamp"] = json!("t");
+    deleting["metadata"]["annotations"] = json!({DELETE_OPTION_ANNOTATION: "{\"propagationPolicy\":\"Orphan\",\"dryRun\":[\"All\"]}"});
+    let members = [
+        member("a", true, Some(&managed)),
+        member("b", true, Some(&terminating)),
+        member("c", true, None),
+        member("d", false, Some(&managed)),
+        member("outside", true, Some(&managed)),
+    ];
+    let placed = set(&["a", "b", "c", "d"]);
+    let plan = deletion_decisions(&deleting, &placed, &members).unwrap();
+    assert_eq!(plan.decisions.len(), 2);
+    assert_eq!(plan.decisions[0].cluster, "a");
+    assert_eq!(
+        plan.decisions[0].action,
+        Action::Delete {
+            options: Some(json!({"propagationPolicy": "Orphan"}))
+        }
+    );
+    assert_eq!(
+        (
+            plan.decisions[1].cluster.as_str(),
+            &plan.decisions[1].action
+        ),
+        ("b", &Action::AwaitRemoval),
+        "a terminating copy is waited for, not deleted again"
+    );
+    assert_eq!(plan.remaining, vec!["a", "b"]);
+    assert_eq!(plan.not_ready, vec!["d"]);
+    assert!(!plan.remove_finalizer);
+
+    let gone = [member("a", true, None), member("c", true, None)];
+    assert!(
+        deletion_decisions(&deleting, &set(&["a", "c"]), &gone)
+            .unwrap()
+            .remove_finalizer
+    );
+
+    let mut orphaning = deleting.clone();
+    orphaning["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "true"});
+    let plan = deletion_decisions(&orphaning, &placed, &members).unwrap();
+    assert!(
+        !plan.remove_finalizer,
+        "orphaning keeps the finalizer until the labels are gone"
+    );
+    assert!(plan.blocked_by().is_empty(), "unready d is cleaned later");
+    assert_eq!(
+        plan.decisions
+            .iter()
+            .map(|d| d.cluster.as_str())
+            .collect::<Vec<_>>(),
+        vec!["a"]
+    );
+    assert_eq!(plan.decisions[0].action, Action::RemoveManagedLabel);
+    assert_eq!(plan.not_ready, vec!["d"]);
+
+    let mut no_finalizer = deleting.clone();
+    no_finalizer["metadata"]["finalizers"] = json!([]);
+    let plan = deletion_decisions(&no_finalizer, &placed, &members).unwrap();
+    assert!(plan.decisions.is_empty() && !plan.remove_finalizer && !plan.has_finalizer);
+
+    let unlisted = [MemberState {
+        unobserved: Some("list failed"),
+        ..member("a", true, None)
+    }];
+    let plan = deletion_decisions(&deleting, &set(&["a"]), &unlisted).unwrap();
+    assert_eq!(plan.unobserved, vec!["a"]);
+    assert!(!plan.remove_finalizer, "nothing is known of a's copy");
+
+    let mut bad = deleting.clone();
+    bad["metadata"]["annotations"] = json!({DELETE_OPTION_ANNOTATION: "nope"});
+    assert!(
+        deletion_decisions(&bad, &placed, &members)
+            .unwrap_err()
+            .contains("'nope'")
+    );
+    let mut orphan_wrong_value = deleting.clone();
+    orphan_wrong_value["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "True"});
+    assert!(!is_orphaning(&orphan_wrong_value));
+}
+
+// Upstream util/deletionannotation_test.go.
+#[test]
+fn delete_option_annotation_cases() {
+    let with = |v: &str| json!({"metadata": {"annotations": {DELETE_OPTION_ANNOTATION: v}}});
+    assert_eq!(delete_options(&json!({})).unwrap(), None);
+    assert_eq!(
+        delete_options(&with(r#"{"propagationPolicy":"Orphan"}"#)).unwrap(),
+        Some(json!({"propagationPolicy": "Orphan"}))
+    );
+    assert_eq!(
+        delete_options(&with(r#"{"gracePeriodSeconds":5}"#)).unwrap(),
+        Some(json!({"gracePeriodSeconds": 5}))
+    );
+    assert_eq!(
+        delete_options(&with(
+            r#"{"propagationPolicy":"Orphan","gracePeriodSeconds":5}"#
+        ))
+        .unwrap(),
+        Some(json!({"propagationPolicy": "Orphan", "gracePeriodSeconds": 5}))
+    );
+}
+
+#[test]
+fn orphan_cleanup_unlabels_managed_objects() {
+    let managed = live("1", Some("true"));
+    let unlabelled = live("1", None);
+    let (d, not_ready) = orphan_cleanup_decisions(&[
+        member("a", true, Some(&managed)),
+        member("b", true, Some(&unlabelled)),
+        member("c", false, Some(&managed)),
+    ]);
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0].cluster.as_str(), &d[0].action),
+        ("a", &Action::RemoveManagedLabel)
+    );
+    assert_eq!(not_ready, vec!["c"]);
+}
+
+fn outcome(c: &str, s: ClusterStatus) -> ClusterOutcome {
+    ClusterOutcome {
+        cluster: c.into(),
+        status: s,
+        remote_status: None,
+    }
+}
+
+#[test]
+fn status_is_built_sorted_with_the_right_reason() {
+    let f = fed();
+    let up = federated_status(
+        &f,
+        AggregateReason::Success,
+        &[
+            outcome("b", ClusterStatus::ClusterNotReady),
+            outcome("a", ClusterStatus::Ok),
+        ],
+        false,
+        false,
+        "T1",
+    );
+    assert!(up.changed);
+    assert_eq!(up.status["observedGeneration"], 2);
+    assert_eq!(
+        up.status["clusters"],
+        json!([{"name": "a"}, {"name": "b", "status": "ClusterNotReady"}])
+    );
+    assert_eq!(
+        up.status["conditions"],
+        json!([{"type": "Propagation", "status": "False", "reason": "CheckClusters",
+                "lastTransitionTime": "T1", "lastUpdateTime": "T1"}])
+    );
+    let ok = federated_status(
+        &f,
+        AggregateReason::Success,
+        &[outcome("a", ClusterStatus::Ok)],
+        false,
+        false,
+        "T1",
+    );
+    assert_eq!(ok.status["conditions"][0]["status"], "True");
+    assert!(ok.status["conditions"][0].get("reason").is_none());
+    let nnf = federated_status(
+        &f,
+        AggregateReason::NamespaceNotFederated,
+        &[],
+        false,
+        false,
+        "T1",
+    );
+    assert_eq!(
+        nnf.status["conditions"][0]["reason"],
+        "NamespaceNotFederated"
+    );
+}
+
+// Upstream sync/status/status_test.go truth table (existing status: one
+// cluster "cluster1" OK, condition True).
+#[test]
+fn status_changed_truth_table() {
+    let mut f = fed();
+    f["metadata"]["generation"] = json!(1);
+    f["status"] = json!({"observedGeneration": 1, "clusters": [{"name": "cluster1"}],
+        "conditions": [{"type": "Propagation", "status": "True", "lastTransitionTime": "T0", "lastUpdateTime": "T0"}]});
+    let run = |outcomes: &[ClusterOutcome], reason, remote: bool, f: &Value| {
+        federated_status(f, reason, outcomes, remote, false, "T1").changed
+    };
+    let ok = outcome("cluster1", ClusterStatus::Ok);
+    assert!(run(
+        &[outcome("cluster1", ClusterStatus::ClusterNotReady)],
+        AggregateReason::Success,
+        false,
+        &f
+    ));
+    assert!(run(&[], AggregateReason::Success, false, &f));
+    assert!(
+        run(
+            std::slice::from_ref(&ok),
+            AggregateReason::Success,
+            true,
+            &f
+        ),
+        "no remote status with collection on"
+    );
+    assert!(!run(
+        std::slice::from_ref(&ok),
+        AggregateReason::Success,
+        false,
+        &f
+    ));
+    assert!(run(
+        &[ok.clone(), outcome("cluster2", ClusterStatus::Ok)],
+        AggregateReason::Success,
+        false,
+        &f
+    ));
+    assert!(run(
+        std::slice::from_ref(&ok),
+        AggregateReason::NamespaceNotFederated,
+        false,
+        &f
+    ));
+    let mut g = f.clone();
+    g["status"]["observedGeneration"] = json!(0);
+    let up = federated_status(
+        &g,
+        AggregateReason::Success,
+        std::slice::from_ref(&ok),
+        false,
+        false,
+        "T1",
+    );
+    assert!(up.changed, "generation 0 → 1");
+    assert_eq!(
+        up.status["conditions"][0]["lastUpdateTime"], "T0",
+        "generation alone keeps timestamps"
+    );
+    // remote status: same → unchanged, different → changed
+    let mut r = f.clone();
+    r["status"]["clusters"] = json!([{"name": "cluster1", "remoteStatus": {"replicas": 1}}]);
+    let with_rs = |v: Value| ClusterOutcome {
+        cluster: "cluster1".into(),
+        status: ClusterStatus::Ok,
+        remote_status: Some(v),
+    };
+    assert!(!run(
+        &[with_rs(json!({"replicas": 1}))],
+        AggregateReason::Success,
+        true,
+        &r
+    ));
+    assert!(run(
+        &[with_rs(json!({"replicas": 2}))],
+        AggregateReason::Success,
+        true,
+        &r
+    ));
+}
+
+#[test]
+fn status_keeps_other_conditions_and_omits_empty_fields() {
+    let mut f = fed();
+    f["metadata"]["generation"] = json!(0);
+    f["status"] = json!({"conditions": [{"type": "Other", "status": "True"},
+        {"type": "Propagation", "status": "True", "lastTransitionTime": "T0", "lastUpdateTime": "T0"}],
+        "clusters": [{"name": "a", "remoteStatus": {"n": 1.0}}]});
+    let up = federated_status(&f, AggregateReason::Success, &[], false, false, "T1");
+    assert!(up.status.get("observedGeneration").is_none());
+    assert!(up.status.get("clusters").is_none(), "clusters dropped");
+    assert_eq!(up.status["conditions"][0]["type"], "Other");
+    assert_eq!(up.status["conditions"][1]["lastTransitionTime"], "T0");
+    assert_eq!(
+        up.status["conditions"][1]["lastUpdateTime"], "T1",
+        "clusters changed"
+    );
+    // remote status numbers compare as float64
+    let same = ClusterOutcome {
+        cluster: "a".into(),
+        status: ClusterStatus::Ok,
+        remote_status: Some(json!({"n": 1})),
+    };
+    let up = federated_status(
+        &f,
+        AggregateReason::Success,
+        std::slice::from_ref(&same),
+        true,
+        false,
+        "T1",
+    );
+    assert!(!up.changed, "{:?}", up.status);
+    // updated resources count only with remote statuses collected
+    assert!(federated_status(&f, AggregateReason::Success, &[same], true, true, "T1").changed);
+    let plain = ClusterOutcome {
+        cluster: "a".into(),
+        status: ClusterStatus::Ok,
+        remote_status: None,
+    };
+    let mut g = f.clone();
+    g["status"]["clusters"] = json!([{"name": "a"}]);
+    assert!(!federated_status(&g, AggregateReason::Success, &[plain], false, true, "T1").changed);
+}
+
+#[test]
+fn namespace_rules() {
+    for ns in [
+        "kube-system",
+        "kube-public",
+        "default",
+        "kube-federation-system",
+    ] {
+        assert!(is_system_namespace(ns, "kube-federation-system"), "{ns}");
+    }
+    assert!(!is_system_namespace("demo", "kube-federation-system"));
+    assert!(federated_namespace_name_is_valid(
+        &json!({"metadata": {"name": "a", "namespace": "a"}})
+    ));
+    assert!(!federated_namespace_name_is_valid(
+        &json!({"metadata": {"name": "a", "namespace": "b"}})
+    ));
+}
+
+#[test]
+fn recoverable_statuses() {
+    assert!(ClusterStatus::CreationFailed.is_recoverable());
+    assert!(ClusterStatus::DeletionTimedOut.is_recoverable());
+    assert!(!ClusterStatus::AlreadyExists.is_recoverable());
+    assert!(!ClusterStatus::ClusterNotReady.is_recoverable());
+    assert_eq!(ClusterStatus::Ok.as_str(), "");
+    assert_eq!(
+        Action::Delete { options: None }.failure_status(),
+        Some(ClusterStatus::DeletionFailed)
+    );
+    let outs = outcomes_on_success(&[
+        Decision {
+            cluster: "a".into(),
+            action: Action::Nothing,
+            status: None,
+            message: None,
+        },
+        Decision {
+            cluster: "b".into(),
+            action: Action::Unchanged,
+            status: Some(ClusterStatus::Ok),
+            message: None,
+        },
+    ]);
+    assert_eq!(outs, vec![outcome("b", ClusterStatus::Ok)]);
+}
