@@ -6,9 +6,9 @@ use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::shard::Shard;
 use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
 use crate::output::{DocumentFormat, on_stdout};
-use crate::sync::files::{self, Proposal};
+use crate::sync::live::observe::Selection;
 use crate::sync::lock;
-use crate::sync::observe::Selection;
+use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, render, watch};
 use anyhow::Result;
 use clap::Args;
@@ -314,7 +314,8 @@ fn live_options(
         concurrency: o.concurrency.or(configured).unwrap_or(DEFAULT_CONCURRENCY),
         attempts: o.attempts,
         wait: o.wait,
-        events: (o.events && !o.dry_run).then(|| Arc::new(crate::sync::events::Recorder::new())),
+        events: (o.events && !o.dry_run)
+            .then(|| Arc::new(crate::sync::passes::events::Recorder::new())),
     }
 }
 
@@ -404,7 +405,7 @@ async fn apply_files(
         types: Vec::new(),
         ..opts.selection.clone()
     };
-    let types = crate::sync::observe::enabled_types(host, &every_type).await?;
+    let types = crate::sync::live::observe::enabled_types(host, &every_type).await?;
     files::apply(host, &types, p, o.selector.as_deref(), o.force_conflicts).await
 }
 
@@ -412,7 +413,7 @@ async fn apply_files(
 /// every placed one); exit 3 naming each one not ready in time, or failed.
 async fn wait_ready(
     host: &crate::host::Host,
-    report: &crate::sync::report::Report,
+    report: &crate::sync::live::report::Report,
     wait: Duration,
     o: &ReconcileOptions,
 ) -> Result<()> {
@@ -433,7 +434,8 @@ async fn wait_ready(
     };
     let until = tokio::time::Instant::now() + wait;
     let left =
-        crate::sync::ready::wait_ready(&members, &objects, until, &ReadyBar(bar.as_ref())).await;
+        crate::sync::live::ready::wait_ready(&members, &objects, until, &ReadyBar(bar.as_ref()))
+            .await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -469,13 +471,13 @@ async fn wait_ready(
 /// `--wait-ready`'s progress: a bar on a terminal, else a line per object.
 struct ReadyBar<'a>(Option<&'a indicatif::ProgressBar>);
 
-impl crate::sync::ready::WaitProgress for ReadyBar<'_> {
+impl crate::sync::live::ready::WaitProgress for ReadyBar<'_> {
     fn total(&self, n: u64) {
         if let Some(b) = self.0 {
             b.set_length(n);
         }
     }
-    fn ready(&self, w: &crate::sync::ready::Waiting) {
+    fn ready(&self, w: &crate::sync::live::ready::Waiting) {
         match self.0 {
             Some(b) => b.inc(1),
             None => eprintln!("ready: {}: {}", w.cluster, w.object),
@@ -486,7 +488,7 @@ impl crate::sync::ready::WaitProgress for ReadyBar<'_> {
 /// The engine's progress as a bar on the terminal.
 struct Bar<'a>(&'a indicatif::ProgressBar);
 
-impl crate::sync::progress::Progress for Bar<'_> {
+impl crate::sync::live::progress::Progress for Bar<'_> {
     fn requests(&self, total: u64) {
         self.0.set_length(total);
     }
@@ -608,7 +610,7 @@ async fn take_run_lock(
 fn print_report(
     global: &GlobalOptions,
     o: &ReconcileOptions,
-    report: &crate::sync::report::Report,
+    report: &crate::sync::live::report::Report,
 ) -> Result<()> {
     if o.dry_run && o.output != Some(ReconcileOutput::Markdown) {
         for line in &report.plan {
@@ -641,7 +643,7 @@ fn print_report(
 }
 
 /// Exit 3 on failures, 1 on pending changes with `--dry-run --exit-code`.
-fn exit_status(o: &ReconcileOptions, report: &crate::sync::report::Report) -> Result<()> {
+fn exit_status(o: &ReconcileOptions, report: &crate::sync::live::report::Report) -> Result<()> {
     if !report.failures.is_empty() {
         return Err(ExitWith {
             code: EXIT_PARTIAL,
@@ -669,7 +671,7 @@ const MARKDOWN_DIFFS: usize = 50;
 /// in collapsible blocks. Stable order (members by name, changes as
 /// planned); long plans are cut with a count. Secret values are masked in
 /// the diffs already.
-pub fn markdown_plan(r: &crate::sync::report::Report, dry_run: bool) -> String {
+pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let total = r.changes.len();
@@ -725,7 +727,7 @@ pub fn markdown_plan(r: &crate::sync::report::Report, dry_run: bool) -> String {
 }
 
 /// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
-pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
+pub fn summary_table(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
     let mut t = crate::output::table(&[
         "CLUSTER",
         "READY",
@@ -752,7 +754,7 @@ pub fn summary_table(r: &crate::sync::report::Report, dry_run: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::report::{PlannedChange, Report};
+    use crate::sync::live::report::{PlannedChange, Report};
     use clap::Parser;
 
     #[test]

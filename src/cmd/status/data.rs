@@ -384,7 +384,7 @@ pub(super) async fn check_members(
     rows: &mut [ObjectRow],
 ) -> Result<()> {
     let options = crate::sync::live::Options {
-        selection: crate::sync::observe::Selection {
+        selection: crate::sync::live::observe::Selection {
             types: vec![ftc.metadata.name.clone().unwrap_or_default()],
             namespace: namespace.map(str::to_string),
             clusters: Vec::new(),

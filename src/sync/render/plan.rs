@@ -10,10 +10,8 @@ use crate::core::propagation::decide::{self, FederatedType, Federation, Listing}
 use crate::core::propagation::desired::TargetType;
 use crate::core::propagation::overrides::validate_overrides;
 use crate::core::propagation::placement::{Cluster, is_federated_namespace};
-use crate::core::propagation::{
-    action::{Action, ClusterStatus},
-    status::AggregateReason,
-};
+use crate::core::propagation::action::{Action, ClusterStatus};
+use crate::core::propagation::status::AggregateReason;
 use crate::core::run::settings::Settings;
 use crate::core::scheduling::preference::{Scheduled, schedule};
 use crate::core::types::builtin::{builtin_by_kind, builtin_version, plural_of};

@@ -9,7 +9,7 @@ use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{Listing, federated_key};
 use crate::core::run::settings::Settings;
 use crate::members::{Health, Member};
-use crate::sync::observe::{self, Observation, ObservedType};
+use crate::sync::live::observe::{self, Observation, ObservedType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -28,9 +28,9 @@ use crate::host::Host;
 use crate::members::{self, Health, Member};
 use crate::parallel::locked;
 use crate::signals::Signals;
+use crate::sync::live::observe::{self, Observation};
 use crate::sync::live::{self, Passes, RoundOutcome};
 use crate::sync::lock::{self, LockState, RunLock};
-use crate::sync::observe::{self, Observation};
 use anyhow::{Result, bail};
 use cache::{Cache, Dirt, WorkKey};
 use kube::runtime::watcher;
@@ -170,7 +170,7 @@ async fn wait_for_lock(
 /// What a round tells the metrics as it goes: each member write's time.
 struct RoundProgress<'a>(&'a Metrics);
 
-impl crate::sync::progress::Progress for RoundProgress<'_> {
+impl crate::sync::live::progress::Progress for RoundProgress<'_> {
     fn requests(&self, _: u64) {}
     fn request_done(&self) {}
     fn member_write(&self, effect: &crate::core::propagation::record::Effect, took: Duration) {
@@ -531,12 +531,12 @@ impl Controller<'_> {
     }
 
     /// [`Self::types`] with what the watches need of each.
-    fn observed_types(&self) -> Vec<(String, crate::sync::observe::ObservedType)> {
+    fn observed_types(&self) -> Vec<(String, crate::sync::live::observe::ObservedType)> {
         self.types()
             .into_iter()
             .filter_map(|name| {
                 let t = self.cache.ftcs.get(&name)?;
-                Some((name, crate::sync::observe::ObservedType::of(t)))
+                Some((name, crate::sync::live::observe::ObservedType::of(t)))
             })
             .collect()
     }
@@ -905,7 +905,8 @@ impl Controller<'_> {
             }
         }
         if let Err(e) =
-            crate::sync::record::write_cluster_health(self.host, &self.members, &self.health).await
+            crate::sync::live::record::write_cluster_health(self.host, &self.members, &self.health)
+                .await
         {
             self.report_failure(format!("host: {}", crate::error::one_line(&e)));
         }

@@ -4,7 +4,7 @@
 //! what to tell the user.
 //!
 //! One function for every mode: the live engine observes, then executes
-//! what this decides (`src/sync/live.rs`); the offline render calls the
+//! what this decides (`src/sync/live/`); the offline render calls the
 //! same step with members that hold nothing (`src/sync/render/`).
 //! Upstream's per-key reconcile is `pkg/controller/sync/controller.go`
 //! (`reconcile`, `syncToClusters`, `ensureDeletion`).
@@ -17,14 +17,10 @@ use crate::cluster::membership::Scope;
 use crate::propagation::desired::TargetType;
 use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
 use crate::propagation::version::{member_version, propagated_version_name};
-use crate::propagation::{
-    action::{Action, ClusterStatus, Decision},
-    deletion,
-    deletion::{DeletionPlan, SYNC_FINALIZER},
-    member,
-    member::{ManagedLabel, MemberState, SyncSettings},
-    status::AggregateReason,
-};
+use crate::propagation::action::{Action, ClusterStatus, Decision};
+use crate::propagation::deletion::{self, DeletionPlan, SYNC_FINALIZER};
+use crate::propagation::member::{self, ManagedLabel, MemberState, SyncSettings};
+use crate::propagation::status::AggregateReason;
 use crate::run::shard::{self, Shard};
 
 use crate::describe::{ObjectKey, describe_key, key_of};

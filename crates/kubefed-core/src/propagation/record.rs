@@ -12,11 +12,9 @@ use serde_json::Value;
 use crate::propagation::decide::ObjectPlan;
 use crate::propagation::placement::Cluster;
 use crate::propagation::version::{merged_status, overrides_version, template_version};
-use crate::propagation::{
-    action::{Action, ClusterStatus},
-    deletion::DeletionPlan,
-    status::{ClusterOutcome, federated_status},
-};
+use crate::propagation::action::{Action, ClusterStatus};
+use crate::propagation::deletion::DeletionPlan;
+use crate::propagation::status::{ClusterOutcome, federated_status};
 
 /// What a member request achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

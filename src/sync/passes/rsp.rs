@@ -14,8 +14,8 @@ use crate::core::scheduling::preference::{
 };
 use crate::host::Host;
 use crate::members::Member;
-use crate::sync::observe::{Observation, PodQuery};
-use crate::sync::report::Report;
+use crate::sync::live::observe::{Observation, PodQuery};
+use crate::sync::live::report::Report;
 use anyhow::{Result, bail};
 use kube::api::PostParams;
 use serde_json::Value;

@@ -14,9 +14,9 @@ use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
 use crate::host::Host;
-use crate::sync::execute::{Limits, Target, Work, apply_one};
-use crate::sync::observe::Observation;
-use crate::sync::record::{self, HOST_WRITES_IN_FLIGHT};
+use crate::sync::live::execute::{Limits, Target, Work, apply_one};
+use crate::sync::live::observe::Observation;
+use crate::sync::live::record::{self, HOST_WRITES_IN_FLIGHT};
 use futures::StreamExt;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -90,7 +90,7 @@ pub struct Pipeline<'a> {
     pub limits: Limits,
     /// `--wait`: until when to wait for member copies being deleted.
     pub wait_until: Option<Instant>,
-    pub progress: &'a dyn crate::sync::progress::Progress,
+    pub progress: &'a dyn crate::sync::live::progress::Progress,
     pub now: String,
     /// Derive each object's Events (`reconcile --events`, the default).
     pub record_events: bool,
@@ -112,7 +112,7 @@ impl<'a> Pipeline<'a> {
         seen: &'a Observation,
         limits: Limits,
         wait_until: Option<Instant>,
-        progress: &'a dyn crate::sync::progress::Progress,
+        progress: &'a dyn crate::sync::live::progress::Progress,
     ) -> Pipeline<'a> {
         let member_lanes = seen
             .members
@@ -313,7 +313,7 @@ impl<'a> Pipeline<'a> {
 
 /// The observed `.status` of each member's copy of `plan`'s object.
 fn remote_statuses(
-    t: &crate::sync::observe::ObservedType,
+    t: &crate::sync::live::observe::ObservedType,
     plan: &ObjectPlan,
 ) -> BTreeMap<String, Value> {
     let key = crate::core::propagation::decide::member_key(&t.ty, &plan.key);
@@ -333,10 +333,10 @@ fn remote_statuses(
 /// requests (`core::events`): failure messages without the object's name
 /// in front (upstream's messages name it themselves).
 fn object_events(
-    t: &crate::sync::observe::ObservedType,
+    t: &crate::sync::live::observe::ObservedType,
     fed: &Value,
     plan: &ObjectPlan,
-    results: &[(crate::sync::execute::Work, MemberResult)],
+    results: &[(crate::sync::live::execute::Work, MemberResult)],
     pending: &[String],
 ) -> Vec<crate::core::events::Event> {
     use crate::core::events::{self, Attempt, ObjectRun};

@@ -11,7 +11,7 @@ use crate::core::dns::{
 use crate::core::run::shard::{self, Shard};
 use crate::host::Host;
 use crate::members::{Health, Member};
-use crate::sync::report::Report;
+use crate::sync::live::report::Report;
 use anyhow::Result;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};

@@ -11,10 +11,10 @@
 use crate::apply::api_error_line;
 use crate::core::describe::describe_key;
 use crate::core::propagation::action::Action;
-use crate::sync::execute::Work;
-use crate::sync::observe::Observation;
-use crate::sync::pipeline::Job;
-use crate::sync::report::Report;
+use crate::sync::live::execute::Work;
+use crate::sync::live::observe::Observation;
+use crate::sync::live::pipeline::Job;
+use crate::sync::live::report::Report;
 use futures::StreamExt;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -1,32 +1,39 @@
 //! Live one-shot reconcile against the host and its members, in four steps:
 //!
-//! 1. **observe** (`observe.rs`): read the host and list the members, once;
+//! 1. **observe** ([`observe`]): read the host and list the members, once;
 //! 2. **decide** (`core::propagation::decide`, pure): what every member should get, and
 //!    whether the sync finalizer must go on first;
-//! 3. **execute** (`execute.rs`): the sync finalizer first, then the member
-//!    requests, bounded and retried;
-//! 4. **record** (`core::propagation::record` decides, `record.rs` writes): status,
+//! 3. **execute** ([`execute`], run by the [`pipeline`]): the sync finalizer
+//!    first, then the member requests, bounded and retried;
+//! 4. **record** (`core::propagation::record` decides, [`record`] writes): status,
 //!    PropagatedVersions and the finalizer's release, as KubeFed writes
 //!    them, so a KubeFed controller can take over.
 //!
-//! The RSP pass (`rsp.rs`) runs between observe and decide, as it rewrites
-//! placement and overrides. A run with nothing to do writes nothing.
+//! The passes (`sync::passes`) run around them: RSP between observe and
+//! decide, as it rewrites placement and overrides; DNS, service statuses and
+//! Events after. What a run did is a [`report`]; how far it got goes to a
+//! [`progress`]; `--wait-ready` is [`ready`]. A run with nothing to do
+//! writes nothing.
+
+pub mod execute;
+pub mod observe;
+pub mod pipeline;
+pub mod progress;
+pub mod ready;
+pub mod record;
+pub mod report;
 
 use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::propagation::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
-use crate::core::propagation::{
-    action,
-    action::{Action, ClusterStatus},
-};
+use crate::core::propagation::action::{self, Action, ClusterStatus};
 use crate::host::Host;
 use crate::members::{Health, Member};
-use crate::sync::execute::{Limits, Target, Work};
-use crate::sync::observe::{self, Observation, Selection};
-use crate::sync::pipeline::{self, Finished, Job, Pipeline};
-use crate::sync::progress::Progress;
-use crate::sync::record;
-use crate::sync::report::Report;
 use anyhow::Result;
+use execute::{Limits, Target, Work};
+use observe::{Observation, Selection};
+use pipeline::{Finished, Job, Pipeline};
+use progress::Progress;
+use report::Report;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -36,7 +43,7 @@ pub struct Options {
     pub selection: Selection,
     /// `reconcile -f --dry-run`: a change whose objects take the place of
     /// the host's in the observation.
-    pub proposal: Option<std::sync::Arc<crate::sync::files::Proposal>>,
+    pub proposal: Option<std::sync::Arc<crate::sync::review::files::Proposal>>,
     pub dry_run: bool,
     /// With `dry_run`: send each planned create and update to its member
     /// as a validating server-side dry run (`sync::validate`).
@@ -50,7 +57,7 @@ pub struct Options {
     /// Kubernetes Events to the host (`--events`, the default; never in a
     /// dry run): one correlator for the process, so a watch's repeated
     /// Events bump `count`.
-    pub events: Option<std::sync::Arc<crate::sync::events::Recorder>>,
+    pub events: Option<std::sync::Arc<crate::sync::passes::events::Recorder>>,
 }
 
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
@@ -68,7 +75,8 @@ pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Res
 async fn observation(host: &Host, o: &Options) -> Result<Observation> {
     let mut seen = observe::observe(host, &o.selection).await?;
     if let Some(p) = &o.proposal {
-        seen.host_plan = crate::sync::files::overlay(&mut seen, p, &crate::clock::now_rfc3339())?;
+        seen.host_plan =
+            crate::sync::review::files::overlay(&mut seen, p, &crate::clock::now_rfc3339())?;
     }
     observe::read_rsp_pods(&mut seen, o.selection.timeout).await;
     Ok(seen)
@@ -142,7 +150,7 @@ pub async fn round(
         events.extend(cluster_events(&seen.members, &seen.health));
     }
     report.host_writes +=
-        crate::sync::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
+        crate::sync::passes::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
 
     let decided = decide_all(host, seen, o);
     report_decisions(seen, &decided, &mut report);
@@ -152,7 +160,8 @@ pub async fn round(
         dry_run_plan(seen, &jobs, &mut report);
         if o.validate {
             let (concurrency, timeout) = (o.concurrency, o.selection.timeout);
-            crate::sync::validate::validate(seen, &jobs, concurrency, timeout, &mut report).await;
+            crate::sync::review::validate::validate(seen, &jobs, concurrency, timeout, &mut report)
+                .await;
         }
     } else {
         let mut finished = run_pipeline(host, seen, o, jobs, progress).await;
@@ -169,7 +178,7 @@ pub async fn round(
         report.warnings.extend(recorded.warnings);
     }
     crate::parallel::drop_in_background(decided);
-    crate::sync::service_status::write_all(host, seen, o.dry_run, &mut report).await;
+    crate::sync::passes::service_status::write_all(host, seen, o.dry_run, &mut report).await;
     if passes.dns {
         dns(host, seen, o, &mut report).await?;
     }
@@ -234,7 +243,7 @@ pub async fn member_view(
 ) -> Result<BTreeMap<(String, ObjectKey), Vec<MemberVerdict>>> {
     let mut seen = observation(host, o).await?;
     let mut report = Report::default();
-    crate::sync::rsp::schedule_replicas(host, &mut seen, true, &mut report).await?;
+    crate::sync::passes::rsp::schedule_replicas(host, &mut seen, true, &mut report).await?;
     let decided = decide_all(host, &seen, o);
     let mut view = BTreeMap::new();
     for (t, d) in seen.types.iter().zip(&decided) {
@@ -341,7 +350,7 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
 fn placed_objects<'p>(
     t: &'p observe::ObservedType,
     p: &'p ObjectPlan,
-) -> impl Iterator<Item = crate::sync::report::PlacedObject> + 'p {
+) -> impl Iterator<Item = crate::sync::live::report::PlacedObject> + 'p {
     let key = decide::member_key(&t.ty, &p.key);
     p.decisions.iter().filter_map(move |d| {
         let written = match d.action {
@@ -349,7 +358,7 @@ fn placed_objects<'p>(
             Action::Unchanged => false,
             _ => return None,
         };
-        Some(crate::sync::report::PlacedObject {
+        Some(crate::sync::live::report::PlacedObject {
             cluster: d.cluster.clone(),
             target: t.target.clone(),
             key: key.clone(),
@@ -516,15 +525,22 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
             _ => None,
         }
         .map(|(what, live, desired)| {
-            crate::sync::diff::unified(&what, &w.decision.cluster, live.as_ref(), desired.as_ref())
+            crate::sync::review::diff::unified(
+                &what,
+                &w.decision.cluster,
+                live.as_ref(),
+                desired.as_ref(),
+            )
         });
         report.diffs.extend(diff.clone());
-        report.changes.push(crate::sync::report::PlannedChange {
-            cluster: w.decision.cluster.clone(),
-            verb: verb.to_string(),
-            object,
-            diff,
-        });
+        report
+            .changes
+            .push(crate::sync::live::report::PlannedChange {
+                cluster: w.decision.cluster.clone(),
+                verb: verb.to_string(),
+                object,
+                diff,
+            });
     }
 }
 
@@ -673,11 +689,11 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
 async fn dns(host: &Host, seen: &Observation, o: &Options, report: &mut Report) -> Result<()> {
     if seen.dns_installed {
         let members: &[Member] = &seen.members;
-        crate::sync::dns::dns_pass(
+        crate::sync::passes::dns::dns_pass(
             host,
             members,
             &seen.health,
-            crate::sync::dns::Scope {
+            crate::sync::passes::dns::Scope {
                 namespace: seen.namespace.as_deref(),
                 shard: o.selection.shard,
                 writes_topology: !o.dry_run && writes_cluster_state(o),

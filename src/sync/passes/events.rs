@@ -7,7 +7,7 @@
 use crate::core::events::{Correlated, Correlator, Event, Write};
 use crate::host::Host;
 use crate::parallel::locked;
-use crate::sync::record::HOST_WRITES_IN_FLIGHT;
+use crate::sync::live::record::HOST_WRITES_IN_FLIGHT;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
