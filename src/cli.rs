@@ -49,8 +49,8 @@ pub enum Command {
 
 /// Entry point of every binary: `kubefedctl`, or `kubectl fed` as a plugin.
 pub fn main(bin_name: &str) -> ExitCode {
-    crate::output::quiet_broken_pipes();
-    crate::completion::complete_from_env(Cli::command);
+    crate::terminal::output::quiet_broken_pipes();
+    crate::terminal::completion::complete_from_env(Cli::command);
     let mut cmd = Cli::command().bin_name(bin_name);
     // Bare, as kubefedctl v0.10 (cobra) does: the help, exit 0.
     if std::env::args_os().len() == 1 {
@@ -65,10 +65,10 @@ pub fn main(bin_name: &str) -> ExitCode {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
-    crate::logging::init(cli.global.verbosity, cli.global.log_format);
+    crate::terminal::logging::init(cli.global.verbosity, cli.global.log_format);
     match run(cli) {
         Ok(()) => ExitCode::from(EXIT_OK),
-        Err(err) if err.is::<crate::output::StdoutClosed>() => ExitCode::from(EXIT_OK),
+        Err(err) if err.is::<crate::terminal::output::StdoutClosed>() => ExitCode::from(EXIT_OK),
         Err(err) => {
             eprintln!("error: {}", one_line(&err));
             ExitCode::from(exit_code(&err))

@@ -7,10 +7,10 @@ use crate::api::core::FederatedTypeConfig;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
 };
+use crate::clients::discovery;
+use crate::clients::host::Host;
 use crate::core::types::lookup::{self, ServedResource};
 use crate::core::types::typegen::{self, FederatedNames, TemplateSchema};
-use crate::discovery;
-use crate::host::Host;
 use anyhow::{Result, bail};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams};

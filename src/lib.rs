@@ -8,40 +8,28 @@
 //!   [`man`];
 //! - [`cmd`]: one module per command, options → validate → run;
 //! - engines: [`sync`] (the one-shot reconcile, render, the watch);
-//! - the shell: clients and kubeconfigs ([`kubeconfig`], [`client`],
-//!   [`members`], [`host`], [`discovery`], [`tls`]), what a write does
-//!   ([`apply`], [`federated_types`], [`reconciler`]), terminal and files
-//!   ([`output`], [`yaml`], [`completion`], [`logging`], [`signals`]);
+//! - the shell: [`clients`] (kubeconfigs, the host and its members,
+//!   discovery, TLS, the layers every client shares), what a write does
+//!   ([`apply`], [`federated_types`], [`reconciler`]), the [`terminal`]
+//!   (output, logging, signals, completion) and files ([`yaml`]);
 //! - [`api`]: KubeFed v0.10's types;
 //! - [`core`]: the pure core, no I/O (the `kubefed-core` crate).
 
-pub mod answers;
 pub mod api;
-pub mod api_warnings;
 pub mod apply;
 pub mod cli;
-pub mod client;
+pub mod clients;
 pub mod clock;
 pub mod cmd;
-pub mod completion;
 /// The pure core, a crate of its own so that "no I/O" holds by its Cargo.toml.
 pub use kubefed_core as core;
-pub mod discovery;
 pub mod error;
 pub mod federated_types;
-pub mod host;
-pub mod kubeconfig;
-pub mod logging;
 pub mod man;
-pub mod members;
-pub mod output;
 pub mod parallel;
 pub mod poll;
 pub mod reconciler;
-pub mod request_metrics;
-pub mod server_retry;
-pub mod signals;
 pub mod sync;
-pub mod tls;
+pub mod terminal;
 pub mod version;
 pub mod yaml;

@@ -7,11 +7,11 @@ use crate::api::core::FederatedTypeConfig;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, api_error, api_resource, ensure, preview,
 };
+use crate::clients::host::Host;
 use crate::core::cluster::membership::Scope;
 use crate::core::run::reconciler::{
     Batch, COMPONENT_LABEL, FederatedResource, RECONCILER, Reconciler, cluster_role_name,
 };
-use crate::host::Host;
 use anyhow::{Result, bail};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 #![no_main]
 
 use kube::config::Kubeconfig;
-use kubefedctl::kubeconfig::LoadedKubeconfig;
+use kubefedctl::clients::kubeconfig::LoadedKubeconfig;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

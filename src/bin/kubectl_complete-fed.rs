@@ -6,6 +6,6 @@ fn main() {
     let tree = kubefedctl::cli::Cli::command();
     print!(
         "{}",
-        kubefedctl::completion::kubectl_plugin_completions(tree, words)
+        kubefedctl::terminal::completion::kubectl_plugin_completions(tree, words)
     );
 }

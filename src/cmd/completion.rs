@@ -1,6 +1,8 @@
 //! `kubefedctl completion SHELL`: print a completion script.
 
-use crate::completion::{Shell, script};
+use crate::terminal::completion::Shell;
+
+use crate::terminal::completion::script;
 use clap::Args;
 
 #[derive(Args, Debug)]

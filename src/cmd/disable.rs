@@ -8,12 +8,12 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error, resource_of};
+use crate::clients::discovery;
+use crate::clients::host::Host;
 use crate::cmd::options::GlobalOptions;
 use crate::core::run::reconciler::FederatedResource;
 use crate::core::types::typegen::FederatedNames;
-use crate::discovery;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, crd_object};
-use crate::host::Host;
 use anyhow::{Result, bail};
 use clap::Args;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
@@ -271,7 +271,7 @@ async fn wait_for_propagation_stopped(
 
 /// The reconciler (when installed) loses the disabled type's rules.
 async fn refresh_reconciler_rules(
-    host: &crate::host::Host,
+    host: &crate::clients::host::Host,
     ftc: Option<&FederatedTypeConfig>,
     dry_run: bool,
 ) -> Result<()> {

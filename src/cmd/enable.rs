@@ -10,7 +10,7 @@ use crate::apply::resource_of;
 use crate::cmd::options::{GlobalOptions, TemplateSchemaFlag};
 use crate::core::run::reconciler::FederatedResource;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
-use crate::output::DocumentFormat;
+use crate::terminal::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use k8s_openapi::api::core::v1::Namespace;
@@ -133,7 +133,7 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
             .iter()
             .flat_map(|g| [g.type_config.clone(), g.crd.clone()])
             .collect();
-        return crate::output::print_objects(&docs, format);
+        return crate::terminal::output::print_objects(&docs, format);
     }
     let ns = host.object(resource_of::<Namespace>(), false, &host.namespace);
     if ns.get().await?.is_none() {

@@ -14,6 +14,8 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{ObjectRef, api_error};
+use crate::clients::discovery;
+use crate::clients::host::Host;
 use crate::cmd::options::GlobalOptions;
 use crate::core::propagation::compare::overlay;
 use crate::core::types::builtin::{builtin, guess_plural};
@@ -23,10 +25,8 @@ use crate::core::types::convert::{
 };
 use crate::core::types::lookup::{self, ServedResource};
 use crate::core::types::typegen::{TemplateSchema, federated_kind, federated_plural};
-use crate::discovery;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
-use crate::host::Host;
-use crate::output::DocumentFormat;
+use crate::terminal::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
@@ -172,7 +172,7 @@ fn federate_file(
     for n in &out.notes {
         eprintln!("note: {n}");
     }
-    crate::output::print_objects(&out.objects, format)
+    crate::terminal::output::print_objects(&out.objects, format)
 }
 
 /// What `federate -f` makes of a YAML stream.
@@ -289,7 +289,7 @@ async fn federate_live(
 
     if let Some(format) = o.output {
         let docs: Vec<Value> = prepared.objects.into_iter().map(|(_, v)| v).collect();
-        return crate::output::print_objects(&docs, format);
+        return crate::terminal::output::print_objects(&docs, format);
     }
     write_all(&host, o, &prepared).await
 }

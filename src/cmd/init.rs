@@ -9,11 +9,11 @@ use crate::api::{KUBEFED_CONFIG_NAME, core_crds};
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
 };
+use crate::clients::host::Host;
 use crate::cmd::options::{GlobalOptions, ReconcilerFlag, ScopeFlag};
 use crate::core::cluster::membership::Scope;
 use crate::core::run::reconciler;
-use crate::host::Host;
-use crate::output::{self, DocumentFormat};
+use crate::terminal::output::{self, DocumentFormat};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use k8s_openapi::api::core::v1::Namespace;

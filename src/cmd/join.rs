@@ -12,14 +12,14 @@ use crate::api::core::KubeFedCluster;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, api_error, ensure, outcome_line, preview, resource_of,
 };
+use crate::clients::host::Host;
 use crate::cmd::options::{
     GlobalOptions, MemberOptions, host_cluster_name, parse_duration, validate_cluster_name,
 };
-use crate::completion::complete_context;
 use crate::core::cluster::membership::{self, JoinNames, MemberEndpoint, Scope};
 use crate::core::names::subdomain_error;
-use crate::host::Host;
-use crate::output::DocumentFormat;
+use crate::terminal::completion::complete_context;
+use crate::terminal::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine;
 use clap::{ArgAction, Args};
@@ -160,7 +160,7 @@ fn print_join(
         &secret_ref,
         &plan.endpoint,
     ));
-    crate::output::print_objects(&all, format)
+    crate::terminal::output::print_objects(&all, format)
 }
 
 /// `--dry-run`: what would change in the member, then in the host.

@@ -3,7 +3,9 @@
 //! unjoin), and how durations are written. Commands take these; `cli`
 //! only parses them.
 
-use crate::client::{ClientFactory, Timeouts};
+use crate::clients::ClientFactory;
+
+use crate::clients::Timeouts;
 use crate::core::names::{sanitize_label, subdomain_error};
 use crate::core::types::typegen::TemplateSchema;
 use crate::core::{cluster::membership, run::reconciler};
@@ -26,7 +28,7 @@ pub struct GlobalOptions {
     /// Context of the host cluster in the kubeconfig (default: the current
     /// context); `--context`, kubectl's name, is the same flag
     #[arg(long, global = true, value_name = "CONTEXT", visible_alias = "context",
-          add = ArgValueCompleter::new(crate::completion::complete_context))]
+          add = ArgValueCompleter::new(crate::terminal::completion::complete_context))]
     pub host_cluster_context: Option<String>,
 
     /// Namespace of the federation's own objects in the host cluster
@@ -58,14 +60,16 @@ pub struct GlobalOptions {
         value_enum,
         default_value_t
     )]
-    pub log_format: crate::logging::LogFormat,
+    pub log_format: crate::terminal::logging::LogFormat,
 }
 
 impl GlobalOptions {
     /// The kubeconfig's clients, and the host cluster they name.
-    pub async fn connect_host(&self) -> anyhow::Result<(ClientFactory, crate::host::Host)> {
+    pub async fn connect_host(
+        &self,
+    ) -> anyhow::Result<(ClientFactory, crate::clients::host::Host)> {
         let factory = self.client_factory()?;
-        let host = crate::host::Host::connect(
+        let host = crate::clients::host::Host::connect(
             &factory,
             self.host_cluster_context.as_deref(),
             &self.kubefed_namespace,
@@ -76,7 +80,7 @@ impl GlobalOptions {
 
     /// Loads the kubeconfig and returns a factory for clients of its contexts.
     pub fn client_factory(&self) -> anyhow::Result<ClientFactory> {
-        let kubeconfig = crate::kubeconfig::load(self.kubeconfig.as_deref())?;
+        let kubeconfig = crate::clients::kubeconfig::load(self.kubeconfig.as_deref())?;
         let read = if self.request_timeout.is_zero() {
             Duration::from_secs(24 * 3600)
         } else {
@@ -96,7 +100,7 @@ impl GlobalOptions {
 #[derive(Args, Debug, Clone)]
 pub struct MemberOptions {
     /// Context of the member cluster in the kubeconfig [default: CLUSTER_NAME]
-    #[arg(long, value_name = "CONTEXT", add = ArgValueCompleter::new(crate::completion::complete_context))]
+    #[arg(long, value_name = "CONTEXT", add = ArgValueCompleter::new(crate::terminal::completion::complete_context))]
     pub cluster_context: Option<String>,
 
     /// A kubeconfig file holding the member's context, when it is not in --kubeconfig

@@ -3,8 +3,8 @@
 //! (the `kubefed.io/orphan: "true"` annotation, as KubeFed).
 
 use crate::apply::api_error;
+use crate::clients::discovery;
 use crate::cmd::options::GlobalOptions;
-use crate::discovery;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};

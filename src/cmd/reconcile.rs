@@ -5,11 +5,11 @@ use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::shard::Shard;
 use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
-use crate::output::{DocumentFormat, on_stdout};
 use crate::sync::live::observe::Selection;
 use crate::sync::lock;
 use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, render, watch};
+use crate::terminal::output::{DocumentFormat, on_stdout};
 use anyhow::Result;
 use clap::Args;
 use comfy_table::Cell;
@@ -322,7 +322,7 @@ fn live_options(
 async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     // Registered first: a standby stopped while it still waits for the host
     // (a pod deleted during an outage) ends cleanly, not by the signal.
-    let mut stop = crate::signals::Signals::new()?;
+    let mut stop = crate::terminal::signals::Signals::new()?;
     let (factory, host) = global.connect_host().await?;
     let start = async {
         if o.leader_elect {
@@ -348,7 +348,7 @@ async fn run_watch(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     // Watches are silent while nothing changes: no read timeout for them.
     let mut config = factory.config(&host.context).await?;
     config.read_timeout = None;
-    let watch_client = crate::client::build(config, &host.context)?;
+    let watch_client = crate::clients::build(config, &host.context)?;
     let options = watch::WatchOptions {
         run,
         lock_timings: settings.leader_elect,
@@ -396,7 +396,7 @@ fn run_render(
 /// `-f` without `--dry-run`: the files' objects server-side applied to the
 /// host (checked against every enabled type, whatever `--type` says).
 async fn apply_files(
-    host: &crate::host::Host,
+    host: &crate::clients::host::Host,
     opts: &live::Options,
     p: &Proposal,
     o: &ReconcileOptions,
@@ -412,7 +412,7 @@ async fn apply_files(
 /// `--wait-ready`: waits for the member objects the run wrote (`--all`:
 /// every placed one); exit 3 naming each one not ready in time, or failed.
 async fn wait_ready(
-    host: &crate::host::Host,
+    host: &crate::clients::host::Host,
     report: &crate::sync::live::report::Report,
     wait: Duration,
     o: &ReconcileOptions,
@@ -426,7 +426,7 @@ async fn wait_ready(
     if objects.is_empty() {
         return Ok(());
     }
-    let members = crate::members::load(host, o.timeout, &[]).await?;
+    let members = crate::clients::members::load(host, o.timeout, &[]).await?;
     let bar = if std::io::stderr().is_terminal() {
         Some(styled_bar("waiting", "ready"))
     } else {
@@ -519,7 +519,7 @@ async fn run_live(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
     let lock = take_run_lock(&host, o, &mut opts).await?;
     // From here on a signal releases the lock (while waiting for it, the
     // default action still ends the process at once).
-    let mut signals = crate::signals::Signals::new()?;
+    let mut signals = crate::terminal::signals::Signals::new()?;
     let bar = Bar(&progress);
     let run = async {
         // Applied under the lock, then propagated by the same run.
@@ -588,7 +588,7 @@ fn styled_bar(prefix: &'static str, unit: &str) -> indicatif::ProgressBar {
 /// dry run or `--no-lock`). The KubeFedConfig is read before it for its
 /// timings, and handed to the run.
 async fn take_run_lock(
-    host: &crate::host::Host,
+    host: &crate::clients::host::Host,
     o: &ReconcileOptions,
     opts: &mut live::Options,
 ) -> Result<Option<lock::RunLock>> {
@@ -624,7 +624,9 @@ fn print_report(
     }
     match o.output {
         Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(report, o.dry_run)),
-        Some(format) => crate::output::print(report, format.document().expect("yaml or json"))?,
+        Some(format) => {
+            crate::terminal::output::print(report, format.document().expect("yaml or json"))?
+        }
         None => print!("{}", summary_table(report, o.dry_run)),
     }
     for n in &report.notes {
@@ -728,7 +730,7 @@ pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> St
 
 /// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
 pub fn summary_table(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
-    let mut t = crate::output::table(&[
+    let mut t = crate::terminal::output::table(&[
         "CLUSTER",
         "READY",
         if dry_run { "TO CREATE" } else { "CREATED" },
@@ -748,7 +750,7 @@ pub fn summary_table(r: &crate::sync::live::report::Report, dry_run: bool) -> St
             Cell::new(c.failed),
         ]);
     }
-    crate::output::table_text(&t)
+    crate::terminal::output::table_text(&t)
 }
 
 #[cfg(test)]

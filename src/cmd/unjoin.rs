@@ -8,11 +8,11 @@
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::{ObjectRef, api_error, resource_of};
+use crate::clients::host::Host;
 use crate::cmd::options::{GlobalOptions, MemberOptions, host_cluster_name, validate_cluster_name};
-use crate::completion::complete_context;
 use crate::core::cluster::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
 use crate::error::one_line;
-use crate::host::Host;
+use crate::terminal::completion::complete_context;
 use anyhow::{Result, bail};
 use clap::Args;
 use clap_complete::ArgValueCompleter;
@@ -140,7 +140,7 @@ fn confirm(o: &UnjoinOptions, host: &Host) -> Result<()> {
 async fn clean_up_member(
     global: &GlobalOptions,
     o: &UnjoinOptions,
-    factory: &crate::client::ClientFactory,
+    factory: &crate::clients::ClientFactory,
     host: &Host,
     names: &JoinNames,
 ) -> Result<usize> {
@@ -228,7 +228,7 @@ async fn remove_host_records(o: &UnjoinOptions, records: &HostRecords) -> Result
 async fn member_objects(
     global: &GlobalOptions,
     o: &UnjoinOptions,
-    host_factory: &crate::client::ClientFactory,
+    host_factory: &crate::clients::ClientFactory,
     names: &JoinNames,
     ns: &str,
 ) -> Result<(Vec<ObjectRef>, ObjectRef)> {

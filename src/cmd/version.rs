@@ -1,6 +1,8 @@
 //! `kubefedctl version`: what this client is.
 
-use crate::output::{self, DocumentFormat};
+use crate::terminal::output;
+
+use crate::terminal::output::DocumentFormat;
 use crate::version::VersionInfo;
 use clap::Args;
 

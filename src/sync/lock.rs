@@ -10,10 +10,10 @@
 //! `core::run::lease`.
 
 use crate::apply::{api_error, resource_of};
+use crate::clients::host::Host;
 use crate::core::run::lease::{
     self, Acquire, LeaseTimings, Renewal, ago, identity, micro_time, taken,
 };
-use crate::host::Host;
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};

@@ -5,8 +5,8 @@
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
-use kubefedctl::client::{ClientFactory, Timeouts};
-use kubefedctl::kubeconfig::LoadedKubeconfig;
+use kubefedctl::clients::kubeconfig::LoadedKubeconfig;
+use kubefedctl::clients::{ClientFactory, Timeouts};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use testenv::{Faults, TestEnv};

@@ -4,14 +4,14 @@
 use super::StatusOptions;
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::api_error;
-use crate::client::ClientFactory;
+use crate::clients::ClientFactory;
+use crate::clients::host::Host;
+use crate::clients::members::{self, Health};
 use crate::core::cluster::health::{
     CREDENTIALS_REFUSED, LEGACY_TOKEN_INVALID_LABEL, legacy_token_invalid,
 };
 use crate::core::cluster::membership::JoinNames;
 use crate::core::propagation::decide::not_served_message;
-use crate::host::Host;
-use crate::members::{self, Health};
 use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -275,7 +275,7 @@ pub(super) async fn serving(
             Err(e) => format!("unknown ({e})"),
             Ok(client) => match tokio::time::timeout(
                 timeout,
-                crate::discovery::serves(client, &group, &t.version, &t.plural_name),
+                crate::clients::discovery::serves(client, &group, &t.version, &t.plural_name),
             )
             .await
             {
@@ -329,7 +329,7 @@ pub(super) async fn explain_unlisted(
         {
             let found = tokio::time::timeout(
                 o.probe_timeout,
-                crate::discovery::served_elsewhere(client, &target_resource),
+                crate::clients::discovery::served_elsewhere(client, &target_resource),
             )
             .await;
             if let Ok(Ok(found)) = found {
@@ -470,7 +470,7 @@ pub(super) fn propagation(obj: &Value) -> (String, String) {
 
 pub(super) async fn object_rows(
     host: &Host,
-    factory: &crate::client::ClientFactory,
+    factory: &crate::clients::ClientFactory,
     o: &StatusOptions,
     type_name: &str,
 ) -> Result<(FederatedTypeConfig, Vec<ObjectRow>, Option<String>)> {
@@ -511,7 +511,7 @@ fn the_type<'f>(
 ) -> Result<&'f FederatedTypeConfig> {
     let found: Vec<&FederatedTypeConfig> = ftcs
         .iter()
-        .filter(|f| crate::host::names_federated_type(f, type_name))
+        .filter(|f| crate::clients::host::names_federated_type(f, type_name))
         .collect();
     Ok(match found.as_slice() {
         [one] => *one,

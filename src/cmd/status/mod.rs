@@ -5,10 +5,10 @@
 //! (written by `reconcile`'s probe, or by a KubeFed controller) or, with
 //! `--probe`, from probing every member now, in parallel.
 
-use crate::client::ClientFactory;
+use crate::clients::ClientFactory;
+use crate::clients::host::Host;
 use crate::cmd::options::GlobalOptions;
 use crate::error::ExitWith;
-use crate::host::Host;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use data::{
@@ -202,9 +202,9 @@ impl<'a> Sections<'a> {
         match output {
             Some(StatusFormat::Json) | Some(StatusFormat::Yaml) => {
                 let format = if output == Some(StatusFormat::Json) {
-                    crate::output::DocumentFormat::Json
+                    crate::terminal::output::DocumentFormat::Json
                 } else {
-                    crate::output::DocumentFormat::Yaml
+                    crate::terminal::output::DocumentFormat::Yaml
                 };
                 self.print_document(host, format)
             }
@@ -222,7 +222,11 @@ impl<'a> Sections<'a> {
     }
 
     /// Scripts get the host and the shown sections as one document.
-    fn print_document(&self, host: &Host, format: crate::output::DocumentFormat) -> Result<()> {
+    fn print_document(
+        &self,
+        host: &Host,
+        format: crate::terminal::output::DocumentFormat,
+    ) -> Result<()> {
         let mut doc = serde_json::Map::new();
         doc.insert(
             "host".into(),
@@ -234,7 +238,7 @@ impl<'a> Sections<'a> {
         if self.show_types() {
             doc.insert("types".into(), serde_json::to_value(&self.types)?);
         }
-        crate::output::print(&doc, format)
+        crate::terminal::output::print(&doc, format)
     }
 
     /// People get tables; the overview adds the host line (its scope is read now) and a summary.
@@ -273,10 +277,10 @@ async fn show_dns(host: &Host, o: &StatusOptions) -> Result<()> {
     let rows = dns_rows(host, o).await?;
     match o.output {
         Some(StatusFormat::Json) => {
-            crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+            crate::terminal::output::print(&rows, crate::terminal::output::DocumentFormat::Json)?
         }
         Some(StatusFormat::Yaml) => {
-            crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+            crate::terminal::output::print(&rows, crate::terminal::output::DocumentFormat::Yaml)?
         }
         _ => print!("{}", dns_table(&rows)),
     }
@@ -312,10 +316,10 @@ async fn show_objects(
 fn print_object_rows(rows: &[ObjectRow], output: Option<StatusFormat>, style: Style) -> Result<()> {
     match output {
         Some(StatusFormat::Json) => {
-            crate::output::print(&rows, crate::output::DocumentFormat::Json)?
+            crate::terminal::output::print(&rows, crate::terminal::output::DocumentFormat::Json)?
         }
         Some(StatusFormat::Yaml) => {
-            crate::output::print(&rows, crate::output::DocumentFormat::Yaml)?
+            crate::terminal::output::print(&rows, crate::terminal::output::DocumentFormat::Yaml)?
         }
         Some(StatusFormat::Name) => {
             for r in rows {

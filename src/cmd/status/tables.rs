@@ -30,7 +30,9 @@ pub(super) fn dns_table(rows: &[DnsRow]) -> String {
     render(&t)
 }
 
-use crate::output::{table, table_text as render};
+use crate::terminal::output::table;
+
+use crate::terminal::output::table_text as render;
 
 pub(super) fn ready_cell(text: &str, colour: bool) -> Cell {
     let cell = Cell::new(text);

@@ -4,14 +4,14 @@
 //! (`pipeline.rs`) decides when and how many at once.
 
 use crate::apply::api_error_line;
+use crate::clients::members::Stall;
 use crate::core::describe::{ObjectKey, key_of};
+use crate::core::propagation::action::{Action, ClusterStatus, Decision};
 use crate::core::propagation::desired::MANAGED_LABEL;
+use crate::core::propagation::member::{self, SyncSettings};
 use crate::core::propagation::record::{Done, Effect, MemberResult};
 use crate::core::propagation::retry::{self, Attempt, Failure, Next};
 use crate::core::propagation::version::member_version;
-use crate::core::propagation::action::{Action, ClusterStatus, Decision};
-use crate::core::propagation::member::{self, SyncSettings};
-use crate::members::Stall;
 use crate::sync::live::observe::ObservedType;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};

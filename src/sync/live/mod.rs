@@ -23,11 +23,11 @@ pub mod ready;
 pub mod record;
 pub mod report;
 
+use crate::clients::host::Host;
+use crate::clients::members::{Health, Member};
 use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
-use crate::core::propagation::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
-use crate::host::Host;
-use crate::members::{Health, Member};
+use crate::core::propagation::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
 use anyhow::Result;
 use execute::{Limits, Target, Work};
 use observe::{Observation, Selection};

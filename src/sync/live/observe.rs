@@ -6,6 +6,8 @@
 use crate::api::core::{ClusterPropagatedVersion, FederatedTypeConfig, PropagatedVersion};
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
+use crate::clients::host::Host;
+use crate::clients::members::{self, Health, Member};
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{FederatedType, Listing};
 use crate::core::propagation::desired::{MANAGED_LABEL, TargetType};
@@ -16,8 +18,6 @@ use crate::core::propagation::placement::Cluster;
 use crate::core::run::settings::Settings;
 use crate::core::run::shard::{self, Shard};
 use crate::core::scheduling::preference::{MemberReplicas, observe_member};
-use crate::host::Host;
-use crate::members::{self, Health, Member};
 use anyhow::{Context, Result, bail};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::{Value, json};
@@ -337,7 +337,10 @@ pub async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedTyp
     ftcs.retain(|f| f.spec.is_enabled());
     ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     for t in &o.types {
-        if !ftcs.iter().any(|f| crate::host::names_federated_type(f, t)) {
+        if !ftcs
+            .iter()
+            .any(|f| crate::clients::host::names_federated_type(f, t))
+        {
             bail!("no enabled federated type {t:?} (see kubefedctl status types)");
         }
     }
@@ -505,7 +508,7 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
                     match tokio::time::timeout(timeout * 4, list_pages(&api, &managed)).await {
                         Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
                         Ok(Err(kube::Error::Api(s))) if s.code == 404 => Listing::NotServed(
-                            crate::discovery::served_elsewhere(&client, &ar)
+                            crate::clients::discovery::served_elsewhere(&client, &ar)
                                 .await
                                 .unwrap_or_default(),
                         ),

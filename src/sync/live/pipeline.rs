@@ -9,11 +9,11 @@
 //! namespace: namespaces created or updated, then everything else, then
 //! namespaces being deleted somewhere.
 
+use crate::clients::host::Host;
 use crate::core::describe::{describe, describe_key};
 use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
-use crate::host::Host;
 use crate::sync::live::execute::{Limits, Target, Work, apply_one};
 use crate::sync::live::observe::Observation;
 use crate::sync::live::record::{self, HOST_WRITES_IN_FLIGHT};
@@ -103,7 +103,7 @@ pub struct Pipeline<'a> {
 struct MemberLane {
     client: Option<kube::Client>,
     lane: Semaphore,
-    stalled: Option<std::sync::Arc<crate::members::Stall>>,
+    stalled: Option<std::sync::Arc<crate::clients::members::Stall>>,
 }
 
 impl<'a> Pipeline<'a> {

@@ -4,10 +4,10 @@
 //! object.
 
 use crate::apply::dynamic_api;
+use crate::clients::members::Member;
 use crate::core::describe::{ObjectKey, describe_key, key_of};
 use crate::core::propagation::desired::MANAGED_LABEL;
 use crate::core::propagation::readiness::{Readiness, readiness};
-use crate::members::Member;
 use crate::sync::live::observe::list_all;
 use crate::sync::live::report::PlacedObject;
 use kube::api::ListParams;

@@ -6,13 +6,13 @@
 
 use crate::api::core::{ClusterPropagatedVersion, PropagatedVersion};
 use crate::apply::{api_error, dynamic_api, resource_of};
+use crate::clients::host::Host;
+use crate::clients::members::{Health, Member};
 use crate::core::cluster::health::status_after_probe;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::deletion::SYNC_FINALIZER;
 use crate::core::propagation::record::WriteBack;
-use crate::host::Host;
-use crate::members::{Health, Member};
 use anyhow::{Context, Result};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};

@@ -4,13 +4,13 @@
 //! records — written only when they change.
 
 use crate::apply::{api_error, api_resource, dynamic_api};
+use crate::clients::host::Host;
+use crate::clients::members::{Health, Member};
 use crate::core::dns::{
     ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
     endpoints_have_ready_addresses, record_status, slices_have_ready_endpoints,
 };
 use crate::core::run::shard::{self, Shard};
-use crate::host::Host;
-use crate::members::{Health, Member};
 use crate::sync::live::report::Report;
 use anyhow::Result;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};

@@ -4,8 +4,8 @@
 //! and whether each is a new Event or a count bump). A failed write is a
 //! warning line, never a failed run.
 
+use crate::clients::host::Host;
 use crate::core::events::{Correlated, Correlator, Event, Write};
-use crate::host::Host;
 use crate::parallel::locked;
 use crate::sync::live::record::HOST_WRITES_IN_FLIGHT;
 use futures::StreamExt;

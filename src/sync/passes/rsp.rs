@@ -4,6 +4,8 @@
 //! placement and replicas overrides from what the members run now.
 
 use crate::apply::{api_error_line, dynamic_api};
+use crate::clients::host::Host;
+use crate::clients::members::Member;
 use crate::core::describe::{describe, key_of};
 use crate::core::propagation::decide::Listing;
 use crate::core::propagation::member::{ManagedLabel, managed_label};
@@ -12,8 +14,6 @@ use crate::core::scheduling::preference::{
     MemberReplicas, PodAnalysis, Scheduled, analyze_pods, current_and_capacity, observe_member,
     schedule,
 };
-use crate::host::Host;
-use crate::members::Member;
 use crate::sync::live::observe::{Observation, PodQuery};
 use crate::sync::live::report::Report;
 use anyhow::{Result, bail};

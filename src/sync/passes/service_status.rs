@@ -5,10 +5,10 @@
 //! write is `core::service_status`.
 
 use crate::apply::{api_error, dynamic_api};
+use crate::clients::host::Host;
 use crate::core::describe::key_of;
 use crate::core::propagation::decide::Listing;
 use crate::core::service_status::{Write, desired, write};
-use crate::host::Host;
 use crate::sync::live::observe::{Observation, ObservedType, list_all};
 use crate::sync::live::report::Report;
 use anyhow::{Context, Result};

@@ -12,7 +12,9 @@ use std::path::Path;
 /// (`# host` for the host's own objects, DNSEndpoints). Every piece is
 /// built before the first byte is written: an error writes nothing.
 pub fn write_stream(plan: &RenderPlan, out: &mut dyn Write) -> Result<()> {
-    let yaml = |obj: &Value| crate::output::render(obj, crate::output::DocumentFormat::Yaml);
+    let yaml = |obj: &Value| {
+        crate::terminal::output::render(obj, crate::terminal::output::DocumentFormat::Yaml)
+    };
     let mut host = String::new();
     for obj in &plan.host {
         host.push_str("---\n# host\n");
@@ -165,11 +167,16 @@ pub fn write_dir(plan: &RenderPlan, dir: &Path) -> Result<usize> {
         };
         let mut count = 0;
         for obj in &plan.host {
-            let yaml = crate::output::render(obj, crate::output::DocumentFormat::Yaml)?;
+            let yaml = crate::terminal::output::render(
+                obj,
+                crate::terminal::output::DocumentFormat::Yaml,
+            )?;
             write("_host", obj, &yaml)?;
             count += 1;
         }
-        let yaml = |obj: &Value| crate::output::render(obj, crate::output::DocumentFormat::Yaml);
+        let yaml = |obj: &Value| {
+            crate::terminal::output::render(obj, crate::terminal::output::DocumentFormat::Yaml)
+        };
         let shared = plan.shared_texts(yaml)?;
         for written in plan.per_cluster(|cluster, objects| {
             for obj in &objects {

@@ -25,7 +25,8 @@ pub fn unified(what: &str, cluster: &str, live: Option<&Value>, desired: Option<
         if let Some(o) = v.as_object_mut() {
             o.remove("status");
         }
-        crate::output::render(&v, crate::output::DocumentFormat::Yaml).unwrap_or_default()
+        crate::terminal::output::render(&v, crate::terminal::output::DocumentFormat::Yaml)
+            .unwrap_or_default()
     };
     let text = |v: Option<&Value>| v.map(strip).unwrap_or_default();
     let (a, b) = (text(live), text(desired));

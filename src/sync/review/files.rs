@@ -6,10 +6,10 @@
 
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error_line, dynamic_api, resource_of};
+use crate::clients::host::Host;
 use crate::core::describe::{ObjectKey, describe_federated, key_of};
 use crate::core::propagation::field_owners;
 use crate::core::propagation::proposal::{self, Proposed};
-use crate::host::Host;
 use crate::sync::live::observe::{Observation, ObservedType, federated_namespaces};
 use crate::sync::render::{self, Sourced};
 use anyhow::{Result, anyhow, bail};

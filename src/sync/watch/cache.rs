@@ -4,11 +4,11 @@
 
 use super::sources::{Change, Event, Source};
 use crate::api::core::FederatedTypeConfig;
+use crate::clients::members::{Health, Member};
 use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{Listing, federated_key};
 use crate::core::run::settings::Settings;
-use crate::members::{Health, Member};
 use crate::sync::live::observe::{self, Observation, ObservedType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -208,7 +208,7 @@ impl Cache {
             Change::Failed { .. } => return Dirt::default(),
         };
         let before = self.settings;
-        match crate::host::settings_of(host_namespace_of(&config), config.as_ref()) {
+        match crate::clients::host::settings_of(host_namespace_of(&config), config.as_ref()) {
             Ok(settings) => self.settings = settings,
             // Upstream would not start; a running watch keeps what it had.
             Err(e) => warnings.push(format!("{e:#}; the previous settings stay")),

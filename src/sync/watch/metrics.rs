@@ -597,7 +597,7 @@ impl Metrics {
             out,
             "# HELP {name} Warning headers the API servers answered with (deprecated APIs and fields).\n# TYPE {name} counter"
         );
-        for (cluster, n) in crate::api_warnings::counts() {
+        for (cluster, n) in crate::clients::api_warnings::counts() {
             let _ = writeln!(out, "{name}{{cluster=\"{}\"}} {n}", escape(&cluster));
         }
     }
@@ -692,14 +692,14 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> anyhow::Result<()
 }
 
 /// client-go's `rest_client_requests_total`: every request this process
-/// sent, by code, host and method (`crate::request_metrics`).
+/// sent, by code, host and method (`crate::clients::request_metrics`).
 fn render_client_requests(out: &mut String) {
     let name = "rest_client_requests_total";
     let _ = writeln!(
         out,
         "# HELP {name} Number of HTTP requests, partitioned by status code, method, and host.\n# TYPE {name} counter"
     );
-    for ((code, host, method), n) in crate::request_metrics::counts() {
+    for ((code, host, method), n) in crate::clients::request_metrics::counts() {
         let _ = writeln!(
             out,
             "{name}{{code=\"{}\",host=\"{}\",method=\"{}\"}} {n}",

@@ -22,15 +22,15 @@ pub mod process;
 pub mod sources;
 
 use crate::apply::{api_resource, dynamic_api, resource_of};
+use crate::clients::host::Host;
+use crate::clients::members::{self, Health, Member};
 use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::queue::WorkQueue;
-use crate::host::Host;
-use crate::members::{self, Health, Member};
 use crate::parallel::locked;
-use crate::signals::Signals;
 use crate::sync::live::observe::{self, Observation};
 use crate::sync::live::{self, Passes, RoundOutcome};
 use crate::sync::lock::{self, LockState, RunLock};
+use crate::terminal::signals::Signals;
 use anyhow::{Result, bail};
 use cache::{Cache, Dirt, WorkKey};
 use kube::runtime::watcher;
@@ -524,7 +524,7 @@ impl Controller<'_> {
                 wanted.is_empty()
                     || wanted
                         .iter()
-                        .any(|w| crate::host::names_federated_type(f, w))
+                        .any(|w| crate::clients::host::names_federated_type(f, w))
             })
             .map(|(n, _)| n.clone())
             .collect()

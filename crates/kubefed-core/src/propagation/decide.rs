@@ -14,13 +14,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::Value;
 
 use crate::cluster::membership::Scope;
-use crate::propagation::desired::TargetType;
-use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
-use crate::propagation::version::{member_version, propagated_version_name};
 use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::deletion::{self, DeletionPlan, SYNC_FINALIZER};
+use crate::propagation::desired::TargetType;
 use crate::propagation::member::{self, ManagedLabel, MemberState, SyncSettings};
+use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
 use crate::propagation::status::AggregateReason;
+use crate::propagation::version::{member_version, propagated_version_name};
 use crate::run::shard::{self, Shard};
 
 use crate::describe::{ObjectKey, describe_key, key_of};

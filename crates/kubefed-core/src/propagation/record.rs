@@ -9,12 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::propagation::decide::ObjectPlan;
-use crate::propagation::placement::Cluster;
-use crate::propagation::version::{merged_status, overrides_version, template_version};
 use crate::propagation::action::{Action, ClusterStatus};
+use crate::propagation::decide::ObjectPlan;
 use crate::propagation::deletion::DeletionPlan;
+use crate::propagation::placement::Cluster;
 use crate::propagation::status::{ClusterOutcome, federated_status};
+use crate::propagation::version::{merged_status, overrides_version, template_version};
 
 /// What a member request achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

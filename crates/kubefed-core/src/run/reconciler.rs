@@ -4,7 +4,7 @@
 //! server has them).
 //!
 //! Every rule below names the requests the reconcile makes (`src/sync`,
-//! `src/members.rs`); docs/in-cluster.md explains them one by one. No `*`
+//! `src/clients/members.rs`); docs/in-cluster.md explains them one by one. No `*`
 //! verb, resource or group: a type enabled later needs its rule added, which
 //! `enable` and `disable` do when the reconciler is installed.
 

@@ -5,7 +5,7 @@
 //! server's `host:port`, the HTTP method and the status code, `<error>`
 //! when no answer came.
 
-use crate::answers::AnswerLayer;
+use crate::clients::answers::AnswerLayer;
 use crate::parallel::locked;
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -74,7 +74,7 @@ pub fn complete_from_env(command: fn() -> clap::Command) {
 pub fn complete_context(current: &OsStr) -> Vec<CompletionCandidate> {
     let prefix = current.to_string_lossy();
     let explicit = kubeconfig_flag(std::env::args());
-    let Ok(kc) = crate::kubeconfig::load(explicit.as_deref()) else {
+    let Ok(kc) = crate::clients::kubeconfig::load(explicit.as_deref()) else {
         return Vec::new();
     };
     let current_context = kc.config.current_context.clone().unwrap_or_default();

@@ -1,10 +1,24 @@
-//! Kubernetes clients for named contexts of the loaded kubeconfig.
+//! Talking to API servers: clients for named contexts of the loaded
+//! kubeconfig (this file), the [`kubeconfig`] itself, the [`host`] and its
+//! [`members`], [`discovery`], the member [`tls`] exceptions, and the tower
+//! layers every client shares ([`server_retry`], [`answers`] with
+//! [`api_warnings`] and [`request_metrics`]).
 //!
 //! kube does the heavy lifting (token, client certificates, CA data or file,
 //! `insecure-skip-tls-verify`, `proxy-url`, exec plugins); this module picks
 //! the context, adds explicit timeouts, and turns failures into one line.
 
-use crate::kubeconfig::LoadedKubeconfig;
+pub mod answers;
+pub mod api_warnings;
+pub mod discovery;
+pub mod host;
+pub mod kubeconfig;
+pub mod members;
+pub mod request_metrics;
+pub mod server_retry;
+pub mod tls;
+
+use crate::clients::kubeconfig::LoadedKubeconfig;
 use anyhow::{Context, Result, anyhow};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::time::Duration;
@@ -110,15 +124,15 @@ impl ClientFactory {
 }
 
 /// kube's client for `config`, which retries only what a server asks to
-/// be retried (`crate::server_retry`), shows what it warns about as
-/// coming from `cluster` (`crate::api_warnings`) and counts every attempt
-/// (`crate::request_metrics`).
+/// be retried (`crate::clients::server_retry`), shows what it warns about as
+/// coming from `cluster` (`crate::clients::api_warnings`) and counts every attempt
+/// (`crate::clients::request_metrics`).
 pub fn build(config: kube::Config, cluster: &str) -> Result<kube::Client> {
-    let counted = crate::request_metrics::layer(&config.cluster_url);
+    let counted = crate::clients::request_metrics::layer(&config.cluster_url);
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&counted)
-        .with_layer(&crate::api_warnings::layer(cluster))
-        .with_layer(&crate::server_retry::RetryAfterLayer)
+        .with_layer(&crate::clients::api_warnings::layer(cluster))
+        .with_layer(&crate::clients::server_retry::RetryAfterLayer)
         .build())
 }
 

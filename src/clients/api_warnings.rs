@@ -4,7 +4,7 @@
 //! many requests draw it; every occurrence is counted for the watch's
 //! `/metrics`. The header is read by [`crate::core::warning`].
 
-use crate::answers::AnswerLayer;
+use crate::clients::answers::AnswerLayer;
 use crate::core::warning::warning_texts;
 use crate::parallel::locked;
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,7 +4,7 @@
 use crate::api::KUBEFED_CONFIG_NAME;
 use crate::api::core::KubeFedConfig;
 use crate::apply::{ObjectRef, resource_of};
-use crate::client::ClientFactory;
+use crate::clients::ClientFactory;
 use crate::core::cluster::membership::Scope;
 use crate::core::run::settings::Settings;
 use anyhow::Result;

@@ -4,9 +4,9 @@
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::api_error;
+use crate::clients::host::Host;
+use crate::clients::server_retry::RetryAfterLayer;
 use crate::core::cluster::tls::{TlsChecks, tls_checks};
-use crate::host::Host;
-use crate::server_retry::RetryAfterLayer;
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
@@ -273,14 +273,14 @@ fn build_client(
     requests: &Arc<AtomicU64>,
 ) -> Result<kube::Client> {
     let counter = CountRequests(requests.clone());
-    let by_code = crate::request_metrics::layer(&config.cluster_url);
-    let warnings = crate::api_warnings::layer(name);
+    let by_code = crate::clients::request_metrics::layer(&config.cluster_url);
+    let warnings = crate::clients::api_warnings::layer(name);
     let context = || format!("building a client for cluster {name}");
     Ok(match checks {
         TlsChecks::Relaxed {
             subject_name,
             validity_period,
-        } => crate::tls::relaxed_client_builder(&config, subject_name, validity_period)
+        } => crate::clients::tls::relaxed_client_builder(&config, subject_name, validity_period)
             .with_context(context)?
             .with_layer(&by_code)
             .with_layer(&counter)
