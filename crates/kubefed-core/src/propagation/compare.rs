@@ -38,11 +38,16 @@ pub fn overlay(live: &Value, desired: &Value) -> Value {
             let meta = out_map
                 .entry("metadata")
                 .or_insert_with(|| Value::Object(Map::new()));
+            // A live `metadata: null` (never from an API server) reads as
+            // empty rather than stopping the run.
+            if !meta.is_object() {
+                *meta = Value::Object(Map::new());
+            }
             for key in ["labels", "annotations"] {
                 if let Some(Value::Object(add)) = v.get(key) {
                     let target = meta
                         .as_object_mut()
-                        .expect("metadata is an object")
+                        .expect("made an object above")
                         .entry(key)
                         .or_insert_with(|| Value::Object(Map::new()));
                     if let Some(t) = target.as_object_mut() {
@@ -108,5 +113,14 @@ mod tests {
         assert_eq!(out["other"], json!(true));
         assert_eq!(out["metadata"]["resourceVersion"], "9");
         assert_eq!(out["metadata"]["labels"], json!({"keep": "y", "new": "z"}));
+    }
+
+    #[test]
+    fn overlay_of_a_live_object_with_null_metadata_takes_the_labels() {
+        let live = json!({"metadata": null, "data": {"a": "1"}});
+        let desired = json!({"metadata": {"labels": {"new": "z"}}, "data": {"a": "2"}});
+        let out = overlay(&live, &desired);
+        assert_eq!(out["metadata"]["labels"], json!({"new": "z"}));
+        assert_eq!(out["data"], json!({"a": "2"}));
     }
 }
