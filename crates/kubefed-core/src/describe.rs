@@ -103,19 +103,71 @@ pub fn quoted(obj: &Value, default_kind: &str) -> String {
     format!("{kind} {:?}", qualified(obj))
 }
 
+/// One field of an input object that is not what it must be: its path
+/// from the object's root (`""`: the object itself) and what is wrong, so
+/// that every message names the field the same way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    pub path: String,
+    pub problem: FieldProblem,
+}
+
+/// What is wrong with a field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldProblem {
+    /// Absent or empty.
+    Required,
+    /// Of another type: `NotA("an integer")`.
+    NotA(&'static str),
+    /// A number outside what the field takes.
+    OutOfRange(i64),
+    /// A value outside a fixed set.
+    NotOneOf { value: String, allowed: String },
+    /// What a decoder said of it.
+    Invalid(String),
+}
+
+impl FieldError {
+    pub fn new(path: impl Into<String>, problem: FieldProblem) -> FieldError {
+        FieldError {
+            path: path.into(),
+            problem,
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = &self.path;
+        match (&self.problem, path.is_empty()) {
+            (FieldProblem::Required, _) => write!(f, "{path} is required"),
+            (FieldProblem::NotA(kind), true) => write!(f, "not {kind}"),
+            (FieldProblem::NotA(kind), false) => write!(f, "{path} is not {kind}"),
+            (FieldProblem::OutOfRange(n), _) => write!(f, "{path} {n} is out of range"),
+            (FieldProblem::NotOneOf { value, allowed }, _) => {
+                write!(f, "{path} {value:?} is not in {allowed}")
+            }
+            (FieldProblem::Invalid(why), true) => write!(f, "{why}"),
+            (FieldProblem::Invalid(why), false) => write!(f, "{path}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
+
 /// `value` as a `T`; a type error names the field by its path from `root`
 /// (`""`: `value` is the whole object), e.g. `spec.recordTTL: invalid type: ...`.
-pub fn typed<'de, T: serde::Deserialize<'de>>(value: &'de Value, root: &str) -> Result<T, String> {
+pub fn typed<'de, T: serde::Deserialize<'de>>(
+    value: &'de Value,
+    root: &str,
+) -> Result<T, FieldError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = match (root, e.path().iter().next()) {
             (_, None) => root.to_string(),
             ("", Some(_)) => e.path().to_string(),
             (_, Some(_)) => format!("{root}.{}", e.path()),
         };
-        match path.as_str() {
-            "" => e.inner().to_string(),
-            path => format!("{path}: {}", e.inner()),
-        }
+        FieldError::new(path, FieldProblem::Invalid(e.inner().to_string()))
     })
 }
 

@@ -28,7 +28,7 @@
 //! the CRDs' schema from them. A doc comment on them would become a
 //! description in that schema, so their notes are plain comments.
 
-use crate::describe::typed as parse;
+use crate::describe::{FieldError, FieldProblem, typed as parse};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
@@ -133,7 +133,7 @@ impl DnsRecord {
             object: object.clone(),
             problem,
         };
-        let api_group = check_group(obj).map_err(&bad)?;
+        let api_group = check_group(obj).map_err(|e| bad(e.to_string()))?;
         let kind = match obj.get("kind").and_then(Value::as_str) {
             Some("ServiceDNSRecord") => RecordKind::Service,
             Some("IngressDNSRecord") => RecordKind::Ingress,
@@ -143,13 +143,14 @@ impl DnsRecord {
                 )));
             }
         };
-        let view: RecordView = parse(obj, "").map_err(&bad)?;
+        let view: RecordView = parse(obj, "").map_err(|e| bad(e.to_string()))?;
         let (metadata, spec) = (
             view.metadata.unwrap_or_default(),
             view.spec.unwrap_or_default(),
         );
-        let name = required(metadata.name, "metadata.name").map_err(&bad)?;
-        let namespace = required(metadata.namespace, "metadata.namespace").map_err(&bad)?;
+        let name = required(metadata.name, "metadata.name").map_err(|e| bad(e.to_string()))?;
+        let namespace =
+            required(metadata.namespace, "metadata.namespace").map_err(|e| bad(e.to_string()))?;
         let domain_ref = spec.domain_ref.unwrap_or_default();
         if kind == RecordKind::Service && domain_ref.is_empty() {
             return Err(bad("spec.domainRef is required".into()));
@@ -216,17 +217,17 @@ impl Domain {
             object: object.clone(),
             problem,
         };
-        check_group(obj).map_err(&bad)?;
+        check_group(obj).map_err(|e| bad(e.to_string()))?;
         if let Some(kind) = obj.get("kind").and_then(Value::as_str)
             && kind != "Domain"
         {
             return Err(bad(format!("kind {kind:?} is not Domain")));
         }
-        let view: DomainView = parse(obj, "").map_err(&bad)?;
+        let view: DomainView = parse(obj, "").map_err(|e| bad(e.to_string()))?;
         let name = view.metadata.unwrap_or_default().name;
         Ok(Domain {
-            name: required(name, "metadata.name").map_err(&bad)?,
-            domain: required(view.domain, "domain").map_err(&bad)?,
+            name: required(name, "metadata.name").map_err(|e| bad(e.to_string()))?,
+            domain: required(view.domain, "domain").map_err(|e| bad(e.to_string()))?,
             name_server: view.name_server.filter(|s| !s.is_empty()),
         })
     }
@@ -357,7 +358,7 @@ impl RecordStatus {
     }
 
     /// Parse a record's `status` (`null`/absent → empty).
-    pub fn from_value(status: Option<&Value>) -> Result<RecordStatus, String> {
+    pub fn from_value(status: Option<&Value>) -> Result<RecordStatus, FieldError> {
         match status.filter(|s| !s.is_null()) {
             None => Ok(RecordStatus::default()),
             Some(status) => parse(status, "status"),
@@ -780,7 +781,7 @@ fn sorted_lb(lbs: &[LbIngress]) -> Vec<LbIngress> {
 }
 
 /// The group of `apiVersion` if it is a DNS group; absent means "trust the kind".
-fn check_group(obj: &Value) -> Result<String, String> {
+fn check_group(obj: &Value) -> Result<String, FieldError> {
     match obj.get("apiVersion").and_then(Value::as_str) {
         None => Ok(DNS_GROUP.to_string()),
         Some(av) => {
@@ -788,19 +789,22 @@ fn check_group(obj: &Value) -> Result<String, String> {
             if DNS_GROUPS.contains(&group) {
                 Ok(group.to_string())
             } else {
-                Err(format!(
-                    "apiVersion {av:?} is not in {}",
-                    DNS_GROUPS.join(" or ")
+                Err(FieldError::new(
+                    "apiVersion",
+                    FieldProblem::NotOneOf {
+                        value: av.to_string(),
+                        allowed: DNS_GROUPS.join(" or "),
+                    },
                 ))
             }
         }
     }
 }
 
-fn required(value: Option<String>, path: &str) -> Result<String, String> {
+fn required(value: Option<String>, path: &str) -> Result<String, FieldError> {
     value
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| format!("{path} is required"))
+        .ok_or_else(|| FieldError::new(path, FieldProblem::Required))
 }
 
 /// `null` reads as the zero value, as with Go's decoder: the CRDs mark
@@ -1459,10 +1463,12 @@ mod tests {
         let mut v = status(vec![c1(&ips(&[LB1])), c2(&ips(&[LB2]))]).to_value();
         v["dns"][1]["loadBalancer"]["ingress"][0]["ip"] = json!(5);
         assert_eq!(
-            RecordStatus::from_value(Some(&v)).unwrap_err(),
+            RecordStatus::from_value(Some(&v)).unwrap_err().to_string(),
             "status.dns[1].loadBalancer.ingress[0].ip: invalid type: integer `5`, expected a string"
         );
-        let err = RecordStatus::from_value(Some(&json!("up"))).unwrap_err();
+        let err = RecordStatus::from_value(Some(&json!("up")))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("status: invalid type: string"), "{err}");
     }
 

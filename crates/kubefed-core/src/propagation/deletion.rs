@@ -62,9 +62,17 @@ pub fn is_orphaning(fed: &Value) -> bool {
         == Some("true")
 }
 
+/// A `kubefed.io/deleteoption` annotation that is not a JSON object
+/// (upstream's message, `pkg/controller/sync/controller.go`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("could not deserialize delete options from annotation value '{text}'")]
+pub struct DeleteOptionsError {
+    pub text: String,
+}
+
 /// DeleteOptions from `kubefed.io/deleteoption` (only `propagationPolicy`,
 /// `gracePeriodSeconds`, `preconditions` kept), `None` when absent.
-pub fn delete_options(fed: &Value) -> Result<Option<Value>, String> {
+pub fn delete_options(fed: &Value) -> Result<Option<Value>, DeleteOptionsError> {
     let Some(text) = fed
         .get("metadata")
         .and_then(|m| m.get("annotations"))
@@ -76,8 +84,8 @@ pub fn delete_options(fed: &Value) -> Result<Option<Value>, String> {
     let parsed: Value = serde_json::from_str(text)
         .ok()
         .filter(Value::is_object)
-        .ok_or_else(|| {
-            format!("could not deserialize delete options from annotation value '{text}'")
+        .ok_or_else(|| DeleteOptionsError {
+            text: text.to_string(),
         })?;
     let mut out = serde_json::Map::new();
     for key in ["propagationPolicy", "gracePeriodSeconds", "preconditions"] {
@@ -107,7 +115,7 @@ pub fn deletion_decisions(
     fed: &Value,
     placed: &BTreeSet<String>,
     members: &[MemberState],
-) -> Result<DeletionPlan, String> {
+) -> Result<DeletionPlan, DeleteOptionsError> {
     let mut plan = DeletionPlan::default();
     if !has_finalizer(fed) {
         return Ok(plan);

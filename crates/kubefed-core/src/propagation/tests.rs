@@ -398,6 +398,7 @@ fn deletion_and_orphaning() {
     assert!(
         deletion_decisions(&bad, &placed, &members)
             .unwrap_err()
+            .to_string()
             .contains("'nope'")
     );
     let mut orphan_wrong_value = deleting.clone();

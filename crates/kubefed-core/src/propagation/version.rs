@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use md5::{Digest, Md5};
 use serde_json::{Map, Number, Value, json};
 
-use crate::describe::describe_federated;
+use crate::describe::{FieldError, FieldProblem, describe_federated};
 
 /// Why a hash could not be computed (the shape of the federated object is
 /// wrong where KubeFed's typed decoding would also fail).
@@ -82,9 +82,9 @@ pub fn overrides_version(fed: &Value) -> Result<String, VersionError> {
     Ok(md5_hex(&out))
 }
 
-fn encode_override_item(item: &Value, out: &mut String) -> Result<(), String> {
+fn encode_override_item(item: &Value, out: &mut String) -> Result<(), FieldError> {
     let Value::Object(m) = item else {
-        return Err("not an object".into());
+        return Err(FieldError::new("", FieldProblem::NotA("an object")));
     };
     out.push_str("{\"clusterName\":");
     push_go_string(out, opt_str(m, "clusterName")?);
@@ -98,7 +98,10 @@ fn encode_override_item(item: &Value, out: &mut String) -> Result<(), String> {
                     out.push(',');
                 }
                 let Value::Object(o) = o else {
-                    return Err(format!("clusterOverrides[{i}] is not an object"));
+                    return Err(FieldError::new(
+                        format!("clusterOverrides[{i}]"),
+                        FieldProblem::NotA("an object"),
+                    ));
                 };
                 out.push('{');
                 let op = opt_str(o, "op")?;
@@ -120,17 +123,22 @@ fn encode_override_item(item: &Value, out: &mut String) -> Result<(), String> {
             }
             out.push(']');
         }
-        Some(_) => return Err("clusterOverrides is not a list".into()),
+        Some(_) => {
+            return Err(FieldError::new(
+                "clusterOverrides",
+                FieldProblem::NotA("a list"),
+            ));
+        }
     }
     out.push('}');
     Ok(())
 }
 
-fn opt_str<'a>(m: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+fn opt_str<'a>(m: &'a Map<String, Value>, key: &str) -> Result<&'a str, FieldError> {
     match m.get(key) {
         None | Some(Value::Null) => Ok(""),
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(format!("{key} is not a string")),
+        Some(_) => Err(FieldError::new(key, FieldProblem::NotA("a string"))),
     }
 }
 

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::propagation::overrides::overrides_for_cluster;
+use crate::describe::{FieldError, FieldProblem};
+use crate::propagation::overrides::{OverrideError, overrides_for_cluster};
 use crate::propagation::placement::{Cluster, selector_only_clusters};
 use crate::scheduling::replicas::{ClusterPreferences, Preferences, distribute};
 use crate::time::parse_rfc3339;
@@ -83,7 +84,7 @@ pub fn read_rsp(rsp: &Value) -> Result<Rsp, SchedulingError> {
             "spec.targetKind {target_kind:?} is not FederatedDeployment or FederatedReplicaSet"
         )));
     }
-    let mut preferences = Preferences::from_spec(spec).map_err(invalid)?;
+    let mut preferences = Preferences::from_spec(spec).map_err(|e| invalid(e.to_string()))?;
     if preferences.clusters.is_empty() {
         preferences.clusters.insert(
             "*".into(),
@@ -197,16 +198,26 @@ pub fn schedule(
             .collect()
     };
     let result = scheduling_result(&rsp, &names, &in_scope(current), &in_scope(capacity));
-    apply_result(fed, &result).map_err(|problem| SchedulingError::Target {
+    apply_result(fed, &result).map_err(|e| SchedulingError::Target {
         rsp: rsp.key.clone(),
-        problem,
+        problem: e.to_string(),
     })
 }
 
+/// Why a federated object cannot take an RSP's result.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TargetError {
+    /// Upstream's message (`pkg/controller/schedulingpreference`).
+    #[error("error reading cluster overrides: {0}")]
+    Overrides(OverrideError),
+    #[error(transparent)]
+    Field(#[from] FieldError),
+}
+
 /// Step 7: write `result` into the federated object as upstream does.
-pub fn apply_result(fed: &Value, result: &BTreeMap<String, i64>) -> Result<Scheduled, String> {
+pub fn apply_result(fed: &Value, result: &BTreeMap<String, i64>) -> Result<Scheduled, TargetError> {
     // Upstream refuses objects whose overrides it cannot read.
-    overrides_for_cluster(fed, "").map_err(|e| format!("error reading cluster overrides: {e}"))?;
+    overrides_for_cluster(fed, "").map_err(TargetError::Overrides)?;
     let mut out = fed.clone();
     let mut dirty = false;
 
@@ -320,12 +331,15 @@ fn updated_overrides(items: Vec<Value>, result: &BTreeMap<String, i64>) -> Vec<V
     out
 }
 
-fn object_at<'a>(obj: &'a mut Value, path: &[&str]) -> Result<&'a mut Map<String, Value>, String> {
+fn object_at<'a>(
+    obj: &'a mut Value,
+    path: &[&str],
+) -> Result<&'a mut Map<String, Value>, FieldError> {
     let mut current = obj;
-    for key in path {
+    for (i, key) in path.iter().enumerate() {
         let map = current
             .as_object_mut()
-            .ok_or_else(|| format!("{key}'s parent is not an object"))?;
+            .ok_or_else(|| FieldError::new(path[..i].join("."), FieldProblem::NotA("an object")))?;
         let next = map
             .entry(key.to_string())
             .or_insert_with(|| Value::Object(Map::new()));
@@ -336,7 +350,7 @@ fn object_at<'a>(obj: &'a mut Value, path: &[&str]) -> Result<&'a mut Map<String
     }
     current
         .as_object_mut()
-        .ok_or_else(|| format!("{} is not an object", path.join(".")))
+        .ok_or_else(|| FieldError::new(path.join("."), FieldProblem::NotA("an object")))
 }
 
 /// A member Deployment/ReplicaSet's replica state (step 4).
@@ -351,8 +365,14 @@ pub enum MemberReplicas {
     },
 }
 
+/// A member Deployment or ReplicaSet without `spec.selector.matchLabels`
+/// (upstream's message, `pkg/controller/util/podanalyzer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("missing selector on object")]
+pub struct MissingSelector;
+
 /// Read a member object's replicas (missing → 0).
-pub fn observe_member(obj: &Value) -> Result<MemberReplicas, String> {
+pub fn observe_member(obj: &Value) -> Result<MemberReplicas, MissingSelector> {
     let replicas = obj
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
@@ -367,7 +387,7 @@ pub fn observe_member(obj: &Value) -> Result<MemberReplicas, String> {
     let labels = obj
         .pointer("/spec/selector/matchLabels")
         .and_then(Value::as_object)
-        .ok_or("missing selector on object")?;
+        .ok_or(MissingSelector)?;
     Ok(MemberReplicas::NeedsPods {
         replicas,
         match_labels: labels
@@ -814,6 +834,7 @@ mod tests {
         assert!(
             observe_member(&json!({"spec": {"replicas": 1}}))
                 .unwrap_err()
+                .to_string()
                 .contains("missing selector")
         );
     }

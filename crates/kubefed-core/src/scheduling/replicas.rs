@@ -7,6 +7,7 @@
 //! the RSP key, so among equal weights the order looks arbitrary but is
 //! stable; the upstream test table below pins it.
 
+use crate::describe::{FieldError, FieldProblem};
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -31,27 +32,34 @@ pub struct Preferences {
 impl Preferences {
     /// Read an RSP `spec` (as stored: `totalReplicas`, `rebalance`,
     /// `clusters` map). Errors name the field that is wrong.
-    pub fn from_spec(spec: &Value) -> Result<Preferences, String> {
-        let int = |v: Option<&Value>, what: &str| -> Result<Option<i64>, String> {
+    pub fn from_spec(spec: &Value) -> Result<Preferences, FieldError> {
+        let int = |v: Option<&Value>, what: &str| -> Result<Option<i64>, FieldError> {
             match v {
                 None | Some(Value::Null) => Ok(None),
                 Some(v) => v
                     .as_i64()
                     .map(Some)
-                    .ok_or_else(|| format!("{what} is not an integer")),
+                    .ok_or_else(|| FieldError::new(what, FieldProblem::NotA("an integer"))),
             }
         };
-        let total_replicas = int(spec.get("totalReplicas"), "spec.totalReplicas")?
-            .ok_or("spec.totalReplicas is required")?;
+        const TOTAL: &str = "spec.totalReplicas";
+        let total_replicas = int(spec.get("totalReplicas"), TOTAL)?
+            .ok_or_else(|| FieldError::new(TOTAL, FieldProblem::Required))?;
         if !(0..=i64::from(i32::MAX)).contains(&total_replicas) {
-            return Err(format!(
-                "spec.totalReplicas {total_replicas} is out of range"
+            return Err(FieldError::new(
+                TOTAL,
+                FieldProblem::OutOfRange(total_replicas),
             ));
         }
         let rebalance = match spec.get("rebalance") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return Err("spec.rebalance is not a boolean".into()),
+            Some(_) => {
+                return Err(FieldError::new(
+                    "spec.rebalance",
+                    FieldProblem::NotA("a boolean"),
+                ));
+            }
         };
         let mut clusters = BTreeMap::new();
         match spec.get("clusters") {
@@ -70,7 +78,12 @@ impl Preferences {
                     );
                 }
             }
-            Some(_) => return Err("spec.clusters is not a map".into()),
+            Some(_) => {
+                return Err(FieldError::new(
+                    "spec.clusters",
+                    FieldProblem::NotA("a map"),
+                ));
+            }
         }
         Ok(Preferences {
             total_replicas,
@@ -778,6 +791,10 @@ mod tests {
             &serde_json::json!({"totalReplicas": 1, "clusters": {"c": {"weight": "x"}}}),
         )
         .unwrap_err();
-        assert!(err.contains("spec.clusters[c].weight"), "{err}");
+        assert_eq!(err.to_string(), "spec.clusters[c].weight is not an integer");
+        assert_eq!(
+            Preferences::from_spec(&serde_json::json!({})).unwrap_err(),
+            FieldError::new("spec.totalReplicas", FieldProblem::Required)
+        );
     }
 }
