@@ -36,7 +36,7 @@ pub enum Command {
     /// Keep (enable) or delete (disable) member copies when a federated object is deleted
     OrphaningDeletion(crate::cmd::orphaning::OrphaningOptions),
     /// Propagate federated resources to member clusters once (live), or render them offline (--from)
-    Reconcile(crate::cmd::reconcile::ReconcileOptions),
+    Reconcile(Box<crate::cmd::reconcile::ReconcileOptions>),
     /// Show clusters, federated types and per-cluster propagation
     Status(crate::cmd::status::StatusOptions),
     /// Remove a member cluster from the federation

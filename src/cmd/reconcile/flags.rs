@@ -1,0 +1,292 @@
+//! `reconcile`'s flags in groups, shared by the one-shot run and the watch
+//! (as kubectl's flag structs), and the one place each group becomes what
+//! the engine takes ([`ReconcileOptions::live_options`] for every run,
+//! [`ReconcileOptions::watch_options`] for the watch): a new flag touches
+//! its group and that place.
+
+use super::ReconcileOptions;
+use crate::cmd::options::parse_duration;
+use crate::core::run::lease::LeaseTimings;
+use crate::core::run::shard::Shard;
+use crate::sync::live::{self, observe::Selection};
+use crate::sync::review::files::Proposal;
+use crate::sync::watch::WatchOptions;
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a run reads besides the host: files to render offline (`--from`)
+/// or a change under review (`-f`).
+#[derive(Args, Debug)]
+pub struct InputFlags {
+    /// Render offline from these files or directories (- for stdin): federated objects, FederatedNamespaces, RSPs, KubeFedClusters
+    #[arg(long = "from", value_name = "PATH")]
+    pub from: Vec<PathBuf>,
+
+    /// Live: these files' federated objects, FederatedNamespaces and RSPs
+    /// (files, directories, - for stdin) replace the host's for this run:
+    /// planned with --dry-run, else applied to the host first (server-side)
+    #[arg(short = 'f', long = "filename", value_name = "PATH", conflicts_with_all = ["from", "watch", "shard"])]
+    pub filenames: Vec<PathBuf>,
+
+    /// With -f: read directories' subdirectories too
+    #[arg(short = 'R', long, requires = "filenames")]
+    pub recursive: bool,
+
+    /// With -f and -l: host objects of the files' federated types that -l selects and the files lack are deleted
+    #[arg(long, requires_all = ["filenames", "selector"])]
+    pub prune: bool,
+
+    /// With -f: take over fields another field manager owns (as kubectl apply --server-side)
+    #[arg(long, requires = "filenames", conflicts_with = "dry_run")]
+    pub force_conflicts: bool,
+
+    /// With --from: write DIR/<cluster>/<namespace>/<kind>-<name>.yaml instead of printing
+    #[arg(long, value_name = "DIR", requires = "from")]
+    pub output_dir: Option<PathBuf>,
+}
+
+/// Which federated objects and members a run covers.
+#[derive(Args, Debug)]
+pub struct SelectionFlags {
+    /// Live: only touch these members; with --from: clusters to render for, as NAME[:key=value,...]
+    #[arg(long = "cluster", value_name = "CLUSTER")]
+    pub clusters: Vec<String>,
+
+    /// Only these federated types (FederatedTypeConfig name, plural or kind); repeatable
+    #[arg(long = "type", value_name = "TYPE")]
+    pub types: Vec<String>,
+
+    /// Only federated objects in this namespace
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+
+    /// Federated objects in every namespace (the default)
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Only federated objects with these labels (e.g. app=web)
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+
+    /// Only shard I of N (0 <= I < N): objects partitioned by namespace
+    /// (cluster-scoped ones by name); each shard has its own lock
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, conflicts_with = "from")]
+    pub shard: Option<Shard>,
+}
+
+/// A plan instead of a run (`--dry-run`) and what it shows.
+#[derive(Args, Debug)]
+pub struct PlanFlags {
+    /// Print the plan, write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// With --dry-run: show a diff of every member object that would change
+    /// (created and deleted objects whole)
+    #[arg(long)]
+    pub diff: bool,
+
+    /// With --dry-run: send each planned create and update to its member as
+    /// a server-side dry run with strict field validation, so that unknown
+    /// fields and values the member refuses fail the plan (one request per
+    /// planned change)
+    #[arg(long, requires = "dry_run")]
+    pub validate: bool,
+
+    /// With --dry-run: exit 1 when changes are pending
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+/// How a run talks to the members, and what it records on the host.
+#[derive(Args, Debug)]
+pub struct RequestFlags {
+    /// Requests in flight per member cluster [default: 8; with --watch, the KubeFedConfig's syncController.maxConcurrentReconciles when it sets one]
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+
+    /// Timeout of each member request
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Timeout of each member health probe [default: the KubeFedConfig's clusterHealthCheck.timeout; 3s without one]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub probe_timeout: Option<Duration>,
+
+    /// Attempts per member request (429, 5xx, timeouts and conflicts are retried)
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempts: u32,
+
+    /// Record Kubernetes Events on federated objects and KubeFedClusters in the host, as KubeFed does (--events=false: none)
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value_t = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub events: bool,
+}
+
+/// What a run waits for after its writes.
+#[derive(Args, Debug)]
+pub struct WaitFlags {
+    /// Wait up to DURATION (default 5m) for member copies of deleted
+    /// federated objects that are still terminating, then complete the deletion
+    #[arg(
+        long,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "5m",
+        value_parser = parse_duration,
+        conflicts_with = "dry_run"
+    )]
+    pub wait: Option<Duration>,
+
+    /// After propagating, wait up to DURATION (default 5m) until every member
+    /// object this run created or updated is ready (rollout status rules)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "5m",
+        value_parser = parse_duration,
+        conflicts_with = "dry_run"
+    )]
+    pub wait_ready: Option<Duration>,
+
+    /// With --wait-ready: wait for every placed member object, not only those this run wrote
+    #[arg(long, requires = "wait_ready")]
+    pub all: bool,
+}
+
+/// The federation lock, and KubeFed's own.
+#[derive(Args, Debug)]
+pub struct LockFlags {
+    /// Wait up to DURATION for the federation lock another run holds (0: fail at once)
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    pub lock_timeout: Duration,
+
+    /// Run even while KubeFed's own controller-manager holds its leader lock (a migration's overlap)
+    #[arg(long)]
+    pub force: bool,
+
+    /// Do not take the federation lock (only when no other run can overlap)
+    #[arg(long, conflicts_with = "lock_timeout")]
+    pub no_lock: bool,
+}
+
+/// `--watch`: the run as a controller.
+#[derive(Args, Debug)]
+pub struct WatchFlags {
+    /// Keep running: watch the host and the members and propagate every change (a controller)
+    #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "shard", "output", "wait_ready"])]
+    pub watch: bool,
+
+    /// With --watch: wait for the federation lock and take over when its holder stops (high availability)
+    #[arg(long, requires = "watch", conflicts_with_all = ["no_lock", "lock_timeout"])]
+    pub leader_elect: bool,
+
+    /// With --watch: how often members are probed [default: the KubeFedConfig's clusterHealthCheck.period; 10s without one]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "watch")]
+    pub probe_interval: Option<Duration>,
+
+    /// With --watch: how often everything is re-decided, changed or not
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, requires = "watch")]
+    pub resync_period: Duration,
+
+    /// With --watch: serve /healthz, /readyz and /metrics here (e.g. :8080; default: off)
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_bind_address, requires = "watch")]
+    pub metrics_bind_address: Option<std::net::SocketAddr>,
+}
+
+/// `:8080` (every address), `127.0.0.1:8080`, `[::1]:8080`.
+fn parse_bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    let full = match text.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => text.to_string(),
+    };
+    full.parse().map_err(|_| {
+        format!("invalid address {text:?}: expected [HOST]:PORT, e.g. :8080 or 127.0.0.1:8080")
+    })
+}
+
+/// Requests in flight per member when neither `--concurrency` nor (under
+/// `--watch`) the KubeFedConfig says.
+const DEFAULT_CONCURRENCY: usize = 8;
+
+impl ReconcileOptions {
+    /// The live selection and limits, shared by one-shot runs and the watch.
+    /// `configured`: the KubeFedConfig's requests in flight per member (the
+    /// watch reads it; `--concurrency` wins over it).
+    pub(super) fn live_options(
+        &self,
+        proposal: Option<Arc<Proposal>>,
+        configured: Option<usize>,
+    ) -> live::Options {
+        live::Options {
+            selection: Selection {
+                types: self.selection.types.clone(),
+                namespace: if self.selection.all_namespaces {
+                    None
+                } else {
+                    self.selection.namespace.clone()
+                },
+                clusters: self.selection.clusters.clone(),
+                selector: self.selection.selector.clone(),
+                timeout: self.requests.timeout,
+                probe_timeout: self.requests.probe_timeout,
+                shard: self.selection.shard,
+                settings: None,
+            },
+            proposal,
+            dry_run: self.plan.dry_run,
+            validate: self.plan.validate,
+            concurrency: self
+                .requests
+                .concurrency
+                .or(configured)
+                .unwrap_or(DEFAULT_CONCURRENCY),
+            attempts: self.requests.attempts,
+            wait: self.waits.wait,
+            events: (self.requests.events && !self.plan.dry_run)
+                .then(|| Arc::new(crate::sync::passes::events::Recorder::new())),
+        }
+    }
+
+    /// What the watch takes: each round's `run` ([`Self::live_options`]),
+    /// the lock's flags and timings (the KubeFedConfig's `leaderElect`), the
+    /// watch flags, and the host's client without a read timeout.
+    pub(super) fn watch_options(
+        &self,
+        run: live::Options,
+        lock_timings: LeaseTimings,
+        watch_client: kube::Client,
+        verbosity: u8,
+    ) -> WatchOptions {
+        WatchOptions {
+            run,
+            lock_timings,
+            watch_client,
+            probe_interval: self.watch.probe_interval,
+            resync_period: self.watch.resync_period,
+            leader_elect: self.watch.leader_elect,
+            lock_timeout: self.lock.lock_timeout,
+            no_lock: self.lock.no_lock,
+            metrics_bind_address: self.watch.metrics_bind_address,
+            verbosity,
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! A live one-shot run (`reconcile` without `--from` or `--watch`): the
+//! change's files read first, the run lock, the run with a progress bar,
+//! then the report and `--wait-ready`.
+
+use super::ReconcileOptions;
+use super::print::{exit_status, print_report};
+use crate::cmd::options::GlobalOptions;
+use crate::core::run::lease::RECONCILE_LEASE;
+use crate::error::{EXIT_PARTIAL, ExitWith};
+use crate::sync::live::observe::Selection;
+use crate::sync::review::files::{self, Proposal};
+use crate::sync::{live, lock};
+use anyhow::Result;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    // A change's files are read (and any error in them named) before any
+    // cluster is.
+    let proposal = match o.input.filenames.is_empty() {
+        true => None,
+        false => Some(Arc::new(files::load(
+            &o.input.filenames,
+            o.input.recursive,
+            o.selection.namespace.as_deref(),
+            o.input.prune,
+        )?)),
+    };
+    let (_, host) = global.connect_host().await?;
+    host.require_initialised().await?;
+    if !o.plan.dry_run {
+        lock::refuse_beside_kubefed(&host, o.lock.force).await?;
+    }
+    let mut opts = o.live_options(proposal.clone().filter(|_| o.plan.dry_run), None);
+    let progress = progress_bar(o);
+    let lock = take_run_lock(&host, o, &mut opts).await?;
+    // From here on a signal releases the lock (while waiting for it, the
+    // default action still ends the process at once).
+    let mut signals = crate::terminal::signals::Signals::new()?;
+    let bar = Bar(&progress);
+    let run = async {
+        // Applied under the lock, then propagated by the same run.
+        if let (Some(p), false) = (&proposal, o.plan.dry_run) {
+            for line in apply_files(&host, &opts, p, o).await? {
+                eprintln!("{line}");
+            }
+        }
+        live::reconcile(&host, &opts, &bar).await
+    };
+    let report = tokio::select! {
+        report = run => report,
+        signal = signals.next() => {
+            // The run stops between requests; a later run converges.
+            progress.finish_and_clear();
+            if let Some(lock) = lock {
+                lock.release().await?;
+            }
+            return Err(ExitWith {
+                code: 128 + signal,
+                message: "interrupted; the federation lock is released and the next run completes the work".into(),
+            }
+            .into());
+        }
+    };
+    // Released whatever the run's outcome; the run's own error comes first.
+    let released = match lock {
+        Some(lock) => lock.release().await,
+        None => Ok(()),
+    };
+    let report = report?;
+    released?;
+    progress.finish_and_clear();
+
+    print_report(global, o, &report)?;
+    if let Some(wait) = o.waits.wait_ready {
+        wait_ready(&host, &report, wait, o).await?;
+    }
+    exit_status(o, &report)
+}
+/// The progress bar of a run: on a terminal, when nothing is printed as
+/// a document; hidden otherwise.
+fn progress_bar(o: &ReconcileOptions) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() || o.output.is_some() {
+        return indicatif::ProgressBar::hidden();
+    }
+    styled_bar("reconcile", "member requests")
+}
+/// A bar on stderr, `PREFIX [====>   ] 3/10 UNIT`.
+fn styled_bar(prefix: &'static str, unit: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(prefix);
+    bar
+}
+/// The run lock: one live reconcile of a federation at a time (none for a
+/// dry run or `--no-lock`). The KubeFedConfig is read before it for its
+/// timings, and handed to the run.
+async fn take_run_lock(
+    host: &crate::clients::host::Host,
+    o: &ReconcileOptions,
+    opts: &mut live::Options,
+) -> Result<Option<lock::RunLock>> {
+    if o.plan.dry_run || o.lock.no_lock {
+        return Ok(None);
+    }
+    let name = o.selection.shard.map_or(RECONCILE_LEASE.to_string(), |s| {
+        s.lease_name(RECONCILE_LEASE)
+    });
+    let settings = host.settings().await?;
+    opts.selection.settings = Some(settings);
+    Ok(Some(
+        lock::take(host, &name, o.lock.lock_timeout, settings.leader_elect).await?,
+    ))
+}
+/// `-f` without `--dry-run`: the files' objects server-side applied to the
+/// host (checked against every enabled type, whatever `--type` says).
+async fn apply_files(
+    host: &crate::clients::host::Host,
+    opts: &live::Options,
+    p: &Proposal,
+    o: &ReconcileOptions,
+) -> Result<Vec<String>> {
+    let every_type = Selection {
+        types: Vec::new(),
+        ..opts.selection.clone()
+    };
+    let types = crate::sync::live::observe::enabled_types(host, &every_type).await?;
+    files::apply(
+        host,
+        &types,
+        p,
+        o.selection.selector.as_deref(),
+        o.input.force_conflicts,
+    )
+    .await
+}
+/// `--wait-ready`: waits for the member objects the run wrote (`--all`:
+/// every placed one); exit 3 naming each one not ready in time, or failed.
+async fn wait_ready(
+    host: &crate::clients::host::Host,
+    report: &crate::sync::live::report::Report,
+    wait: Duration,
+    o: &ReconcileOptions,
+) -> Result<()> {
+    let objects: Vec<_> = report
+        .placed
+        .iter()
+        .filter(|p| p.written || o.waits.all)
+        .cloned()
+        .collect();
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let members = crate::clients::members::load(host, o.requests.timeout, &[]).await?;
+    let bar = if std::io::stderr().is_terminal() {
+        Some(styled_bar("waiting", "ready"))
+    } else {
+        None
+    };
+    let until = tokio::time::Instant::now() + wait;
+    let left =
+        crate::sync::live::ready::wait_ready(&members, &objects, until, &ReadyBar(bar.as_ref()))
+            .await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if left.is_empty() {
+        eprintln!("{} member object(s) ready", objects.len());
+        return Ok(());
+    }
+    for w in &left {
+        eprintln!("not ready: {}", w.line());
+    }
+    let failed = left.iter().any(|w| {
+        matches!(
+            w.readiness,
+            crate::core::propagation::readiness::Readiness::Failed(_)
+        )
+    });
+    Err(ExitWith {
+        code: EXIT_PARTIAL,
+        message: if failed {
+            format!("{} member object(s) will not become ready", left.len())
+        } else {
+            format!(
+                "{} of {} member object(s) not ready after {}",
+                left.len(),
+                objects.len(),
+                crate::core::run::lease::ago(wait.as_secs() as i64)
+            )
+        },
+    }
+    .into())
+}
+/// `--wait-ready`'s progress: a bar on a terminal, else a line per object.
+struct ReadyBar<'a>(Option<&'a indicatif::ProgressBar>);
+impl crate::sync::live::ready::WaitProgress for ReadyBar<'_> {
+    fn total(&self, n: u64) {
+        if let Some(b) = self.0 {
+            b.set_length(n);
+        }
+    }
+    fn ready(&self, w: &crate::sync::live::ready::Waiting) {
+        match self.0 {
+            Some(b) => b.inc(1),
+            None => eprintln!("ready: {}: {}", w.cluster, w.object),
+        }
+    }
+}
+/// The engine's progress as a bar on the terminal.
+struct Bar<'a>(&'a indicatif::ProgressBar);
+impl crate::sync::live::progress::Progress for Bar<'_> {
+    fn requests(&self, total: u64) {
+        self.0.set_length(total);
+    }
+    fn request_done(&self) {
+        self.0.inc(1);
+    }
+}

@@ -1,0 +1,177 @@
+//! `kubefedctl reconcile`: the one-shot sync. Live, against the host and
+//! its members ([`live`]); as a controller ([`watch`]); or offline
+//! (`--from PATH`, [`render`]), rendering member manifests. The flags come
+//! in groups ([`flags`]) shared by the one-shot run and the watch, each
+//! turned once into what the engine takes; [`print`] prints what a run did.
+
+mod flags;
+mod live;
+mod print;
+mod render;
+mod watch;
+
+pub use flags::{
+    InputFlags, LockFlags, PlanFlags, RequestFlags, SelectionFlags, WaitFlags, WatchFlags,
+};
+
+use crate::cmd::options::GlobalOptions;
+use crate::terminal::output::DocumentFormat;
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 converged (or, with --dry-run --exit-code, nothing to do);
+1 error before any change (the federation lock held by another run included),
+  or changes pending with --dry-run --exit-code;
+3 partial: some objects or clusters failed (listed on stderr);
+130/143 interrupted by Ctrl-C/SIGTERM (the lock is released).
+
+Examples:
+  kubefedctl reconcile --from testdata/demo                    # offline: print member manifests
+  kubefedctl reconcile --from app/ --cluster eu1:region=eu --output-dir out/
+  kubefedctl reconcile                                         # live: every enabled type, every member
+  kubefedctl reconcile --type deployments.apps -n shop --dry-run --diff
+  kubefedctl reconcile --cluster member2 -o json               # only touch member2; JSON summary for CI
+  kubefedctl reconcile --shard 1/3                             # one of three runs that split the work
+  kubefedctl reconcile --watch --leader-elect --metrics-bind-address :8080   # a controller"
+)]
+pub struct ReconcileOptions {
+    #[command(flatten)]
+    pub input: InputFlags,
+    #[command(flatten)]
+    pub selection: SelectionFlags,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    #[command(flatten)]
+    pub requests: RequestFlags,
+    #[command(flatten)]
+    pub waits: WaitFlags,
+    #[command(flatten)]
+    pub lock: LockFlags,
+    #[command(flatten)]
+    pub watch: WatchFlags,
+
+    /// Summary (live) or manifests (--from) as yaml or json; a dry run's plan as markdown (for a pull request)
+    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    pub output: Option<ReconcileOutput>,
+}
+
+/// `-o`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconcileOutput {
+    Yaml,
+    Json,
+    /// A dry run's plan for a pull-request comment or `$GITHUB_STEP_SUMMARY`.
+    Markdown,
+}
+
+impl ReconcileOutput {
+    fn document(self) -> Option<DocumentFormat> {
+        match self {
+            ReconcileOutput::Yaml => Some(DocumentFormat::Yaml),
+            ReconcileOutput::Json => Some(DocumentFormat::Json),
+            ReconcileOutput::Markdown => None,
+        }
+    }
+}
+
+pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
+    let clusters = validate(o)?;
+    if !o.input.from.is_empty() {
+        return render::run(o, &clusters);
+    }
+    if o.watch.watch {
+        return watch::run(global, o).await;
+    }
+    live::run(global, o).await
+}
+
+/// What clap cannot check, before anything is read: `--cluster` values
+/// (with `--from`, `NAME[:k=v,...]` clusters to render for; live, member
+/// names only) and `--concurrency`. Returns the render's clusters.
+fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::propagation::placement::Cluster>> {
+    if o.requests.concurrency == Some(0) {
+        anyhow::bail!("--concurrency must be at least 1");
+    }
+    if let Some(sel) = &o.selection.selector {
+        crate::core::propagation::placement::Selector::parse_flag(sel)
+            .map_err(|e| anyhow::anyhow!("-l {sel:?}: {e}"))?;
+    }
+    if o.output == Some(ReconcileOutput::Markdown) && !o.plan.dry_run {
+        anyhow::bail!("-o markdown prints a plan: use it with --dry-run");
+    }
+    if o.input.from.is_empty() {
+        for c in &o.selection.clusters {
+            if c.contains(':') {
+                anyhow::bail!(
+                    "--cluster {c:?}: labels (NAME:k=v) describe clusters to render for, with --from; a live run names joined members only"
+                );
+            }
+            crate::cmd::options::validate_cluster_name(c)
+                .map_err(|e| anyhow::anyhow!("--cluster: {e}"))?;
+        }
+        return Ok(Vec::new());
+    }
+    o.selection
+        .clusters
+        .iter()
+        .map(|c| crate::sync::render::parse_cluster_flag(c))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn options(args: &[&str]) -> ReconcileOptions {
+        let mut all = vec!["kubefedctl", "reconcile"];
+        all.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(all).unwrap().command {
+            crate::cli::Command::Reconcile(o) => *o,
+            _ => unreachable!("a reconcile command line"),
+        }
+    }
+
+    #[test]
+    fn validate_names_the_flag_before_anything_is_read() {
+        let cases: [(&[&str], Option<&str>); 6] = [
+            (&["--cluster", "m1"], None),
+            (&["--from", "x", "--cluster", "eu1:region=eu"], None),
+            (
+                &["--cluster", "eu1:region=eu"],
+                Some(
+                    "--cluster \"eu1:region=eu\": labels (NAME:k=v) describe clusters to render for",
+                ),
+            ),
+            (
+                &["--cluster", "Bad_Name"],
+                Some("--cluster: invalid cluster name \"Bad_Name\""),
+            ),
+            (
+                &["--concurrency", "0"],
+                Some("--concurrency must be at least 1"),
+            ),
+            (&["-l", "tier in web"], Some("-l \"tier in web\": ")),
+        ];
+        for (args, want) in cases {
+            let got = validate(&options(args))
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            match want {
+                None => assert!(got.is_ok(), "{args:?}: {got:?}"),
+                Some(w) => assert!(
+                    got.as_ref().is_err_and(|e| e.starts_with(w)),
+                    "{args:?}: {got:?}"
+                ),
+            }
+        }
+        let clusters = validate(&options(&["--from", "x", "--cluster", "eu1:region=eu"])).unwrap();
+        assert!(
+            validate(&options(&["-o", "markdown"]))
+                .is_err_and(|e| e.to_string().contains("use it with --dry-run"))
+        );
+        assert_eq!(clusters[0].labels["region"], "eu");
+    }
+}

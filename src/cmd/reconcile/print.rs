@@ -1,0 +1,197 @@
+//! What a run did, printed: the plan, the summary table or a document, a
+//! dry run's markdown plan, notes and failures on stderr, and the exit code.
+
+use super::{ReconcileOptions, ReconcileOutput};
+use crate::cmd::options::GlobalOptions;
+use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
+use anyhow::Result;
+use comfy_table::Cell;
+
+/// The plan (dry run), then the report as the output asks, then notes,
+/// pending deletions, warnings and failures on stderr.
+pub(super) fn print_report(
+    global: &GlobalOptions,
+    o: &ReconcileOptions,
+    report: &crate::sync::live::report::Report,
+) -> Result<()> {
+    if o.plan.dry_run && o.output != Some(ReconcileOutput::Markdown) {
+        for line in &report.plan {
+            println!("{line}");
+        }
+        if o.plan.diff || global.verbosity >= 2 {
+            for d in &report.diffs {
+                print!("{d}");
+            }
+        }
+    }
+    match o.output {
+        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(report, o.plan.dry_run)),
+        Some(format) => {
+            crate::terminal::output::print(report, format.document().expect("yaml or json"))?
+        }
+        None => print!("{}", summary_table(report, o.plan.dry_run)),
+    }
+    for n in &report.notes {
+        eprintln!("note: {n}");
+    }
+    for p in &report.pending {
+        eprintln!("pending: {p}");
+    }
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+    for f in &report.failures {
+        eprintln!("failed: {f}");
+    }
+    Ok(())
+}
+
+/// Exit 3 on failures, 1 on pending changes with `--dry-run --exit-code`.
+pub(super) fn exit_status(
+    o: &ReconcileOptions,
+    report: &crate::sync::live::report::Report,
+) -> Result<()> {
+    if !report.failures.is_empty() {
+        return Err(ExitWith {
+            code: EXIT_PARTIAL,
+            message: format!("{} failure(s); the rest converged", report.failures.len()),
+        }
+        .into());
+    }
+    if o.plan.dry_run && o.plan.exit_code && report.pending_changes() > 0 {
+        return Err(ExitWith {
+            code: EXIT_CHANGES_PENDING,
+            message: format!("{} change(s) pending", report.pending_changes()),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Rows of one member's table in a markdown plan before the rest are
+/// counted; diffs shown in all.
+const MARKDOWN_ROWS: usize = 200;
+const MARKDOWN_DIFFS: usize = 50;
+
+/// A dry run's plan as markdown for a pull request: a summary line, the
+/// host changes of `-f`, per member a table of its changes, then the diffs
+/// in collapsible blocks. Stable order (members by name, changes as
+/// planned); long plans are cut with a count. Secret values are masked in
+/// the diffs already.
+pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let total = r.changes.len();
+    let members: std::collections::BTreeSet<&str> =
+        r.changes.iter().map(|c| c.cluster.as_str()).collect();
+    let host: Vec<&String> = r.plan.iter().filter(|l| l.starts_with("host: ")).collect();
+    let _ = writeln!(
+        out,
+        "### kubefedctl reconcile{}: {total} member change(s) in {} member(s), {} host change(s)\n",
+        if dry_run { " plan" } else { "" },
+        members.len(),
+        host.len()
+    );
+    if !host.is_empty() {
+        let _ = writeln!(out, "#### host\n");
+        for line in &host {
+            let _ = writeln!(out, "- {}", line.trim_start_matches("host: "));
+        }
+        out.push('\n');
+    }
+    for member in &members {
+        let changes: Vec<_> = r.changes.iter().filter(|c| c.cluster == *member).collect();
+        let _ = writeln!(out, "#### {member}\n\n| change | object |\n|---|---|");
+        for c in changes.iter().take(MARKDOWN_ROWS) {
+            let _ = writeln!(out, "| {} | `{}` |", c.verb, c.object);
+        }
+        if changes.len() > MARKDOWN_ROWS {
+            let _ = writeln!(out, "\n… and {} more", changes.len() - MARKDOWN_ROWS);
+        }
+        out.push('\n');
+    }
+    let diffs: Vec<_> = r.changes.iter().filter(|c| c.diff.is_some()).collect();
+    for c in diffs.iter().take(MARKDOWN_DIFFS) {
+        let _ = writeln!(
+            out,
+            "<details><summary>{}: {} {}</summary>\n\n```diff\n{}```\n\n</details>\n",
+            c.cluster,
+            c.verb,
+            c.object,
+            c.diff.as_deref().unwrap_or_default()
+        );
+    }
+    if diffs.len() > MARKDOWN_DIFFS {
+        let _ = writeln!(out, "… and {} more diffs\n", diffs.len() - MARKDOWN_DIFFS);
+    }
+    if !r.failures.is_empty() {
+        let _ = writeln!(out, "#### failures\n");
+        for f in &r.failures {
+            let _ = writeln!(out, "- {f}");
+        }
+    }
+    out
+}
+
+/// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
+pub fn summary_table(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
+    let mut t = crate::terminal::output::table(&[
+        "CLUSTER",
+        "READY",
+        if dry_run { "TO CREATE" } else { "CREATED" },
+        if dry_run { "TO UPDATE" } else { "UPDATED" },
+        if dry_run { "TO DELETE" } else { "DELETED" },
+        "UNCHANGED",
+        "FAILED",
+    ]);
+    for (name, c) in &r.clusters {
+        t.add_row(vec![
+            Cell::new(name),
+            Cell::new(if c.ready { "True" } else { "False" }),
+            Cell::new(c.created),
+            Cell::new(c.updated),
+            Cell::new(c.deleted),
+            Cell::new(c.unchanged),
+            Cell::new(c.failed),
+        ]);
+    }
+    crate::terminal::output::table_text(&t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::live::report::{PlannedChange, Report};
+
+    #[test]
+    fn a_markdown_plan_has_a_table_per_member_and_collapsed_diffs() {
+        let change = |cluster: &str, verb: &str, name: &str, diff: Option<&str>| PlannedChange {
+            cluster: cluster.into(),
+            verb: verb.into(),
+            object: format!("ConfigMap shop/{name}"),
+            diff: diff.map(str::to_string),
+        };
+        let mut r = Report {
+            plan: vec!["host: create FederatedConfigMap shop/new".into()],
+            changes: vec![
+                change("m2", "create", "new", None),
+                change("m1", "update", "web", Some("-a: 1\n+a: 2\n")),
+            ],
+            ..Report::default()
+        };
+        for i in 0..(MARKDOWN_ROWS + 3) {
+            r.changes
+                .push(change("m3", "delete", &format!("x{i}"), None));
+        }
+        let md = markdown_plan(&r, true);
+        assert!(md.starts_with("### kubefedctl reconcile plan: 205 member change(s) in 3 member(s), 1 host change(s)"), "{md}");
+        assert!(md.contains("#### host\n\n- create FederatedConfigMap shop/new"));
+        let m1 = md.find("#### m1").unwrap();
+        let m2 = md.find("#### m2").unwrap();
+        assert!(m1 < m2, "members in name order");
+        assert!(md.contains("| update | `ConfigMap shop/web` |"));
+        assert!(md.contains("<details><summary>m1: update ConfigMap shop/web</summary>\n\n```diff\n-a: 1\n+a: 2\n```"));
+        assert!(md.contains("… and 3 more"));
+        assert!(!md.contains("shop/x200"), "cut after {MARKDOWN_ROWS} rows");
+    }
+}
