@@ -1,0 +1,254 @@
+//! Rounds, the watch's reconcile: each starts as a task of its own over
+//! the keys the queue has ready (or over everything, a full round, which
+//! runs alone), with an observation built from the cache, and its result
+//! comes back into the loop: keys succeed or wait their backoff, and the
+//! metrics count it. Kept apart from the loop (`mod.rs`) as kube-runtime
+//! keeps its runner and scheduler apart from the reconcile.
+
+use super::Controller;
+use super::cache::WorkKey;
+use super::metrics::Metrics;
+use crate::parallel::locked;
+use crate::sync::live::observe::{self, Observation};
+use crate::sync::live::{self, Passes, RoundOutcome};
+use anyhow::Result;
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Rounds at once. Each works on objects no other round holds; the bound
+/// only keeps a storm of events from opening unbounded tasks.
+pub(super) const ROUNDS_IN_FLIGHT: usize = 64;
+
+/// What a round tells the metrics as it goes: each member write's time.
+struct RoundProgress<'a>(&'a Metrics);
+
+impl crate::sync::live::progress::Progress for RoundProgress<'_> {
+    fn requests(&self, _: u64) {}
+    fn request_done(&self) {}
+    fn member_write(&self, effect: &crate::core::propagation::record::Effect, took: Duration) {
+        self.0.member_write(effect, took);
+    }
+}
+
+/// A round's result, back in the loop.
+pub(super) struct RoundDone {
+    full: bool,
+    taken: Vec<(WorkKey, Instant)>,
+    result: Result<RoundResult>,
+}
+
+struct RoundResult {
+    outcome: RoundOutcome,
+    failed: BTreeSet<WorkKey>,
+    changed: BTreeSet<WorkKey>,
+    /// Changed a member or wrote to the host: its next round waits a second.
+    wrote: BTreeSet<WorkKey>,
+}
+
+impl Controller<'_> {
+    /// Stopping: the rounds in flight complete.
+    pub(super) async fn finish_rounds(&mut self) {
+        tracing::info!("stopping: the rounds in flight complete; releasing the federation lock");
+        while let Some(done) = self.rounds.join_next().await {
+            if let Ok(done) = done {
+                self.finish(done);
+            }
+        }
+    }
+
+    /// Starts the next round if one may run; returns whether a full round
+    /// is still due. A full round runs alone, after the rounds in flight.
+    pub(super) fn next_round(&mut self, full: bool) -> bool {
+        if full {
+            if self.rounds.is_empty() {
+                self.start_round(true);
+                return false;
+            }
+            return true;
+        }
+        if !self.full_running
+            && self.rounds.len() < ROUNDS_IN_FLIGHT
+            && self.queue.has_ready(Instant::now())
+        {
+            self.start_round(false);
+        }
+        false
+    }
+
+    /// The members a round may touch: the unready (their objects show
+    /// ClusterNotReady) and the ready whose watches have listed.
+    fn touched(&self) -> BTreeSet<String> {
+        let types = self.types();
+        self.members
+            .iter()
+            .zip(&self.health)
+            .filter(|(m, _)| self.touchable(&m.name))
+            .filter(|(m, h)| !h.is_ready() || self.cache.member_synced(&m.name, &types))
+            .map(|(m, _)| m.name.clone())
+            .collect()
+    }
+
+    fn observe(&self, keys: Option<&BTreeSet<WorkKey>>) -> Observation {
+        let mut seen = self.cache.observe(
+            &self.host.namespace,
+            self.namespace().as_deref(),
+            &self.types(),
+            (&self.members, &self.health),
+            self.touched(),
+            keys,
+        );
+        // FederatedNamespaces are watched whatever -l says (they place
+        // everything in them); -l still chooses which of them a round decides.
+        if let Some(sel) = &self.o.run.selection.selector {
+            // Checked by reconcile's validate step: it parses.
+            let _ = observe::retain_selected_namespaces(&mut seen.types, sel);
+        }
+        seen
+    }
+
+    /// Starts a round as a task of its own: a full one over everything, or
+    /// one over the keys that are ready (and in flight from now on).
+    fn start_round(&mut self, full: bool) {
+        let taken = self.queue.take_ready(Instant::now());
+        if !full && taken.is_empty() {
+            return;
+        }
+        let keys: BTreeSet<WorkKey> = taken.iter().map(|(k, _)| k.clone()).collect();
+        let seen = self.observe(if full { None } else { Some(&keys) });
+        let passes = Passes {
+            cluster_health: false,
+            dns: full,
+        };
+        if full {
+            self.full_running = true;
+            self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
+        }
+        self.metrics
+            .rounds_in_flight
+            .fetch_add(1, Ordering::Relaxed);
+        let shared = self.shared.clone();
+        let metrics = self.metrics.clone();
+        self.rounds.spawn(async move {
+            let started = Instant::now();
+            let mut seen = seen;
+            let timeout = shared.run.selection.timeout;
+            let result = async {
+                observe::finish_from_cache(&shared.host, &mut seen, timeout, full).await?;
+                let progress = RoundProgress(&metrics);
+                live::round(&shared.host, &mut seen, &shared.run, passes, &progress).await
+            }
+            .await
+            .map(|outcome| {
+                let (failed, changed, wrote) = outcome_keys(&outcome);
+                RoundResult {
+                    outcome,
+                    failed,
+                    changed,
+                    wrote,
+                }
+            });
+            crate::parallel::drop_in_background(seen);
+            let took = started.elapsed();
+            locked(&metrics.round_time.0).observe(took);
+            locked(&metrics.round_time_upstream.0).observe(took);
+            RoundDone {
+                full,
+                taken,
+                result,
+            }
+        });
+    }
+
+    /// A round ended: its keys succeed, or wait their backoff.
+    pub(super) fn finish(&mut self, done: RoundDone) {
+        let now = Instant::now();
+        self.metrics.rounds.fetch_add(1, Ordering::Relaxed);
+        self.metrics
+            .rounds_in_flight
+            .fetch_sub(1, Ordering::Relaxed);
+        if done.full {
+            self.full_running = false;
+            self.metrics.synced.store(true, Ordering::Relaxed);
+        }
+        let r = match done.result {
+            Ok(r) => r,
+            Err(e) => {
+                self.metrics.failures.fetch_add(1, Ordering::Relaxed);
+                self.report_failure(crate::error::one_line(&e));
+                for (k, since) in done.taken {
+                    self.queue.failed(k, since, now);
+                }
+                return;
+            }
+        };
+        for (k, since) in done.taken {
+            if r.failed.contains(&k) {
+                self.queue.failed(k, since, now);
+            } else {
+                self.queue.succeeded(&k);
+                if r.wrote.contains(&k) {
+                    self.queue.wrote(k.clone(), now);
+                }
+                if r.changed.contains(&k) {
+                    locked(&self.metrics.latency).observe(now.saturating_duration_since(since));
+                }
+            }
+        }
+        for o in &r.outcome.objects {
+            for c in &o.changes {
+                tracing::debug!("{c}");
+            }
+        }
+        let failed = r.outcome.objects.iter().filter(|o| o.failed).count();
+        self.metrics
+            .objects_reconciled
+            .fetch_add(r.outcome.objects.len() as u64, Ordering::Relaxed);
+        self.metrics
+            .objects_failed
+            .fetch_add(failed as u64, Ordering::Relaxed);
+        let report = &r.outcome.report;
+        self.metrics
+            .failures
+            .fetch_add(report.failures.len() as u64, Ordering::Relaxed);
+        for f in &report.failures {
+            self.report_failure(f.clone());
+        }
+        for w in report.warnings.clone() {
+            self.report_warning(w);
+        }
+        let mut counts = locked(&self.metrics.members);
+        for m in &self.members {
+            let c = counts.entry(m.name.clone()).or_default();
+            c.requests = m.requests.load(Ordering::Relaxed);
+            if let Some(r) = report.clusters.get(&m.name) {
+                c.writes += (r.created + r.updated + r.deleted) as u64;
+                c.failures += r.failed as u64;
+            }
+        }
+    }
+}
+
+/// The keys of a round's outcome that failed, those that changed a member,
+/// and those that wrote anywhere: an outcome names its object as the queue
+/// does.
+fn outcome_keys(
+    outcome: &RoundOutcome,
+) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
+    let mut failed = BTreeSet::new();
+    let mut changed = BTreeSet::new();
+    let mut wrote = BTreeSet::new();
+    for o in &outcome.objects {
+        let k = o.object.federated();
+        if o.failed {
+            failed.insert(k.clone());
+        }
+        if !o.changes.is_empty() {
+            changed.insert(k.clone());
+        }
+        if !o.changes.is_empty() || o.host_writes > 0 {
+            wrote.insert(k.clone());
+        }
+    }
+    (failed, changed, wrote)
+}
