@@ -126,7 +126,7 @@ async fn apply_files(
     opts: &live::Options,
     p: &Proposal,
     o: &ReconcileOptions,
-) -> Result<Vec<String>> {
+) -> Result<Vec<crate::core::outcome::Change>> {
     let every_type = Selection {
         types: Vec::new(),
         ..opts.selection.clone()

@@ -3,6 +3,7 @@
 
 use super::{ReconcileOptions, ReconcileOutput};
 use crate::cmd::options::GlobalOptions;
+use crate::core::outcome::{Change, Place};
 use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
 use anyhow::Result;
 use comfy_table::Cell;
@@ -15,12 +16,12 @@ pub(super) fn print_report(
     report: &crate::sync::live::report::Report,
 ) -> Result<()> {
     if o.plan.dry_run && o.output != Some(ReconcileOutput::Markdown) {
-        for line in &report.plan {
-            println!("{line}");
+        for change in &report.changes {
+            println!("{change}");
         }
         if o.plan.diff || global.verbosity >= 2 {
-            for d in &report.diffs {
-                print!("{d}");
+            for diff in report.changes.iter().filter_map(|c| c.diff.as_ref()) {
+                print!("{diff}");
             }
         }
     }
@@ -81,10 +82,11 @@ const MARKDOWN_DIFFS: usize = 50;
 pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let total = r.changes.len();
-    let members: std::collections::BTreeSet<&str> =
-        r.changes.iter().map(|c| c.cluster.as_str()).collect();
-    let host: Vec<&String> = r.plan.iter().filter(|l| l.starts_with("host: ")).collect();
+    let (host, member_changes): (Vec<&Change>, Vec<&Change>) =
+        r.changes.iter().partition(|c| c.place == Place::Host);
+    let total = member_changes.len();
+    let members: std::collections::BTreeSet<&Place> =
+        member_changes.iter().map(|c| &c.place).collect();
     let _ = writeln!(
         out,
         "### kubefedctl reconcile{}: {total} member change(s) in {} member(s), {} host change(s)\n",
@@ -94,13 +96,16 @@ pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> St
     );
     if !host.is_empty() {
         let _ = writeln!(out, "#### host\n");
-        for line in &host {
-            let _ = writeln!(out, "- {}", line.trim_start_matches("host: "));
+        for change in &host {
+            let _ = writeln!(out, "- {}", change.what());
         }
         out.push('\n');
     }
     for member in &members {
-        let changes: Vec<_> = r.changes.iter().filter(|c| c.cluster == *member).collect();
+        let changes: Vec<_> = member_changes
+            .iter()
+            .filter(|c| c.place == **member)
+            .collect();
         let _ = writeln!(out, "#### {member}\n\n| change | object |\n|---|---|");
         for c in changes.iter().take(MARKDOWN_ROWS) {
             let _ = writeln!(out, "| {} | `{}` |", c.verb, c.object);
@@ -110,12 +115,12 @@ pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> St
         }
         out.push('\n');
     }
-    let diffs: Vec<_> = r.changes.iter().filter(|c| c.diff.is_some()).collect();
+    let diffs: Vec<_> = member_changes.iter().filter(|c| c.diff.is_some()).collect();
     for c in diffs.iter().take(MARKDOWN_DIFFS) {
         let _ = writeln!(
             out,
             "<details><summary>{}: {} {}</summary>\n\n```diff\n{}```\n\n</details>\n",
-            c.cluster,
+            c.place,
             c.verb,
             c.object,
             c.diff.as_deref().unwrap_or_default()
@@ -161,19 +166,21 @@ pub fn summary_table(r: &crate::sync::live::report::Report, dry_run: bool) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::live::report::{PlannedChange, Report};
+    use crate::sync::live::report::Report;
 
     #[test]
     fn a_markdown_plan_has_a_table_per_member_and_collapsed_diffs() {
-        let change = |cluster: &str, verb: &str, name: &str, diff: Option<&str>| PlannedChange {
-            cluster: cluster.into(),
-            verb: verb.into(),
-            object: format!("ConfigMap shop/{name}"),
+        let change = |cluster: &str, verb: &str, name: &str, diff: Option<&str>| Change {
             diff: diff.map(str::to_string),
+            ..Change::new(
+                Place::member(cluster),
+                verb,
+                format!("ConfigMap shop/{name}"),
+            )
         };
         let mut r = Report {
-            plan: vec!["host: create FederatedConfigMap shop/new".into()],
             changes: vec![
+                Change::new(Place::Host, "create", "FederatedConfigMap shop/new"),
                 change("m2", "create", "new", None),
                 change("m1", "update", "web", Some("-a: 1\n+a: 2\n")),
             ],

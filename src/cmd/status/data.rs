@@ -11,7 +11,7 @@ use crate::core::cluster::health::{
     CREDENTIALS_REFUSED, LEGACY_TOKEN_INVALID_LABEL, legacy_token_invalid,
 };
 use crate::core::cluster::membership::JoinNames;
-use crate::core::propagation::decide::not_served_message;
+use crate::core::propagation::decide::not_served;
 use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -351,7 +351,7 @@ pub(super) async fn explain_unlisted(
                 let elsewhere = elsewhere.get(&c.name).cloned().unwrap_or_default();
                 c.message = Some(format!(
                     "{}; recorded as CachedRetrievalFailed",
-                    not_served_message(
+                    not_served(
                         &c.name,
                         &t.plural_name,
                         t.group.as_deref().unwrap_or(""),

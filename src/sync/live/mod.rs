@@ -26,6 +26,7 @@ pub mod report;
 use crate::clients::host::Host;
 use crate::clients::members::{Health, Member};
 use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
+use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
 use crate::core::propagation::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
 use anyhow::Result;
@@ -105,8 +106,8 @@ pub struct ObjectOutcome {
     pub object: ObjectRef,
     /// Some member request or host write failed: retry after a backoff.
     pub failed: bool,
-    /// One line per member change made (`member1: created ConfigMap shop/web`).
-    pub changes: Vec<String>,
+    /// Each member change made (`member1: created ConfigMap shop/web`).
+    pub changes: Vec<Change>,
     /// Host writes made for it (status, PropagatedVersion, finalizer).
     pub host_writes: usize,
 }
@@ -140,7 +141,7 @@ pub async fn round(
     };
     let mut objects = Vec::new();
     if o.dry_run {
-        report.plan.extend(seen.host_plan.iter().cloned());
+        report.changes.extend(seen.host_plan.iter().cloned());
     }
     report_clusters(seen, &mut report);
     let mut events = Vec::new();
@@ -329,9 +330,9 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
             | Health::Offline { message }
             | Health::ConfigMalformed { message } => message,
         };
-        report.failures.push(format!(
-            "{}: cluster not ready ({why}); its objects are marked ClusterNotReady",
-            m.name
+        report.failures.push(Failure::at(
+            Place::member(&m.name),
+            format!("cluster not ready ({why}); its objects are marked ClusterNotReady"),
         ));
     }
     let namespaced = seen.types.iter().any(|t| t.ty.namespaced);
@@ -459,10 +460,10 @@ async fn resolve_creates(
             }
             Err((_, why)) => {
                 report.cluster(&w.decision.cluster).failed += 1;
-                report.failures.push(format!(
-                    "{}: {}: {why}",
-                    w.decision.cluster,
-                    describe_key(&t.ty.target.kind, &w.key())
+                report.failures.push(Failure::of(
+                    Place::member(&w.decision.cluster),
+                    describe_key(&t.ty.target.kind, &w.key()),
+                    why,
                 ));
                 dropped.push((j, i));
             }
@@ -493,9 +494,6 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
         }
         let verb = action.verb();
         let object = describe_key(kind, &w.key());
-        report
-            .plan
-            .push(format!("{}: {verb} {object}", w.decision.cluster));
         // A listed object carries no kind (its list does): give it its
         // own, so that a diff shows no kind change and a deletion names it.
         let live = w.live.as_ref().map(|l| {
@@ -532,15 +530,10 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
                 desired.as_ref(),
             )
         });
-        report.diffs.extend(diff.clone());
-        report
-            .changes
-            .push(crate::sync::live::report::PlannedChange {
-                cluster: w.decision.cluster.clone(),
-                verb: verb.to_string(),
-                object,
-                diff,
-            });
+        report.changes.push(Change {
+            diff,
+            ..Change::new(Place::member(&w.decision.cluster), verb, object)
+        });
     }
 }
 
@@ -640,7 +633,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
         for e in f.refused.iter().chain(&f.write_failed) {
             report
                 .failures
-                .push(format!("host: {what}: {}", crate::error::one_line(e)));
+                .push(Failure::of(Place::Host, &what, crate::error::one_line(e)));
         }
         report.pending.extend(f.pending);
         for (w, result) in &f.results {
@@ -668,16 +661,18 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
                 Err((_, msg)) => {
                     r.failed += 1;
                     outcome.failed = true;
-                    report
-                        .failures
-                        .push(format!("{}: {msg}", w.decision.cluster));
+                    report.failures.push(Failure::of(
+                        Place::member(&w.decision.cluster),
+                        describe_key(&t.ty.target.kind, &w.key()),
+                        msg,
+                    ));
                     continue;
                 }
             };
-            outcome.changes.push(format!(
-                "{}: {verb} {}",
-                w.decision.cluster,
-                describe_key(&t.ty.target.kind, &w.key())
+            outcome.changes.push(Change::new(
+                Place::member(&w.decision.cluster),
+                verb,
+                describe_key(&t.ty.target.kind, &w.key()),
             ));
         }
         outcomes.push(outcome);

@@ -91,8 +91,8 @@ pub struct Observation {
     pub rsp_pods: BTreeMap<PodQuery, Result<Vec<Value>, String>>,
     /// The host has the multi-cluster DNS API (`init --with-dns`).
     pub dns_installed: bool,
-    /// What a proposal (`-f --dry-run`) changes on the host, as plan lines.
-    pub host_plan: Vec<String>,
+    /// What a proposal (`-f --dry-run`) changes on the host.
+    pub host_plan: Vec<crate::core::outcome::Change>,
     /// A watch round: per type (aligned with `types`), the only keys it
     /// covers; `objects` hold those of them that exist, and orphans are
     /// looked for among them only. `None`: everything was observed.

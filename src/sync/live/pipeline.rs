@@ -271,12 +271,6 @@ impl<'a> Pipeline<'a> {
                 "no client for this member".into(),
             )),
         };
-        let result = result.map_err(|(s, m)| {
-            (
-                s,
-                format!("{}: {m}", describe_key(&t.target.kind, &w.key())),
-            )
-        });
         self.progress.request_done();
         (w, result)
     }
@@ -330,8 +324,7 @@ fn remote_statuses(
 }
 
 /// What upstream's sync controller records for one object's member
-/// requests (`core::events`): failure messages without the object's name
-/// in front (upstream's messages name it themselves).
+/// requests (`core::events`).
 fn object_events(
     t: &crate::sync::live::observe::ObservedType,
     fed: &Value,
@@ -341,16 +334,6 @@ fn object_events(
 ) -> Vec<crate::core::events::Event> {
     use crate::core::events::{self, Attempt, ObjectRun};
     let kind = &t.ty.target.kind;
-    let stripped: Vec<MemberResult> = results
-        .iter()
-        .map(|(w, r)| {
-            let prefix = format!("{}: ", describe_key(kind, &w.key()));
-            r.clone().map_err(|(s, m)| {
-                let m = m.strip_prefix(&prefix).map(str::to_string).unwrap_or(m);
-                (s, m)
-            })
-        })
-        .collect();
     let warnings = crate::core::propagation::desired::template_warnings(fed);
     let run = ObjectRun {
         fed,
@@ -359,8 +342,7 @@ fn object_events(
         orphaning: plan.deletion.as_ref().is_some_and(|d| d.orphan),
         attempts: results
             .iter()
-            .zip(&stripped)
-            .map(|((w, _), result)| {
+            .map(|(w, result)| {
                 let (ns, name) = w.key();
                 Attempt {
                     cluster: &w.decision.cluster,

@@ -1,8 +1,10 @@
-//! What a live reconcile did (or, dry, would do): per-member counts and
-//! the lines the user reads. Printed by `kubefedctl reconcile` as a table
-//! or as JSON/YAML.
+//! What a live reconcile did (or, dry, would do): per-member counts, its
+//! changes and failures as data (`core::outcome`), and the lines worth
+//! knowing. Printed by `kubefedctl reconcile` as a table, markdown or
+//! JSON/YAML.
 
-use serde::Serialize;
+use crate::core::outcome::{Change, Failure};
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
 /// Per-member counts, for the summary.
@@ -23,10 +25,14 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     pub clusters: BTreeMap<String, ClusterReport>,
-    /// `cluster: kind ns/name: message` for every failure.
-    pub failures: Vec<String>,
-    /// Dry run: one line per pending member change.
-    pub plan: Vec<String>,
+    /// Every failure (JSON: one line each, `cluster: Kind ns/name: why`).
+    #[serde(serialize_with = "lines")]
+    pub failures: Vec<Failure>,
+    /// Dry run: the pending changes, host and members, in the order they
+    /// were planned, member changes with their diffs (JSON: `plan`, one
+    /// line each).
+    #[serde(rename = "plan", serialize_with = "lines")]
+    pub changes: Vec<Change>,
     /// Writes to the host (status, versions, finalizers, RSP results).
     pub host_writes: usize,
     /// Kubernetes Events written to the host (created or bumped).
@@ -40,12 +46,6 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Informational lines.
     pub notes: Vec<String>,
-    #[serde(skip)]
-    pub diffs: Vec<String>,
-    /// Dry run: the pending member changes, one each (what `plan` says
-    /// as lines), for `-o markdown`.
-    #[serde(skip)]
-    pub changes: Vec<PlannedChange>,
     /// The member objects this run placed (`--wait-ready`).
     #[serde(skip)]
     pub placed: Vec<PlacedObject>,
@@ -62,18 +62,6 @@ pub struct PlacedObject {
     pub written: bool,
 }
 
-/// One member change a dry run would make.
-#[derive(Clone, Debug, Default)]
-pub struct PlannedChange {
-    pub cluster: String,
-    /// `create`, `update`, `delete`, `unlabel`.
-    pub verb: String,
-    /// `ConfigMap shop/web`.
-    pub object: String,
-    /// A unified diff (updates), Secret values masked.
-    pub diff: Option<String>,
-}
-
 impl Report {
     pub fn pending_changes(&self) -> usize {
         self.clusters
@@ -86,6 +74,11 @@ impl Report {
     pub fn cluster(&mut self, cluster: &str) -> &mut ClusterReport {
         self.clusters.entry(cluster.to_string()).or_default()
     }
+}
+
+/// A list of changes or failures as the lines they read as.
+fn lines<S: Serializer, T: std::fmt::Display>(items: &[T], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(items.iter().map(ToString::to_string))
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -10,6 +10,7 @@ use crate::core::dns::{
     ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
     endpoints_have_ready_addresses, record_status, slices_have_ready_endpoints,
 };
+use crate::core::outcome::{Change, Failure, Place};
 use crate::core::run::shard::{self, Shard};
 use crate::sync::live::report::Report;
 use anyhow::Result;
@@ -85,10 +86,13 @@ pub async fn refresh_topology(
                                 .await
                             {
                                 Ok(_) => report.host_writes += 1,
-                                Err(e) => report.failures.push(format!(
-                                    "host: topology of {}: {}",
-                                    m.name,
-                                    crate::error::one_line(&api_error(e))
+                                Err(e) => report.failures.push(Failure::at(
+                                    Place::Host,
+                                    format!(
+                                        "topology of {}: {}",
+                                        m.name,
+                                        crate::error::one_line(&api_error(e))
+                                    ),
                                 )),
                             }
                         }
@@ -168,11 +172,14 @@ pub async fn dns_pass(
             )
             .await
             {
-                report.failures.push(format!(
-                    "host: {kind} {}/{}: {}",
-                    obj["metadata"]["namespace"].as_str().unwrap_or(""),
-                    obj["metadata"]["name"].as_str().unwrap_or(""),
-                    crate::error::one_line(&e)
+                report.failures.push(Failure::of(
+                    Place::Host,
+                    format!(
+                        "{kind} {}/{}",
+                        obj["metadata"]["namespace"].as_str().unwrap_or(""),
+                        obj["metadata"]["name"].as_str().unwrap_or(""),
+                    ),
+                    crate::error::one_line(&e),
                 ));
             }
         }
@@ -343,11 +350,10 @@ async fn write_endpoints(
         return Ok(());
     }
     if dry_run {
-        report.plan.push(format!(
-            "host: {} DNSEndpoint {}/{}",
+        report.changes.push(Change::new(
+            Place::Host,
             if live.is_some() { "update" } else { "create" },
-            record.namespace,
-            endpoints.name
+            format!("DNSEndpoint {}/{}", record.namespace, endpoints.name),
         ));
         return Ok(());
     }

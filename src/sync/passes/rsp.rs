@@ -7,6 +7,7 @@ use crate::apply::{api_error_line, dynamic_api};
 use crate::clients::host::Host;
 use crate::clients::members::Member;
 use crate::core::describe::{describe, key_of};
+use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::decide::Listing;
 use crate::core::propagation::member::{ManagedLabel, managed_label};
 use crate::core::propagation::placement::Cluster;
@@ -86,9 +87,12 @@ fn replicas_now(
         }
     }
     if !unobservable.is_empty() {
-        report.failures.push(format!(
-            "host: replica scheduling of {what} skipped, replicas not observable in {}",
-            unobservable.join("; ")
+        report.failures.push(Failure::at(
+            Place::Host,
+            format!(
+                "replica scheduling of {what} skipped, replicas not observable in {}",
+                unobservable.join("; ")
+            ),
         ));
         return None;
     }
@@ -139,10 +143,10 @@ pub async fn schedule_replicas(
         ) {
             Ok(Scheduled::Unchanged) => {}
             Ok(Scheduled::Updated(obj)) if dry_run => {
-                report.plan.push(format!(
-                    "host: update {} (replica scheduling)",
-                    describe(&target_kind, &obj)
-                ));
+                report.changes.push(
+                    Change::new(Place::Host, "update", describe(&target_kind, &obj))
+                        .because("replica scheduling"),
+                );
                 t.objects[idx] = obj;
             }
             Ok(Scheduled::Updated(obj)) => {
@@ -159,12 +163,15 @@ pub async fn schedule_replicas(
                         t.objects[idx] = serde_json::to_value(updated)?;
                         writes += 1;
                     }
-                    Err(e) => report
-                        .failures
-                        .push(format!("host: scheduling {what}: {}", api_error_line(e))),
+                    Err(e) => report.failures.push(Failure::at(
+                        Place::Host,
+                        format!("scheduling {what}: {}", api_error_line(e)),
+                    )),
                 }
             }
-            Err(e) => report.failures.push(format!("host: {e}")),
+            Err(e) => report
+                .failures
+                .push(Failure::at(Place::Host, e.to_string())),
         }
     }
     Ok(writes)

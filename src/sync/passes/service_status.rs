@@ -7,6 +7,7 @@
 use crate::apply::{api_error, dynamic_api};
 use crate::clients::host::Host;
 use crate::core::describe::key_of;
+use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::decide::Listing;
 use crate::core::service_status::{Write, desired, write};
 use crate::sync::live::observe::{Observation, ObservedType, list_all};
@@ -27,10 +28,10 @@ pub async fn write_all(host: &Host, seen: &Observation, dry_run: bool, report: &
     };
     for t in seen.types.iter().filter(due) {
         if let Err(e) = write_type(host, seen, t, dry_run, report).await {
-            report.failures.push(format!(
-                "host: {}: {}",
+            report.failures.push(Failure::of(
+                Place::Host,
                 t.service_status.as_ref().map_or("", |s| s.kind.as_str()),
-                crate::error::one_line(&e)
+                crate::error::one_line(&e),
             ));
         }
     }
@@ -83,7 +84,7 @@ async fn write_type(
         };
         let what = format!("{} {}/{}", ar.kind, key.0, key.1);
         if dry_run {
-            report.plan.push(format!("host: {verb} {what}"));
+            report.changes.push(Change::new(Place::Host, verb, what));
             continue;
         }
         let api = dynamic_api(&host.client, Some(&key.0), ar);
@@ -94,9 +95,9 @@ async fn write_type(
         };
         match done.map_err(api_error) {
             Ok(_) => report.host_writes += 1,
-            Err(e) => report.failures.push(format!(
-                "host: {verb} {what}: {}",
-                crate::error::one_line(&e)
+            Err(e) => report.failures.push(Failure::at(
+                Place::Host,
+                format!("{verb} {what}: {}", crate::error::one_line(&e)),
             )),
         }
     }

@@ -8,6 +8,7 @@ use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error_line, dynamic_api, resource_of};
 use crate::clients::host::Host;
 use crate::core::describe::{ObjectKey, describe_federated, key_of};
+use crate::core::outcome::{Change, Place};
 use crate::core::propagation::field_owners;
 use crate::core::propagation::proposal::{self, Proposed};
 use crate::sync::live::observe::{Observation, ObservedType, federated_namespaces};
@@ -143,9 +144,9 @@ pub fn resolved(types: &[ObservedType], p: &Proposal) -> Result<Vec<Sourced>> {
 }
 
 /// The dry run: the proposal's objects take the place of the host's in
-/// `seen` (types the files do not name are left as they are). Returns one
-/// plan line per host object the change creates, updates or prunes.
-pub fn overlay(seen: &mut Observation, p: &Proposal, now: &str) -> Result<Vec<String>> {
+/// `seen` (types the files do not name are left as they are). Returns the
+/// change to each host object the proposal creates, updates or prunes.
+pub fn overlay(seen: &mut Observation, p: &Proposal, now: &str) -> Result<Vec<Change>> {
     let federated = resolved(&seen.types, p)?;
     let mut lines = Vec::new();
     for t in &mut seen.types {
@@ -174,9 +175,10 @@ pub fn overlay(seen: &mut Observation, p: &Proposal, now: &str) -> Result<Vec<St
                 Proposed::Prune => "delete (pruned)",
                 Proposed::Unchanged => continue,
             };
-            lines.push(format!(
-                "host: {verb} {}",
-                crate::core::describe::describe_key(&t.federated.kind, &key)
+            lines.push(Change::new(
+                Place::Host,
+                verb,
+                crate::core::describe::describe_key(&t.federated.kind, &key),
             ));
         }
     }
@@ -196,14 +198,14 @@ pub fn overlay(seen: &mut Observation, p: &Proposal, now: &str) -> Result<Vec<St
 /// nothing; then for real; then, with `--prune`, deletes the host objects
 /// of the files' types that `selector` selects and the files lack (their
 /// finalizer keeps them until the run that follows has removed their
-/// member copies). Returns one line per host change.
+/// member copies). Returns each host change.
 pub async fn apply(
     host: &Host,
     types: &[ObservedType],
     p: &Proposal,
     selector: Option<&str>,
     force_conflicts: bool,
-) -> Result<Vec<String>> {
+) -> Result<Vec<Change>> {
     let federated = resolved(types, p)?;
     let rsp = resource_of::<ReplicaSchedulingPreference>();
     let mut sourced: Vec<(&Sourced, &ApiResource)> = Vec::new();
@@ -246,7 +248,7 @@ pub async fn apply(
         } else {
             "configured"
         };
-        format!("host: {verb} {}", describe_federated(&s.object))
+        Change::new(Place::Host, verb, describe_federated(&s.object))
     }));
     lines.extend(prune(host, pruned).await?);
     Ok(lines)
@@ -359,7 +361,7 @@ async fn take_over_client_side_fields(
     ar: &ApiResource,
     s: &Sourced,
     (managed, rv): &(Vec<Value>, String),
-) -> Result<String> {
+) -> Result<Change> {
     let (ns, name) = key_of(&s.object);
     // A merge patch replaces the list whole; the resourceVersion makes it
     // conditional, as upstream's JSON patch does.
@@ -375,9 +377,10 @@ async fn take_over_client_side_fields(
                 api_error_line(e)
             )
         })?;
-    Ok(format!(
-        "host: took over the fields kubectl apply (client-side) wrote on {}",
-        describe_federated(&s.object)
+    Ok(Change::new(
+        Place::Host,
+        "took over the fields kubectl apply (client-side) wrote on",
+        describe_federated(&s.object),
     ))
 }
 
@@ -415,7 +418,7 @@ async fn server_side_apply(
 
 /// Deletes the host objects `proposed` found to prune (their finalizer
 /// keeps them until the run that follows has removed their member copies).
-async fn prune(host: &Host, pruned: Vec<(&ApiResource, ObjectKey)>) -> Result<Vec<String>> {
+async fn prune(host: &Host, pruned: Vec<(&ApiResource, ObjectKey)>) -> Result<Vec<Change>> {
     let mut lines = Vec::new();
     for (ar, key) in pruned {
         let what = crate::core::describe::describe_key(&ar.kind, &key);
@@ -423,7 +426,7 @@ async fn prune(host: &Host, pruned: Vec<(&ApiResource, ObjectKey)>) -> Result<Ve
             .delete(&key.1, &DeleteParams::background())
             .await
             .map_err(|e| anyhow!("pruning {what}: {}", api_error_line(e)))?;
-        lines.push(format!("host: deleted (pruned) {what}"));
+        lines.push(Change::new(Place::Host, "deleted (pruned)", what));
     }
     Ok(lines)
 }

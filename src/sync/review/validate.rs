@@ -10,6 +10,7 @@
 
 use crate::apply::api_error_line;
 use crate::core::describe::describe_key;
+use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::Action;
 use crate::sync::live::execute::Work;
 use crate::sync::live::observe::Observation;
@@ -58,7 +59,7 @@ pub async fn validate(
         })
         .filter_map(|w| check_of(seen, w))
         .collect();
-    let refusals: Vec<Option<String>> = futures::stream::iter(checks)
+    let refusals: Vec<Option<Failure>> = futures::stream::iter(checks)
         .map(|c| async move {
             let answer =
                 tokio::time::timeout(timeout, send(&c.client, c.method, &c.url, &c.body)).await;
@@ -67,16 +68,19 @@ pub async fn validate(
                 Ok(Err(e)) => e,
                 Err(_) => format!("no answer within {timeout:?}"),
             };
-            Some(format!(
-                "{}: refused by the member's validation (server-side dry run): {why}",
-                c.what
+            Some(Failure::at(
+                c.change.place.clone(),
+                format!(
+                    "{}: refused by the member's validation (server-side dry run): {why}",
+                    c.change.what()
+                ),
             ))
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
-    let mut refusals: Vec<String> = refusals.into_iter().flatten().collect();
-    refusals.sort();
+    let mut refusals: Vec<Failure> = refusals.into_iter().flatten().collect();
+    refusals.sort_by_cached_key(ToString::to_string);
     report.failures.extend(refusals);
     if unchecked > 0 {
         report.notes.push(format!(
@@ -106,11 +110,10 @@ fn check_of(seen: &Observation, w: &Work) -> Option<Check> {
         _ => format!("{}/{name}?{DRY_RUN_STRICT}", api.resource_url()),
     };
     Some(Check {
-        what: format!(
-            "{}: {} {}",
-            w.decision.cluster,
+        change: Change::new(
+            Place::member(&w.decision.cluster),
             w.decision.action.verb(),
-            describe_key(&t.ty.target.kind, &w.key())
+            describe_key(&t.ty.target.kind, &w.key()),
         ),
         method,
         url,
@@ -122,7 +125,7 @@ fn check_of(seen: &Observation, w: &Work) -> Option<Check> {
 /// One validating request, owned so that the checks run concurrently.
 struct Check {
     /// `member1: create Deployment shop/web`.
-    what: String,
+    change: Change,
     method: &'static str,
     url: String,
     body: Value,

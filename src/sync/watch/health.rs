@@ -8,6 +8,7 @@
 use super::Controller;
 use super::sources::Source;
 use crate::clients::members::{self, Health, Member};
+use crate::core::outcome::{Failure, Place};
 use crate::parallel::locked;
 use crate::sync::live;
 use std::collections::BTreeSet;
@@ -180,7 +181,7 @@ impl Controller<'_> {
             crate::sync::live::record::write_cluster_health(self.host, &self.members, &self.health)
                 .await
         {
-            self.report_failure(format!("host: {}", crate::error::one_line(&e)));
+            self.report_failure(Failure::at(Place::Host, crate::error::one_line(&e)).to_string());
         }
     }
 }

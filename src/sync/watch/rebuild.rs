@@ -7,6 +7,7 @@
 use super::Controller;
 use super::health::{log_readiness, mark_stalls};
 use crate::clients::members;
+use crate::core::outcome::{Failure, Place};
 use crate::parallel::locked;
 use anyhow::Result;
 use std::collections::HashMap;
@@ -27,7 +28,9 @@ impl Controller<'_> {
         match self.rebuild().await {
             Ok(()) => self.rebuild_due = None,
             Err(e) => {
-                self.report_failure(format!("host: {}", crate::error::one_line(&e)));
+                self.report_failure(
+                    Failure::at(Place::Host, crate::error::one_line(&e)).to_string(),
+                );
                 self.rebuild_due = Some(Instant::now() + REBUILD_RETRY);
             }
         }

@@ -212,7 +212,7 @@ impl Controller<'_> {
             .failures
             .fetch_add(report.failures.len() as u64, Ordering::Relaxed);
         for f in &report.failures {
-            self.report_failure(f.clone());
+            self.report_failure(f.to_string());
         }
         for w in report.warnings.clone() {
             self.report_warning(w);

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::Value;
 
 use crate::cluster::membership::Scope;
+use crate::outcome::{Failure, Place};
 use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::deletion::{self, DeletionPlan, SYNC_FINALIZER};
 use crate::propagation::desired::TargetType;
@@ -127,7 +128,7 @@ pub struct ObjectPlan {
     /// Why placement could not be computed (`ComputePlacementFailed`).
     pub placement_error: Option<String>,
     /// Lines for the report.
-    pub failures: Vec<String>,
+    pub failures: Vec<Failure>,
     pub notes: Vec<String>,
 }
 
@@ -238,8 +239,9 @@ fn system_namespace_plan(obj: &Value, key: ObjectKey, pv_name: String, what: &st
 /// A FederatedNamespace not named after its namespace: reported, never reconciled.
 fn invalid_namespace_plan(key: ObjectKey, pv_name: String, what: &str) -> ObjectPlan {
     let mut p = ObjectPlan::ignored(key, pv_name);
-    p.failures.push(format!(
-        "{what}: the name of a federated namespace must match its namespace"
+    p.failures.push(Failure::of_federated(
+        what,
+        "the name of a federated namespace must match its namespace",
     ));
     p
 }
@@ -321,9 +323,12 @@ fn plan_deletion(
         Ok(d) => {
             let blocked = d.blocked_by();
             if !blocked.is_empty() {
-                p.failures.push(format!(
-                    "{what}: deletion waits for clusters that are not ready or not observed: {}",
-                    blocked.join(", ")
+                p.failures.push(Failure::of_federated(
+                    what,
+                    format!(
+                        "deletion waits for clusters that are not ready or not observed: {}",
+                        blocked.join(", ")
+                    ),
                 ));
             }
             p.decisions = d.decisions.clone();
@@ -331,7 +336,7 @@ fn plan_deletion(
         }
         Err(e) => {
             p.record = false;
-            p.failures.push(format!("{what}: {e}"));
+            p.failures.push(Failure::of_federated(what, e.to_string()));
         }
     }
 }
@@ -362,7 +367,7 @@ fn plan_sync(
             p.selected = placement.clusters;
         }
         Err(e) => {
-            p.failures.push(format!("{what}: {e}"));
+            p.failures.push(Failure::of_federated(what, e.to_string()));
             p.placement_error = Some(e.to_string());
             p.reason = AggregateReason::ComputePlacementFailed;
         }
@@ -385,13 +390,12 @@ fn note_decisions(p: &mut ObjectPlan, t: &FederatedType, states: &[MemberState])
             }
             // Reported once per member and type (see [`decide`]).
             (_, Some(ClusterStatus::ClusterNotReady | ClusterStatus::CachedRetrievalFailed)) => {}
-            (Action::Skip, status) => p.failures.push(format!(
-                "{}: {}: {}",
-                d.cluster,
+            (Action::Skip, status) => p.failures.push(Failure::of(
+                Place::member(&d.cluster),
                 describe_key(&t.target.kind, &p.key),
                 d.message
                     .clone()
-                    .unwrap_or_else(|| status.map(|s| s.as_str().to_string()).unwrap_or_default())
+                    .unwrap_or_else(|| status.map(|s| s.as_str().to_string()).unwrap_or_default()),
             )),
             _ => {}
         }
@@ -490,24 +494,27 @@ pub fn orphans(
 /// ago may have been removed (Ingress `extensions/v1beta1` in 1.22, CronJob
 /// `batch/v1beta1` in 1.25...). Within the same group, `enable --version`
 /// moves the type; without any, the member lacks the resource (a CRD).
-pub fn not_served_message(
+pub fn not_served(
     cluster: &str,
     plural: &str,
     group: &str,
     version: &str,
     elsewhere: &[String],
-) -> String {
+) -> Failure {
     let qualified = |g: &str| match g {
         "" => plural.to_string(),
         g => format!("{plural}.{g}"),
     };
     let target = format!("{}/{version}", qualified(group));
+    let at = |why: String| Failure::at(Place::member(cluster), why);
     if elsewhere.is_empty() {
-        return format!("{cluster}: does not serve {target} (install the CRD in {cluster})");
+        return at(format!(
+            "does not serve {target} (install the CRD in {cluster})"
+        ));
     }
     let ftc = qualified(group);
     let mut out = format!(
-        "{cluster}: does not serve {target}, the target of FederatedTypeConfig {ftc}; it serves {plural} in {}",
+        "does not serve {target}, the target of FederatedTypeConfig {ftc}; it serves {plural} in {}",
         elsewhere.join(", ")
     );
     // `enable --version` moves a type within its group, and to an
@@ -526,7 +533,7 @@ pub fn not_served_message(
             qualified(g)
         ));
     }
-    out
+    at(out)
 }
 
 /// Everything decided for one type.
@@ -536,7 +543,7 @@ pub struct TypeDecisions {
     pub objects: Vec<ObjectPlan>,
     pub orphans: Vec<Orphan>,
     /// One line per member whose objects of this type cannot be seen.
-    pub failures: Vec<String>,
+    pub failures: Vec<Failure>,
 }
 
 /// The decide step for one type: every federated object, the orphans, and
@@ -568,16 +575,19 @@ pub fn complete_type(
 ) -> TypeDecisions {
     let mut failures = Vec::new();
     for (cluster, listing) in members {
-        let failure = match listing {
+        let mut failure = match listing {
             Listing::Listed(_) => continue,
-            Listing::NotServed(elsewhere) => not_served_message(
+            Listing::NotServed(elsewhere) => not_served(
                 cluster,
                 &t.target_plural,
                 &t.target.group,
                 &t.target.version,
                 elsewhere,
             ),
-            Listing::Failed(why) => format!("{cluster}: listing {}: {why}", t.target_name()),
+            Listing::Failed(why) => Failure::at(
+                Place::member(cluster),
+                format!("listing {}: {why}", t.target_name()),
+            ),
         };
         let affected = plans
             .iter()
@@ -586,14 +596,13 @@ pub fn complete_type(
                 &d.cluster == cluster && d.status == Some(ClusterStatus::CachedRetrievalFailed)
             })
             .count();
-        failures.push(if affected == 0 {
-            failure
-        } else {
-            format!(
-                "{failure}; {affected} {} not propagated there",
-                t.federated_kind
-            )
-        });
+        if affected > 0 {
+            failure.why = format!(
+                "{}; {affected} {} not propagated there",
+                failure.why, t.federated_kind
+            );
+        }
+        failures.push(failure);
     }
     TypeDecisions {
         orphans: orphans(fed, t, objects, members, limits),
@@ -747,26 +756,27 @@ mod tests {
     #[test]
     fn a_member_serving_another_version_is_told_which() {
         assert_eq!(
-            not_served_message(
+            not_served(
                 "m2",
                 "ingresses",
                 "extensions",
                 "v1beta1",
                 &["networking.k8s.io/v1".into()]
-            ),
+            )
+            .to_string(),
             "m2: does not serve ingresses.extensions/v1beta1, the target of FederatedTypeConfig ingresses.extensions; it serves ingresses in networking.k8s.io/v1 (kubefedctl enable ingresses.networking.k8s.io --version v1 moves the type)"
         );
         assert_eq!(
-            not_served_message("m2", "widgets", "a.example", "v1", &["b.example/v1".into()]),
+            not_served("m2", "widgets", "a.example", "v1", &["b.example/v1".into()]).to_string(),
             "m2: does not serve widgets.a.example/v1, the target of FederatedTypeConfig widgets.a.example; it serves widgets in b.example/v1",
             "another group's resource of the same name is no move"
         );
         assert_eq!(
-            not_served_message("m2", "cronjobs", "batch", "v1beta1", &["batch/v1".into()]),
+            not_served("m2", "cronjobs", "batch", "v1beta1", &["batch/v1".into()]).to_string(),
             "m2: does not serve cronjobs.batch/v1beta1, the target of FederatedTypeConfig cronjobs.batch; it serves cronjobs in batch/v1 (kubefedctl enable cronjobs.batch --version v1 moves the type)"
         );
         assert_eq!(
-            not_served_message("b", "gizmos", "example.com", "v1", &[]),
+            not_served("b", "gizmos", "example.com", "v1", &[]).to_string(),
             "b: does not serve gizmos.example.com/v1 (install the CRD in b)"
         );
     }
@@ -792,9 +802,10 @@ mod tests {
         }
         assert_eq!(
             d.failures,
-            vec![
-                "b: does not serve configmaps/v1 (install the CRD in b); 2 FederatedConfigMap not propagated there"
-            ]
+            vec![Failure::at(
+                Place::member("b"),
+                "does not serve configmaps/v1 (install the CRD in b); 2 FederatedConfigMap not propagated there"
+            )]
         );
         // Deleting: nothing of the type can be in b, so b does not block.
         let mut deleting = fed_cm("one");
@@ -806,7 +817,7 @@ mod tests {
         let failed = both(listed(&[]), Listing::Failed("500".into()));
         let p = decide_object(&f, &t, &deleting, &failed);
         assert_eq!(p.deletion.unwrap().blocked_by(), vec!["b"]);
-        assert!(p.failures[0].contains("not observed: b"));
+        assert!(p.failures[0].why.contains("not observed: b"));
     }
 
     #[test]
@@ -1016,7 +1027,7 @@ mod tests {
             if name.starts_with("invalid") {
                 assert_eq!(p.reason, AggregateReason::ComputePlacementFailed, "{name}");
                 assert!(
-                    p.failures[0].contains("clusterSelector"),
+                    p.failures[0].why.contains("clusterSelector"),
                     "{name}: {:?}",
                     p.failures
                 );
