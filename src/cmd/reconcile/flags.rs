@@ -7,6 +7,7 @@
 use super::ReconcileOptions;
 use crate::cmd::options::parse_duration;
 use crate::core::run::lease::LeaseTimings;
+use crate::core::run::scope::RunScope;
 use crate::core::run::shard::Shard;
 use crate::sync::live::{self, observe::Selection};
 use crate::sync::review::files::Proposal;
@@ -227,6 +228,23 @@ fn parse_bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
 /// `--watch`) the KubeFedConfig says.
 const DEFAULT_CONCURRENCY: usize = 8;
 
+impl SelectionFlags {
+    /// What the run covers: the one value every step reads.
+    pub(super) fn scope(&self) -> RunScope {
+        RunScope {
+            types: self.types.clone(),
+            namespace: if self.all_namespaces {
+                None
+            } else {
+                self.namespace.clone()
+            },
+            clusters: (!self.clusters.is_empty()).then(|| self.clusters.iter().cloned().collect()),
+            selector: self.selector.clone(),
+            shard: self.shard,
+        }
+    }
+}
+
 impl ReconcileOptions {
     /// The live selection and limits, shared by one-shot runs and the watch.
     /// `configured`: the KubeFedConfig's requests in flight per member (the
@@ -238,17 +256,9 @@ impl ReconcileOptions {
     ) -> live::Options {
         live::Options {
             selection: Selection {
-                types: self.selection.types.clone(),
-                namespace: if self.selection.all_namespaces {
-                    None
-                } else {
-                    self.selection.namespace.clone()
-                },
-                clusters: self.selection.clusters.clone(),
-                selector: self.selection.selector.clone(),
+                scope: self.selection.scope(),
                 timeout: self.requests.timeout,
                 probe_timeout: self.requests.probe_timeout,
-                shard: self.selection.shard,
                 settings: None,
             },
             proposal,

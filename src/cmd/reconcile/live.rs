@@ -7,7 +7,6 @@ use super::print::{exit_status, print_report};
 use crate::cmd::options::GlobalOptions;
 use crate::core::run::lease::RECONCILE_LEASE;
 use crate::error::{EXIT_PARTIAL, ExitWith};
-use crate::sync::live::observe::Selection;
 use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, lock};
 use anyhow::Result;
@@ -127,10 +126,8 @@ async fn apply_files(
     p: &Proposal,
     o: &ReconcileOptions,
 ) -> Result<Vec<crate::core::outcome::Change>> {
-    let every_type = Selection {
-        types: Vec::new(),
-        ..opts.selection.clone()
-    };
+    let mut every_type = opts.selection.clone();
+    every_type.scope.types.clear();
     let types = crate::sync::live::observe::enabled_types(host, &every_type).await?;
     files::apply(
         host,

@@ -385,11 +385,11 @@ pub(super) async fn check_members(
 ) -> Result<()> {
     let options = crate::sync::live::Options {
         selection: crate::sync::live::observe::Selection {
-            types: vec![ftc.metadata.name.clone().unwrap_or_default()],
-            namespace: namespace.map(str::to_string),
-            clusters: Vec::new(),
-            selector: None,
-            shard: None,
+            scope: crate::core::run::scope::RunScope {
+                types: vec![ftc.metadata.name.clone().unwrap_or_default()],
+                namespace: namespace.map(str::to_string),
+                ..Default::default()
+            },
             timeout: o.probe_timeout,
             probe_timeout: Some(o.probe_timeout),
             settings: None,

@@ -28,7 +28,7 @@ use crate::clients::members::{Health, Member};
 use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
-use crate::core::propagation::decide::{self, Federation, ObjectPlan, RunLimits, TypeDecisions};
+use crate::core::propagation::decide::{self, Federation, ObjectPlan, TypeDecisions};
 use anyhow::Result;
 use execute::{Limits, Target, Work};
 use observe::{Observation, Selection};
@@ -136,7 +136,7 @@ pub async fn round(
         );
     }
     let mut report = Report {
-        shard: o.selection.shard.map(|s| s.to_string()),
+        shard: seen.scope.shard.map(|s| s.to_string()),
         ..Report::default()
     };
     let mut objects = Vec::new();
@@ -145,7 +145,7 @@ pub async fn round(
     }
     report_clusters(seen, &mut report);
     let mut events = Vec::new();
-    if !o.dry_run && passes.cluster_health && writes_cluster_state(o) {
+    if !o.dry_run && passes.cluster_health && seen.scope.writes_cluster_state() {
         report.host_writes +=
             record::write_cluster_health(host, &seen.members, &seen.health).await?;
         events.extend(cluster_events(&seen.members, &seen.health));
@@ -153,7 +153,7 @@ pub async fn round(
     report.host_writes +=
         crate::sync::passes::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
 
-    let decided = decide_all(host, seen, o);
+    let decided = decide_all(host, seen);
     report_decisions(seen, &decided, &mut report);
     let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
     if o.dry_run {
@@ -245,7 +245,7 @@ pub async fn member_view(
     let mut seen = observation(host, o).await?;
     let mut report = Report::default();
     crate::sync::passes::rsp::schedule_replicas(host, &mut seen, true, &mut report).await?;
-    let decided = decide_all(host, &seen, o);
+    let decided = decide_all(host, &seen);
     let mut view = BTreeMap::new();
     for (t, d) in seen.types.iter().zip(&decided) {
         for p in &d.objects {
@@ -311,12 +311,6 @@ pub fn cluster_events(members: &[Member], health: &[Health]) -> Vec<crate::core:
         .collect()
 }
 
-/// Whether this run writes what belongs to no object (KubeFedCluster
-/// health and topology): every unsharded run, and shard 0 of a sharded one.
-fn writes_cluster_state(o: &Options) -> bool {
-    o.selection.shard.is_none_or(|s| s.writes_cluster_health())
-}
-
 /// Every touched member in the summary, and a line for each not ready.
 fn report_clusters(seen: &Observation, report: &mut Report) {
     for (m, h) in seen.members.iter().zip(&seen.health) {
@@ -369,13 +363,13 @@ fn placed_objects<'p>(
 }
 
 /// The decide step over every type.
-fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions> {
+fn decide_all(host: &Host, seen: &Observation) -> Vec<TypeDecisions> {
     let federation = Federation {
         kubefed_namespace: &host.namespace,
         scope: seen.settings.scope,
         settings: seen.settings.sync,
         clusters: &seen.clusters,
-        touched: seen.touched.as_ref(),
+        run: &seen.scope,
         fed_namespaces: &seen.fed_namespaces,
         host_namespaces: &seen.host_namespaces,
         versions: &seen.versions,
@@ -384,17 +378,12 @@ fn decide_all(host: &Host, seen: &Observation, o: &Options) -> Vec<TypeDecisions
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let limits = RunLimits {
-                namespace: seen.namespace.as_deref(),
-                selector: o.selection.selector.is_some(),
-                shard: o.selection.shard,
-                only: seen.partial.as_ref().map(|p| &p[i]),
-            };
+            let only = seen.partial.as_ref().map(|p| &p[i]);
             // Each object's plan depends on that object alone: on all cores.
             let plans = crate::parallel::map(&t.objects, |o| {
                 decide::decide_object(&federation, &t.ty, o, &t.members)
             });
-            decide::complete_type(&federation, &t.ty, &t.objects, &t.members, limits, plans)
+            decide::complete_type(&federation, &t.ty, &t.objects, &t.members, only, plans)
         })
         .collect()
 }
@@ -683,20 +672,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
 /// The multi-cluster DNS pass, when the host has the DNS API.
 async fn dns(host: &Host, seen: &Observation, o: &Options, report: &mut Report) -> Result<()> {
     if seen.dns_installed {
-        let members: &[Member] = &seen.members;
-        crate::sync::passes::dns::dns_pass(
-            host,
-            members,
-            &seen.health,
-            crate::sync::passes::dns::Scope {
-                namespace: seen.namespace.as_deref(),
-                shard: o.selection.shard,
-                writes_topology: !o.dry_run && writes_cluster_state(o),
-            },
-            o.dry_run,
-            report,
-        )
-        .await
+        crate::sync::passes::dns::dns_pass(host, seen, o.dry_run, report).await
     } else {
         report.notes.push("multi-cluster DNS is not installed in the host (kubefedctl init --with-dns): DNS records skipped".into());
         Ok(())

@@ -15,8 +15,9 @@ use crate::core::propagation::member::{
     ManagedLabel, federated_namespace_name_is_valid, managed_label,
 };
 use crate::core::propagation::placement::Cluster;
+use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
-use crate::core::run::shard::{self, Shard};
+use crate::core::run::shard::{self};
 use crate::core::scheduling::preference::{MemberReplicas, observe_member};
 use anyhow::{Context, Result, bail};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
@@ -27,16 +28,8 @@ use std::time::Duration;
 /// What to observe.
 #[derive(Clone, Debug)]
 pub struct Selection {
-    /// FederatedTypeConfig names or target plurals/kinds; empty = all enabled.
-    pub types: Vec<String>,
-    /// `-n`.
-    pub namespace: Option<String>,
-    /// Members to touch; empty = all.
-    pub clusters: Vec<String>,
-    /// `-l`.
-    pub selector: Option<String>,
-    /// `--shard I/N`: only this shard's objects.
-    pub shard: Option<Shard>,
+    /// What the run covers: types, namespace, members, labels, shard.
+    pub scope: RunScope,
     pub timeout: Duration,
     /// `--probe-timeout`; `None`: the KubeFedConfig's.
     pub probe_timeout: Option<Duration>,
@@ -74,8 +67,8 @@ pub struct Observation {
     pub health: Vec<Health>,
     /// The members as placement sees them.
     pub clusters: Vec<Cluster>,
-    /// `--cluster` (None: all).
-    pub touched: Option<BTreeSet<String>>,
+    /// What the run covers (the command's flags, built once).
+    pub scope: RunScope,
     /// The namespace federated objects are read from (`-n`, or the
     /// federation namespace of a namespace-scoped federation).
     pub namespace: Option<String>,
@@ -107,7 +100,7 @@ impl Observation {
         settings: Settings,
         members: Vec<Member>,
         health: Vec<Health>,
-        touched: Option<BTreeSet<String>>,
+        scope: RunScope,
         namespace: Option<String>,
     ) -> Observation {
         let clusters = placement_clusters(&members, &health);
@@ -116,7 +109,7 @@ impl Observation {
             members,
             health,
             clusters,
-            touched,
+            scope,
             namespace,
             types: Vec::new(),
             fed_namespaces: BTreeMap::new(),
@@ -131,7 +124,7 @@ impl Observation {
     }
 
     pub fn touches(&self, cluster: &str) -> bool {
-        crate::core::propagation::decide::touches(self.touched.as_ref(), cluster)
+        self.scope.touches(cluster)
     }
 
     /// Ready members this run may touch.
@@ -156,7 +149,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
 
     // Members: all of them for placement (labels), the chosen ones to touch.
     let members = members::load(host, o.timeout, &[]).await?;
-    for c in &o.clusters {
+    for c in o.scope.clusters.iter().flatten() {
         if !members.iter().any(|m| &m.name == c) {
             bail!(
                 "no KubeFedCluster {c:?} in {} (joined: {})",
@@ -169,11 +162,10 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
             );
         }
     }
-    let touched = (!o.clusters.is_empty()).then(|| o.clusters.iter().cloned().collect());
     let probe_timeout = o.probe_timeout.unwrap_or(settings.health.timeout);
     let health = members::probe_all(&members, probe_timeout).await;
-    let namespace = settings.objects_namespace(&host.namespace, o.namespace.as_deref());
-    let mut seen = Observation::new(settings, members, health, touched, namespace);
+    let namespace = settings.objects_namespace(&host.namespace, o.scope.namespace.as_deref());
+    let mut seen = Observation::new(settings, members, health, o.scope.clone(), namespace);
     // What the decide step needs is read all at once after the types are
     // known: the federated objects of each type, every member's objects,
     // the PropagatedVersions and the host's namespaces. Each is a paged list
@@ -199,13 +191,13 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         host.dns_installed(),
     );
     for (t, objects) in seen.types.iter_mut().zip(objects?) {
-        t.objects = shard::retain_owned(o.shard, objects);
+        t.objects = shard::retain_owned(o.scope.shard, objects);
     }
     for (i, cluster, listing) in listings {
         seen.types[i].members.insert(cluster, listing);
     }
     seen.fed_namespaces = federated_namespaces(&seen.types);
-    if let Some(sel) = &o.selector {
+    if let Some(sel) = &o.scope.selector {
         retain_selected_namespaces(&mut seen.types, sel)?;
     }
     seen.versions = versions?;
@@ -336,7 +328,7 @@ pub async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedTyp
         .items;
     ftcs.retain(|f| f.spec.is_enabled());
     ftcs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    for t in &o.types {
+    for t in &o.scope.types {
         if !ftcs
             .iter()
             .any(|f| crate::clients::host::names_federated_type(f, t))
@@ -356,7 +348,7 @@ async fn federated_objects(
     namespace: &Option<String>,
 ) -> Result<Vec<Vec<Value>>> {
     let mut params = ListParams::default();
-    if let Some(sel) = &o.selector {
+    if let Some(sel) = &o.scope.selector {
         params = params.labels(sel);
     }
     let lists: Vec<_> = types

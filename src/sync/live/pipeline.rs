@@ -218,7 +218,7 @@ impl<'a> Pipeline<'a> {
             plan,
             &by_cluster,
             &seen.clusters,
-            seen.touched.as_ref(),
+            seen.scope.touched(),
             remote.as_ref(),
             &self.now,
         );

@@ -11,7 +11,8 @@ use crate::core::dns::{
     endpoints_have_ready_addresses, record_status, slices_have_ready_endpoints,
 };
 use crate::core::outcome::{Change, Failure, Place};
-use crate::core::run::shard::{self, Shard};
+use crate::core::run::shard::{self};
+use crate::sync::live::observe::Observation;
 use crate::sync::live::report::Report;
 use anyhow::Result;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -112,27 +113,19 @@ pub async fn refresh_topology(
     out
 }
 
-/// Which records a DNS pass handles, and whether it records topology.
-pub struct Scope<'a> {
-    /// `-n` (or the federation namespace of a namespace-scoped federation).
-    pub namespace: Option<&'a str>,
-    /// `--shard I/N`: only this shard's records.
-    pub shard: Option<Shard>,
-    /// Write the members' topology into their KubeFedClusters (not in dry
-    /// runs, and in one shard only).
-    pub writes_topology: bool,
-}
-
-/// The DNS pass over every record in scope.
+/// The DNS pass over every record in the run's scope: those of its
+/// namespace (`-n`, or a namespace-scoped federation's own) and shard. The
+/// members' topology goes into their KubeFedClusters when the run writes
+/// cluster state (not in dry runs, and in one shard only).
 pub async fn dns_pass(
     host: &Host,
-    members: &[Member],
-    health: &[Health],
-    scope: Scope<'_>,
+    seen: &Observation,
     dry_run: bool,
     report: &mut Report,
 ) -> Result<()> {
-    let topology = refresh_topology(host, members, health, !scope.writes_topology, report).await;
+    let (members, health) = (&seen.members, &seen.health);
+    let writes_topology = !dry_run && seen.scope.writes_cluster_state();
+    let topology = refresh_topology(host, members, health, !writes_topology, report).await;
     let domains: Vec<Value> = dynamic_api(
         &host.client,
         Some(&host.namespace),
@@ -157,7 +150,7 @@ pub async fn dns_pass(
             api_resource("networking.k8s.io", "v1", "Ingress", "ingresses"),
         ),
     ] {
-        let records_api = dynamic_api(&host.client, scope.namespace, &ar(kind, plural));
+        let records_api = dynamic_api(&host.client, seen.namespace.as_deref(), &ar(kind, plural));
         let records = records_api
             .list(&ListParams::default())
             .await
@@ -166,7 +159,7 @@ pub async fn dns_pass(
             .iter()
             .map(serde_json::to_value)
             .collect::<Result<Vec<_>, _>>()?;
-        for obj in shard::retain_owned(scope.shard, records) {
+        for obj in shard::retain_owned(seen.scope.shard, records) {
             if let Err(e) = one_record(
                 host, members, health, &topology, &domains, &obj, &member_ar, dry_run, report,
             )

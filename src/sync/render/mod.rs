@@ -658,7 +658,7 @@ mod properties {
                     scope: Scope::Namespaced,
                     settings: Settings::default().sync,
                     clusters: &clusters,
-                    touched: None,
+                    run: &crate::core::run::scope::RunScope::default(),
                     fed_namespaces: &BTreeMap::new(),
                     host_namespaces: &HashMap::new(),
                     versions: &HashMap::new(),

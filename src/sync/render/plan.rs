@@ -254,7 +254,7 @@ pub(super) fn decide_all(
         scope: settings.scope,
         settings: settings.sync,
         clusters,
-        touched: None,
+        run: &crate::core::run::scope::RunScope::default(),
         fed_namespaces,
         host_namespaces: &host_namespaces,
         versions: &versions,

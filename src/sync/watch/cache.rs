@@ -8,6 +8,7 @@ use crate::clients::members::{Health, Member};
 use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{Listing, federated_key};
+use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::sync::live::observe::{self, Observation, ObservedType};
 use serde_json::Value;
@@ -422,19 +423,19 @@ impl Cache {
     }
 
     /// The observation of a round over `types` (FTC names): every object
-    /// (`keys` = `None`) or those keys only. `touched` are the members the
-    /// round may write to.
+    /// (`keys` = `None`) or those keys only. `scope` is the run's, its
+    /// `clusters` the members the round may write to.
     pub fn observe(
         &self,
         host_namespace: &str,
-        namespace: Option<&str>,
+        scope: RunScope,
         types: &[String],
         (members, health): (&[Member], &[Health]),
-        touched: BTreeSet<String>,
         keys: Option<&BTreeSet<WorkKey>>,
     ) -> Observation {
         let settings = self.settings;
-        let namespace = settings.objects_namespace(host_namespace, namespace);
+        let namespace = settings.objects_namespace(host_namespace, scope.namespace.as_deref());
+        let touched = scope.clusters.clone().unwrap_or_default();
         let ready: BTreeSet<&str> = members
             .iter()
             .zip(health)
@@ -471,7 +472,7 @@ impl Cache {
             settings,
             members.to_vec(),
             health.to_vec(),
-            Some(touched),
+            scope,
             namespace,
         );
         seen.types = types;
@@ -758,6 +759,14 @@ fn apply_store(store: &mut Store, change: Change) -> (Vec<ObjectKey>, Vec<Object
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round's scope before any member has listed: no member is touched.
+    fn none_touched() -> RunScope {
+        RunScope {
+            clusters: Some(BTreeSet::new()),
+            ..RunScope::default()
+        }
+    }
     use serde_json::json;
 
     fn ftc(name: &str, kind: &str, plural: &str, group: &str) -> Value {
@@ -1012,10 +1021,9 @@ mod tests {
         );
         let seen = c.observe(
             "fed",
-            None,
+            none_touched(),
             &["configmaps".into()],
             (&[], &[]),
-            BTreeSet::new(),
             None,
         );
         assert_eq!(
@@ -1083,14 +1091,7 @@ mod tests {
         ));
         let keys: BTreeSet<WorkKey> = [key("configmaps", "shop", "b")].into();
         let types = ["configmaps".to_string(), "namespaces".to_string()];
-        let seen = c.observe(
-            "fed",
-            None,
-            &types,
-            (&[], &[]),
-            BTreeSet::new(),
-            Some(&keys),
-        );
+        let seen = c.observe("fed", none_touched(), &types, (&[], &[]), Some(&keys));
         let cms = &seen.types[0];
         assert_eq!(cms.objects.len(), 1);
         assert_eq!(cms.objects[0]["metadata"]["name"], "b");
@@ -1103,7 +1104,7 @@ mod tests {
             [&("shop".to_string(), "configmap-b".to_string())],
             "the versions of the round's keys only"
         );
-        let all = c.observe("fed", None, &types, (&[], &[]), BTreeSet::new(), None);
+        let all = c.observe("fed", none_touched(), &types, (&[], &[]), None);
         assert_eq!(all.types[0].objects.len(), 2);
         assert_eq!(all.versions.len(), 2);
         assert!(all.partial.is_none());

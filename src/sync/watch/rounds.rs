@@ -8,6 +8,7 @@
 use super::Controller;
 use super::cache::WorkKey;
 use super::metrics::Metrics;
+use crate::core::run::scope::RunScope;
 use crate::parallel::locked;
 use crate::sync::live::observe::{self, Observation};
 use crate::sync::live::{self, Passes, RoundOutcome};
@@ -90,17 +91,20 @@ impl Controller<'_> {
     }
 
     fn observe(&self, keys: Option<&BTreeSet<WorkKey>>) -> Observation {
+        let scope = RunScope {
+            clusters: Some(self.touched()),
+            ..self.o.run.selection.scope.clone()
+        };
         let mut seen = self.cache.observe(
             &self.host.namespace,
-            self.namespace().as_deref(),
+            scope,
             &self.types(),
             (&self.members, &self.health),
-            self.touched(),
             keys,
         );
         // FederatedNamespaces are watched whatever -l says (they place
         // everything in them); -l still chooses which of them a round decides.
-        if let Some(sel) = &self.o.run.selection.selector {
+        if let Some(sel) = &self.o.run.selection.scope.selector {
             // Checked by reconcile's validate step: it parses.
             let _ = observe::retain_selected_namespaces(&mut seen.types, sel);
         }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 impl Controller<'_> {
     /// The enabled types this run covers (`--type`).
     pub(super) fn types(&self) -> Vec<String> {
-        let wanted = &self.o.run.selection.types;
+        let wanted = &self.o.run.selection.scope.types;
         self.cache
             .ftcs
             .iter()
@@ -43,7 +43,7 @@ impl Controller<'_> {
     pub(super) fn namespace(&self) -> Option<String> {
         self.cache.settings.objects_namespace(
             &self.host.namespace,
-            self.o.run.selection.namespace.as_deref(),
+            self.o.run.selection.scope.namespace.as_deref(),
         )
     }
 
@@ -121,7 +121,7 @@ impl Controller<'_> {
         ]);
         for (name, t) in self.observed_types() {
             let mut config = plain();
-            if let Some(sel) = &self.o.run.selection.selector
+            if let Some(sel) = &self.o.run.selection.scope.selector
                 && !t.ty.target.is_namespace()
             {
                 config = config.labels(sel);
@@ -164,8 +164,7 @@ impl Controller<'_> {
 
     /// `--cluster` limits which members are touched.
     pub(super) fn touchable(&self, cluster: &str) -> bool {
-        let only = &self.o.run.selection.clusters;
-        only.is_empty() || only.iter().any(|c| c == cluster)
+        self.o.run.selection.scope.touches(cluster)
     }
 
     /// Runs exactly the watches the cache's types and the members call for;

@@ -9,6 +9,8 @@
 //! Upstream's per-key reconcile is `pkg/controller/sync/controller.go`
 //! (`reconcile`, `syncToClusters`, `ensureDeletion`).
 
+use crate::run::scope::RunScope;
+use crate::run::settings::objects_namespace;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
@@ -22,7 +24,7 @@ use crate::propagation::member::{self, ManagedLabel, MemberState, SyncSettings};
 use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
 use crate::propagation::status::AggregateReason;
 use crate::propagation::version::{member_version, propagated_version_name};
-use crate::run::shard::{self, Shard};
+use crate::run::shard;
 
 use crate::describe::{ObjectKey, describe_key, key_of};
 
@@ -36,8 +38,8 @@ pub struct Federation<'a> {
     /// Every registered member, with labels and readiness: placement sees
     /// all of them.
     pub clusters: &'a [Cluster],
-    /// Members this run may touch (`--cluster`); `None`: every member.
-    pub touched: Option<&'a BTreeSet<String>>,
+    /// What this run covers (`--cluster`, `-n`, `-l`, `--shard`).
+    pub run: &'a RunScope,
     /// FederatedNamespaces by namespace.
     pub fed_namespaces: &'a BTreeMap<String, Value>,
     /// The host's namespaces: name → UID (a member that *is* the host
@@ -48,15 +50,21 @@ pub struct Federation<'a> {
 }
 
 impl Federation<'_> {
+    /// Whether the run may write to `cluster` (`--cluster`). Placement
+    /// still sees every member.
     pub fn touches(&self, cluster: &str) -> bool {
-        touches(self.touched, cluster)
+        self.run.touches(cluster)
     }
-}
 
-/// Whether a run limited to `touched` (`--cluster`; `None`: every member)
-/// may write to `cluster`. Placement still sees every member.
-pub fn touches(touched: Option<&BTreeSet<String>>, cluster: &str) -> bool {
-    touched.is_none_or(|t| t.contains(cluster))
+    /// The one namespace the run reads federated objects from (`-n`, or
+    /// a namespace-scoped federation's own); `None`: every namespace.
+    pub fn objects_namespace(&self) -> Option<&str> {
+        objects_namespace(
+            self.scope,
+            self.kubefed_namespace,
+            self.run.namespace.as_deref(),
+        )
+    }
 }
 
 /// One enabled federated type.
@@ -410,31 +418,20 @@ pub struct Orphan {
     pub live: Value,
 }
 
-/// What limits a run beyond the federation (flags).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RunLimits<'a> {
-    /// `-n`: only this namespace (and, for namespaces, only it).
-    pub namespace: Option<&'a str>,
-    /// `-l` was given: members' labelled objects cannot be matched to
-    /// federated objects that were not listed, so no orphan cleanup.
-    pub selector: bool,
-    /// `--shard I/N`: only this shard's orphans (its objects are chosen
-    /// when they are read, with [`shard::retain_owned`]).
-    pub shard: Option<Shard>,
-    /// A watch round over some objects only: orphans are looked for among
-    /// these keys alone (every other member object was not looked at).
-    pub only: Option<&'a BTreeSet<ObjectKey>>,
-}
-
-/// The possible orphans of one type in its members' listings.
+/// The possible orphans of one type in its members' listings, in the
+/// run's scope (`fed.run`: none with `-l`, whose members' labelled objects
+/// cannot be matched to federated objects that were not listed; only its
+/// shard's; with `-n`, only that namespace). `only`: a watch round over
+/// some objects looks for orphans among these keys alone (every other
+/// member object was not looked at).
 pub fn orphans(
     fed: &Federation,
     t: &FederatedType,
     objects: &[Value],
     members: &BTreeMap<String, Listing>,
-    limits: RunLimits,
+    only: Option<&BTreeSet<ObjectKey>>,
 ) -> Vec<Orphan> {
-    if limits.selector {
+    if fed.run.selector.is_some() {
         return Vec::new();
     }
     let federated: BTreeSet<ObjectKey> = objects.iter().map(key_of).collect();
@@ -453,8 +450,8 @@ pub fn orphans(
             let fed_key = federated_key(t, k);
             if federated.contains(&fed_key)
                 || member::managed_label(obj) != ManagedLabel::True
-                || !shard::owned(limits.shard, &fed_key)
-                || limits.only.is_some_and(|only| !only.contains(&fed_key))
+                || !shard::owned(fed.run.shard, &fed_key)
+                || only.is_some_and(|only| !only.contains(&fed_key))
             {
                 continue;
             }
@@ -463,9 +460,9 @@ pub fn orphans(
             }
             // -n limits what is touched: cluster-scoped objects other than
             // the namespace itself are out of reach.
-            if let Some(only) = limits.namespace
+            if let Some(ns) = fed.objects_namespace()
                 && !t.namespaced
-                && !(t.target.is_namespace() && k.1 == only)
+                && !(t.target.is_namespace() && k.1 == ns)
             {
                 continue;
             }
@@ -548,18 +545,19 @@ pub struct TypeDecisions {
 
 /// The decide step for one type: every federated object, the orphans, and
 /// one line per member that does not serve the type or could not list it.
+/// `only`: [`orphans`]'.
 pub fn decide_type(
     fed: &Federation,
     t: &FederatedType,
     objects: &[Value],
     members: &BTreeMap<String, Listing>,
-    limits: RunLimits,
+    only: Option<&BTreeSet<ObjectKey>>,
 ) -> TypeDecisions {
     let plans = objects
         .iter()
         .map(|o| decide_object(fed, t, o, members))
         .collect();
-    complete_type(fed, t, objects, members, limits, plans)
+    complete_type(fed, t, objects, members, only, plans)
 }
 
 /// [`decide_type`] once each object has its plan: `plans` are
@@ -570,7 +568,7 @@ pub fn complete_type(
     t: &FederatedType,
     objects: &[Value],
     members: &BTreeMap<String, Listing>,
-    limits: RunLimits,
+    only: Option<&BTreeSet<ObjectKey>>,
     plans: Vec<ObjectPlan>,
 ) -> TypeDecisions {
     let mut failures = Vec::new();
@@ -605,7 +603,7 @@ pub fn complete_type(
         failures.push(failure);
     }
     TypeDecisions {
-        orphans: orphans(fed, t, objects, members, limits),
+        orphans: orphans(fed, t, objects, members, only),
         objects: plans,
         failures,
     }
@@ -614,6 +612,7 @@ pub fn complete_type(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::shard::Shard;
     use serde_json::json;
 
     const NS: &str = "kube-federation-system";
@@ -623,6 +622,7 @@ mod tests {
         fed_namespaces: BTreeMap<String, Value>,
         host_namespaces: HashMap<String, String>,
         versions: HashMap<ObjectKey, Value>,
+        run: RunScope,
     }
 
     impl World {
@@ -632,6 +632,7 @@ mod tests {
                 fed_namespaces: BTreeMap::new(),
                 host_namespaces: HashMap::new(),
                 versions: HashMap::new(),
+                run: RunScope::default(),
             }
         }
 
@@ -643,7 +644,7 @@ mod tests {
                     adopt_resources: true,
                 },
                 clusters: &self.clusters,
-                touched: None,
+                run: &self.run,
                 fed_namespaces: &self.fed_namespaces,
                 host_namespaces: &self.host_namespaces,
                 versions: &self.versions,
@@ -739,7 +740,7 @@ mod tests {
         assert_eq!(p.finalizer, FinalizerStep::Keep);
         // A labelled member `default` without FederatedNamespace is no orphan.
         let t = namespaces();
-        let orphans = orphans(&f, &t, &[], &members, RunLimits::default());
+        let orphans = orphans(&f, &t, &[], &members, None);
         assert!(orphans.is_empty());
         // An ordinary namespace is propagated, finalizer first.
         let p = decide_object(&f, &namespaces(), &fed_ns("shop"), &members);
@@ -789,7 +790,7 @@ mod tests {
         let t = configmaps();
         let members = both(listed(&[]), Listing::NotServed(Vec::new()));
         let objects = [fed_cm("one"), fed_cm("two")];
-        let d = decide_type(&f, &t, &objects, &members, RunLimits::default());
+        let d = decide_type(&f, &t, &objects, &members, None);
         for p in &d.objects {
             assert_eq!(
                 actions(p),
@@ -873,7 +874,11 @@ mod tests {
             ]
         );
         assert!(p.failures.is_empty(), "unready clusters are reported once");
-        f.touched = Some(&only_a);
+        let run = RunScope {
+            clusters: Some(only_a.clone()),
+            ..RunScope::default()
+        };
+        f.run = &run;
         let p = decide_object(&f, &t, &fed_cm("x"), &members);
         assert_eq!(
             actions(&p),
@@ -1044,24 +1049,24 @@ mod tests {
         let mut unlabelled = managed("ConfigMap", "shop", "mine");
         unlabelled["metadata"]["labels"] = json!({});
         let members = both(listed(&[orphan, unlabelled]), listed(&[]));
-        let found = orphans(&f, &t, &[fed_cm("kept")], &members, RunLimits::default());
+        let found = orphans(&f, &t, &[fed_cm("kept")], &members, None);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].decision.action, Action::RemoveManagedLabel);
         assert_eq!(key_of(&found[0].live).1, "gone");
-        let with_selector = RunLimits {
-            selector: true,
-            ..RunLimits::default()
+        let with_selector = RunScope {
+            selector: Some("app=web".into()),
+            ..RunScope::default()
         };
-        assert!(orphans(&f, &t, &[], &members, with_selector).is_empty());
+        let f_selected = Federation {
+            run: &with_selector,
+            ..f
+        };
+        assert!(orphans(&f_selected, &t, &[], &members, None).is_empty());
         // A watch round over some keys: only those keys' orphans.
         let gone: BTreeSet<ObjectKey> = [("shop".to_string(), "gone".to_string())].into();
         let other: BTreeSet<ObjectKey> = [("shop".to_string(), "kept".to_string())].into();
-        let only = |keys| RunLimits {
-            only: Some(keys),
-            ..RunLimits::default()
-        };
-        assert_eq!(orphans(&f, &t, &[], &members, only(&gone)).len(), 1);
-        assert!(orphans(&f, &t, &[], &members, only(&other)).is_empty());
+        assert_eq!(orphans(&f, &t, &[], &members, Some(&gone)).len(), 1);
+        assert!(orphans(&f, &t, &[], &members, Some(&other)).is_empty());
         // Namespace type under -n: only that namespace itself.
         let ns = namespaces();
         let members = both(
@@ -1071,11 +1076,12 @@ mod tests {
             ]),
             listed(&[]),
         );
-        let limited = RunLimits {
-            namespace: Some("shop"),
-            ..RunLimits::default()
+        let limited = RunScope {
+            namespace: Some("shop".into()),
+            ..RunScope::default()
         };
-        let found = orphans(&f, &ns, &[], &members, limited);
+        let f_limited = Federation { run: &limited, ..f };
+        let found = orphans(&f_limited, &ns, &[], &members, None);
         assert_eq!(found.len(), 1);
         assert_eq!(key_of(&found[0].live).1, "shop");
     }
@@ -1109,24 +1115,19 @@ mod tests {
                 .collect();
             (objects, orphans)
         };
-        let whole = keys(&decide_type(
-            &f,
-            &t,
-            &objects,
-            &members,
-            RunLimits::default(),
-        ));
+        let whole = keys(&decide_type(&f, &t, &objects, &members, None));
         assert_eq!(whole.0.len(), 16);
         assert_eq!(whole.1.len(), 16, "a stray per namespace and member");
         for count in 1..=4 {
             let (mut objs, mut orphs) = (BTreeSet::new(), Vec::new());
             for index in 0..count {
-                let limits = RunLimits {
+                let run = RunScope {
                     shard: Some(Shard { index, count }),
-                    ..RunLimits::default()
+                    ..RunScope::default()
                 };
-                let mine = shard::retain_owned(limits.shard, objects.clone());
-                let (o, mut r) = keys(&decide_type(&f, &t, &mine, &members, limits));
+                let f = Federation { run: &run, ..f };
+                let mine = shard::retain_owned(run.shard, objects.clone());
+                let (o, mut r) = keys(&decide_type(&f, &t, &mine, &members, None));
                 assert!(objs.is_disjoint(&o), "{index}/{count} overlaps");
                 objs.extend(o);
                 orphs.append(&mut r);
@@ -1198,7 +1199,7 @@ mod properties {
                 scope: Scope::Cluster,
                 settings: SyncSettings { adopt_resources: true },
                 clusters: &clusters,
-                touched: None,
+                run: &RunScope::default(),
                 fed_namespaces: &fed_namespaces,
                 host_namespaces: &host_namespaces,
                 versions: &empty,

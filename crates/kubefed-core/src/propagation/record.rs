@@ -254,6 +254,7 @@ mod tests {
     use crate::propagation::decide::{FederatedType, Federation, Listing, decide_object};
     use crate::propagation::desired::TargetType;
     use crate::propagation::{deletion::SYNC_FINALIZER, member::SyncSettings};
+    use crate::run::scope::RunScope;
     use serde_json::json;
     use std::collections::HashMap;
 
@@ -297,7 +298,7 @@ mod tests {
                 adopt_resources: true,
             },
             clusters: &clusters,
-            touched: None,
+            run: &RunScope::default(),
             fed_namespaces: &fed_namespaces,
             host_namespaces: &host_namespaces,
             versions: &versions,

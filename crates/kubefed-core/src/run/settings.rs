@@ -115,10 +115,19 @@ impl Settings {
         kubefed_namespace: &str,
         requested: Option<&str>,
     ) -> Option<String> {
-        match self.scope {
-            Scope::Namespaced => Some(kubefed_namespace.to_string()),
-            Scope::Cluster => requested.map(str::to_string),
-        }
+        objects_namespace(self.scope, kubefed_namespace, requested).map(str::to_string)
+    }
+}
+
+/// [`Settings::objects_namespace`] for a federation of `scope`.
+pub fn objects_namespace<'a>(
+    scope: Scope,
+    kubefed_namespace: &'a str,
+    requested: Option<&'a str>,
+) -> Option<&'a str> {
+    match scope {
+        Scope::Namespaced => Some(kubefed_namespace),
+        Scope::Cluster => requested,
     }
 }
 
