@@ -3064,3 +3064,48 @@ fn wait_ready_names_pods_that_pod_security_refuses() {
         assert!(!run.stderr.contains("PodSecurity"), "{}", run.stderr);
     }
 }
+
+/// A template whose metadata is not Kubernetes metadata (stored fine: the
+/// federated CRD keeps the template as it is) fails that object in each
+/// member, named, with no retry, and the run carries on with the others.
+#[test]
+fn a_template_with_malformed_metadata_fails_that_object_only() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "rc-meta", &["configmaps"]);
+    let m1 = f.cluster("m1");
+    namespace(env, "member1", f.ns);
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "bad",
+        json!({"template": {"metadata": {"annotations": 5}, "data": {"a": "1"}},
+               "placement": {"clusters": [{"name": m1}]}}),
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "good",
+        json!({"template": {"data": {"a": "1"}}, "placement": {"clusters": [{"name": m1}]}}),
+    );
+    let run = f.reconcile(&["--attempts", "3"]);
+    assert_eq!(run.code, 3, "a partial run: {}", run.stderr);
+    let failed: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("failed: "))
+        .collect();
+    assert_eq!(failed.len(), 1, "{}", run.stderr);
+    assert!(
+        failed[0].starts_with(&format!(
+            "failed: {m1}: ConfigMap {}/bad: not a valid object: ",
+            f.ns
+        )),
+        "{}",
+        failed[0]
+    );
+    assert!(
+        cm(env, "member1", f.ns, "good").is_some(),
+        "the other object propagated"
+    );
+    assert!(cm(env, "member1", f.ns, "bad").is_none());
+}

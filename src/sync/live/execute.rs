@@ -189,12 +189,17 @@ fn classify(e: kube::Error) -> (Failure, String) {
             )
         }
         kube::Error::Api(s) => (Failure::Refused, api_error_line(kube::Error::Api(s))),
+        // Our own body could not be made: asking again changes nothing.
+        kube::Error::SerdeError(e) => (Failure::Refused, format!("not a valid object: {e}")),
         other => (Failure::Transport, crate::error::source_chain(&other)),
     }
 }
 
-fn body(obj: &Value) -> DynamicObject {
-    serde_json::from_value(obj.clone()).expect("desired objects are objects")
+/// The request body of a desired object. A template whose metadata is not
+/// Kubernetes metadata (`annotations: 5`) is refused here, before any
+/// request, as the API server would refuse it.
+fn body(obj: &Value) -> Result<DynamicObject, kube::Error> {
+    serde_json::from_value(obj.clone()).map_err(kube::Error::SerdeError)
 }
 
 async fn run_action(
@@ -213,7 +218,7 @@ async fn run_action(
     };
     match action {
         Action::Create(obj) => {
-            let created = api.create(&PostParams::default(), &body(obj)).await?;
+            let created = api.create(&PostParams::default(), &body(obj)?).await?;
             Ok(Done {
                 effect: Effect::Created,
                 version: version(created),
@@ -221,7 +226,7 @@ async fn run_action(
         }
         Action::Update { object, .. } => {
             let updated = api
-                .replace(name, &PostParams::default(), &body(object))
+                .replace(name, &PostParams::default(), &body(object)?)
                 .await?;
             Ok(Done {
                 effect: Effect::Updated,
