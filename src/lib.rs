@@ -26,6 +26,7 @@ pub use kubefed_core as core;
 pub mod error;
 pub mod federated_types;
 pub mod man;
+pub mod member_rbac;
 pub mod parallel;
 pub mod poll;
 pub mod reconciler;

@@ -286,7 +286,19 @@ async fn refresh_reconciler_rules(
     for line in lines {
         println!("{line}");
     }
-    Ok(())
+    // Least-privilege members lose the type's resource (a dry run has
+    // not disabled it yet).
+    let target = ftc.map(|f| {
+        (
+            f.spec.target_type.group.clone().unwrap_or_default(),
+            f.spec.target_type.plural_name.clone(),
+        )
+    });
+    let refreshed = crate::member_rbac::refresh(host, dry_run, |resources| {
+        resources.retain(|r| Some((&r.group, &r.plural)) != target.as_ref().map(|(g, p)| (g, p)))
+    })
+    .await?;
+    crate::cmd::options::print_member_rbac(refreshed)
 }
 
 /// How many objects of a federated type exist in the host (all namespaces).

@@ -8,6 +8,7 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::apply::resource_of;
 use crate::cmd::options::{GlobalOptions, TemplateSchemaFlag};
+use crate::core::cluster::rbac::SyncedResource;
 use crate::core::run::reconciler::FederatedResource;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::terminal::output::DocumentFormat;
@@ -157,7 +158,20 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
     for line in lines {
         println!("{line}");
     }
-    Ok(())
+    // Least-privilege members gain the types' resources (a dry run has not
+    // written them yet).
+    let targets = generated.iter().map(|g| {
+        let t = &g.type_config["spec"]["targetType"];
+        SyncedResource {
+            group: t["group"].as_str().unwrap_or_default().to_string(),
+            plural: t["pluralName"].as_str().unwrap_or_default().to_string(),
+            namespaced: t["scope"] == "Namespaced",
+        }
+    });
+    let refreshed =
+        crate::member_rbac::refresh(&host, o.dry_run, |resources| resources.extend(targets))
+            .await?;
+    crate::cmd::options::print_member_rbac(refreshed)
 }
 
 #[cfg(test)]

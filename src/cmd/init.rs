@@ -177,6 +177,12 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
         host.context,
         live_scope.as_str()
     );
+    if o.with_dns {
+        // Members joined before DNS was installed now read what the DNS
+        // pass reads.
+        let refreshed = crate::member_rbac::refresh(&host, false, |_| {}).await?;
+        crate::cmd::options::print_member_rbac(refreshed)?;
+    }
     Ok(())
 }
 

@@ -14,9 +14,11 @@ use crate::apply::{
 };
 use crate::clients::host::Host;
 use crate::cmd::options::{
-    GlobalOptions, MemberOptions, host_cluster_name, parse_duration, validate_cluster_name,
+    GlobalOptions, MemberOptions, RbacFlag, host_cluster_name, parse_duration,
+    validate_cluster_name,
 };
 use crate::core::cluster::membership::{self, JoinNames, MemberEndpoint, Scope};
+use crate::core::cluster::rbac::MemberRbac;
 use crate::core::names::subdomain_error;
 use crate::terminal::completion::complete_context;
 use crate::terminal::output::DocumentFormat;
@@ -35,6 +37,7 @@ use std::time::Duration;
   kubefedctl join member1                                  # context member1, host = current context
   kubefedctl join prod --cluster-context arn:aws:eks:eu-west-1:123456789012:cluster/prod
   kubefedctl join member1 --error-on-existing=false        # update an existing join in place
+  kubefedctl join member1 --rbac admin                     # KubeFed's `*` identity (hand-over to KubeFed)
   kubefedctl join member1 -o yaml                          # print what would be written
 
 A member endpoint on 127.0.0.1/localhost works for kubefedctl reconcile run on this
@@ -50,6 +53,11 @@ pub struct JoinOptions {
     /// Name of the host Secret holding the member's credentials [default: the joined one, else CLUSTER_NAME-<random>]
     #[arg(long, value_name = "NAME")]
     pub secret_name: Option<String>,
+
+    /// What the host may do in the member: least (only the federation's own verbs on the enabled
+    /// types, kept in step by enable and disable) or admin (KubeFed's `*` on everything)
+    #[arg(long, value_enum, value_name = "MODE", default_value = "least")]
+    pub rbac: RbacFlag,
 
     /// Fail when the cluster is already joined; with =false, update the join in place
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set,
@@ -88,6 +96,9 @@ struct Plan {
     member_minor: Option<u32>,
     names: JoinNames,
     scope: Scope,
+    rbac: MemberRbac,
+    /// `--rbac least`: the main role's rules, from the enabled types.
+    least_rules: Option<Vec<Value>>,
     endpoint: MemberEndpoint,
     existing_cluster: Option<Value>,
     /// The host Secret to (re)use, when one is known.
@@ -154,12 +165,7 @@ fn print_join(
         &json!({}),
     ));
     let secret_ref = secret.unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
-    all.push(membership::kubefed_cluster(
-        &o.cluster_name,
-        ns,
-        &secret_ref,
-        &plan.endpoint,
-    ));
+    all.push(kubefed_cluster(plan, o, &secret_ref, &plan.endpoint));
     crate::terminal::output::print_objects(&all, format)
 }
 
@@ -253,6 +259,14 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         Some(name) => Some(name.clone()),
         None => joined_secret(&host, existing_cluster.as_ref()).await?,
     };
+    let rbac = MemberRbac::from(o.rbac);
+    let least_rules = match rbac {
+        MemberRbac::Admin => None,
+        MemberRbac::Least => {
+            let resources = crate::member_rbac::synced_resources(&host).await?;
+            Some(crate::member_rbac::rules(&host, scope, &resources).await?)
+        }
+    };
     Ok(Plan {
         host,
         member_label,
@@ -260,6 +274,8 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         member_minor,
         names,
         scope,
+        rbac,
+        least_rules,
         endpoint,
         existing_cluster,
         secret_name,
@@ -330,7 +346,7 @@ fn member_objects(plan: &Plan) -> Vec<(ObjectRef, Value)> {
             membership::token_secret(&plan.names, ns),
         ),
     ];
-    for obj in membership::rbac(&plan.names, ns, plan.scope) {
+    for obj in membership::rbac(&plan.names, ns, plan.scope, plan.least_rules.as_deref()) {
         let name = obj["metadata"]["name"].as_str().expect("named").to_string();
         let target = match obj["kind"].as_str() {
             Some("ClusterRole") => at(resource_of::<ClusterRole>(), false, &name),
@@ -403,7 +419,7 @@ async fn write(
 
     let mut endpoint = plan.endpoint.clone();
     endpoint.ca_bundle = ca_b64;
-    let kfc_body = membership::kubefed_cluster(&o.cluster_name, ns, &secret_name, &endpoint);
+    let kfc_body = kubefed_cluster(plan, o, &secret_name, &endpoint);
     let kfc = plan
         .host
         .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
@@ -412,6 +428,24 @@ async fn write(
     let (outcome, _) = ensure(&kfc, &kfc_body, &OnExisting::Replace, journal).await?;
     println!("{}", outcome_line(&kfc, outcome, false));
     Ok(())
+}
+
+/// The KubeFedCluster, annotated with the member's RBAC mode when it is
+/// least privilege (or when a re-join takes that back).
+fn kubefed_cluster(plan: &Plan, o: &JoinOptions, secret: &str, endpoint: &MemberEndpoint) -> Value {
+    let mut kfc =
+        membership::kubefed_cluster(&o.cluster_name, &plan.host.namespace, secret, endpoint);
+    let previous = plan
+        .existing_cluster
+        .as_ref()
+        .map(|c| MemberRbac::of_cluster(c).0);
+    if let Some(annotations) = plan
+        .rbac
+        .cluster_annotations(&plan.names.service_account, previous)
+    {
+        kfc["metadata"]["annotations"] = annotations;
+    }
+    kfc
 }
 
 /// Bindings cannot change their roleRef: a binding that points elsewhere

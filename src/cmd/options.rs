@@ -4,6 +4,8 @@
 //! only parses them.
 
 use crate::clients::ClientFactory;
+use crate::core::cluster::rbac::MemberRbac;
+use crate::core::outcome::Failure;
 
 use crate::clients::Timeouts;
 use crate::core::names::{sanitize_label, subdomain_error};
@@ -224,6 +226,49 @@ impl From<ScopeFlag> for membership::Scope {
         match flag {
             ScopeFlag::Cluster => membership::Scope::Cluster,
             ScopeFlag::Namespaced => membership::Scope::Namespaced,
+        }
+    }
+}
+
+/// What `enable` and `disable` did to the least-privilege members' roles
+/// (`member_rbac::refresh`): its lines on stdout, each member not updated
+/// on stderr, and exit 3 when any was not.
+pub fn print_member_rbac((lines, failures): (Vec<String>, Vec<Failure>)) -> Result<()> {
+    for line in lines {
+        println!("{line}");
+    }
+    for f in &failures {
+        eprintln!("error: {f}");
+    }
+    if failures.is_empty() {
+        return Ok(());
+    }
+    Err(crate::error::ExitWith {
+        code: crate::error::EXIT_PARTIAL,
+        message: format!(
+            "{} least-privilege member(s) not updated; the others were",
+            failures.len()
+        ),
+    }
+    .into())
+}
+
+/// `join --rbac`: [`MemberRbac`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RbacFlag {
+    /// Only what the federation uses: the sync verbs on the enabled types' resources, reading
+    /// Namespaces, Nodes and the health endpoints; kept in step by enable and disable.
+    #[default]
+    Least,
+    /// `*` on every resource, as KubeFed's join (for a hand-over to KubeFed's controller).
+    Admin,
+}
+
+impl From<RbacFlag> for MemberRbac {
+    fn from(flag: RbacFlag) -> Self {
+        match flag {
+            RbacFlag::Least => MemberRbac::Least,
+            RbacFlag::Admin => MemberRbac::Admin,
         }
     }
 }

@@ -36,8 +36,24 @@ fn kubefeds_own_e2e_suite_passes_with_the_watch_as_its_controller() {
     );
     let run = |args: &[&str]| kubefedctl(&kc, args).ok();
     run(&["init"]);
-    run(&["join", "host", "--cluster-context", "host"]);
-    run(&["join", "member1", "--cluster-context", "member1"]);
+    // KubeFed's own e2e suite enables types through KubeFed's library,
+    // which keeps no least-privilege role in step: KubeFed's `*`.
+    run(&[
+        "join",
+        "host",
+        "--cluster-context",
+        "host",
+        "--rbac",
+        "admin",
+    ]);
+    run(&[
+        "join",
+        "member1",
+        "--cluster-context",
+        "member1",
+        "--rbac",
+        "admin",
+    ]);
     let directives = crate::fixtures::root().join("testdata/enabletypedirectives.yaml");
     run(&["enable", "-f", directives.to_str().unwrap()]);
     let config =

@@ -139,8 +139,16 @@ impl Side {
     /// Runs the side's kubefedctl with `args`, then `--kubeconfig` (after
     /// the command: KubeFed's cobra knows it only on subcommands).
     fn run(&self, args: &[&str]) -> Run {
+        // Our join's default is least privilege; KubeFed's is `*`, which
+        // ours writes byte for byte with `--rbac admin`.
+        let ours_admin = self.who != "KubeFed" && args.first() == Some(&"join");
         Command::new(&self.bin)
             .args(args)
+            .args(if ours_admin {
+                &["--rbac", "admin"][..]
+            } else {
+                &[]
+            })
             .arg("--kubeconfig")
             .arg(&self.kc)
             .env_remove("KUBECONFIG")

@@ -2,7 +2,8 @@
 //! (host, member1, member2), with counting proxies where requests count.
 //! Each test has its own kubefed namespace and cluster names.
 
-use crate::fixtures::{b64, get, gone, kubefedctl, write_kubeconfig, yaml_docs};
+use crate::fixtures::{b64, get, gone, kubefedctl, post, write_kubeconfig, yaml_docs};
+use serde_json::json;
 use std::time::Duration;
 use testenv::{Faults, Mode, TestEnv, http};
 
@@ -163,6 +164,8 @@ fn cluster_scoped_join_writes_every_object_and_its_token_works() {
             "member1",
             "--kubefed-namespace",
             "fed-a",
+            "--rbac",
+            "admin",
         ],
     )
     .ok();
@@ -1010,5 +1013,138 @@ fn tls_exceptions_skip_only_the_check_they_name() {
     assert!(
         expired.records().iter().any(|r| r.status == 200),
         "the expired member answered once allowed"
+    );
+}
+
+/// `kubectl auth can-i VERB RESOURCE` in member1 as the member identity of
+/// a join (`<cluster>-host` in `fedns`).
+fn member_can(kc: &std::path::Path, fedns: &str, sa: &str, verb: &str, resource: &str) -> bool {
+    let out = std::process::Command::new("kubectl")
+        .args(["--kubeconfig", kc.to_str().unwrap(), "--context", "member1"])
+        .args(["auth", "can-i", verb, resource, "-A"])
+        .arg(format!("--as=system:serviceaccount:{fedns}:{sa}"))
+        .output()
+        .expect("kubectl (installed by hack/testenv.sh)");
+    match String::from_utf8_lossy(&out.stdout).trim() {
+        "yes" => true,
+        "no" => false,
+        other => panic!(
+            "kubectl auth can-i: {other:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// `join --rbac least` (the default): the member identity may do what the
+/// federation does with its enabled types and nothing else, `enable` and
+/// `disable` keep its role in step, and a run propagates a type enabled
+/// after the join with no other step.
+#[test]
+fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable() {
+    let env = TestEnv::shared();
+    let kc = init(env, "join-lp", "fed-lp", &[]);
+    let fed = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--kubefed-namespace", "fed-lp"]);
+        kubefedctl(&kc, &all)
+    };
+    fed(&["enable", "configmaps", "--federated-group", "lp.kubefed.io"]).ok();
+    fed(&["join", "m1lp", "--cluster-context", "member1"]).ok();
+    let kfc = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/fed-lp/kubefedclusters/m1lp",
+    )
+    .unwrap();
+    assert_eq!(
+        kfc["metadata"]["annotations"]["kubefedctl.kubefed.io/member-rbac"],
+        "least"
+    );
+    let role = get(
+        env,
+        "member1",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/kubefed-controller-manager:m1lp-host",
+    )
+    .unwrap();
+    assert!(
+        !role["rules"].to_string().contains('*'),
+        "no wildcard: {role}"
+    );
+    let can = |verb: &str, resource: &str| member_can(&kc, "fed-lp", "m1lp-host", verb, resource);
+    for (verb, resource) in [
+        ("create", "configmaps"),
+        ("delete", "configmaps"),
+        ("watch", "namespaces"),
+        ("list", "nodes"),
+    ] {
+        assert!(can(verb, resource), "may {verb} {resource}");
+    }
+    for (verb, resource) in [
+        ("get", "secrets"),
+        ("create", "clusterrolebindings"),
+        ("create", "pods/exec"),
+        ("create", "deployments.apps"),
+    ] {
+        assert!(!can(verb, resource), "may not {verb} {resource}");
+    }
+
+    // A type enabled after the join: the role follows, and so may a run.
+    let enabled = fed(&["enable", "secrets", "--federated-group", "lp.kubefed.io"]).ok();
+    assert!(
+        enabled.stdout.contains("clusterrole.rbac.authorization.k8s.io/kubefed-controller-manager:m1lp-host updated (m1lp)"),
+        "{}",
+        enabled.stdout
+    );
+    assert!(can("get", "secrets"));
+    fed(&["enable", "namespaces", "--federated-group", "lp.kubefed.io"]).ok();
+    post(
+        env,
+        "host",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "lp-objs"}}),
+    );
+    post(
+        env,
+        "host",
+        "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatednamespaces",
+        json!({"metadata": {"name": "lp-objs"}, "spec": {"placement": {"clusters": [{"name": "m1lp"}]}}}),
+    );
+    post(
+        env,
+        "host",
+        "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedsecrets",
+        json!({"metadata": {"name": "s"}, "spec": {"template": {"stringData": {"k": "v"}},
+               "placement": {"clusters": [{"name": "m1lp"}]}}}),
+    );
+    fed(&["reconcile", "-n", "lp-objs"]).ok();
+    assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/secrets/s").is_some());
+
+    // Disabled again: the verbs go with the type.
+    fed(&["disable", "secrets"]).ok();
+    assert!(
+        !can("get", "secrets"),
+        "disable takes the type's verbs back"
+    );
+    // KubeFed's `*` on a re-join, marked so that enable leaves it alone.
+    fed(&[
+        "join",
+        "m1lp",
+        "--cluster-context",
+        "member1",
+        "--rbac",
+        "admin",
+        "--error-on-existing=false",
+    ])
+    .ok();
+    assert!(can("get", "secrets"));
+    let kfc = get(
+        env,
+        "host",
+        "/apis/core.kubefed.io/v1beta1/namespaces/fed-lp/kubefedclusters/m1lp",
+    )
+    .unwrap();
+    assert_eq!(
+        kfc["metadata"]["annotations"]["kubefedctl.kubefed.io/member-rbac"],
+        "admin"
     );
 }

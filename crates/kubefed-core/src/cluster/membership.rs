@@ -47,13 +47,18 @@ pub struct JoinNames {
 
 impl JoinNames {
     pub fn new(cluster: &str, host_name: &str, kubefed_namespace: &str) -> JoinNames {
-        let sa = format!("{cluster}-{host_name}");
+        JoinNames::of_service_account(&format!("{cluster}-{host_name}"), kubefed_namespace)
+    }
+
+    /// The names of a join whose service account is `sa` (as a
+    /// least-privilege KubeFedCluster records it).
+    pub fn of_service_account(sa: &str, kubefed_namespace: &str) -> JoinNames {
         JoinNames {
             role: format!("kubefed-controller-manager:{sa}"),
             health_check: format!(
                 "kubefed-controller-manager:{kubefed_namespace}:healthcheck-{sa}"
             ),
-            service_account: sa,
+            service_account: sa.to_string(),
         }
     }
 }
@@ -111,18 +116,30 @@ fn subject(names: &JoinNames, ns: &str) -> Value {
     json!([{"kind": "ServiceAccount", "name": names.service_account, "namespace": ns}])
 }
 
+/// The cluster-health path: the health endpoints (and `/version`), and
+/// Nodes listed for the zones and region DNS records carry.
+pub fn health_rules() -> [Value; 2] {
+    [
+        json!({"nonResourceURLs": ["/healthz", "/readyz", "/livez", "/version"], "verbs": ["get"]}),
+        json!({"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}),
+    ]
+}
+
 /// RBAC objects in the member, in creation order (roles before bindings).
-pub fn rbac(names: &JoinNames, ns: &str, scope: Scope) -> Vec<Value> {
+/// `least`: the main role's rules of a least-privilege identity
+/// (`cluster::rbac::least_rules`); `None`: KubeFed's `*`.
+pub fn rbac(names: &JoinNames, ns: &str, scope: Scope, least: Option<&[Value]>) -> Vec<Value> {
     let rbac = "rbac.authorization.k8s.io/v1";
     let all = json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]);
+    let main_rules = |admin: Value| least.map_or(admin, |rules| json!(rules));
     match scope {
         Scope::Cluster => vec![
             json!({
                 "apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": names.role},
-                "rules": [
+                "rules": main_rules(json!([
                     {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
                     {"nonResourceURLs": ["*"], "verbs": ["get"]}
-                ]
+                ]))
             }),
             json!({
                 "apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": names.role},
@@ -133,7 +150,7 @@ pub fn rbac(names: &JoinNames, ns: &str, scope: Scope) -> Vec<Value> {
         Scope::Namespaced => vec![
             json!({
                 "apiVersion": rbac, "kind": "Role",
-                "metadata": {"name": names.role, "namespace": ns}, "rules": all
+                "metadata": {"name": names.role, "namespace": ns}, "rules": main_rules(all)
             }),
             json!({
                 "apiVersion": rbac, "kind": "RoleBinding",
@@ -144,10 +161,7 @@ pub fn rbac(names: &JoinNames, ns: &str, scope: Scope) -> Vec<Value> {
             // Upstream spells the verb "Get", which RBAC never matches; "get" works.
             json!({
                 "apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": names.health_check},
-                "rules": [
-                    {"nonResourceURLs": ["/healthz", "/readyz", "/livez", "/version"], "verbs": ["get"]},
-                    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}
-                ]
+                "rules": health_rules()
             }),
             json!({
                 "apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": names.health_check},
@@ -232,7 +246,7 @@ mod tests {
     #[test]
     fn rbac_per_scope() {
         let n = JoinNames::new("m", "h", "fed");
-        let cluster = rbac(&n, "fed", Scope::Cluster);
+        let cluster = rbac(&n, "fed", Scope::Cluster, None);
         let kinds: Vec<&str> = cluster
             .iter()
             .map(|o| o["kind"].as_str().unwrap())
@@ -240,7 +254,7 @@ mod tests {
         assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"]);
         assert_eq!(cluster[0]["rules"][0]["verbs"], json!(["*"]));
         assert_eq!(cluster[1]["subjects"][0]["namespace"], "fed");
-        let ns = rbac(&n, "fed", Scope::Namespaced);
+        let ns = rbac(&n, "fed", Scope::Namespaced, None);
         let kinds: Vec<&str> = ns.iter().map(|o| o["kind"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
@@ -252,6 +266,16 @@ mod tests {
             ns[2]["rules"][0]["verbs"],
             json!(["get"]),
             "not upstream's inert \"Get\""
+        );
+        let least = [json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})];
+        let cluster = rbac(&n, "fed", Scope::Cluster, Some(&least));
+        assert_eq!(cluster[0]["rules"], json!(least), "the least rules, alone");
+        let ns = rbac(&n, "fed", Scope::Namespaced, Some(&least));
+        assert_eq!(ns[0]["rules"], json!(least));
+        assert_eq!(
+            ns[2]["rules"][1]["resources"],
+            json!(["nodes"]),
+            "health as for admin"
         );
     }
 

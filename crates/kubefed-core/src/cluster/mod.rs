@@ -4,4 +4,5 @@
 
 pub mod health;
 pub mod membership;
+pub mod rbac;
 pub mod tls;

@@ -1,0 +1,152 @@
+//! Least-privilege member identities (`join --rbac least`): what their
+//! rules are made from (the host's enabled FederatedTypeConfigs and
+//! whether it has multi-cluster DNS), and keeping every such member's role
+//! in step when `enable` or `disable` changes the types. What the rules
+//! say is `core::cluster::rbac`'s.
+
+use crate::api::core::{FederatedTypeConfig, KubeFedCluster};
+use crate::apply::{Journal, ObjectRef, OnExisting, api_error, ensure, outcome_line, resource_of};
+use crate::clients::host::Host;
+use crate::core::cluster::membership::{JoinNames, Scope};
+use crate::core::cluster::rbac::{HostFeatures, MemberRbac, SyncedResource, least_rules};
+use crate::core::outcome::{Failure, Place};
+use anyhow::Result;
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
+use kube::api::{Api, ListParams};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The resources the host propagates now: the targets of its enabled
+/// FederatedTypeConfigs.
+pub async fn synced_resources(host: &Host) -> Result<Vec<SyncedResource>> {
+    let ftcs: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
+    let list = match ftcs.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        // Before `init` has installed the CRDs: no types yet.
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(e) => return Err(api_error(e)),
+    };
+    Ok(list
+        .into_iter()
+        .filter(|f| f.spec.is_enabled())
+        .map(|f| SyncedResource {
+            group: f.spec.target_type.group.unwrap_or_default(),
+            plural: f.spec.target_type.plural_name,
+            namespaced: f.spec.target_type.scope == "Namespaced",
+        })
+        .collect())
+}
+
+/// The rules of a least-privilege member of `host` for `resources`.
+pub async fn rules(host: &Host, scope: Scope, resources: &[SyncedResource]) -> Result<Vec<Value>> {
+    let features = HostFeatures {
+        dns: host.dns_installed().await?,
+    };
+    Ok(least_rules(resources, scope, features))
+}
+
+/// After `enable` or `disable`: every least-privilege member's role gets
+/// the rules of the types enabled now, all members at once. `adjust`
+/// applies the command's change to the listed types (a dry run has not
+/// written it). A member that cannot be reached or updated is a failure
+/// of its own; the others are updated all the same. Returns the lines to
+/// print (nothing changed: none) and the failures.
+pub async fn refresh(
+    host: &Host,
+    dry_run: bool,
+    adjust: impl FnOnce(&mut Vec<SyncedResource>),
+) -> Result<(Vec<String>, Vec<Failure>)> {
+    let clusters: Api<KubeFedCluster> = Api::namespaced(host.client.clone(), &host.namespace);
+    let items = match clusters.list(&ListParams::default()).await {
+        Ok(list) => list.items,
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(e) => return Err(api_error(e)),
+    };
+    // Least-privilege members, by name, with their service account.
+    let mut least: Vec<(String, String)> = Vec::new();
+    for c in items {
+        let v = serde_json::to_value(&c)?;
+        if let ((MemberRbac::Least, Some(sa)), Some(name)) =
+            (MemberRbac::of_cluster(&v), c.metadata.name)
+        {
+            least.push((name, sa.to_string()));
+        }
+    }
+    if least.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut resources = synced_resources(host).await?;
+    adjust(&mut resources);
+    let scope = host.scope().await?;
+    let rules = rules(host, scope, &resources).await?;
+    let names: Vec<String> = least.iter().map(|(n, _)| n.clone()).collect();
+    let members = crate::clients::members::load(host, Duration::from_secs(10), &names).await?;
+    let updates = members.iter().map(|m| {
+        let rules = rules.clone();
+        let sa = least.iter().find(|(n, _)| *n == m.name).map_or("", |(_, sa)| sa.as_str());
+        let names = JoinNames::of_service_account(sa, &host.namespace);
+        async move {
+            let client = m
+                .client
+                .clone()
+                .map_err(|why| Failure::at(Place::member(&m.name), why))?;
+            update_role(host, &m.name, &client, &names, scope, rules, dry_run)
+                .await
+                .map_err(|e| {
+                    Failure::at(
+                        Place::member(&m.name),
+                        format!(
+                            "its least-privilege role was not updated: {}; run kubefedctl enable or disable again once it answers",
+                            crate::error::one_line(&e)
+                        ),
+                    )
+                })
+        }
+    });
+    let mut lines = Vec::new();
+    let mut failures = Vec::new();
+    for result in futures::future::join_all(updates).await {
+        match result {
+            Ok(Some(line)) => lines.push(line),
+            Ok(None) => {}
+            Err(f) => failures.push(f),
+        }
+    }
+    Ok((lines, failures))
+}
+
+/// Writes `rules` into one member's main role; the line to print when it
+/// changed.
+async fn update_role(
+    host: &Host,
+    member: &str,
+    client: &kube::Client,
+    names: &JoinNames,
+    scope: Scope,
+    rules: Vec<Value>,
+    dry_run: bool,
+) -> Result<Option<String>> {
+    let (resource, namespace) = match scope {
+        Scope::Cluster => (resource_of::<ClusterRole>(), None),
+        Scope::Namespaced => (resource_of::<Role>(), Some(host.namespace.as_str())),
+    };
+    let target = ObjectRef::new(member, client, resource, namespace, &names.role);
+    let mut body = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": target.resource.kind,
+        "metadata": {"name": names.role},
+        "rules": rules,
+    });
+    if let Some(ns) = namespace {
+        body["metadata"]["namespace"] = ns.into();
+    }
+    let outcome = if dry_run {
+        crate::apply::preview(&target, &body, &OnExisting::Update).await?
+    } else {
+        ensure(&target, &body, &OnExisting::Update, &mut Journal::default())
+            .await?
+            .0
+    };
+    Ok((outcome != crate::apply::Outcome::Unchanged)
+        .then(|| outcome_line(&target, outcome, dry_run)))
+}
