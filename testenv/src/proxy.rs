@@ -135,12 +135,14 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
-    /// Whether the verb changes state (create, update, patch, delete, deletecollection).
+    /// Whether the verb changes state (create, update, patch, delete,
+    /// deletecollection). Reviews (`SelfSubjectRulesReview` and the like)
+    /// are created to be answered, never stored: not writes.
     pub fn is_write(&self) -> bool {
         matches!(
             self.verb.as_str(),
             "create" | "update" | "patch" | "delete" | "deletecollection"
-        )
+        ) && !self.resource.ends_with("reviews")
     }
 }
 

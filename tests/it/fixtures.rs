@@ -496,13 +496,19 @@ impl Federation {
     }
 
     /// Writes recorded by any of this federation's proxies since the last
-    /// reset: every request but GETs, the run lock's Lease and server-side
-    /// dry runs.
+    /// reset: every request but GETs, the run lock's Lease, server-side
+    /// dry runs and reviews (a run asks each member it plans changes for
+    /// what it may do).
     pub fn writes(&self) -> Vec<RequestRecord> {
         [&self.host, &self.m1, &self.m2]
             .iter()
             .flat_map(|p| p.records())
-            .filter(|r| r.method != "GET" && r.resource != "leases" && !r.query.contains("dryRun"))
+            .filter(|r| {
+                r.method != "GET"
+                    && r.resource != "leases"
+                    && !r.query.contains("dryRun")
+                    && !r.resource.ends_with("reviews")
+            })
             .collect()
     }
 

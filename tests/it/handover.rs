@@ -250,12 +250,14 @@ fn reconcile_all(f: &Federation) -> Run {
     f.run(&["reconcile", "--probe-timeout", "2s", "--timeout", "3s"])
 }
 
-/// The writes (anything but GET, server-side dry runs aside) one proxy
-/// recorded, as `METHOD resource[/sub] ns/name`.
+/// The writes (anything but GET, server-side dry runs and reviews aside)
+/// one proxy recorded, as `METHOD resource[/sub] ns/name`.
 fn writes(p: &Proxy) -> Vec<String> {
     p.records()
         .iter()
-        .filter(|r| r.method != "GET" && !r.query.contains("dryRun"))
+        .filter(|r| {
+            r.method != "GET" && !r.query.contains("dryRun") && !r.resource.ends_with("reviews")
+        })
         .map(describe)
         .collect()
 }

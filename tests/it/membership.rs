@@ -1119,6 +1119,59 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     fed(&["reconcile", "-n", "lp-objs"]).ok();
     assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/secrets/s").is_some());
 
+    // A role that lags behind the types (cut here by hand): the run names
+    // the member and what it may not do before any write, and the command
+    // it names is the fix.
+    let path =
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/kubefed-controller-manager:m1lp-host";
+    let mut lagging = get(env, "member1", path).unwrap();
+    for rule in lagging["rules"].as_array_mut().unwrap() {
+        if let Some(resources) = rule["resources"].as_array_mut() {
+            resources.retain(|r| r != "secrets");
+        }
+    }
+    let (status, _) = crate::fixtures::request(env, "member1", "PUT", path, Some(lagging));
+    assert_eq!(status, 200);
+    post(
+        env,
+        "host",
+        "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedsecrets",
+        json!({"metadata": {"name": "s2"}, "spec": {"template": {"stringData": {"k": "v"}},
+               "placement": {"clusters": [{"name": "m1lp"}]}}}),
+    );
+    for dry_run in [true, false] {
+        let args: &[&str] = if dry_run {
+            &["reconcile", "-n", "lp-objs", "--dry-run"]
+        } else {
+            &["reconcile", "-n", "lp-objs"]
+        };
+        let run = fed(args);
+        assert_eq!(run.code, 3, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(
+                "failed: m1lp: not allowed to create secrets (1 planned change(s) not made): run kubefedctl join m1lp --rbac least --error-on-existing=false"
+            ),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("forbidden"),
+            "asked, not refused: {}",
+            run.stderr
+        );
+    }
+    assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/secrets/s2").is_none());
+    fed(&[
+        "join",
+        "m1lp",
+        "--cluster-context",
+        "member1",
+        "--error-on-existing=false",
+    ])
+    .ok();
+    fed(&["reconcile", "-n", "lp-objs"]).ok();
+    assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/secrets/s2").is_some());
+
     // Disabled again: the verbs go with the type.
     fed(&["disable", "secrets"]).ok();
     assert!(

@@ -1340,8 +1340,9 @@ fn killed_anywhere_a_rerun_converges_as_a_clean_run_would() {
         (
             "after some member writes",
             Box::new(|f: &Federation| {
-                f.m1.count(|r| r.verb == "create" && r.status == 201)
-                    + f.m2.count(|r| r.verb == "create" && r.status == 201)
+                f.m1.count(|r| r.is_write() && r.verb == "create" && r.status == 201)
+                    + f.m2
+                        .count(|r| r.is_write() && r.verb == "create" && r.status == 201)
                     >= 5
             }),
         ),
@@ -2145,11 +2146,11 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
     let writes: Vec<_> = [&f.host, &f.m1, &f.m2]
         .iter()
         .flat_map(|p| p.records())
-        .filter(|r| r.method != "GET")
+        .filter(|r| r.method != "GET" && !r.resource.ends_with("reviews"))
         .collect();
     assert!(
         writes.is_empty(),
-        "a plan writes nothing anywhere: {writes:?}"
+        "a plan writes nothing anywhere (each member is asked once what it may do): {writes:?}"
     );
 
     let md = f

@@ -17,6 +17,7 @@
 
 pub mod execute;
 pub mod observe;
+pub mod permissions;
 pub mod pipeline;
 pub mod progress;
 pub mod ready;
@@ -91,12 +92,16 @@ pub struct Passes {
     pub cluster_health: bool,
     /// The multi-cluster DNS pass (the watch loop runs it on full resyncs).
     pub dns: bool,
+    /// Ask each member with planned changes what it may do, before any
+    /// write (`permissions`); the watch reports refusals as they come.
+    pub permissions: bool,
 }
 
 impl Passes {
     pub const ALL: Passes = Passes {
         cluster_health: true,
         dns: true,
+        permissions: true,
     };
 }
 
@@ -156,6 +161,9 @@ pub async fn round(
     let decided = decide_all(host, seen);
     report_decisions(seen, &decided, &mut report);
     let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
+    if passes.permissions {
+        permissions::check(seen, &mut jobs, o.selection.timeout, &mut report).await;
+    }
     if o.dry_run {
         resolve_creates(seen, &mut jobs, o, &mut report).await;
         dry_run_plan(seen, &jobs, &mut report);

@@ -123,6 +123,7 @@ impl Controller<'_> {
         let passes = Passes {
             cluster_health: false,
             dns: full,
+            permissions: false,
         };
         if full {
             self.full_running = true;
