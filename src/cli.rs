@@ -37,6 +37,8 @@ pub enum Command {
     OrphaningDeletion(crate::cmd::orphaning::OrphaningOptions),
     /// Propagate federated resources to member clusters once (live), or render them offline (--from)
     Reconcile(Box<crate::cmd::reconcile::ReconcileOptions>),
+    /// Issue new short-lived tokens for members joined with --token-ttl
+    Rotate(crate::cmd::rotate::RotateOptions),
     /// Show clusters, federated types and per-cluster propagation
     Status(crate::cmd::status::StatusOptions),
     /// Remove a member cluster from the federation
@@ -94,6 +96,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Reconcile(o) => crate::cmd::reconcile::run(global, &o).await,
                 Command::Status(o) => crate::cmd::status::run(global, &o).await,
                 Command::Unjoin(o) => crate::cmd::unjoin::run(global, &o).await,
+                Command::Rotate(o) => crate::cmd::rotate::run(global, &o).await,
                 Command::Version(_) | Command::Completion(_) => unreachable!("run above"),
             }
         }),

@@ -27,6 +27,7 @@ pub mod error;
 pub mod federated_types;
 pub mod man;
 pub mod member_rbac;
+pub mod member_token;
 pub mod parallel;
 pub mod poll;
 pub mod reconciler;

@@ -6,15 +6,17 @@
 
 use crate::api::core::{FederatedTypeConfig, KubeFedCluster};
 use crate::apply::{Journal, ObjectRef, OnExisting, api_error, ensure, outcome_line, resource_of};
+use crate::clients::ClientFactory;
 use crate::clients::host::Host;
 use crate::core::cluster::membership::{JoinNames, Scope};
-use crate::core::cluster::rbac::{HostFeatures, MemberRbac, SyncedResource, least_rules};
+use crate::core::cluster::rbac::{
+    HostFeatures, MEMBER_CONTEXT_ANNOTATION, MemberRbac, SyncedResource, least_rules,
+};
 use crate::core::outcome::{Failure, Place};
 use anyhow::Result;
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 use kube::api::{Api, ListParams};
 use serde_json::Value;
-use std::time::Duration;
 
 /// The resources the host propagates now: the targets of its enabled
 /// FederatedTypeConfigs.
@@ -46,13 +48,16 @@ pub async fn rules(host: &Host, scope: Scope, resources: &[SyncedResource]) -> R
 }
 
 /// After `enable` or `disable`: every least-privilege member's role gets
-/// the rules of the types enabled now, all members at once. `adjust`
-/// applies the command's change to the listed types (a dry run has not
-/// written it). A member that cannot be reached or updated is a failure
-/// of its own; the others are updated all the same. Returns the lines to
-/// print (nothing changed: none) and the failures.
+/// the rules of the types enabled now, all members at once. The roles are
+/// written with the operator's own kubeconfig context of each member (the
+/// one `join` recorded; the member identity may not change its own role).
+/// `adjust` applies the command's change to the listed types (a dry run
+/// has not written it). A member that cannot be reached or updated is a
+/// failure of its own; the others are updated all the same. Returns the
+/// lines to print (nothing changed: none) and the failures.
 pub async fn refresh(
     host: &Host,
+    factory: &ClientFactory,
     dry_run: bool,
     adjust: impl FnOnce(&mut Vec<SyncedResource>),
 ) -> Result<(Vec<String>, Vec<Failure>)> {
@@ -62,14 +67,16 @@ pub async fn refresh(
         Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
         Err(e) => return Err(api_error(e)),
     };
-    // Least-privilege members, by name, with their service account.
-    let mut least: Vec<(String, String)> = Vec::new();
+    // Least-privilege members: name, service account, context.
+    let mut least: Vec<(String, String, String)> = Vec::new();
     for c in items {
         let v = serde_json::to_value(&c)?;
+        let context = v["metadata"]["annotations"][MEMBER_CONTEXT_ANNOTATION].as_str();
         if let ((MemberRbac::Least, Some(sa)), Some(name)) =
-            (MemberRbac::of_cluster(&v), c.metadata.name)
+            (MemberRbac::of_cluster(&v), &c.metadata.name)
         {
-            least.push((name, sa.to_string()));
+            let context = context.unwrap_or(name).to_string();
+            least.push((name.clone(), sa.to_string(), context));
         }
     }
     if least.is_empty() {
@@ -79,28 +86,23 @@ pub async fn refresh(
     adjust(&mut resources);
     let scope = host.scope().await?;
     let rules = rules(host, scope, &resources).await?;
-    let names: Vec<String> = least.iter().map(|(n, _)| n.clone()).collect();
-    let members = crate::clients::members::load(host, Duration::from_secs(10), &names).await?;
-    let updates = members.iter().map(|m| {
+    let updates = least.iter().map(|(name, sa, context)| {
         let rules = rules.clone();
-        let sa = least.iter().find(|(n, _)| *n == m.name).map_or("", |(_, sa)| sa.as_str());
         let names = JoinNames::of_service_account(sa, &host.namespace);
         async move {
-            let client = m
-                .client
-                .clone()
-                .map_err(|why| Failure::at(Place::member(&m.name), why))?;
-            update_role(host, &m.name, &client, &names, scope, rules, dry_run)
-                .await
-                .map_err(|e| {
-                    Failure::at(
-                        Place::member(&m.name),
-                        format!(
-                            "its least-privilege role was not updated: {}; run kubefedctl enable or disable again once it answers",
-                            crate::error::one_line(&e)
-                        ),
-                    )
-                })
+            let written = async {
+                let client = factory.client(context).await?;
+                update_role(host, name, &client, &names, scope, rules, dry_run).await
+            };
+            written.await.map_err(|e| {
+                Failure::at(
+                    Place::member(name),
+                    format!(
+                        "its least-privilege role was not updated through context {context:?}: {}; once it answers, run kubefedctl join {name} --cluster-context CONTEXT --error-on-existing=false",
+                        crate::error::one_line(&e)
+                    ),
+                )
+            })
         }
     });
     let mut lines = Vec::new();

@@ -82,7 +82,7 @@ struct Target {
 
 /// Reads the type, guards the CRD's deletion, then shows (--dry-run) or makes the changes.
 async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
-    let (_, host) = global.connect_host().await?;
+    let (factory, host) = global.connect_host().await?;
     host.require_initialised().await?;
     let target = find_target(&host, o).await?;
     if let Some((crd, ar)) = &target.crd {
@@ -91,10 +91,10 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
 
     if o.dry_run {
         print_dry_run(&host, &target).await?;
-        return refresh_reconciler_rules(&host, target.ftc.as_ref(), true).await;
+        return refresh_reconciler_rules(&host, &factory, target.ftc.as_ref(), true).await;
     }
     apply(&host, &target, o.timeout).await?;
-    refresh_reconciler_rules(&host, target.ftc.as_ref(), false).await
+    refresh_reconciler_rules(&host, &factory, target.ftc.as_ref(), false).await
 }
 
 /// NAME as the FTC's name (a dotted name as it is, so a type whose API is gone still works).
@@ -269,9 +269,11 @@ async fn wait_for_propagation_stopped(
     }
 }
 
-/// The reconciler (when installed) loses the disabled type's rules.
+/// The reconciler (when installed) and the least-privilege members lose the
+/// disabled type's rules.
 async fn refresh_reconciler_rules(
     host: &crate::clients::host::Host,
+    factory: &crate::clients::ClientFactory,
     ftc: Option<&FederatedTypeConfig>,
     dry_run: bool,
 ) -> Result<()> {
@@ -294,7 +296,7 @@ async fn refresh_reconciler_rules(
             f.spec.target_type.plural_name.clone(),
         )
     });
-    let refreshed = crate::member_rbac::refresh(host, dry_run, |resources| {
+    let refreshed = crate::member_rbac::refresh(host, factory, dry_run, |resources| {
         resources.retain(|r| Some((&r.group, &r.plural)) != target.as_ref().map(|(g, p)| (g, p)))
     })
     .await?;

@@ -124,7 +124,7 @@ pub async fn run(global: &GlobalOptions, o: &EnableOptions) -> Result<()> {
 }
 
 async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directive]) -> Result<()> {
-    let (_, host) = global.connect_host().await?;
+    let (factory, host) = global.connect_host().await?;
     if o.output.is_none() {
         host.require_initialised().await?;
     }
@@ -168,9 +168,10 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
             namespaced: t["scope"] == "Namespaced",
         }
     });
-    let refreshed =
-        crate::member_rbac::refresh(&host, o.dry_run, |resources| resources.extend(targets))
-            .await?;
+    let refreshed = crate::member_rbac::refresh(&host, &factory, o.dry_run, |resources| {
+        resources.extend(targets)
+    })
+    .await?;
     crate::cmd::options::print_member_rbac(refreshed)
 }
 

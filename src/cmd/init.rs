@@ -146,7 +146,7 @@ pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
 }
 
 async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Result<()> {
-    let (_, host) = global.connect_host().await?;
+    let (factory, host) = global.connect_host().await?;
     let ns = host.namespace.clone();
     let objects = HostObjects::of(&host, o, scope);
 
@@ -180,7 +180,7 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
     if o.with_dns {
         // Members joined before DNS was installed now read what the DNS
         // pass reads.
-        let refreshed = crate::member_rbac::refresh(&host, false, |_| {}).await?;
+        let refreshed = crate::member_rbac::refresh(&host, &factory, false, |_| {}).await?;
         crate::cmd::options::print_member_rbac(refreshed)?;
     }
     Ok(())

@@ -19,6 +19,9 @@ use crate::cmd::options::{
 };
 use crate::core::cluster::membership::{self, JoinNames, MemberEndpoint, Scope};
 use crate::core::cluster::rbac::MemberRbac;
+use crate::core::cluster::token::{
+    self, Lifetime, TOKEN_EXPIRES_ANNOTATION, TOKEN_TTL_ANNOTATION, check_ttl,
+};
 use crate::core::names::subdomain_error;
 use crate::terminal::completion::complete_context;
 use crate::terminal::output::DocumentFormat;
@@ -64,6 +67,11 @@ pub struct JoinOptions {
           num_args = 0..=1, default_missing_value = "true")]
     pub error_on_existing: bool,
 
+    /// Store a bound token from the member's TokenRequest API that expires after DURATION
+    /// (at least 10m) instead of one that never expires; kubefedctl rotate and the watch renew it
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub token_ttl: Option<Duration>,
+
     /// How long to wait for the member's token controller to issue the token
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub token_timeout: Duration,
@@ -79,6 +87,9 @@ pub struct JoinOptions {
 
 pub async fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
     validate_cluster_name(&o.cluster_name)?;
+    if let Some(ttl) = o.token_ttl {
+        check_ttl(ttl.as_secs() as i64)?;
+    }
     if let Some(s) = &o.secret_name
         && let Some(e) = subdomain_error(s)
     {
@@ -99,6 +110,8 @@ struct Plan {
     rbac: MemberRbac,
     /// `--rbac least`: the main role's rules, from the enabled types.
     least_rules: Option<Vec<Value>>,
+    /// `--token-ttl`, in seconds.
+    token_ttl: Option<i64>,
     endpoint: MemberEndpoint,
     existing_cluster: Option<Value>,
     /// The host Secret to (re)use, when one is known.
@@ -165,7 +178,7 @@ fn print_join(
         &json!({}),
     ));
     let secret_ref = secret.unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
-    all.push(kubefed_cluster(plan, o, &secret_ref, &plan.endpoint));
+    all.push(kubefed_cluster(plan, o, &secret_ref, &plan.endpoint, None));
     crate::terminal::output::print_objects(&all, format)
 }
 
@@ -276,6 +289,7 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         scope,
         rbac,
         least_rules,
+        token_ttl: o.token_ttl.map(|d| d.as_secs() as i64),
         endpoint,
         existing_cluster,
         secret_name,
@@ -341,12 +355,21 @@ fn member_objects(plan: &Plan) -> Vec<(ObjectRef, Value)> {
             at(resource_of::<ServiceAccount>(), true, sa),
             membership::service_account(&plan.names, ns, plan.member_minor),
         ),
-        (
-            at(resource_of::<Secret>(), true, sa),
-            membership::token_secret(&plan.names, ns),
-        ),
     ];
-    for obj in membership::rbac(&plan.names, ns, plan.scope, plan.least_rules.as_deref()) {
+    // A token that never expires lives in a token Secret; a short-lived
+    // one is issued on request, by an identity that may renew itself.
+    let token_rbac = match plan.token_ttl {
+        None => {
+            out.push((
+                at(resource_of::<Secret>(), true, sa),
+                membership::token_secret(&plan.names, ns),
+            ));
+            Vec::new()
+        }
+        Some(_) => token::token_rbac(&plan.names, ns),
+    };
+    let rbac = membership::rbac(&plan.names, ns, plan.scope, plan.least_rules.as_deref());
+    for obj in rbac.into_iter().chain(token_rbac) {
         let name = obj["metadata"]["name"].as_str().expect("named").to_string();
         let target = match obj["kind"].as_str() {
             Some("ClusterRole") => at(resource_of::<ClusterRole>(), false, &name),
@@ -373,8 +396,37 @@ async fn write(
         };
         println!("{}", outcome_line(target, outcome, false));
     }
-    let token_secret = &member_objects[2].0;
-    let data = wait_for_token(token_secret, o.token_timeout).await?;
+    let (data, lifetime) = match plan.token_ttl {
+        None => {
+            let token_secret = &member_objects[2].0;
+            (wait_for_token(token_secret, o.token_timeout).await?, None)
+        }
+        Some(ttl) => {
+            let sa = &plan.names.service_account;
+            let (token, lifetime) =
+                crate::member_token::issue(&plan.member_client, &plan.host.namespace, sa, ttl)
+                    .await?;
+            // A token Secret of an earlier join would keep a token that
+            // never expires valid: it goes.
+            let legacy = ObjectRef::new(
+                &plan.member_label,
+                &plan.member_client,
+                resource_of::<Secret>(),
+                Some(&plan.host.namespace),
+                sa,
+            );
+            if legacy
+                .get()
+                .await?
+                .is_some_and(|s| s["type"] == "kubernetes.io/service-account-token")
+            {
+                legacy.delete().await?;
+                println!("{} deleted ({})", legacy.short(), plan.member_label);
+            }
+            let b64 = base64::engine::general_purpose::STANDARD;
+            (json!({"token": b64.encode(token)}), Some(lifetime))
+        }
+    };
 
     // The host Secret: the member's token, and its CA when known.
     let ns = plan.host.namespace.as_str();
@@ -419,7 +471,7 @@ async fn write(
 
     let mut endpoint = plan.endpoint.clone();
     endpoint.ca_bundle = ca_b64;
-    let kfc_body = kubefed_cluster(plan, o, &secret_name, &endpoint);
+    let kfc_body = kubefed_cluster(plan, o, &secret_name, &endpoint, lifetime);
     let kfc = plan
         .host
         .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
@@ -431,19 +483,47 @@ async fn write(
 }
 
 /// The KubeFedCluster, annotated with the member's RBAC mode when it is
-/// least privilege (or when a re-join takes that back).
-fn kubefed_cluster(plan: &Plan, o: &JoinOptions, secret: &str, endpoint: &MemberEndpoint) -> Value {
+/// least privilege (or when a re-join takes that back), and with its
+/// token's lifetime when it is short-lived.
+fn kubefed_cluster(
+    plan: &Plan,
+    o: &JoinOptions,
+    secret: &str,
+    endpoint: &MemberEndpoint,
+    lifetime: Option<Lifetime>,
+) -> Value {
     let mut kfc =
         membership::kubefed_cluster(&o.cluster_name, &plan.host.namespace, secret, endpoint);
     let previous = plan
         .existing_cluster
         .as_ref()
         .map(|c| MemberRbac::of_cluster(c).0);
-    if let Some(annotations) = plan
-        .rbac
-        .cluster_annotations(&plan.names.service_account, previous)
+    let context = o.member.context(&o.cluster_name);
+    if let Some(annotations) =
+        plan.rbac
+            .cluster_annotations(&plan.names.service_account, context, previous)
     {
         kfc["metadata"]["annotations"] = annotations;
+    }
+    let had_lifetime = plan
+        .existing_cluster
+        .as_ref()
+        .is_some_and(|c| Lifetime::of_cluster(c).is_some());
+    if plan.token_ttl.is_none() && had_lifetime {
+        // Back to a token that never expires: nothing is to rotate.
+        kfc["metadata"]["annotations"][TOKEN_TTL_ANNOTATION] = json!("");
+        kfc["metadata"]["annotations"][TOKEN_EXPIRES_ANNOTATION] = json!("");
+    }
+    if let Some(life) = lifetime {
+        let sa = &plan.names.service_account;
+        if let (Some(all), Some(more)) = (
+            kfc["metadata"]["annotations"].as_object_mut(),
+            life.annotations(sa).as_object(),
+        ) {
+            all.extend(more.clone());
+        } else {
+            kfc["metadata"]["annotations"] = life.annotations(sa);
+        }
     }
     kfc
 }

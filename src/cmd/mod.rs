@@ -9,6 +9,7 @@ pub mod join;
 pub mod options;
 pub mod orphaning;
 pub mod reconcile;
+pub mod rotate;
 pub mod status;
 pub mod unjoin;
 pub mod version;

@@ -11,6 +11,7 @@ use crate::apply::{ObjectRef, api_error, resource_of};
 use crate::clients::host::Host;
 use crate::cmd::options::{GlobalOptions, MemberOptions, host_cluster_name, validate_cluster_name};
 use crate::core::cluster::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
+use crate::core::cluster::token::token_role_name;
 use crate::error::one_line;
 use crate::terminal::completion::complete_context;
 use anyhow::{Result, bail};
@@ -251,6 +252,9 @@ async fn member_objects(
         at(resource_of::<ClusterRole>(), false, &names.health_check),
         at(resource_of::<RoleBinding>(), true, &names.role),
         at(resource_of::<Role>(), true, &names.role),
+        // `join --token-ttl`'s: the identity renews its own token.
+        at(resource_of::<RoleBinding>(), true, &token_role_name(names)),
+        at(resource_of::<Role>(), true, &token_role_name(names)),
         at(resource_of::<Secret>(), true, &names.service_account),
         at(
             resource_of::<ServiceAccount>(),

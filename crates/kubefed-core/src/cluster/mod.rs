@@ -1,8 +1,10 @@
-//! Member clusters: what `join` writes (KubeFed's `kubefedctl join`), how a
-//! member's health is judged (its cluster controller), and which TLS checks
-//! a member turns off.
+//! Member clusters: what `join` writes (KubeFed's `kubefedctl join`), what
+//! its identity may do ([`rbac`]) and how long its token lives ([`token`]),
+//! how a member's health is judged (its cluster controller), and which TLS
+//! checks a member turns off.
 
 pub mod health;
 pub mod membership;
 pub mod rbac;
 pub mod tls;
+pub mod token;

@@ -41,17 +41,21 @@ impl MemberRbac {
 
     /// The annotations `join` writes on a KubeFedCluster: none for `admin`
     /// on a new join (KubeFed's objects, byte for byte); for `least`, the
-    /// mode and the member's service account, whose role `enable` and
-    /// `disable` keep in step. `previous`: a re-join's current mode.
+    /// mode, the member's service account, whose role `enable` and
+    /// `disable` keep in step, and the kubeconfig context join reached the
+    /// member with, which they write it with (the member identity may not
+    /// change its own role). `previous`: a re-join's current mode.
     pub fn cluster_annotations(
         self,
         service_account: &str,
+        context: &str,
         previous: Option<MemberRbac>,
     ) -> Option<Value> {
         match (self, previous) {
             (MemberRbac::Least, _) => Some(json!({
                 MEMBER_RBAC_ANNOTATION: "least",
                 MEMBER_SERVICE_ACCOUNT_ANNOTATION: service_account,
+                MEMBER_CONTEXT_ANNOTATION: context,
             })),
             (MemberRbac::Admin, Some(MemberRbac::Least)) => {
                 Some(json!({MEMBER_RBAC_ANNOTATION: "admin"}))
@@ -65,6 +69,9 @@ impl MemberRbac {
 /// `enable` and `disable` keep its rules in step with the types. KubeFed's
 /// controllers ignore it.
 pub const MEMBER_RBAC_ANNOTATION: &str = "kubefedctl.kubefed.io/member-rbac";
+/// On a least-privilege KubeFedCluster: the kubeconfig context `join`
+/// reached the member with.
+pub const MEMBER_CONTEXT_ANNOTATION: &str = "kubefedctl.kubefed.io/member-context";
 /// On a least-privilege KubeFedCluster: the member's service account
 /// (`<cluster>-<host>`), which names its roles.
 pub const MEMBER_SERVICE_ACCOUNT_ANNOTATION: &str = "kubefedctl.kubefed.io/member-service-account";
@@ -257,7 +264,7 @@ mod tests {
 
     #[test]
     fn the_mode_is_read_from_the_kubefedcluster() {
-        let annotations = MemberRbac::Least.cluster_annotations("m1-host", None);
+        let annotations = MemberRbac::Least.cluster_annotations("m1-host", "member1", None);
         let least = json!({"metadata": {"annotations": annotations}});
         assert_eq!(
             MemberRbac::of_cluster(&least),
@@ -268,11 +275,16 @@ mod tests {
             (MemberRbac::Admin, None)
         );
         assert_eq!(
-            MemberRbac::Admin.cluster_annotations("m1-host", None),
+            MemberRbac::Admin.cluster_annotations("m1-host", "member1", None),
             None,
             "KubeFed's"
         );
-        let back = MemberRbac::Admin.cluster_annotations("m1-host", Some(MemberRbac::Least));
+        let back =
+            MemberRbac::Admin.cluster_annotations("m1-host", "member1", Some(MemberRbac::Least));
+        assert_eq!(
+            least["metadata"]["annotations"][MEMBER_CONTEXT_ANNOTATION],
+            "member1"
+        );
         let back = json!({"metadata": {"annotations": back}});
         assert_eq!(MemberRbac::of_cluster(&back).0, MemberRbac::Admin);
         let admin = [json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]})];
