@@ -1107,13 +1107,15 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
         env,
         "host",
         "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatednamespaces",
-        json!({"metadata": {"name": "lp-objs"}, "spec": {"placement": {"clusters": [{"name": "m1lp"}]}}}),
+        json!({"apiVersion": "lp.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+               "metadata": {"name": "lp-objs"}, "spec": {"placement": {"clusters": [{"name": "m1lp"}]}}}),
     );
     post(
         env,
         "host",
         "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedsecrets",
-        json!({"metadata": {"name": "s"}, "spec": {"template": {"stringData": {"k": "v"}},
+        json!({"apiVersion": "lp.kubefed.io/v1beta1", "kind": "FederatedSecret",
+               "metadata": {"name": "s"}, "spec": {"template": {"stringData": {"k": "v"}},
                "placement": {"clusters": [{"name": "m1lp"}]}}}),
     );
     fed(&["reconcile", "-n", "lp-objs"]).ok();
@@ -1136,7 +1138,8 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
         env,
         "host",
         "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedsecrets",
-        json!({"metadata": {"name": "s2"}, "spec": {"template": {"stringData": {"k": "v"}},
+        json!({"apiVersion": "lp.kubefed.io/v1beta1", "kind": "FederatedSecret",
+               "metadata": {"name": "s2"}, "spec": {"template": {"stringData": {"k": "v"}},
                "placement": {"clusters": [{"name": "m1lp"}]}}}),
     );
     for dry_run in [true, false] {
