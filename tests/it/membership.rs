@@ -1128,8 +1128,15 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
         "/apis/rbac.authorization.k8s.io/v1/clusterroles/kubefed-controller-manager:m1lp-host";
     let mut lagging = get(env, "member1", path).unwrap();
     for rule in lagging["rules"].as_array_mut().unwrap() {
-        if let Some(resources) = rule["resources"].as_array_mut() {
-            resources.retain(|r| r != "secrets");
+        if rule["resources"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("secrets")))
+        {
+            // Listed and watched, not created.
+            rule["verbs"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|v| v != "create");
         }
     }
     let (status, _) = crate::fixtures::request(env, "member1", "PUT", path, Some(lagging));

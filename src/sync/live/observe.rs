@@ -504,6 +504,11 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
                                 .await
                                 .unwrap_or_default(),
                         ),
+                        // A least-privilege role that lags behind the types.
+                        Ok(Err(kube::Error::Api(s))) if s.code == 403 => Listing::Failed(format!(
+                            "{}; run kubefedctl join {name} --error-on-existing=false to give its identity the enabled types",
+                            api_error_line(kube::Error::Api(s))
+                        )),
                         Ok(Err(e)) => Listing::Failed(api_error_line(e)),
                         Ok(Ok(items)) => {
                             Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect())
