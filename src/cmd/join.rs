@@ -396,37 +396,7 @@ async fn write(
         };
         println!("{}", outcome_line(target, outcome, false));
     }
-    let (data, lifetime) = match plan.token_ttl {
-        None => {
-            let token_secret = &member_objects[2].0;
-            (wait_for_token(token_secret, o.token_timeout).await?, None)
-        }
-        Some(ttl) => {
-            let sa = &plan.names.service_account;
-            let (token, lifetime) =
-                crate::member_token::issue(&plan.member_client, &plan.host.namespace, sa, ttl)
-                    .await?;
-            // A token Secret of an earlier join would keep a token that
-            // never expires valid: it goes.
-            let legacy = ObjectRef::new(
-                &plan.member_label,
-                &plan.member_client,
-                resource_of::<Secret>(),
-                Some(&plan.host.namespace),
-                sa,
-            );
-            if legacy
-                .get()
-                .await?
-                .is_some_and(|s| s["type"] == "kubernetes.io/service-account-token")
-            {
-                legacy.delete().await?;
-                println!("{} deleted ({})", legacy.short(), plan.member_label);
-            }
-            let b64 = base64::engine::general_purpose::STANDARD;
-            (json!({"token": b64.encode(token)}), Some(lifetime))
-        }
-    };
+    let (data, lifetime) = member_token(plan, member_objects, o).await?;
 
     // The host Secret: the member's token, and its CA when known.
     let ns = plan.host.namespace.as_str();
@@ -480,6 +450,48 @@ async fn write(
     let (outcome, _) = ensure(&kfc, &kfc_body, &OnExisting::Replace, journal).await?;
     println!("{}", outcome_line(&kfc, outcome, false));
     Ok(())
+}
+
+/// The member's token for the host Secret (`data` with `token`): the token
+/// Secret's, filled by the member's token controller; or, with
+/// `--token-ttl`, a bound token issued now, with its lifetime (a token
+/// Secret of an earlier join is deleted: its token would never expire).
+async fn member_token(
+    plan: &Plan,
+    member_objects: &[(ObjectRef, Value)],
+    o: &JoinOptions,
+) -> Result<(Value, Option<Lifetime>)> {
+    Ok(match plan.token_ttl {
+        None => {
+            let token_secret = &member_objects[2].0;
+            (wait_for_token(token_secret, o.token_timeout).await?, None)
+        }
+        Some(ttl) => {
+            let sa = &plan.names.service_account;
+            let (token, lifetime) =
+                crate::member_token::issue(&plan.member_client, &plan.host.namespace, sa, ttl)
+                    .await?;
+            // A token Secret of an earlier join would keep a token that
+            // never expires valid: it goes.
+            let legacy = ObjectRef::new(
+                &plan.member_label,
+                &plan.member_client,
+                resource_of::<Secret>(),
+                Some(&plan.host.namespace),
+                sa,
+            );
+            if legacy
+                .get()
+                .await?
+                .is_some_and(|s| s["type"] == "kubernetes.io/service-account-token")
+            {
+                legacy.delete().await?;
+                println!("{} deleted ({})", legacy.short(), plan.member_label);
+            }
+            let b64 = base64::engine::general_purpose::STANDARD;
+            (json!({"token": b64.encode(token)}), Some(lifetime))
+        }
+    })
 }
 
 /// The KubeFedCluster, annotated with the member's RBAC mode when it is

@@ -160,6 +160,17 @@ pub fn b64(text: &str) -> String {
 }
 
 /// `text` base64-encoded, as a Secret's `data` holds it.
+/// Seconds from now until an RFC 3339 time (negative: past).
+pub fn seconds_until(rfc3339: &str) -> i64 {
+    kubefedctl::core::time::parse_rfc3339(rfc3339).expect("an RFC 3339 time")
+        - kubefedctl::clock::now_unix()
+}
+
+/// The RFC 3339 time `seconds` from now.
+pub fn rfc3339_in(seconds: i64) -> String {
+    kubefedctl::core::time::rfc3339(kubefedctl::clock::now_unix() + seconds)
+}
+
 pub fn b64_encode(text: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(text)

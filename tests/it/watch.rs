@@ -809,3 +809,163 @@ fn disable_gives_up_on_a_controller_that_keeps_propagating() {
         "the CRD is kept"
     );
 }
+
+/// The member's host Secret token and the recorded expiry of a
+/// KubeFedCluster (`kubefedctl.kubefed.io/token-expires-at`).
+fn token_and_expiry(env: &TestEnv, f: &Federation, cluster: &str) -> (String, String) {
+    let kfc = crate::fixtures::get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{cluster}",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    let secret = kfc["spec"]["secretRef"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s = crate::fixtures::get(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{}/secrets/{secret}", f.fedns),
+    )
+    .unwrap();
+    let expires = kfc["metadata"]["annotations"]["kubefedctl.kubefed.io/token-expires-at"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    (s["data"]["token"].as_str().unwrap().to_string(), expires)
+}
+
+/// Whether member1's API server takes a token, as whom (a TokenReview).
+fn token_user(env: &TestEnv, token_b64: &str) -> Option<String> {
+    let token = crate::fixtures::b64(token_b64);
+    let (_, review) = crate::fixtures::create(
+        env,
+        "member1",
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}),
+    );
+    (review["status"]["authenticated"] == true).then(|| {
+        review["status"]["user"]["username"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    })
+}
+
+/// `join --token-ttl`: a bound token that expires replaces the token
+/// Secret (which goes), the KubeFedCluster records its lifetime, `rotate`
+/// issues the next one while the old one stays valid, and the watch
+/// rotates a token that is due by itself and carries on propagating.
+#[test]
+fn short_lived_tokens_replace_long_lived_ones_and_are_rotated_by_rotate_and_the_watch() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-tok", &["configmaps"]);
+    let m1 = f.cluster("m1");
+    let sa_secret = format!("/api/v1/namespaces/{}/secrets/{m1}-host", f.fedns);
+    assert!(
+        crate::fixtures::get(env, "member1", &sa_secret).is_some(),
+        "a long-lived join first"
+    );
+
+    let joined = f
+        .run(&[
+            "join",
+            &m1,
+            "--cluster-context",
+            "member1",
+            "--token-ttl",
+            "20m",
+            "--error-on-existing=false",
+        ])
+        .ok();
+    assert!(
+        joined
+            .stdout
+            .contains(&format!("secret/{m1}-host deleted ({m1})")),
+        "{}",
+        joined.stdout
+    );
+    assert!(
+        crate::fixtures::get(env, "member1", &sa_secret).is_none(),
+        "its never-expiring token is gone"
+    );
+    let (first, expires) = token_and_expiry(env, &f, &m1);
+    let left = crate::fixtures::seconds_until(&expires);
+    assert!(
+        (1100..=1200).contains(&left),
+        "expires in 20m: {expires} ({left}s)"
+    );
+    let whom = format!("system:serviceaccount:{}:{m1}-host", f.fedns);
+    assert_eq!(token_user(env, &first).as_deref(), Some(whom.as_str()));
+
+    // rotate: a new token, the old one still valid until it expires.
+    let rotated = f.run(&["rotate"]).ok();
+    assert!(
+        rotated
+            .stdout
+            .contains(&format!("{m1}: token rotated, expires at")),
+        "{}",
+        rotated.stdout
+    );
+    assert!(
+        !rotated.stdout.contains(&f.cluster("m2")),
+        "long-lived members are left alone"
+    );
+    let (second, _) = token_and_expiry(env, &f, &m1);
+    assert_ne!(first, second);
+    assert_eq!(
+        token_user(env, &first).as_deref(),
+        Some(whom.as_str()),
+        "the old token is still good"
+    );
+    assert_eq!(token_user(env, &second).as_deref(), Some(whom.as_str()));
+    let named = f.run(&["rotate", &f.cluster("m2")]);
+    assert_eq!(named.code, 3, "{}", named.stderr);
+    assert!(
+        named
+            .stderr
+            .contains("its token never expires (kubefedctl join"),
+        "{}",
+        named.stderr
+    );
+
+    // The watch renews a token that is due (recorded as expiring within
+    // the last fifth of its lifetime), then propagates with it.
+    let soon = crate::fixtures::rfc3339_in(60);
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m1}",
+            f.fedns
+        ),
+        json!({"metadata": {"annotations": {"kubefedctl.kubefed.io/token-expires-at": soon}}}),
+    );
+    let log_path = env.dir().join("watch-tok.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("the watch to rotate the due token", || {
+        token_and_expiry(env, &f, &m1).1 != soon
+    });
+    let (third, _) = token_and_expiry(env, &f, &m1);
+    assert_ne!(third, second);
+    assert!(
+        log(&log_path).contains(&format!("{m1}: token rotated")),
+        "{}",
+        log(&log_path)
+    );
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "after-rotation",
+        json!({"template": {"data": {"a": "1"}}, "placement": {"clusters": [{"name": m1}]}}),
+    );
+    wait_until("the watch to propagate with the new token", || {
+        cm(env, "member1", f.ns, "after-rotation").is_some()
+    });
+    sigterm(&watch);
+    watch.wait().unwrap();
+}

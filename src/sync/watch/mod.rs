@@ -27,7 +27,8 @@
 //! as tasks and takes their results back into the queue; `health` probes
 //! the members, counts the thresholds, notices stalls and writes the
 //! KubeFedClusters' status; `type_status` writes the FederatedTypeConfigs'
-//! status; `memory` tunes glibc's malloc for a process that lives for days.
+//! status; `tokens` renews short-lived member tokens before they expire;
+//! `memory` tunes glibc's malloc for a process that lives for days.
 //! Beside them: `sources` (the watchers), `cache` (what they saw),
 //! `metrics` and `process` (what `/metrics` serves).
 
@@ -41,6 +42,7 @@ mod rebuild;
 mod rounds;
 pub mod sources;
 mod specs;
+mod tokens;
 mod type_status;
 
 use crate::clients::host::Host;
@@ -306,6 +308,7 @@ impl Controller<'_> {
                 }
                 probed = health::probe_done(&mut self.probing) => {
                     full |= self.probed(probed).await;
+                    self.rotate_due_tokens().await;
                     if std::mem::take(&mut active) {
                         memory::release_free_memory();
                     }
