@@ -28,6 +28,7 @@ compat=(
   membership::namespace_scoped_join
   membership::unjoin_removes_everything
   membership::a_least_privilege_member_gets_the_types_verbs
+  watch::short_lived_tokens
   types::every_default_type_is_enabled_served_and_idempotent
   types::custom_resource_types_with_and_without_schema
   types::disable_keeps_or_deletes_the_crd
