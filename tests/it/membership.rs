@@ -1070,6 +1070,18 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
         !role["rules"].to_string().contains('*'),
         "no wildcard: {role}"
     );
+    let status = fed(&["status", "-o", "json"]).ok();
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let row = status["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "m1lp")
+        .unwrap();
+    assert_eq!(
+        (row["identity"].as_str(), row["tokenExpires"].as_str()),
+        (Some("least"), Some("never"))
+    );
     let can = |verb: &str, resource: &str| member_can(&kc, "fed-lp", "m1lp-host", verb, resource);
     for (verb, resource) in [
         ("create", "configmaps"),

@@ -11,6 +11,8 @@ use crate::core::cluster::health::{
     CREDENTIALS_REFUSED, LEGACY_TOKEN_INVALID_LABEL, legacy_token_invalid,
 };
 use crate::core::cluster::membership::JoinNames;
+use crate::core::cluster::rbac::MemberRbac;
+use crate::core::cluster::token::Lifetime;
 use crate::core::propagation::decide::not_served;
 use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
@@ -31,6 +33,12 @@ pub struct ClusterRow {
     pub zones: Vec<String>,
     pub message: String,
     pub created: String,
+    /// What the host may do in the member: `least` or `admin`
+    /// (docs/security.md).
+    pub identity: String,
+    /// When the member's stored token expires (`join --token-ttl`), or
+    /// `never`.
+    pub token_expires: String,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -116,6 +124,11 @@ pub(super) async fn cluster_rows(
                     "not probed yet (kubefedctl reconcile or --probe)".into(),
                 ),
             };
+            let cluster = serde_json::to_value(&m.cluster).unwrap_or_default();
+            let (identity, _) = MemberRbac::of_cluster(&cluster);
+            let token_expires = Lifetime::of_cluster(&cluster).map_or("never".to_string(), |l| {
+                crate::core::time::rfc3339(l.expires_at)
+            });
             ClusterRow {
                 name: m.name.clone(),
                 ready,
@@ -129,6 +142,8 @@ pub(super) async fn cluster_rows(
                 zones: status.zones.clone(),
                 message,
                 created: created(&m.cluster.metadata),
+                identity: identity.as_str().to_string(),
+                token_expires,
             }
         })
         .collect::<Vec<_>>();

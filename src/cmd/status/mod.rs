@@ -411,6 +411,8 @@ mod tests {
             zones: vec!["eu-1a".into()],
             message: String::new(),
             created: String::new(),
+            identity: "least".into(),
+            token_expires: "never".into(),
         }];
         let text = clusters_table(&rows, false, false);
         let lines: Vec<&str> = text.lines().collect();
@@ -420,6 +422,19 @@ mod tests {
                 && lines[1].contains("True")
                 && lines[1].contains("eu/eu-1a"),
             "{text}"
+        );
+        assert!(!text.contains("IDENTITY"), "wide only");
+        let wide = clusters_table(&rows, true, false);
+        assert!(
+            wide.lines()
+                .next()
+                .unwrap()
+                .contains("IDENTITY  TOKEN EXPIRES"),
+            "{wide}"
+        );
+        assert!(
+            wide.lines().nth(1).unwrap().contains("least     never"),
+            "{wide}"
         );
         assert!(!text.contains('\u{1b}'), "no escape codes without colour");
         assert!(

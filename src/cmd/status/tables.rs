@@ -55,7 +55,7 @@ pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
         "REGION/ZONES",
     ];
     if wide {
-        headers.push("MESSAGE");
+        headers.extend(["IDENTITY", "TOKEN EXPIRES", "MESSAGE"]);
     }
     let mut t = table(&headers);
     if colour {
@@ -83,6 +83,8 @@ pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
             Cell::new(zones),
         ];
         if wide {
+            cells.push(Cell::new(&r.identity));
+            cells.push(Cell::new(&r.token_expires));
             cells.push(Cell::new(&r.message));
         }
         t.add_row(cells);
