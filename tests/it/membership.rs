@@ -284,6 +284,20 @@ fn cluster_scoped_join_writes_every_object_and_its_token_works() {
 fn namespace_scoped_join_limits_the_token_to_the_kubefed_namespace() {
     let env = TestEnv::shared();
     let kc = init(env, "join-b", "fed-b", &["--scope", "Namespaced"]);
+    // Least privilege (the default): the Role grants the enabled types'
+    // verbs, in the federation namespace only.
+    kubefedctl(
+        &kc,
+        &[
+            "enable",
+            "configmaps",
+            "--kubefed-namespace",
+            "fed-b",
+            "--federated-group",
+            "joinb.kubefed.io",
+        ],
+    )
+    .ok();
     let run = kubefedctl(
         &kc,
         &[
