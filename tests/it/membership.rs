@@ -1050,7 +1050,9 @@ fn member_can(kc: &std::path::Path, fedns: &str, sa: &str, verb: &str, resource:
 }
 
 /// `join --rbac least` (the default): the member identity may do what the
-/// federation does with its enabled types and nothing else, `enable` and
+/// federation does with its enabled types and nothing else (ResourceQuotas
+/// stand for a type enabled later: no other test federates them, so
+/// their federated kind stays unambiguous for the others), `enable` and
 /// `disable` keep its role in step, and a run propagates a type enabled
 /// after the join with no other step.
 #[test]
@@ -1115,13 +1117,19 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     }
 
     // A type enabled after the join: the role follows, and so may a run.
-    let enabled = fed(&["enable", "secrets", "--federated-group", "lp.kubefed.io"]).ok();
+    let enabled = fed(&[
+        "enable",
+        "resourcequotas",
+        "--federated-group",
+        "lp.kubefed.io",
+    ])
+    .ok();
     assert!(
         enabled.stdout.contains("clusterrole.rbac.authorization.k8s.io/kubefed-controller-manager:m1lp-host updated (m1lp)"),
         "{}",
         enabled.stdout
     );
-    assert!(can("get", "secrets"));
+    assert!(can("get", "resourcequotas"));
     fed(&["enable", "namespaces", "--federated-group", "lp.kubefed.io"]).ok();
     post(
         env,
@@ -1139,13 +1147,20 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     post(
         env,
         "host",
-        "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedsecrets",
-        json!({"apiVersion": "lp.kubefed.io/v1beta1", "kind": "FederatedSecret",
-               "metadata": {"name": "s"}, "spec": {"template": {"stringData": {"k": "v"}},
+        "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedresourcequotas",
+        json!({"apiVersion": "lp.kubefed.io/v1beta1", "kind": "FederatedResourceQuota",
+               "metadata": {"name": "s"}, "spec": {"template": {"spec": {"hard": {"pods": "10"}}},
                "placement": {"clusters": [{"name": "m1lp"}]}}}),
     );
     fed(&["reconcile", "-n", "lp-objs"]).ok();
-    assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/secrets/s").is_some());
+    assert!(
+        get(
+            env,
+            "member1",
+            "/api/v1/namespaces/lp-objs/resourcequotas/s"
+        )
+        .is_some()
+    );
 
     // A role that lags behind the types (cut here by hand): the run names
     // the member and what it may not do before any write, and the command
@@ -1156,7 +1171,7 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     for rule in lagging["rules"].as_array_mut().unwrap() {
         if rule["resources"]
             .as_array()
-            .is_some_and(|r| r.contains(&json!("secrets")))
+            .is_some_and(|r| r.contains(&json!("resourcequotas")))
         {
             // Listed and watched, not created.
             rule["verbs"]
@@ -1170,9 +1185,9 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     post(
         env,
         "host",
-        "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedsecrets",
-        json!({"apiVersion": "lp.kubefed.io/v1beta1", "kind": "FederatedSecret",
-               "metadata": {"name": "s2"}, "spec": {"template": {"stringData": {"k": "v"}},
+        "/apis/lp.kubefed.io/v1beta1/namespaces/lp-objs/federatedresourcequotas",
+        json!({"apiVersion": "lp.kubefed.io/v1beta1", "kind": "FederatedResourceQuota",
+               "metadata": {"name": "s2"}, "spec": {"template": {"spec": {"hard": {"pods": "10"}}},
                "placement": {"clusters": [{"name": "m1lp"}]}}}),
     );
     for dry_run in [true, false] {
@@ -1185,7 +1200,7 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
         assert_eq!(run.code, 3, "{}", run.stderr);
         assert!(
             run.stderr.contains(
-                "failed: m1lp: not allowed to create secrets (1 planned change(s) not made): run kubefedctl join m1lp --rbac least --error-on-existing=false"
+                "failed: m1lp: not allowed to create resourcequotas (1 planned change(s) not made): run kubefedctl join m1lp --rbac least --error-on-existing=false"
             ),
             "{}",
             run.stderr
@@ -1196,7 +1211,14 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
             run.stderr
         );
     }
-    assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/secrets/s2").is_none());
+    assert!(
+        get(
+            env,
+            "member1",
+            "/api/v1/namespaces/lp-objs/resourcequotas/s2"
+        )
+        .is_none()
+    );
     fed(&[
         "join",
         "m1lp",
@@ -1206,12 +1228,19 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     ])
     .ok();
     fed(&["reconcile", "-n", "lp-objs"]).ok();
-    assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/secrets/s2").is_some());
+    assert!(
+        get(
+            env,
+            "member1",
+            "/api/v1/namespaces/lp-objs/resourcequotas/s2"
+        )
+        .is_some()
+    );
 
     // Disabled again: the verbs go with the type.
-    fed(&["disable", "secrets"]).ok();
+    fed(&["disable", "resourcequotas"]).ok();
     assert!(
-        !can("get", "secrets"),
+        !can("get", "resourcequotas"),
         "disable takes the type's verbs back"
     );
     // KubeFed's `*` on a re-join, marked so that enable leaves it alone.
