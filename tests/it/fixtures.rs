@@ -390,6 +390,22 @@ impl Federation {
         kubefedctl(&self.kc, &all)
     }
 
+    /// A KubeFedCluster of this federation, and the path of its host Secret.
+    pub fn kubefed_cluster(&self, env: &TestEnv, cluster: &str) -> (Value, String) {
+        let kfc = get(
+            env,
+            "host",
+            &format!(
+                "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{cluster}",
+                self.fedns
+            ),
+        )
+        .unwrap();
+        let secret = kfc["spec"]["secretRef"]["name"].as_str().unwrap();
+        let path = format!("/api/v1/namespaces/{}/secrets/{secret}", self.fedns);
+        (kfc, path)
+    }
+
     pub fn reconcile(&self, extra: &[&str]) -> Run {
         self.reconcile_in(self.ns, extra)
     }

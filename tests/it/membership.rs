@@ -1066,14 +1066,16 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     };
     fed(&["enable", "configmaps", "--federated-group", "lp.kubefed.io"]).ok();
     fed(&["join", "m1lp", "--cluster-context", "member1"]).ok();
-    let kfc = get(
-        env,
-        "host",
-        "/apis/core.kubefed.io/v1beta1/namespaces/fed-lp/kubefedclusters/m1lp",
-    )
-    .unwrap();
+    let kfc = || {
+        get(
+            env,
+            "host",
+            "/apis/core.kubefed.io/v1beta1/namespaces/fed-lp/kubefedclusters/m1lp",
+        )
+        .unwrap()
+    };
     assert_eq!(
-        kfc["metadata"]["annotations"]["kubefedctl.kubefed.io/member-rbac"],
+        kfc()["metadata"]["annotations"]["kubefedctl.kubefed.io/member-rbac"],
         "least"
     );
     let role = get(
@@ -1255,14 +1257,9 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
     ])
     .ok();
     assert!(can("get", "secrets"));
-    let kfc = get(
-        env,
-        "host",
-        "/apis/core.kubefed.io/v1beta1/namespaces/fed-lp/kubefedclusters/m1lp",
-    )
-    .unwrap();
+
     assert_eq!(
-        kfc["metadata"]["annotations"]["kubefedctl.kubefed.io/member-rbac"],
+        kfc()["metadata"]["annotations"]["kubefedctl.kubefed.io/member-rbac"],
         "admin"
     );
 }

@@ -1436,23 +1436,11 @@ fn revoked_credentials_fail_that_member_only() {
     }
     // Its token no longer works (revoked, rotated): 401, the cluster is not
     // ready, status says why.
-    let kfc = get(
-        env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m2}",
-            f.fedns
-        ),
-    )
-    .unwrap();
-    let secret = kfc["spec"]["secretRef"]["name"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (_, secret) = f.kubefed_cluster(env, &m2);
     patch(
         env,
         "host",
-        &format!("/api/v1/namespaces/{}/secrets/{secret}", f.fedns),
+        &secret,
         json!({"data": {"token": "cmV2b2tlZA=="}}),
     );
     let run = f.reconcile(&[]);

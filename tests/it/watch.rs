@@ -813,25 +813,8 @@ fn disable_gives_up_on_a_controller_that_keeps_propagating() {
 /// The member's host Secret token and the recorded expiry of a
 /// KubeFedCluster (`kubefedctl.kubefed.io/token-expires-at`).
 fn token_and_expiry(env: &TestEnv, f: &Federation, cluster: &str) -> (String, String) {
-    let kfc = crate::fixtures::get(
-        env,
-        "host",
-        &format!(
-            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{cluster}",
-            f.fedns
-        ),
-    )
-    .unwrap();
-    let secret = kfc["spec"]["secretRef"]["name"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let s = crate::fixtures::get(
-        env,
-        "host",
-        &format!("/api/v1/namespaces/{}/secrets/{secret}", f.fedns),
-    )
-    .unwrap();
+    let (kfc, secret) = f.kubefed_cluster(env, cluster);
+    let s = crate::fixtures::get(env, "host", &secret).unwrap();
     let expires = kfc["metadata"]["annotations"]["kubefedctl.kubefed.io/token-expires-at"]
         .as_str()
         .unwrap_or("")
