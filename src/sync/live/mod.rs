@@ -306,7 +306,10 @@ async fn member_object(
 }
 
 /// The Warnings upstream's cluster controller records after a probe.
-pub fn cluster_events(members: &[Member], health: &[Health]) -> Vec<crate::core::events::Event> {
+pub fn cluster_events(
+    members: &[Member],
+    health: &[Health],
+) -> Vec<crate::core::events::record::Event> {
     members
         .iter()
         .zip(health)
@@ -314,7 +317,7 @@ pub fn cluster_events(members: &[Member], health: &[Health]) -> Vec<crate::core:
             let mut cluster = serde_json::to_value(&m.cluster).ok()?;
             cluster["apiVersion"] = "core.kubefed.io/v1beta1".into();
             cluster["kind"] = "KubeFedCluster".into();
-            crate::core::events::cluster_event(&cluster, h)
+            crate::core::events::record::cluster_event(&cluster, h)
         })
         .collect()
 }

@@ -80,7 +80,7 @@ pub struct Finished {
     pub pending: Vec<String>,
     /// The Events upstream's sync controller would record for this object
     /// (when the pipeline records them).
-    pub events: Vec<crate::core::events::Event>,
+    pub events: Vec<crate::core::events::record::Event>,
 }
 
 /// The lanes and what every job shares.
@@ -331,8 +331,8 @@ fn object_events(
     plan: &ObjectPlan,
     results: &[(crate::sync::live::execute::Work, MemberResult)],
     pending: &[String],
-) -> Vec<crate::core::events::Event> {
-    use crate::core::events::{self, Attempt, ObjectRun};
+) -> Vec<crate::core::events::record::Event> {
+    use crate::core::events::record::{self as events, Attempt, ObjectRun};
     let kind = &t.ty.target.kind;
     let warnings = crate::core::propagation::desired::template_warnings(fed);
     let run = ObjectRun {

@@ -5,7 +5,8 @@
 //! warning line, never a failed run.
 
 use crate::clients::host::Host;
-use crate::core::events::{Correlated, Correlator, Event, Write};
+use crate::core::events::correlator::{Correlated, Correlator, Write};
+use crate::core::events::record::Event;
 use crate::parallel::locked;
 use crate::sync::live::record::HOST_WRITES_IN_FLIGHT;
 use futures::StreamExt;
