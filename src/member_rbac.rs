@@ -4,11 +4,11 @@
 //! in step when `enable` or `disable` changes the types. What the rules
 //! say is `core::cluster::rbac`'s.
 
-use crate::api::core::{FederatedTypeConfig, KubeFedCluster};
+use crate::api::core::KubeFedCluster;
 use crate::apply::{Journal, ObjectRef, OnExisting, api_error, ensure, outcome_line, resource_of};
 use crate::clients::ClientFactory;
 use crate::clients::host::Host;
-use crate::core::cluster::membership::{JoinNames, Scope};
+use crate::core::cluster::membership::{self, JoinNames, Scope};
 use crate::core::cluster::rbac::{
     HostFeatures, MEMBER_CONTEXT_ANNOTATION, MemberRbac, SyncedResource, least_rules,
 };
@@ -21,14 +21,9 @@ use serde_json::Value;
 /// The resources the host propagates now: the targets of its enabled
 /// FederatedTypeConfigs.
 pub async fn synced_resources(host: &Host) -> Result<Vec<SyncedResource>> {
-    let ftcs: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
-    let list = match ftcs.list(&ListParams::default()).await {
-        Ok(list) => list.items,
-        // Before `init` has installed the CRDs: no types yet.
-        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
-        Err(e) => return Err(api_error(e)),
-    };
-    Ok(list
+    Ok(host
+        .type_configs()
+        .await?
         .into_iter()
         .filter(|f| f.spec.is_enabled())
         .map(|f| SyncedResource {
@@ -133,15 +128,8 @@ async fn update_role(
         Scope::Namespaced => (resource_of::<Role>(), Some(host.namespace.as_str())),
     };
     let target = ObjectRef::new(member, client, resource, namespace, &names.role);
-    let mut body = serde_json::json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": target.resource.kind,
-        "metadata": {"name": names.role},
-        "rules": rules,
-    });
-    if let Some(ns) = namespace {
-        body["metadata"]["namespace"] = ns.into();
-    }
+    // The main role, as `join` writes it: the first of its RBAC objects.
+    let body = membership::rbac(names, &host.namespace, scope, Some(&rules)).swap_remove(0);
     let outcome = if dry_run {
         crate::apply::preview(&target, &body, &OnExisting::Update).await?
     } else {

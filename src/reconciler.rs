@@ -3,7 +3,6 @@
 //! written is decided in `core::run::reconciler`; this module reads the host
 //! (FederatedTypeConfigs, the DNS API, the server version) and writes.
 
-use crate::api::core::FederatedTypeConfig;
 use crate::apply::{
     Journal, ObjectRef, OnExisting, Outcome, api_error, api_resource, ensure, preview,
 };
@@ -26,20 +25,15 @@ pub struct HostFacts {
 
 /// Reads what the rules and the workload depend on.
 pub async fn facts(host: &Host) -> Result<HostFacts> {
-    let ftcs: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
-    let types = match ftcs.list(&ListParams::default()).await {
-        Ok(list) => list
-            .items
-            .into_iter()
-            .map(|f| FederatedResource {
-                group: f.spec.federated_type.group.unwrap_or_default(),
-                plural: f.spec.federated_type.plural_name,
-            })
-            .collect(),
-        // Before `init` has installed the CRDs: no types yet.
-        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
-        Err(e) => return Err(api_error(e)),
-    };
+    let types = host
+        .type_configs()
+        .await?
+        .into_iter()
+        .map(|f| FederatedResource {
+            group: f.spec.federated_type.group.unwrap_or_default(),
+            plural: f.spec.federated_type.plural_name,
+        })
+        .collect();
     let dns = host.dns_installed().await?;
     let version = host.client.apiserver_version().await.map_err(api_error)?;
     let scope = host.scope().await.unwrap_or(Scope::Cluster);

@@ -49,6 +49,18 @@ impl Host {
         ObjectRef::new("host", &self.client, resource, ns, name)
     }
 
+    /// The host's FederatedTypeConfigs (none before `init` has installed
+    /// their CRD).
+    pub async fn type_configs(&self) -> Result<Vec<crate::api::core::FederatedTypeConfig>> {
+        let api: kube::Api<crate::api::core::FederatedTypeConfig> =
+            kube::Api::namespaced(self.client.clone(), &self.namespace);
+        match api.list(&kube::api::ListParams::default()).await {
+            Ok(list) => Ok(list.items),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+            Err(e) => Err(crate::apply::api_error(e)),
+        }
+    }
+
     /// Whether the host has the multi-cluster DNS API (`init --with-dns`).
     pub async fn dns_installed(&self) -> Result<bool> {
         let crd = self.object(
