@@ -233,7 +233,17 @@ impl From<ScopeFlag> for membership::Scope {
 /// What `enable` and `disable` did to the least-privilege members' roles
 /// (`member_rbac::refresh`): its lines on stdout, each member not updated
 /// on stderr, and exit 3 when any was not.
-pub fn print_member_rbac((lines, failures): (Vec<String>, Vec<Failure>)) -> Result<()> {
+pub fn print_member_rbac(outcome: (Vec<String>, Vec<Failure>)) -> Result<()> {
+    print_member_outcomes(outcome, "least-privilege member(s) not updated")
+}
+
+/// What a command did member by member: the lines on stdout, each member
+/// it could not do it for on stderr, and exit 3 (`<count> <not_done>; the
+/// others were`) when there is any.
+pub fn print_member_outcomes(
+    (lines, failures): (Vec<String>, Vec<Failure>),
+    not_done: &str,
+) -> Result<()> {
     for line in lines {
         println!("{line}");
     }
@@ -245,10 +255,7 @@ pub fn print_member_rbac((lines, failures): (Vec<String>, Vec<Failure>)) -> Resu
     }
     Err(crate::error::ExitWith {
         code: crate::error::EXIT_PARTIAL,
-        message: format!(
-            "{} least-privilege member(s) not updated; the others were",
-            failures.len()
-        ),
+        message: format!("{} {not_done}; the others were", failures.len()),
     }
     .into())
 }

@@ -4,10 +4,9 @@
 //! rewritten, then the KubeFedCluster records the new expiry. The old token
 //! stays valid until it expires, so nothing that holds it is cut off.
 
-use crate::cmd::options::GlobalOptions;
+use crate::cmd::options::{GlobalOptions, print_member_outcomes};
 use crate::core::cluster::token::Lifetime;
 use crate::core::outcome::{Failure, Place};
-use crate::error::{EXIT_PARTIAL, ExitWith};
 use anyhow::{Result, bail};
 use clap::Args;
 use std::time::Duration;
@@ -63,25 +62,15 @@ pub async fn run(global: &GlobalOptions, o: &RotateOptions) -> Result<()> {
                 .map_err(|e| Failure::at(Place::member(&m.name), crate::error::one_line(&e)))
         }
     });
-    let mut failed = 0;
+    let (mut lines, mut failures) = (Vec::new(), Vec::new());
     for result in futures::future::join_all(rotations).await {
         match result {
-            Ok((name, life)) => println!(
+            Ok((name, life)) => lines.push(format!(
                 "kubefedcluster.core.kubefed.io/{name}: token rotated, expires at {}",
                 crate::core::time::rfc3339(life.expires_at)
-            ),
-            Err(f) => {
-                eprintln!("error: {f}");
-                failed += 1;
-            }
+            )),
+            Err(f) => failures.push(f),
         }
     }
-    if failed > 0 {
-        return Err(ExitWith {
-            code: EXIT_PARTIAL,
-            message: format!("{failed} member(s) not rotated; the others were"),
-        }
-        .into());
-    }
-    Ok(())
+    print_member_outcomes((lines, failures), "member(s) not rotated")
 }
