@@ -19,9 +19,7 @@ use crate::cmd::options::{
 };
 use crate::core::cluster::membership::{self, JoinNames, MemberEndpoint, Scope};
 use crate::core::cluster::rbac::MemberRbac;
-use crate::core::cluster::token::{
-    self, Lifetime, TOKEN_EXPIRES_ANNOTATION, TOKEN_TTL_ANNOTATION, check_ttl,
-};
+use crate::core::cluster::token::{self, Lifetime, check_ttl};
 use crate::core::names::subdomain_error;
 use crate::terminal::completion::complete_context;
 use crate::terminal::output::DocumentFormat;
@@ -510,32 +508,16 @@ fn kubefed_cluster(
         .existing_cluster
         .as_ref()
         .map(|c| MemberRbac::of_cluster(c).0);
+    let sa = &plan.names.service_account;
     let context = o.member.context(&o.cluster_name);
-    if let Some(annotations) =
-        plan.rbac
-            .cluster_annotations(&plan.names.service_account, context, previous)
-    {
-        kfc["metadata"]["annotations"] = annotations;
-    }
-    let had_lifetime = plan
-        .existing_cluster
-        .as_ref()
-        .is_some_and(|c| Lifetime::of_cluster(c).is_some());
-    if plan.token_ttl.is_none() && had_lifetime {
-        // Back to a token that never expires: nothing is to rotate.
-        kfc["metadata"]["annotations"][TOKEN_TTL_ANNOTATION] = json!("");
-        kfc["metadata"]["annotations"][TOKEN_EXPIRES_ANNOTATION] = json!("");
-    }
-    if let Some(life) = lifetime {
-        let sa = &plan.names.service_account;
-        if let (Some(all), Some(more)) = (
-            kfc["metadata"]["annotations"].as_object_mut(),
-            life.annotations(sa).as_object(),
-        ) {
-            all.extend(more.clone());
-        } else {
-            kfc["metadata"]["annotations"] = life.annotations(sa);
-        }
+    let rbac = plan.rbac.cluster_annotations(sa, context, previous);
+    let ttl_asked = plan.token_ttl.is_some();
+    let life = token::join_annotations(ttl_asked, lifetime, plan.existing_cluster.as_ref(), sa);
+    for (key, value) in [rbac, life].into_iter().flatten().flat_map(|a| match a {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }) {
+        kfc["metadata"]["annotations"][key] = value;
     }
     kfc
 }

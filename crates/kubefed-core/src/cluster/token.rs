@@ -72,6 +72,28 @@ impl Lifetime {
     }
 }
 
+/// The lifetime annotations a join writes on its KubeFedCluster, beside
+/// the others: the token's it issued (`--token-ttl`, `issued`; `None` in
+/// a preview, which issues none), or, when a member whose token expired
+/// (`previous`) goes back to a token that never expires, emptied ones, so
+/// that nothing is left to rotate. `None`: nothing to write.
+pub fn join_annotations(
+    ttl_asked: bool,
+    issued: Option<Lifetime>,
+    previous: Option<&Value>,
+    service_account: &str,
+) -> Option<Value> {
+    match (ttl_asked, issued) {
+        (true, Some(life)) => Some(life.annotations(service_account)),
+        (true, None) => None,
+        (false, _) if previous.and_then(Lifetime::of_cluster).is_some() => Some(json!({
+            TOKEN_TTL_ANNOTATION: "",
+            TOKEN_EXPIRES_ANNOTATION: "",
+        })),
+        (false, _) => None,
+    }
+}
+
 /// The TokenRequest body (the API server's own audience).
 pub fn token_request(ttl_seconds: i64) -> Value {
     json!({
@@ -132,6 +154,34 @@ mod tests {
             Lifetime::of_cluster(&json!({"metadata": {}})),
             None,
             "KubeFed's token"
+        );
+    }
+
+    #[test]
+    fn a_join_records_the_issued_lifetime_or_clears_one_it_gives_up() {
+        let life = Lifetime {
+            ttl_seconds: 600,
+            expires_at: 1_700_000_600,
+        };
+        let short = json!({"metadata": {"annotations": life.annotations("m1-host")}});
+        let recorded = join_annotations(true, Some(life), None, "m1-host").unwrap();
+        assert_eq!(
+            Lifetime::of_cluster(&json!({"metadata": {"annotations": recorded}})),
+            Some(life)
+        );
+        assert_eq!(
+            join_annotations(true, None, Some(&short), "m1-host"),
+            None,
+            "a preview"
+        );
+        let cleared = join_annotations(false, None, Some(&short), "m1-host").unwrap();
+        assert_eq!(
+            Lifetime::of_cluster(&json!({"metadata": {"annotations": cleared}})),
+            None
+        );
+        assert_eq!(
+            join_annotations(false, None, Some(&json!({})), "m1-host"),
+            None
         );
     }
 
