@@ -312,13 +312,7 @@ async fn wait_established(crds: &[ObjectRef]) -> Result<()> {
             Duration::from_millis(200),
             || async {
                 let live = crd.get().await?.unwrap_or_default();
-                Ok(live["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|c| {
-                        c.iter()
-                            .any(|c| c["type"] == "Established" && c["status"] == "True")
-                    })
-                    .then_some(()))
+                Ok(crate::core::propagation::crd_first::established(&live).then_some(()))
             },
         )
         .await?;

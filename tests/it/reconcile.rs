@@ -1953,6 +1953,155 @@ fn cluster_scoped_federated_objects_are_taken_from_files_as_they_are() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The spec of a CRD of group `crdfirst.example.com` (`plural`, `kind`), as
+/// the host holds it and a federated CRD propagates it; created in the host
+/// and served there when this returns.
+pub(crate) fn crd_first_type(env: &TestEnv, plural: &str, kind: &str) -> Value {
+    let spec = json!({"group": "crdfirst.example.com", "scope": "Namespaced",
+        "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+        "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+            {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]});
+    let body = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.crdfirst.example.com")}, "spec": spec});
+    post(
+        env,
+        "host",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        body,
+    );
+    wait_until(&format!("{plural} served by the host"), || {
+        get(
+            env,
+            "host",
+            &format!("/apis/crdfirst.example.com/v1/{plural}"),
+        )
+        .is_some()
+    });
+    spec
+}
+
+#[test]
+fn a_federated_crd_and_its_objects_converge_in_one_run() {
+    let env = TestEnv::shared();
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let name = "gizmos.crdfirst.example.com";
+    let gizmo_crd = crd_first_type(env, "gizmos", "Gizmo");
+    let f = Federation::new(
+        env,
+        "rc-crd",
+        &[
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "gizmos.crdfirst.example.com",
+        ],
+    );
+    for m in ["member1", "member2"] {
+        assert!(
+            get(env, m, &format!("{crd_path}/{name}")).is_none(),
+            "{m} has no gizmos yet"
+        );
+    }
+    // One file: the federated CRD (cluster-scoped) and three objects of its type.
+    let mut docs = vec![json!({"apiVersion": format!("{}/v1beta1", f.group),
+        "kind": "FederatedCustomResourceDefinition", "metadata": {"name": name},
+        "spec": {"template": {"spec": gizmo_crd}, "placement": {"clusterSelector": {}}}})];
+    for (i, g) in ["g1", "g2", "g3"].iter().enumerate() {
+        docs.push(
+            json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedGizmo",
+            "metadata": {"name": g, "namespace": f.ns},
+            "spec": {"template": {"spec": {"size": i + 1}}, "placement": {"clusterSelector": {}}}}),
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("kubefedctl-crd-first-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gizmos.yaml");
+    let text: Vec<String> = docs
+        .iter()
+        .map(|d| serde_json::to_string(d).unwrap())
+        .collect();
+    std::fs::write(&file, text.join("\n---\n")).unwrap();
+    let path = file.to_str().unwrap();
+
+    // The plan shows the objects as they will be created once the CRD is
+    // there, and validates what the members can validate today.
+    f.reset();
+    let plan = f.reconcile(&["-f", path, "--dry-run", "--validate"]).ok();
+    for m in [f.cluster("m1"), f.cluster("m2")] {
+        for line in [
+            format!("{m}: create CustomResourceDefinition {name}"),
+            format!("{m}: create Gizmo {}/g3", f.ns),
+        ] {
+            assert!(plan.stdout.contains(&line), "{line}\n{}", plan.stdout);
+        }
+    }
+    assert!(
+        plan.stderr.contains(
+            "6 planned change(s) of types defined by CRDs this plan creates not validated"
+        ),
+        "{}",
+        plan.stderr
+    );
+    assert_eq!(f.writes(), vec![], "a plan writes nothing");
+
+    // One run: CRDs first, awaited, then the gizmos, everywhere; exit 0.
+    // In each member the CRD and the namespace were answered before the
+    // first gizmo was sent.
+    f.reset();
+    f.reconcile(&["-f", path]).ok();
+    for proxy in [&f.m1, &f.m2] {
+        let writes: Vec<RequestRecord> = proxy
+            .records()
+            .into_iter()
+            .filter(|r| r.is_write())
+            .collect();
+        let answered = |resource: &str| {
+            let r = writes
+                .iter()
+                .find(|r| r.resource == resource && r.verb == "create");
+            r.and_then(|r| r.answered)
+                .unwrap_or_else(|| panic!("no {resource} created: {writes:?}"))
+        };
+        let first_gizmo = writes
+            .iter()
+            .filter(|r| r.resource == "gizmos")
+            .filter_map(|r| r.received)
+            .min()
+            .expect("gizmos created");
+        assert!(
+            answered("customresourcedefinitions") < first_gizmo,
+            "{writes:?}"
+        );
+        assert!(answered("namespaces") < first_gizmo, "{writes:?}");
+    }
+    for m in ["member1", "member2"] {
+        let crd = get(env, m, &format!("{crd_path}/{name}")).unwrap();
+        assert_eq!(crd["metadata"]["labels"]["kubefed.io/managed"], "true");
+        for (i, g) in ["g1", "g2", "g3"].iter().enumerate() {
+            let live = get(
+                env,
+                m,
+                &format!(
+                    "/apis/crdfirst.example.com/v1/namespaces/{}/gizmos/{g}",
+                    f.ns
+                ),
+            )
+            .unwrap_or_else(|| panic!("no gizmo {g} in {m}"));
+            assert_eq!(live["spec"]["size"], i + 1);
+        }
+    }
+    f.reset();
+    f.reconcile(&["-f", path]).ok();
+    assert_eq!(f.writes(), vec![], "a second run writes nothing");
+
+    // The members' CRDs (and their gizmos with them) go, for other tests.
+    for m in ["member1", "member2"] {
+        let r = env
+            .request(m, "DELETE", &format!("{crd_path}/{name}"), None)
+            .unwrap();
+        assert!(r.status == 200 || r.status == 404, "{}", r.body);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn files_under_review_are_planned_then_applied_in_one_run() {
     let env = TestEnv::shared();

@@ -952,3 +952,65 @@ fn short_lived_tokens_replace_long_lived_ones_and_are_rotated_by_rotate_and_the_
     sigterm(&watch);
     watch.wait().unwrap();
 }
+
+/// A federated CRD and objects of its type, there before the watch starts:
+/// its first round propagates the CRDs, waits until the members serve the
+/// type, then the objects; no member is ever told it does not serve them.
+#[test]
+fn a_federated_crd_and_its_objects_converge_in_the_first_round() {
+    let env = TestEnv::shared();
+    let spec = crate::reconcile::crd_first_type(env, "sprockets", "Sprocket");
+    let name = "sprockets.crdfirst.example.com";
+    let f = Federation::new(
+        env,
+        "wt-crd",
+        &["customresourcedefinitions.apiextensions.k8s.io", name],
+    );
+    let v1 = format!("{}/v1beta1", f.group);
+    crate::fixtures::post(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/federatedcustomresourcedefinitions",
+            f.group
+        ),
+        json!({"apiVersion": v1, "kind": "FederatedCustomResourceDefinition", "metadata": {"name": name},
+            "spec": {"template": {"spec": spec}, "placement": {"clusterSelector": {}}}}),
+    );
+    for s in ["s1", "s2"] {
+        crate::fixtures::post(
+            env,
+            "host",
+            &format!(
+                "/apis/{}/v1beta1/namespaces/{}/federatedsprockets",
+                f.group, f.ns
+            ),
+            json!({"apiVersion": v1, "kind": "FederatedSprocket", "metadata": {"name": s, "namespace": f.ns},
+                "spec": {"template": {"spec": {"size": 3}}, "placement": {"clusterSelector": {}}}}),
+        );
+    }
+    let log_path = env.dir().join("watch-crd-first.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    let sprocket = |m: &str, s: &str| {
+        let path = format!(
+            "/apis/crdfirst.example.com/v1/namespaces/{}/sprockets/{s}",
+            f.ns
+        );
+        env.request(m, "GET", &path, None).unwrap().status == 200
+    };
+    wait_until("every sprocket in every member", || {
+        ["member1", "member2"]
+            .iter()
+            .all(|m| sprocket(m, "s1") && sprocket(m, "s2"))
+    });
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    let text = log(&log_path);
+    assert!(status.success(), "{status:?}\n{text}");
+    assert!(!text.contains("does not serve"), "{text}");
+    for m in ["member1", "member2"] {
+        let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
+        let r = env.request(m, "DELETE", &path, None).unwrap();
+        assert!(r.status == 200 || r.status == 404, "{}", r.body);
+    }
+}

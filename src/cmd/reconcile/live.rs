@@ -214,8 +214,8 @@ impl crate::sync::live::ready::WaitProgress for ReadyBar<'_> {
 /// The engine's progress as a bar on the terminal.
 struct Bar<'a>(&'a indicatif::ProgressBar);
 impl crate::sync::live::progress::Progress for Bar<'_> {
-    fn requests(&self, total: u64) {
-        self.0.set_length(total);
+    fn requests(&self, more: u64) {
+        self.0.inc_length(more);
     }
     fn request_done(&self) {
         self.0.inc(1);

@@ -15,6 +15,7 @@
 //! [`progress`]; `--wait-ready` is [`ready`]. A run with nothing to do
 //! writes nothing.
 
+pub mod crd_first;
 pub mod execute;
 pub mod observe;
 pub mod permissions;
@@ -66,7 +67,7 @@ pub struct Options {
 /// failures while applying are in the report.
 pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Result<Report> {
     let mut seen = observation(host, o).await?;
-    let outcome = round(host, &mut seen, o, Passes::ALL, progress).await?;
+    let outcome = round_in_order(host, &mut seen, o, Passes::ALL, progress).await?;
     crate::parallel::drop_in_background((seen, outcome.objects));
     Ok(outcome.report)
 }
@@ -121,6 +122,24 @@ pub struct ObjectOutcome {
 pub struct RoundOutcome {
     pub report: Report,
     pub objects: Vec<ObjectOutcome>,
+    /// (member, type name): types a member began to serve during the
+    /// round, their CRD awaited (`crd_first`); the watch lists them again.
+    pub served: Vec<(String, String)>,
+}
+
+/// [`round`], in two phases when a federated CRD defines another of the
+/// round's types (`crd_first`): the one-shot run and every watch round.
+pub async fn round_in_order(
+    host: &Host,
+    seen: &mut Observation,
+    o: &Options,
+    passes: Passes,
+    progress: &dyn Progress,
+) -> Result<RoundOutcome> {
+    match crd_first::phases(seen) {
+        Some(phases) => crd_first::round_in_phases(host, seen, o, passes, phases, progress).await,
+        None => round(host, seen, o, passes, progress).await,
+    }
 }
 
 /// Decides, executes and records over what `seen` holds: the one-shot run
@@ -191,7 +210,11 @@ pub async fn round(
     if passes.dns {
         dns(host, seen, o, &mut report).await?;
     }
-    Ok(RoundOutcome { report, objects })
+    Ok(RoundOutcome {
+        report,
+        objects,
+        served: Vec::new(),
+    })
 }
 
 /// What the decide step found worth saying: failures, notes, the member

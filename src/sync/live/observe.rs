@@ -90,6 +90,10 @@ pub struct Observation {
     /// covers; `objects` hold those of them that exist, and orphans are
     /// looked for among them only. `None`: everything was observed.
     pub partial: Option<Vec<BTreeSet<ObjectKey>>>,
+    /// A dry run's (type name, member) where the type is planned as if the
+    /// member held none of its objects: the CRD that defines it is created
+    /// by the same plan (`crd_first`). `--validate` leaves them out.
+    pub types_to_come: BTreeSet<(String, String)>,
 }
 
 impl Observation {
@@ -120,6 +124,7 @@ impl Observation {
             dns_installed: false,
             host_plan: Vec::new(),
             partial: None,
+            types_to_come: BTreeSet::new(),
         }
     }
 
@@ -489,31 +494,7 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
             let ns = seen.namespace.clone().filter(|_| t.ty.namespaced);
             let name = m.name.clone();
             lists.spawn(async move {
-                let api = dynamic_api(&client, ns.as_deref(), &ar);
-                // Managed objects only, as KubeFed's member informers
-                // (upstream `pkg/controller/util/resourceinformer.go`): a
-                // run's cost follows the federation, not everything the
-                // member holds. A same-named unmanaged object shows up when
-                // a create meets it (409), as upstream's dispatcher sees it.
-                let managed = ListParams::default().labels(&format!("{MANAGED_LABEL}=true"));
-                let listing =
-                    match tokio::time::timeout(timeout * 4, list_pages(&api, &managed)).await {
-                        Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
-                        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Listing::NotServed(
-                            crate::clients::discovery::served_elsewhere(&client, &ar)
-                                .await
-                                .unwrap_or_default(),
-                        ),
-                        // A least-privilege role that lags behind the types.
-                        Ok(Err(kube::Error::Api(s))) if s.code == 403 => Listing::Failed(format!(
-                            "{}; run kubefedctl join {name} --error-on-existing=false to give its identity the enabled types",
-                            api_error_line(kube::Error::Api(s))
-                        )),
-                        Ok(Err(e)) => Listing::Failed(api_error_line(e)),
-                        Ok(Ok(items)) => {
-                            Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect())
-                        }
-                    };
+                let listing = list_member(&client, ns.as_deref(), &ar, &name, timeout).await;
                 (i, name, listing)
             });
         }
@@ -523,6 +504,40 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
         out.push(joined.expect("list tasks do not panic"));
     }
     out
+}
+
+/// One member's managed objects of one type (`ns`: the namespace of a
+/// namespaced type's run, if any). A 404 means the member does not serve
+/// the type (yet: see `crd_first`).
+pub async fn list_member(
+    client: &kube::Client,
+    ns: Option<&str>,
+    ar: &ApiResource,
+    name: &str,
+    timeout: Duration,
+) -> Listing {
+    let api = dynamic_api(client, ns, ar);
+    // Managed objects only, as KubeFed's member informers
+    // (upstream `pkg/controller/util/resourceinformer.go`): a
+    // run's cost follows the federation, not everything the
+    // member holds. A same-named unmanaged object shows up when
+    // a create meets it (409), as upstream's dispatcher sees it.
+    let managed = ListParams::default().labels(&format!("{MANAGED_LABEL}=true"));
+    match tokio::time::timeout(timeout * 4, list_pages(&api, &managed)).await {
+        Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Listing::NotServed(
+            crate::clients::discovery::served_elsewhere(client, ar)
+                .await
+                .unwrap_or_default(),
+        ),
+        // A least-privilege role that lags behind the types.
+        Ok(Err(kube::Error::Api(s))) if s.code == 403 => Listing::Failed(format!(
+            "{}; run kubefedctl join {name} --error-on-existing=false to give its identity the enabled types",
+            api_error_line(kube::Error::Api(s))
+        )),
+        Ok(Err(e)) => Listing::Failed(api_error_line(e)),
+        Ok(Ok(items)) => Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect()),
+    }
 }
 
 /// One page of a list, read straight into JSON values: going through

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-/// How many member requests a run will make, then each one done.
+/// How many member requests a run will make (once per round: a run in
+/// phases adds them up), then each one done.
 pub trait Progress: Sync {
-    fn requests(&self, total: u64);
+    fn requests(&self, more: u64);
     fn request_done(&self);
     /// A member object was created, updated or deleted, its request taking
     /// `took` (retries included): the watch's

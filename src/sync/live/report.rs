@@ -70,6 +70,36 @@ impl Report {
             .sum()
     }
 
+    /// A later round's report added to this one, as one run's: counts
+    /// summed, lines kept once.
+    pub fn absorb(&mut self, later: Report) {
+        for (cluster, c) in later.clusters {
+            let mine = self.cluster(&cluster);
+            mine.ready = c.ready;
+            mine.created += c.created;
+            mine.updated += c.updated;
+            mine.deleted += c.deleted;
+            mine.unchanged += c.unchanged;
+            mine.failed += c.failed;
+        }
+        self.failures.extend(later.failures);
+        self.changes.extend(later.changes);
+        self.host_writes += later.host_writes;
+        self.events += later.events;
+        self.pending.extend(later.pending);
+        for line in later.warnings {
+            if !self.warnings.contains(&line) {
+                self.warnings.push(line);
+            }
+        }
+        for line in later.notes {
+            if !self.notes.contains(&line) {
+                self.notes.push(line);
+            }
+        }
+        self.placed.extend(later.placed);
+    }
+
     /// The counts of `cluster` (every touched member has an entry).
     pub fn cluster(&mut self, cluster: &str) -> &mut ClusterReport {
         self.clusters.entry(cluster.to_string()).or_default()

@@ -47,10 +47,22 @@ pub async fn validate(
         .filter(|w| is_namespace(w) && matches!(w.decision.action, Action::Create(_)))
         .map(|w| (w.decision.cluster.clone(), w.key().1))
         .collect();
-    let mut unchecked = 0;
+    // Nor can a member validate an object of a type it will serve only
+    // once a CRD this plan creates is established (`live::crd_first`).
+    let type_to_come = |w: &&Work| {
+        let name = seen.types[w.type_index].name.clone();
+        seen.types_to_come
+            .contains(&(name, w.decision.cluster.clone()))
+    };
+    let (mut unchecked, mut to_come) = (0, 0);
     let checks: Vec<Check> = jobs
         .iter()
         .flat_map(|j| &j.work)
+        .filter(|w| {
+            let coming = type_to_come(w);
+            to_come += usize::from(coming);
+            !coming
+        })
         .filter(|w| {
             let in_new = !is_namespace(w)
                 && new_namespaces.contains(&(w.decision.cluster.clone(), w.key().0));
@@ -85,6 +97,11 @@ pub async fn validate(
     if unchecked > 0 {
         report.notes.push(format!(
             "--validate: {unchecked} planned change(s) in namespaces this plan creates not validated (their namespace is not in the member yet)"
+        ));
+    }
+    if to_come > 0 {
+        report.notes.push(format!(
+            "--validate: {to_come} planned change(s) of types defined by CRDs this plan creates not validated (the member does not serve them yet)"
         ));
     }
 }

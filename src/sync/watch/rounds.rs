@@ -8,6 +8,7 @@
 use super::Controller;
 use super::cache::WorkKey;
 use super::metrics::Metrics;
+use super::sources::Source;
 use crate::core::run::scope::RunScope;
 use crate::parallel::locked;
 use crate::sync::live::observe::{self, Observation};
@@ -141,7 +142,7 @@ impl Controller<'_> {
             let result = async {
                 observe::finish_from_cache(&shared.host, &mut seen, timeout, full).await?;
                 let progress = RoundProgress(&metrics);
-                live::round(&shared.host, &mut seen, &shared.run, passes, &progress).await
+                live::round_in_order(&shared.host, &mut seen, &shared.run, passes, &progress).await
             }
             .await
             .map(|outcome| {
@@ -176,7 +177,7 @@ impl Controller<'_> {
             self.full_running = false;
             self.metrics.synced.store(true, Ordering::Relaxed);
         }
-        let r = match done.result {
+        let mut r = match done.result {
             Ok(r) => r,
             Err(e) => {
                 self.metrics.failures.fetch_add(1, Ordering::Relaxed);
@@ -187,6 +188,14 @@ impl Controller<'_> {
                 return;
             }
         };
+        // A type its CRD made served in a member: its watch there lists now,
+        // not after its backoff (`live::crd_first`).
+        let served = std::mem::take(&mut r.outcome.served);
+        if !served.is_empty() {
+            self.restart_sources(|s| {
+                matches!(s, Source::Member(c, t) if served.iter().any(|(sc, st)| sc == c && st == t))
+            });
+        }
         for (k, since) in done.taken {
             if r.failed.contains(&k) {
                 self.queue.failed(k, since, now);

@@ -4,11 +4,13 @@
 //! it ([`compare`], [`version`]), the decide step ([`decide`]: [`member`]
 //! and [`deletion`] choose each member's [`action`], [`status`] is what is
 //! written back), what a request's answer means ([`retry`], [`readiness`])
-//! and the record step ([`record`]). [`proposal`] and [`field_owners`] are
+//! and the record step ([`record`]); [`crd_first`] puts federated CRDs
+//! before the objects of the types they define. [`proposal`] and [`field_owners`] are
 //! `reconcile -f`'s.
 
 pub mod action;
 pub mod compare;
+pub mod crd_first;
 pub mod decide;
 pub mod deletion;
 pub mod desired;
