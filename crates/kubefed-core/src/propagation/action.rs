@@ -191,6 +191,12 @@ pub struct Decision {
 /// `None`: nothing there and nothing to do (not placed).
 pub fn live_verdict(action: &Action, status: Option<ClusterStatus>) -> Option<&'static str> {
     Some(match action {
+        // A placed copy that is being deleted (and will be created again).
+        Action::Unchanged | Action::Update { .. }
+            if status == Some(ClusterStatus::WaitingForRemoval) =>
+        {
+            "terminating"
+        }
         Action::Unchanged => "in-sync",
         // A create that would meet a same-named unmanaged object is
         // `unmanaged` once that object is read (members are listed by the
@@ -237,8 +243,13 @@ mod parse_tests {
         use super::{Action, live_verdict};
         use ClusterStatus::*;
         let obj = serde_json::json!({});
-        let table: [(Action, Option<ClusterStatus>, Option<&str>); 12] = [
+        let table: [(Action, Option<ClusterStatus>, Option<&str>); 13] = [
             (Action::Unchanged, None, Some("in-sync")),
+            (
+                Action::Unchanged,
+                Some(WaitingForRemoval),
+                Some("terminating"),
+            ),
             (Action::Create(obj.clone().into()), None, Some("missing")),
             (
                 Action::Update {

@@ -152,7 +152,16 @@ impl<'a> SyncInputs<'a> {
         if let Some(d) = self.unmanageable_decision(m, live, adopt) {
             return d;
         }
-        self.update_decision(m, live, adopt)
+        let mut d = self.update_decision(m, live, adopt);
+        if terminating(live) && d.status == Some(ClusterStatus::Ok) {
+            // Not upstream's (`syncToClusters` in `pkg/controller/sync/
+            // controller.go` records a placed copy that is being deleted
+            // as OK): that copy goes, and a later run creates it again, so
+            // the member does not hold the object and `Propagation` must
+            // not say it does (docs/kubefed-differences.md).
+            d.status = Some(ClusterStatus::WaitingForRemoval);
+        }
+        d
     }
 
     /// A placed member without the object: create it, unless its desired object cannot be computed.

@@ -13,8 +13,10 @@ use crate::propagation::action::{Action, ClusterStatus};
 use crate::propagation::decide::ObjectPlan;
 use crate::propagation::deletion::DeletionPlan;
 use crate::propagation::placement::Cluster;
-use crate::propagation::status::{ClusterOutcome, federated_status};
-use crate::propagation::version::{merged_status, overrides_version, template_version};
+use crate::propagation::status::{AggregateReason, ClusterOutcome, federated_status};
+use crate::propagation::version::{
+    merged_status, overrides_version, recorded_version, template_version,
+};
 
 /// What a member request achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,18 +117,15 @@ pub fn plan_write_back_collecting(
         }
     }
     // Clusters this run did not touch keep what was recorded for them.
+    let mut reason = plan.reason;
     if let Some(touched) = touched {
         outcomes.extend(recorded_outcomes(fed, clusters, touched));
+        if untouched_behind(fed, plan, touched) {
+            reason = AggregateReason::CheckClusters;
+        }
     }
     let updated_any = created_or_updated(results);
-    let status = federated_status(
-        fed,
-        plan.reason,
-        &outcomes,
-        remote.is_some(),
-        updated_any,
-        now,
-    );
+    let status = federated_status(fed, reason, &outcomes, remote.is_some(), updated_any, now);
     if status.changed {
         out.status = Some(status.status);
     }
@@ -160,7 +159,27 @@ fn deletion_write_back(
     out
 }
 
-/// The status of each decided cluster: a failed request's, else the decision's.
+/// Whether a placed member this run may not touch (`--cluster`) is not
+/// known to hold the current version: no version is recorded for it under
+/// the current template and overrides. Upstream touches every member, so
+/// never meets this; its recorded OK must not make `Propagation` True for
+/// a template that member has not received (docs/kubefed-differences.md).
+fn untouched_behind(fed: &Value, plan: &ObjectPlan, touched: &BTreeSet<String>) -> bool {
+    if plan.selected.iter().all(|c| touched.contains(c)) {
+        return false;
+    }
+    let template = template_version(fed).unwrap_or_default();
+    let overrides = overrides_version(fed).unwrap_or_default();
+    plan.selected.iter().any(|c| {
+        !touched.contains(c)
+            && recorded_version(plan.pv_status.as_ref(), &template, &overrides, c).is_none()
+    })
+}
+
+/// The status of each decided cluster: a failed request's, else the
+/// decision's. A request that was planned but not made (refused before
+/// it was sent: the member's identity may not make it) is that request's
+/// failure, never the OK its success would have recorded.
 fn decided_outcomes(
     plan: &ObjectPlan,
     results: &BTreeMap<String, MemberResult>,
@@ -171,7 +190,8 @@ fn decided_outcomes(
         .filter_map(|d| {
             let status = match results.get(&d.cluster) {
                 Some(Err((s, _))) => *s,
-                _ => d.status?,
+                Some(Ok(_)) => d.status?,
+                None => d.action.failure_status().or(d.status)?,
             };
             Some(ClusterOutcome {
                 cluster: d.cluster.clone(),
@@ -438,5 +458,114 @@ mod tests {
             json!([{"clusterName": "a", "version": "rv:5"}])
         );
         assert!(!w.release_finalizer && w.pending.is_empty());
+    }
+    /// The Propagation condition of what `plan_write_back` writes.
+    fn propagation(w: &WriteBack) -> (String, String) {
+        let status = w.status.as_ref().expect("a status is written");
+        let c = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Propagation")
+            .unwrap();
+        (
+            c["status"].as_str().unwrap().to_string(),
+            c["reason"].as_str().unwrap_or("").to_string(),
+        )
+    }
+
+    fn created() -> MemberResult {
+        ok(Effect::Created)
+    }
+
+    #[test]
+    fn propagation_is_true_only_when_every_placed_member_holds_the_current_version() {
+        let fed = cm("x");
+        let clusters = [Cluster::new("a", &[], true), Cluster::new("b", &[], true)];
+        let fresh = plan_for(&fed, &[], &[]);
+        type Case<'a> = (&'a str, BTreeMap<String, MemberResult>, (&'a str, &'a str));
+        let cases: Vec<Case> = vec![
+            (
+                "both created",
+                results(&[("a", created()), ("b", created())]),
+                ("True", ""),
+            ),
+            (
+                "b refused the create",
+                results(&[
+                    ("a", created()),
+                    ("b", Err((ClusterStatus::CreationFailed, "no".into()))),
+                ]),
+                ("False", "CheckClusters"),
+            ),
+            (
+                "b's create planned but never sent (its identity may not create)",
+                results(&[("a", created())]),
+                ("False", "CheckClusters"),
+            ),
+        ];
+        for (name, r, want) in cases {
+            let w = plan_write_back(&fed, &fresh, &r, &clusters, None, "now");
+            let (status, reason) = propagation(&w);
+            assert_eq!((status.as_str(), reason.as_str()), want, "{name}");
+        }
+        let w = plan_write_back(
+            &fed,
+            &fresh,
+            &results(&[("a", created())]),
+            &clusters,
+            None,
+            "now",
+        );
+        assert_eq!(
+            w.status.unwrap()["clusters"],
+            json!([{"name": "a"}, {"name": "b", "status": "CreationFailed"}]),
+            "the request not made is named as failed"
+        );
+
+        // A placed copy that is being deleted is not held: it goes, and
+        // is created again later.
+        let mut dying = copy("x", true);
+        dying["metadata"]["generation"] = json!(1);
+        let p = plan_for(&fed, &[], &[dying]);
+        let r = results(&[("a", created()), ("b", ok(Effect::Updated))]);
+        let w = plan_write_back(&fed, &p, &r, &clusters, None, "now");
+        assert_eq!(propagation(&w), ("False".into(), "CheckClusters".into()));
+        assert_eq!(
+            w.status.unwrap()["clusters"][1],
+            json!({"name": "b", "status": "WaitingForRemoval"})
+        );
+    }
+
+    #[test]
+    fn a_member_the_run_may_not_touch_counts_only_with_the_current_version() {
+        // `--cluster a`: b keeps its recorded OK, but that is only worth
+        // `Propagation: True` if b's recorded version is of this template.
+        let mut fed = cm("x");
+        fed["status"] = json!({"observedGeneration": 1, "clusters": [{"name": "a"}, {"name": "b"}],
+            "conditions": [{"type": "Propagation", "status": "True"}]});
+        let clusters = [Cluster::new("a", &[], true), Cluster::new("b", &[], true)];
+        let touched = BTreeSet::from(["a".to_string()]);
+        let mut p = plan_for(&fed, &[], &[]);
+        p.decisions.retain(|d| d.cluster == "a");
+        let r = results(&[("a", created())]);
+        let pv = |template: &str| {
+            json!({"templateVersion": template,
+                   "overridesVersion": overrides_version(&fed).unwrap(),
+                   "clusterVersions": [{"clusterName": "b", "version": "rv:3"}]})
+        };
+        p.pv_status = Some(pv("an older template's hash"));
+        let w = plan_write_back(&fed, &p, &r, &clusters, Some(&touched), "now");
+        assert_eq!(
+            propagation(&w),
+            ("False".into(), "CheckClusters".into()),
+            "b holds an older template"
+        );
+        p.pv_status = Some(pv(&template_version(&fed).unwrap()));
+        let w = plan_write_back(&fed, &p, &r, &clusters, Some(&touched), "now");
+        assert_eq!(w.status, None, "b holds this template: still True");
+        p.pv_status = None;
+        let w = plan_write_back(&fed, &p, &r, &clusters, Some(&touched), "now");
+        assert_eq!(propagation(&w).0, "False", "nothing recorded for b");
     }
 }
