@@ -7,7 +7,14 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::propagation::action::{ClusterStatus, Decision};
+use crate::propagation::readiness::Readiness;
 use crate::propagation::version::floats_only;
+
+/// The condition KubeFed's sync controller writes.
+pub const PROPAGATION: &str = "Propagation";
+/// The condition `reconcile --wait-ready` adds: whether every placed
+/// member's copy is ready. Not KubeFed's (see [`ReadyState`]).
+pub const READY: &str = "Ready";
 
 /// Aggregate reason of the Propagation condition (`""` = success).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +59,9 @@ pub struct StatusUpdate {
 /// status while `remote_status_collection`), `clusters[]` sorted by name.
 /// Empty fields are omitted as Go's `omitempty` does. `now` is an RFC 3339
 /// timestamp from the caller (the core has no clock). `resources_updated`:
-/// a create/update succeeded in this pass (only counts with remote status).
+/// a create/update succeeded in this pass (upstream counts it only with
+/// remote status; it also turns a `Ready` condition to `Unknown`, as a new
+/// generation does: see [`ReadyState`]).
 pub fn federated_status(
     fed: &Value,
     reason: AggregateReason,
@@ -87,8 +96,12 @@ pub fn federated_status(
     let changes_propagated =
         clusters_changed || (!outcomes.is_empty() && remote_collected && resources_updated);
 
-    let (conditions, update_required) =
+    let (mut conditions, update_required) =
         propagation_conditions(&old, reason, changes_propagated, now);
+    // Not upstream's: a `Ready` condition that `--wait-ready` wrote says
+    // nothing of copies changed since, or of a newer generation.
+    let ready_stale = (generation_updated || resources_updated)
+        && set_condition(&mut conditions, READY, "Unknown", NOT_CHECKED, now);
 
     let final_clusters = if clusters_changed {
         clusters
@@ -97,7 +110,7 @@ pub fn federated_status(
     };
     StatusUpdate {
         status: status_value(generation, conditions, final_clusters),
-        changed: generation_updated || update_required,
+        changed: generation_updated || update_required || ready_stale,
     }
 }
 
@@ -173,7 +186,7 @@ fn propagation_conditions(
         .unwrap_or_default();
     let position = conditions
         .iter()
-        .position(|c| c.get("type").and_then(Value::as_str) == Some("Propagation"));
+        .position(|c| c.get("type").and_then(Value::as_str) == Some(PROPAGATION));
     let old_cond = position.map(|i| conditions[i].clone());
     let old_get = |k: &str| condition_field(old_cond.as_ref(), k);
     let transition = old_cond.is_none()
@@ -214,7 +227,7 @@ fn propagation_condition(
 ) -> Value {
     let old_get = |k: &str| condition_field(old_cond, k);
     let mut cond = serde_json::Map::new();
-    cond.insert("type".into(), json!("Propagation"));
+    cond.insert("type".into(), json!(PROPAGATION));
     cond.insert(
         "status".into(),
         json!(if transition {
@@ -237,6 +250,119 @@ fn propagation_condition(
         cond.insert("reason".into(), json!(reason.as_str()));
     }
     Value::Object(cond)
+}
+
+/// What `reconcile --wait-ready` found of a federated object's member
+/// copies, as its `Ready` condition says it (`status`, `reason`).
+///
+/// KubeFed v0.10 writes no such condition (upstream
+/// `pkg/controller/sync/status/status.go` knows only `Propagation`): it is
+/// ours, written only when `--wait-ready` asks for it, for kstatus, Flux
+/// and Argo CD, which read `Ready`. It fits KubeFed's federated CRDs (a
+/// condition's `type` is any string there) and has no `message`, which
+/// their schema would prune; KubeFed's controller keeps it as it is
+/// (docs/kubefed-differences.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadyState {
+    /// Every placed member holds a ready copy.
+    Ready,
+    /// Some copy is not ready yet, or is missing.
+    NotReady,
+    /// Some copy will not become ready by waiting (a failed Job, a
+    /// Deployment past its progress deadline, Pods PodSecurity refuses).
+    Failed,
+}
+
+/// `Ready: Unknown`'s reason: copies changed since readiness was checked.
+pub const NOT_CHECKED: &str = "NotChecked";
+
+impl ReadyState {
+    /// The condition's `status` and `reason`.
+    pub fn condition(self) -> (&'static str, &'static str) {
+        match self {
+            ReadyState::Ready => ("True", "MembersReady"),
+            ReadyState::NotReady => ("False", "MembersNotReady"),
+            ReadyState::Failed => ("False", "MembersFailed"),
+        }
+    }
+}
+
+/// One federated object's readiness from its placed copies' (`complete`:
+/// every placed member holds a copy): failed over not ready over ready.
+pub fn federated_readiness<'a>(
+    copies: impl IntoIterator<Item = &'a Readiness>,
+    complete: bool,
+) -> ReadyState {
+    let mut state = if complete {
+        ReadyState::Ready
+    } else {
+        ReadyState::NotReady
+    };
+    for r in copies {
+        match r {
+            Readiness::Failed(_) => return ReadyState::Failed,
+            Readiness::Pending(_) => state = ReadyState::NotReady,
+            Readiness::Ready => {}
+        }
+    }
+    state
+}
+
+/// `status` with its `Ready` condition set to `state`; `None` when it
+/// already says so (its times then stay, so a run that finds nothing new
+/// writes nothing).
+pub fn with_ready(status: &Value, state: ReadyState, now: &str) -> Option<Value> {
+    let mut conditions = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let (value, reason) = state.condition();
+    if !set_or_add_condition(&mut conditions, READY, value, reason, now) {
+        return None;
+    }
+    let mut status = match status {
+        Value::Object(_) => status.clone(),
+        _ => json!({}),
+    };
+    status["conditions"] = Value::Array(conditions);
+    Some(status)
+}
+
+/// Sets an existing condition `kind` to `value`/`reason`, both times
+/// bumped; `false` when absent or already so.
+fn set_condition(
+    conditions: &mut [Value],
+    kind: &str,
+    value: &str,
+    reason: &str,
+    now: &str,
+) -> bool {
+    let Some(c) = conditions.iter_mut().find(|c| c["type"] == kind) else {
+        return false;
+    };
+    if c["status"] == value && c["reason"] == reason {
+        return false;
+    }
+    *c = json!({"type": kind, "status": value, "reason": reason,
+                "lastUpdateTime": now, "lastTransitionTime": now});
+    true
+}
+
+/// [`set_condition`], adding the condition when absent.
+fn set_or_add_condition(
+    conditions: &mut Vec<Value>,
+    kind: &str,
+    value: &str,
+    reason: &str,
+    now: &str,
+) -> bool {
+    if !conditions.iter().any(|c| c["type"] == kind) {
+        conditions.push(json!({"type": kind, "status": value, "reason": reason,
+                               "lastUpdateTime": now, "lastTransitionTime": now}));
+        return true;
+    }
+    set_condition(conditions, kind, value, reason, now)
 }
 
 /// The federated object's new `status`, fields omitted when empty as Go's `omitempty` does.

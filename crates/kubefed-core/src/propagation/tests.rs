@@ -674,3 +674,121 @@ fn recoverable_statuses() {
     ]);
     assert_eq!(outs, vec![outcome("b", ClusterStatus::Ok)]);
 }
+
+#[test]
+fn a_federated_objects_readiness_is_its_least_ready_copys() {
+    use crate::propagation::readiness::Readiness;
+    let ready = Readiness::Ready;
+    let pending = Readiness::Pending("0/1 available".into());
+    let failed = Readiness::Failed("progress deadline exceeded".into());
+    type Case<'a> = (&'a str, Vec<&'a Readiness>, bool, ReadyState);
+    let cases: Vec<Case> = vec![
+        (
+            "every copy ready",
+            vec![&ready, &ready],
+            true,
+            ReadyState::Ready,
+        ),
+        (
+            "no copy at all, none placed",
+            vec![],
+            true,
+            ReadyState::Ready,
+        ),
+        (
+            "a placed member holds no copy",
+            vec![&ready],
+            false,
+            ReadyState::NotReady,
+        ),
+        (
+            "one pending",
+            vec![&ready, &pending],
+            true,
+            ReadyState::NotReady,
+        ),
+        (
+            "one failed wins",
+            vec![&pending, &failed, &ready],
+            true,
+            ReadyState::Failed,
+        ),
+    ];
+    for (name, copies, complete, want) in cases {
+        assert_eq!(federated_readiness(copies, complete), want, "{name}");
+    }
+    assert_eq!(ReadyState::Ready.condition(), ("True", "MembersReady"));
+    assert_eq!(
+        ReadyState::NotReady.condition(),
+        ("False", "MembersNotReady")
+    );
+    assert_eq!(ReadyState::Failed.condition(), ("False", "MembersFailed"));
+}
+
+#[test]
+fn the_ready_condition_is_added_beside_propagation_and_written_only_on_change() {
+    let prop = json!({"type": "Propagation", "status": "True", "lastTransitionTime": "T0", "lastUpdateTime": "T0"});
+    let status = json!({"observedGeneration": 2, "conditions": [prop.clone()]});
+    let added = with_ready(&status, ReadyState::NotReady, "T1").unwrap();
+    assert_eq!(
+        added["conditions"],
+        json!([prop, {"type": "Ready", "status": "False", "reason": "MembersNotReady",
+                      "lastUpdateTime": "T1", "lastTransitionTime": "T1"}])
+    );
+    assert_eq!(added["observedGeneration"], 2, "the rest is kept");
+    assert_eq!(
+        with_ready(&added, ReadyState::NotReady, "T2"),
+        None,
+        "the same again writes nothing"
+    );
+    let ready = with_ready(&added, ReadyState::Ready, "T2").unwrap();
+    assert_eq!(ready["conditions"][1]["status"], "True");
+    assert_eq!(ready["conditions"][1]["reason"], "MembersReady");
+    assert_eq!(ready["conditions"][1]["lastTransitionTime"], "T2");
+    let failed = with_ready(&ready, ReadyState::Failed, "T3").unwrap();
+    assert_eq!(failed["conditions"][1]["reason"], "MembersFailed");
+    // No status yet: one is made.
+    let made = with_ready(&Value::Null, ReadyState::Ready, "T1").unwrap();
+    assert_eq!(made["conditions"][0]["type"], "Ready");
+}
+
+#[test]
+fn a_ready_condition_goes_unknown_when_copies_or_the_generation_change() {
+    let mut f = fed();
+    f["status"] = json!({"observedGeneration": 2, "clusters": [{"name": "a"}],
+        "conditions": [{"type": "Propagation", "status": "True", "lastTransitionTime": "T0", "lastUpdateTime": "T0"},
+                       {"type": "Ready", "status": "True", "reason": "MembersReady", "lastTransitionTime": "T0", "lastUpdateTime": "T0"}]});
+    let ok = [outcome("a", ClusterStatus::Ok)];
+    let ready_of = |s: &Value| s["conditions"][1].clone();
+    // Nothing changed: nothing written, Ready kept.
+    let same = federated_status(&f, AggregateReason::Success, &ok, false, false, "T1");
+    assert!(!same.changed);
+    assert_eq!(ready_of(&same.status)["status"], "True");
+    // A copy updated in this pass: readiness is no longer known.
+    let updated = federated_status(&f, AggregateReason::Success, &ok, false, true, "T1");
+    assert!(updated.changed);
+    assert_eq!(
+        ready_of(&updated.status),
+        json!({"type": "Ready", "status": "Unknown", "reason": "NotChecked",
+               "lastUpdateTime": "T1", "lastTransitionTime": "T1"})
+    );
+    assert_eq!(
+        updated.status["conditions"][0]["lastUpdateTime"], "T0",
+        "Propagation as upstream"
+    );
+    // A new generation likewise.
+    let mut g = f.clone();
+    g["metadata"]["generation"] = json!(3);
+    let newer = federated_status(&g, AggregateReason::Success, &ok, false, false, "T1");
+    assert_eq!(ready_of(&newer.status)["status"], "Unknown");
+    // Already Unknown: no further write for it.
+    let mut h = f.clone();
+    h["status"] = updated.status.clone();
+    assert!(!federated_status(&h, AggregateReason::Success, &ok, false, true, "T2").changed);
+    // Without a Ready condition, upstream's status exactly.
+    let mut plain = f.clone();
+    plain["status"]["conditions"].as_array_mut().unwrap().pop();
+    let up = federated_status(&plain, AggregateReason::Success, &ok, false, true, "T1");
+    assert!(!up.changed);
+    assert_eq!(up.status["conditions"].as_array().unwrap().len(), 1);
+}

@@ -744,6 +744,33 @@ mod tests {
         );
     }
 
+    /// The `Ready` condition `--wait-ready` writes is kept whole by the
+    /// federated CRDs (ours, and KubeFed's, whose condition schema is the
+    /// same: `pkg/kubefedctl/enable/validation.go`): every field it has is
+    /// declared, and a condition's type is any string.
+    #[test]
+    fn the_status_schema_keeps_a_ready_condition_whole() {
+        use crate::propagation::status::{ReadyState, with_ready};
+        let d = deployment();
+        let fed = FederatedNames::new(&d, "types.kubefed.io", "v1beta1");
+        let crd = federated_crd(&d, &fed, None, TemplateSchema::Preserve);
+        let status =
+            &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
+        let item = &status["properties"]["conditions"]["items"];
+        assert!(item["properties"]["type"].get("enum").is_none());
+        let written = with_ready(&json!({}), ReadyState::NotReady, "2024-01-01T00:00:00Z").unwrap();
+        let ready = written["conditions"][0].as_object().unwrap();
+        for field in ready.keys() {
+            assert!(
+                item["properties"].get(field).is_some(),
+                "{field} would be pruned"
+            );
+        }
+        for required in item["required"].as_array().unwrap() {
+            assert!(ready.contains_key(required.as_str().unwrap()));
+        }
+    }
+
     #[test]
     fn crd_has_kubefeds_shape_and_always_a_template() {
         let d = deployment();
