@@ -155,8 +155,9 @@ pub struct WaitFlags {
     )]
     pub wait: Option<Duration>,
 
-    /// After propagating, wait up to DURATION (default 5m) until every member
-    /// object this run created or updated is ready (rollout status rules)
+    /// After propagating, wait up to DURATION (default 5m) until the member
+    /// copies of every federated object this run changed are ready (rollout
+    /// status rules); recorded as the federated objects' Ready condition
     #[arg(
         long,
         value_name = "DURATION",
@@ -168,7 +169,7 @@ pub struct WaitFlags {
     )]
     pub wait_ready: Option<Duration>,
 
-    /// With --wait-ready: wait for every placed member object, not only those this run wrote
+    /// With --wait-ready: wait for (and record) every placed federated object, not only those this run changed
     #[arg(long, requires = "wait_ready")]
     pub all: bool,
 }

@@ -138,20 +138,16 @@ async fn apply_files(
     )
     .await
 }
-/// `--wait-ready`: waits for the member objects the run wrote (`--all`:
-/// every placed one); exit 3 naming each one not ready in time, or failed.
+/// `--wait-ready`: waits for the member objects of the federated objects
+/// the run wrote copies of (`--all`: of every placed one), records their
+/// `Ready` conditions; exit 3 naming each one not ready in time, or failed.
 async fn wait_ready(
     host: &crate::clients::host::Host,
     report: &crate::sync::live::report::Report,
     wait: Duration,
     o: &ReconcileOptions,
 ) -> Result<()> {
-    let objects: Vec<_> = report
-        .placed
-        .iter()
-        .filter(|p| p.written || o.waits.all)
-        .cloned()
-        .collect();
+    let objects = crate::sync::live::ready::to_wait_for(&report.placed, o.waits.all);
     if objects.is_empty() {
         return Ok(());
     }
@@ -167,6 +163,10 @@ async fn wait_ready(
             .await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
+    }
+    let (_, unrecorded) = crate::sync::live::ready::record_ready(host, &objects, &left).await;
+    for line in unrecorded {
+        eprintln!("warning: {line}");
     }
     if left.is_empty() {
         eprintln!("{} member object(s) ready", objects.len());

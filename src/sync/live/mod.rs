@@ -381,17 +381,25 @@ fn placed_objects<'p>(
     p: &'p ObjectPlan,
 ) -> impl Iterator<Item = crate::sync::live::report::PlacedObject> + 'p {
     let key = decide::member_key(&t.ty, &p.key);
+    let placing = |d: &crate::core::propagation::action::Decision| match d.action {
+        Action::Create(_) | Action::Update { .. } => Some(true),
+        Action::Unchanged => Some(false),
+        _ => None,
+    };
+    let decision = |c: &String| p.decisions.iter().find(|d| &d.cluster == c);
+    let owner = std::sync::Arc::new(crate::sync::live::report::PlacedOwner {
+        federated: t.federated.clone(),
+        key: p.key.clone(),
+        complete: (p.selected.iter()).all(|c| decision(c).and_then(placing).is_some()),
+        judged: p.selected.iter().all(|c| decision(c).is_some()),
+    });
     p.decisions.iter().filter_map(move |d| {
-        let written = match d.action {
-            Action::Create(_) | Action::Update { .. } => true,
-            Action::Unchanged => false,
-            _ => return None,
-        };
         Some(crate::sync::live::report::PlacedObject {
             cluster: d.cluster.clone(),
             target: t.target.clone(),
             key: key.clone(),
-            written,
+            written: placing(d)?,
+            owner: owner.clone(),
         })
     })
 }

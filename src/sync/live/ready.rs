@@ -1,16 +1,19 @@
 //! `reconcile --wait-ready`: after a run, wait until the member objects it
 //! placed are ready (`core::propagation::readiness`), reading each member's objects of a
 //! type with one list per poll (managed copies only), never one GET per
-//! object.
+//! object; then record on each federated object waited for whether all its
+//! copies are (its `Ready` condition, `core::propagation::status::with_ready`).
 
-use crate::apply::dynamic_api;
+use crate::apply::{api_error, dynamic_api};
+use crate::clients::host::Host;
 use crate::clients::members::Member;
 use crate::core::describe::{ObjectKey, describe_key, key_of};
 use crate::core::propagation::desired::MANAGED_LABEL;
 use crate::core::propagation::readiness::{Readiness, readiness};
+use crate::core::propagation::status::{federated_readiness, with_ready};
 use crate::sync::live::observe::list_all;
-use crate::sync::live::report::PlacedObject;
-use kube::api::ListParams;
+use crate::sync::live::report::{PlacedObject, PlacedOwner};
+use kube::api::{ListParams, PostParams};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -25,6 +28,8 @@ pub struct Waiting {
     /// `deployment shop/web`, as `kubectl rollout status` names it.
     pub object: String,
     pub readiness: Readiness,
+    /// The object waited for.
+    pub placed: PlacedObject,
 }
 
 impl Waiting {
@@ -73,6 +78,7 @@ pub async fn wait_ready(
                 cluster: o.cluster.clone(),
                 object: describe_key(&o.target.kind.to_lowercase(), &o.key),
                 readiness: state,
+                placed: o.clone(),
             };
             match w.readiness {
                 Readiness::Ready => progress.ready(&w),
@@ -92,6 +98,93 @@ pub async fn wait_ready(
         waiting = still;
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// The member objects `--wait-ready` waits for: every placed copy of each
+/// federated object of which this run wrote a copy (`all`: of every
+/// placed one), so that its `Ready` condition speaks for every member.
+pub fn to_wait_for(placed: &[PlacedObject], all: bool) -> Vec<PlacedObject> {
+    let changed: std::collections::HashSet<*const PlacedOwner> = placed
+        .iter()
+        .filter(|p| p.written || all)
+        .map(|p| std::sync::Arc::as_ptr(&p.owner))
+        .collect();
+    placed
+        .iter()
+        .filter(|p| changed.contains(&std::sync::Arc::as_ptr(&p.owner)))
+        .cloned()
+        .collect()
+}
+
+/// Records on each federated object of `waited` whose placed members this
+/// run decided all of whether its copies are ready (`left`: those that
+/// were not, as the wait ended); written only when it changes. Returns
+/// the host writes made and a line for each that failed.
+pub async fn record_ready(
+    host: &Host,
+    waited: &[PlacedObject],
+    left: &[Waiting],
+) -> (usize, Vec<String>) {
+    let mut owners: Vec<(&PlacedOwner, Vec<&Readiness>)> = Vec::new();
+    for p in waited.iter().filter(|p| p.owner.judged) {
+        if !owners.iter().any(|(o, _)| std::ptr::eq(*o, &*p.owner)) {
+            owners.push((&p.owner, Vec::new()));
+        }
+    }
+    for w in left {
+        if let Some((_, r)) = (owners.iter_mut()).find(|(o, _)| std::ptr::eq(*o, &*w.placed.owner))
+        {
+            r.push(&w.readiness);
+        }
+    }
+    let now = crate::clock::now_rfc3339();
+    let writes = owners.iter().map(|(owner, not_ready)| async {
+        let state = federated_readiness(not_ready.iter().copied(), owner.complete);
+        let what = describe_key(&owner.federated.kind, &owner.key);
+        write_ready(host, owner, state, &now)
+            .await
+            .map_err(|e| format!("{what}: Ready condition not recorded: {e:#}"))
+    });
+    let mut done = (0, Vec::new());
+    for r in futures::future::join_all(writes).await {
+        match r {
+            Ok(wrote) => done.0 += usize::from(wrote),
+            Err(line) => done.1.push(line),
+        }
+    }
+    done
+}
+
+/// Sets one federated object's `Ready` condition (re-read once if it
+/// changed meanwhile). Whether it was written.
+async fn write_ready(
+    host: &Host,
+    owner: &PlacedOwner,
+    state: crate::core::propagation::status::ReadyState,
+    now: &str,
+) -> anyhow::Result<bool> {
+    let ns = Some(owner.key.0.as_str()).filter(|n| !n.is_empty());
+    let api = dynamic_api(&host.client, ns, &owner.federated);
+    for _ in 0..2 {
+        let mut obj = serde_json::to_value(api.get(&owner.key.1).await.map_err(api_error)?)?;
+        let Some(status) = with_ready(&obj["status"], state, now) else {
+            return Ok(false);
+        };
+        obj["status"] = status;
+        match api
+            .replace_status(
+                &owner.key.1,
+                &PostParams::default(),
+                &serde_json::from_value(obj)?,
+            )
+            .await
+        {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(api_error(e)),
+        }
+    }
+    anyhow::bail!("it kept changing while being written")
 }
 
 /// Listed managed objects per (member, plural), one list each.

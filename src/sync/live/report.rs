@@ -60,6 +60,21 @@ pub struct PlacedObject {
     pub key: crate::core::describe::ObjectKey,
     /// Created or updated by this run (not merely found as wanted).
     pub written: bool,
+    /// The federated object it is a copy of (its `Ready` condition).
+    pub owner: std::sync::Arc<PlacedOwner>,
+}
+
+/// The federated object behind placed member objects, as `--wait-ready`
+/// records its `Ready` condition.
+#[derive(Debug)]
+pub struct PlacedOwner {
+    pub federated: kube::api::ApiResource,
+    pub key: crate::core::describe::ObjectKey,
+    /// Every placed member holds (or was sent) a copy.
+    pub complete: bool,
+    /// Every placed member was decided by this run (not so with
+    /// `--cluster`): only then is its readiness known.
+    pub judged: bool,
 }
 
 impl Report {
