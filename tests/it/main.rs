@@ -16,6 +16,7 @@ mod dns;
 mod environment;
 mod events;
 mod federate;
+mod gitops;
 mod handover;
 mod in_cluster;
 mod kubefed_e2e;
