@@ -177,6 +177,18 @@ pub fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
     }
 }
 
+/// Whether a member object of this type (by its key there) is within
+/// `objects_namespace` (`-n`, or a namespace-scoped federation's own):
+/// there, cluster-scoped objects other than the namespace itself are out
+/// of reach.
+pub fn in_reach(t: &FederatedType, member: &ObjectKey, objects_namespace: Option<&str>) -> bool {
+    match objects_namespace {
+        None => true,
+        Some(ns) if t.namespaced => member.0 == ns,
+        Some(ns) => t.target.is_namespace() && member.1 == ns,
+    }
+}
+
 /// The key of the federated object a member object of this type belongs
 /// to: a Namespace `x` belongs to the FederatedNamespace `x/x`.
 pub fn federated_key(t: &FederatedType, member: &ObjectKey) -> ObjectKey {
@@ -458,12 +470,7 @@ pub fn orphans(
             if t.target.is_namespace() && member::is_system_namespace(&k.1, fed.kubefed_namespace) {
                 continue;
             }
-            // -n limits what is touched: cluster-scoped objects other than
-            // the namespace itself are out of reach.
-            if let Some(ns) = fed.objects_namespace()
-                && !t.namespaced
-                && !(t.target.is_namespace() && k.1 == ns)
-            {
+            if !in_reach(t, k, fed.objects_namespace()) {
                 continue;
             }
             let state = MemberState {

@@ -135,26 +135,12 @@ pub fn deletion_decisions(
         }
         let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
         let Some(obj) = managed else { continue };
-        let action = if orphan {
-            if terminating(obj) {
-                continue;
-            }
-            Action::RemoveManagedLabel
-        } else {
-            if m.is_host_namespace && terminating(obj) {
-                continue;
-            }
-            plan.remaining.push(m.cluster.to_string());
-            if terminating(obj) {
-                Action::AwaitRemoval
-            } else if m.is_host_namespace {
-                Action::RemoveManagedLabel
-            } else {
-                Action::Delete {
-                    options: options.clone(),
-                }
-            }
+        let Some(action) = removal(orphan, options.as_ref(), obj, m.is_host_namespace) else {
+            continue;
         };
+        if !orphan {
+            plan.remaining.push(m.cluster.to_string());
+        }
         plan.decisions.push(Decision {
             cluster: m.cluster.to_string(),
             action,
@@ -164,6 +150,28 @@ pub fn deletion_decisions(
     }
     plan.remove_finalizer = plan.decisions.is_empty() && plan.blocked_by().is_empty();
     Ok(plan)
+}
+
+/// What a labelled member copy of a federated object that is going needs
+/// (`unjoin --cleanup` asks too): unlabelled when orphaning or the host's
+/// own namespace, deleted with `options` otherwise, awaited once it is
+/// terminating; `None` when nothing is left to do.
+pub fn removal(
+    orphan: bool,
+    options: Option<&Value>,
+    obj: &Value,
+    is_host_namespace: bool,
+) -> Option<Action> {
+    if terminating(obj) {
+        return (!orphan && !is_host_namespace).then_some(Action::AwaitRemoval);
+    }
+    Some(if orphan || is_host_namespace {
+        Action::RemoveManagedLabel
+    } else {
+        Action::Delete {
+            options: options.cloned(),
+        }
+    })
 }
 
 /// Labelled member objects whose federated object is gone ("possible
