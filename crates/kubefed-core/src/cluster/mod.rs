@@ -3,6 +3,7 @@
 //! how a member's health is judged (its cluster controller), and which TLS
 //! checks a member turns off.
 
+pub mod cleanup;
 pub mod health;
 pub mod membership;
 pub mod rbac;
