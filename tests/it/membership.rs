@@ -2,7 +2,7 @@
 //! (host, member1, member2), with counting proxies where requests count.
 //! Each test has its own kubefed namespace and cluster names.
 
-use crate::fixtures::{b64, get, gone, kubefedctl, post, write_kubeconfig, yaml_docs};
+use crate::fixtures::{Federation, b64, get, gone, kubefedctl, post, write_kubeconfig, yaml_docs};
 use serde_json::json;
 use std::time::Duration;
 use testenv::{Faults, Mode, TestEnv, http};
@@ -1262,4 +1262,247 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
         kfc()["metadata"]["annotations"]["kubefedctl.kubefed.io/member-rbac"],
         "admin"
     );
+}
+
+/// One federated object of each default type, placed on both members, in
+/// `f.ns` (a Namespace of its own, `<fedns>-gone`, for the namespaces
+/// type), and a FederatedConfigMap `<fedns>-kept` that orphans; the
+/// objects' namespace orphans too, so that what it keeps stays. Returns
+/// each member object's path (the kept ones apart).
+fn federate_one_of_each(env: &TestEnv, f: &Federation) -> (Vec<String>, Vec<String>) {
+    use crate::parity::{TYPES, fixture, member_path};
+    let placement = json!({"clusters": [{"name": f.cluster("m1")}, {"name": f.cluster("m2")}]});
+    let gone = format!("{}-gone", f.fedns);
+    let mut deleted = Vec::new();
+    for t in TYPES {
+        let (template, _) = fixture(t);
+        let (name, ns) = match t.kind {
+            "Namespace" => (gone.clone(), Some(gone.as_str())),
+            _ if t.namespaced => (format!("{}-{}", f.fedns, t.plural), Some(f.ns)),
+            _ => (format!("{}-{}", f.fedns, t.plural), None),
+        };
+        let mut meta = json!({"name": name});
+        let path = match ns {
+            Some(ns) => {
+                crate::fixtures::namespace(env, "host", ns);
+                meta["namespace"] = json!(ns);
+                format!(
+                    "/apis/{}/v1beta1/namespaces/{ns}/federated{}",
+                    f.group, t.plural
+                )
+            }
+            None => format!("/apis/{}/v1beta1/federated{}", f.group, t.plural),
+        };
+        post(
+            env,
+            "host",
+            &path,
+            json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": format!("Federated{}", t.kind),
+                "metadata": meta, "spec": {"template": template, "placement": placement}}),
+        );
+        deleted.push(member_path(t, ns.unwrap_or(f.ns), &name));
+    }
+    let kept = format!("{}-kept", f.fedns);
+    post(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
+            f.group, f.ns
+        ),
+        json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+            "metadata": {"name": kept, "namespace": f.ns, "annotations": {"kubefed.io/orphan": "true"}},
+            "spec": {"template": {"data": {"k": "v"}}, "placement": placement}}),
+    );
+    crate::fixtures::patch(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
+            f.group, f.ns, f.ns
+        ),
+        json!({"metadata": {"annotations": {"kubefed.io/orphan": "true"}}}),
+    );
+    let kept = vec![
+        format!("/api/v1/namespaces/{}/configmaps/{kept}", f.ns),
+        format!("/api/v1/namespaces/{}", f.ns),
+    ];
+    (deleted, kept)
+}
+
+fn managed_in(env: &TestEnv, cluster: &str, path: &str) -> bool {
+    get(env, cluster, path).is_some_and(|o| o["metadata"]["labels"]["kubefed.io/managed"] == "true")
+}
+
+/// Whether a host object's status (`clusters` or `clusterVersions`) names `cluster`.
+fn names_cluster(obj: &serde_json::Value, cluster: &str) -> bool {
+    let status = &obj["status"];
+    let entries = status["clusters"]
+        .as_array()
+        .into_iter()
+        .chain(status["clusterVersions"].as_array())
+        .flatten();
+    entries
+        .into_iter()
+        .any(|e| e["name"] == cluster || e["clusterName"] == cluster)
+}
+
+/// Every federated object and (Cluster)PropagatedVersion of the federation.
+fn host_records_of(env: &TestEnv, f: &Federation) -> Vec<serde_json::Value> {
+    let mut paths: Vec<String> = crate::parity::TYPES
+        .iter()
+        .map(|t| format!("/apis/{}/v1beta1/federated{}", f.group, t.plural))
+        .collect();
+    paths.push("/apis/core.kubefed.io/v1alpha1/propagatedversions".into());
+    paths.push("/apis/core.kubefed.io/v1alpha1/clusterpropagatedversions".into());
+    paths
+        .iter()
+        .flat_map(|p| {
+            get(env, "host", p).unwrap()["items"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .collect()
+}
+
+/// `unjoin --cleanup` with the ten default types: `--dry-run` lists type by
+/// type and writes nothing; the run deletes every managed copy in that
+/// member (orphaning ones unlabelled), namespaces last, leaves the other
+/// member alone, and the host's statuses and PropagatedVersions stop
+/// naming it; an unreachable member with `--force` is said to keep them.
+/// An environment of its own: cleanup reaches every managed object of the
+/// enabled types in a member, whichever test's federation put it there.
+#[test]
+fn unjoin_cleanup_removes_what_the_federation_manages() {
+    let env = &TestEnv::private(&testenv::SHARED_CLUSTERS).unwrap();
+    let names: Vec<&str> = crate::parity::TYPES.iter().map(|t| t.name).collect();
+    let f = Federation::named(env, "unc", "types.kubefed.io", "unc-objs", &names);
+    let (deleted, kept) = federate_one_of_each(env, &f);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    let all = || deleted.iter().chain(&kept);
+    for _ in 0..5 {
+        f.run(&["reconcile", "--probe-timeout", "2s", "--timeout", "3s"])
+            .ok();
+        if all().all(|p| managed_in(env, "member1", p) && managed_in(env, "member2", p)) {
+            break;
+        }
+    }
+    for p in all() {
+        assert!(
+            managed_in(env, "member1", p) && managed_in(env, "member2", p),
+            "{p}"
+        );
+    }
+    let records = host_records_of(env, &f);
+    assert!(records.iter().filter(|r| names_cluster(r, &m1)).count() >= 2 * 11);
+
+    // --dry-run: listed type by type, nothing written.
+    let unjoin = |cluster: &str, context: &str, extra: &[&str]| {
+        let mut args = vec!["unjoin", cluster, "--cluster-context", context, "--cleanup"];
+        args.extend_from_slice(extra);
+        f.run(&args)
+    };
+    f.reset();
+    let plan = unjoin(&m1, "member1", &["--dry-run"]).ok();
+    assert!(f.writes().is_empty(), "{:?}", f.writes());
+    for line in [
+        "configmaps: 1 to delete, 1 to unlabel (unc-m1)",
+        "  configmap unc-objs/unc-configmaps would be deleted",
+        "  configmap unc-objs/unc-kept would be unlabelled: its federated object orphans it",
+        "namespaces: 1 to delete, 1 to unlabel (unc-m1)",
+        "  namespace unc-gone would be deleted",
+        "  clusterrole.rbac.authorization.k8s.io unc-clusterroles would be deleted",
+        "  job.batch unc-objs/unc-jobs would be deleted",
+        "federatedsecret.types.kubefed.io unc-objs/unc-secrets: cluster \"unc-m1\" would be dropped from status.clusters (host)",
+        "propagatedversion.core.kubefed.io unc-objs/secret-unc-secrets: cluster \"unc-m1\" would be dropped from status.clusterVersions (host)",
+        "clusterpropagatedversion.core.kubefed.io clusterrole-unc-clusterroles: cluster \"unc-m1\" would be dropped from status.clusterVersions (host)",
+    ] {
+        assert!(plan.stdout.contains(line), "{line:?} in\n{}", plan.stdout);
+    }
+    for t in crate::parity::TYPES {
+        let header = format!("{}: ", t.name);
+        assert!(
+            plan.stdout.lines().any(|l| l.starts_with(&header)),
+            "{header:?} in\n{}",
+            plan.stdout
+        );
+    }
+    let namespaces_at = plan.stdout.find("\nnamespaces: ").unwrap();
+    assert!(
+        plan.stdout.find("\nsecrets: ").unwrap() < namespaces_at,
+        "namespaces last"
+    );
+
+    // The cleanup: member1 loses every managed copy, member2 nothing.
+    f.reset();
+    let run = unjoin(&m1, "member1", &["--yes"]).ok();
+    assert!(
+        run.stdout.contains("namespace unc-gone deleted (unc-m1)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("Cluster \"unc-m1\" unjoined"),
+        "{}",
+        run.stdout
+    );
+    assert!(f.m2.records().is_empty(), "member2 is not asked anything");
+    for p in &deleted {
+        assert!(gone(env, "member1", p), "{p} is still in member1");
+        assert!(managed_in(env, "member2", p), "{p} left member2");
+    }
+    for p in &kept {
+        let obj = get(env, "member1", p).unwrap_or_else(|| panic!("{p} was kept"));
+        assert!(obj["metadata"]["deletionTimestamp"].is_null(), "{p}");
+        assert_eq!(
+            obj["metadata"]["labels"]["kubefed.io/managed"],
+            serde_json::Value::Null,
+            "{p}"
+        );
+        assert!(managed_in(env, "member2", p), "{p} in member2");
+    }
+    for r in host_records_of(env, &f) {
+        assert!(!names_cluster(&r, &m1), "still names {m1}: {r}");
+    }
+    assert!(
+        host_records_of(env, &f)
+            .iter()
+            .filter(|r| names_cluster(r, &m2))
+            .count()
+            >= 2 * 11
+    );
+
+    // An unreachable member: refused, nothing written; with --force the
+    // host forgets it and says what stayed there.
+    f.m2.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    f.reset();
+    let refused = unjoin(&m2, "member2", &["--yes"]).fails();
+    assert!(
+        refused.stderr.contains("cannot reach cluster \"unc-m2\""),
+        "{}",
+        refused.stderr
+    );
+    assert!(f.writes().is_empty(), "{:?}", f.writes());
+    let forced = unjoin(&m2, "member2", &["--yes", "--force"]).ok();
+    assert!(
+        forced.stderr.contains(
+            "left behind there: the objects the federation manages (labelled kubefed.io/managed=true)"
+        ),
+        "{}",
+        forced.stderr
+    );
+    f.m2.clear_faults();
+    for r in host_records_of(env, &f) {
+        assert!(!names_cluster(&r, &m2), "still names {m2}: {r}");
+    }
+    for p in all() {
+        assert!(
+            managed_in(env, "member2", p),
+            "{p} really stayed in member2"
+        );
+    }
 }

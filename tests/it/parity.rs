@@ -15,15 +15,16 @@ use testenv::TestEnv;
 
 /// A default type: the name `enable` takes, its target's API path prefix,
 /// plural and kind, and whether it is namespaced.
-struct Type {
-    name: &'static str,
-    api: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
+pub struct Type {
+    pub name: &'static str,
+    pub api: &'static str,
+    pub plural: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
 }
 
-const TYPES: &[Type] = &[
+/// KubeFed's ten default types (also `unjoin --cleanup`'s test).
+pub const TYPES: &[Type] = &[
     Type {
         name: "configmaps",
         api: "/api/v1",
@@ -100,7 +101,7 @@ const TYPES: &[Type] = &[
 
 /// The fixture of a type: `template` and `overrides` (cluster overrides,
 /// given to the first cluster as upstream's tester does).
-fn fixture(t: &Type) -> (Value, Value) {
+pub fn fixture(t: &Type) -> (Value, Value) {
     let text =
         std::fs::read_to_string(root().join(format!("testdata/kubefed-fixtures/{}.yaml", t.name)))
             .unwrap();
@@ -311,7 +312,7 @@ fn lifecycle(env: &TestEnv, f: &Federation, t: &Type, driver: Driver, tag: &str)
     });
 }
 
-fn member_path(t: &Type, ns: &str, name: &str) -> String {
+pub fn member_path(t: &Type, ns: &str, name: &str) -> String {
     if t.namespaced {
         format!("{}/namespaces/{ns}/{}/{name}", t.api, t.plural)
     } else {

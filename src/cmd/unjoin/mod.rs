@@ -4,7 +4,10 @@
 //! RBAC objects join made (both scopes' names, whatever the scope), and the
 //! kubefed namespace when join created it and nothing else lives there now;
 //! in the host, the KubeFedCluster and its credentials Secret. Workloads
-//! already propagated to the member stay where they are.
+//! already propagated to the member stay where they are, unless
+//! `--cleanup` deletes them first ([`cleanup`]).
+
+mod cleanup;
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::{ObjectRef, api_error, resource_of};
@@ -14,7 +17,7 @@ use crate::core::cluster::membership::{CREATED_BY_JOIN_ANNOTATION, JoinNames};
 use crate::core::cluster::token::token_role_name;
 use crate::error::one_line;
 use crate::terminal::completion::complete_context;
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use clap_complete::ArgValueCompleter;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
@@ -25,12 +28,19 @@ use std::io::IsTerminal;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Workloads already propagated to the member are not deleted.
+    after_help = "Without --cleanup, workloads already propagated to the member stay there.
+With --cleanup, every object the federation manages in the member (labelled
+kubefed.io/managed=true, of an enabled type) is deleted first, as the reconcile
+deletes it, namespaces last; one whose federated object says kubefed.io/orphan: \"true\",
+or that no federated object accounts for, is only unlabelled. Then the host's federated
+objects and PropagatedVersions stop naming the cluster.
 The member's kubefed namespace is deleted only when join created it and it is now
 empty (nothing but the default service account, its token, kube-root-ca.crt and events).
 
 Examples:
   kubefedctl unjoin member1
+  kubefedctl unjoin member1 --cleanup --dry-run   # list what would go, type by type
+  kubefedctl unjoin member1 --cleanup --yes
   kubefedctl unjoin member1 --force --yes    # member unreachable: remove the host records anyway"
 )]
 pub struct UnjoinOptions {
@@ -40,6 +50,10 @@ pub struct UnjoinOptions {
 
     #[command(flatten)]
     pub member: MemberOptions,
+
+    /// First delete (or unlabel) what the federation manages in the member, and drop the cluster from the host's statuses and PropagatedVersions
+    #[arg(long)]
+    pub cleanup: bool,
 
     /// Remove the host records even when the member cannot be cleaned up
     #[arg(long)]
@@ -84,10 +98,32 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
     let names = JoinNames::new(&o.cluster_name, &host_name, &host.namespace);
     let records = host_records(&host, o).await?;
-    confirm(o, &host)?;
+    // Everything --cleanup needs is read before the question and any write.
+    let side = match o.cleanup {
+        true => Some(cleanup::read_host(&host, &o.cluster_name).await?),
+        false => None,
+    };
+    let member = member_client(global, o, &factory).await;
+    let plan = match (&side, &member) {
+        (Some(side), Ok(client)) => {
+            let plan = cleanup::plan_member(side, client, &host.namespace).await;
+            Some(plan.with_context(|| {
+                format!(
+                    "cannot clean up cluster {:?}; nothing was removed",
+                    o.cluster_name
+                )
+            })?)
+        }
+        _ => None,
+    };
+    confirm(o, &host, plan.as_ref())?;
 
     // The member first: once the host records are gone, nothing points at it.
-    let mut removed = clean_up_member(global, o, &factory, &host, &names).await?;
+    let work = side.as_ref().zip(plan.as_ref());
+    let mut removed = clean_up_member(global, o, member, work, &host, &names).await?;
+    if let Some(side) = &side {
+        removed += cleanup::run_host(&host, side, &o.cluster_name, o.dry_run).await?;
+    }
     removed += remove_host_records(o, &records).await?;
     if o.dry_run {
         return Ok(());
@@ -121,11 +157,18 @@ async fn host_records(host: &Host, o: &UnjoinOptions) -> Result<HostRecords> {
 }
 
 /// Unjoining is not undone by a re-run: ask on a terminal, unless --yes or --dry-run.
-fn confirm(o: &UnjoinOptions, host: &Host) -> Result<()> {
+fn confirm(o: &UnjoinOptions, host: &Host, plan: Option<&cleanup::MemberPlan>) -> Result<()> {
     if !o.yes && !o.dry_run && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        let what = match plan.map(cleanup::MemberPlan::counts) {
+            Some((deletes, unlabels)) => {
+                format!("{deletes} managed object(s) there will be deleted, {unlabels} unlabelled.")
+            }
+            None if o.cleanup => "Its managed objects cannot be reached and stay.".to_string(),
+            None => "Workloads already propagated to it stay.".to_string(),
+        };
         let ok = dialoguer::Confirm::new()
             .with_prompt(format!(
-                "Unjoin cluster {:?} from host {:?}? Workloads already propagated to it stay.",
+                "Unjoin cluster {:?} from host {:?}? {what}",
                 o.cluster_name, host.context
             ))
             .default(false)
@@ -137,54 +180,119 @@ fn confirm(o: &UnjoinOptions, host: &Host) -> Result<()> {
     Ok(())
 }
 
+/// The member's client, through the operator's own context (not the
+/// federation's identity, which may not delete everything and is about to
+/// go); fails when the member does not answer.
+async fn member_client(
+    global: &GlobalOptions,
+    o: &UnjoinOptions,
+    host_factory: &crate::clients::ClientFactory,
+) -> Result<kube::Client> {
+    let factory = o.member.factory(host_factory, global)?;
+    let client = factory.client(o.member.context(&o.cluster_name)).await?;
+    // Reachable? One cheap read, so an outage is reported as such.
+    client.apiserver_version().await.map_err(api_error)?;
+    Ok(client)
+}
+
 /// Member cleanup first: a member that cannot be cleaned up stops unjoin, unless --force.
 async fn clean_up_member(
     global: &GlobalOptions,
     o: &UnjoinOptions,
-    factory: &crate::clients::ClientFactory,
+    member: Result<kube::Client>,
+    work: Option<(&cleanup::HostSide, &cleanup::MemberPlan)>,
     host: &Host,
     names: &JoinNames,
 ) -> Result<usize> {
     let ns = &host.namespace;
-    let member = member_objects(global, o, factory, names, ns).await;
-    match member {
-        Ok((objects, namespace)) => {
-            let (mut removed, failures) = delete_member_objects(o, &objects).await;
-            if failures.is_empty() && !o.dry_run {
-                removed += remove_namespace_if_join_made_it(&namespace, host).await?;
-            }
-            if !failures.is_empty() {
-                if !o.force {
-                    bail!(
-                        "cannot clean up cluster {:?}: {}; nothing was removed from the host (use --force to remove the host records anyway)",
-                        o.cluster_name,
-                        failures.join("; ")
-                    );
-                }
-                eprintln!(
-                    "warning: left behind in {:?}: {}",
-                    o.cluster_name,
-                    failures.join("; ")
-                );
-            }
-            Ok(removed)
-        }
+    let client = match member {
+        Ok(client) => client,
         Err(e) if o.force => {
+            let managed = match o.cleanup {
+                true => "the objects the federation manages (labelled kubefed.io/managed=true), ",
+                false => "",
+            };
             eprintln!(
-                "warning: cluster {:?} not cleaned up ({}); left behind there: service account {ns}/{}, its token secret, and RBAC objects {} / {}",
+                "warning: cluster {:?} not cleaned up ({}); left behind there: {managed}service account {ns}/{}, its token secret, and RBAC objects {} / {}",
                 o.cluster_name,
                 one_line(&e),
                 names.service_account,
                 names.role,
                 names.health_check
             );
-            Ok(0)
+            return Ok(0);
         }
-        Err(e) => Err(e.context(format!(
-            "cannot reach cluster {:?} to clean it up; nothing was removed (use --force to remove the host records anyway)",
-            o.cluster_name
-        ))),
+        Err(e) => {
+            return Err(e.context(format!(
+                "cannot reach cluster {:?} to clean it up; nothing was removed (use --force to remove the host records anyway)",
+                o.cluster_name
+            )));
+        }
+    };
+    let mut removed = 0;
+    if let Some((side, plan)) = work {
+        removed += clean_up_managed(global, o, side, plan, &client).await?;
     }
+    let (objects, namespace) = member_objects(o, &client, names, ns);
+    let (deleted, failures) = delete_member_objects(o, &objects).await;
+    removed += deleted;
+    if failures.is_empty() && !o.dry_run {
+        removed += remove_namespace_if_join_made_it(&namespace, host).await?;
+    }
+    if !failures.is_empty() {
+        if !o.force {
+            bail!(
+                "cannot clean up cluster {:?}: {}; nothing was removed from the host (use --force to remove the host records anyway)",
+                o.cluster_name,
+                failures.join("; ")
+            );
+        }
+        eprintln!(
+            "warning: left behind in {:?}: {}",
+            o.cluster_name,
+            failures.join("; ")
+        );
+    }
+    Ok(removed)
+}
+
+/// `--cleanup` in the member, before its identity goes: listed with
+/// `--dry-run`, else done; what failed stops unjoin unless `--force`.
+async fn clean_up_managed(
+    global: &GlobalOptions,
+    o: &UnjoinOptions,
+    side: &cleanup::HostSide,
+    plan: &cleanup::MemberPlan,
+    client: &kube::Client,
+) -> Result<usize> {
+    let cluster = &o.cluster_name;
+    let mut failures = plan.failures.clone();
+    let mut done = 0;
+    if o.dry_run {
+        cleanup::print_member_plan(side, plan, cluster);
+    } else {
+        let timeout = match global.request_timeout.is_zero() {
+            true => std::time::Duration::from_secs(24 * 3600),
+            false => global.request_timeout,
+        };
+        let (n, failed) = cleanup::run_member(side, plan, client, cluster, timeout).await;
+        done = n;
+        failures.extend(failed);
+    }
+    if failures.is_empty() {
+        return Ok(done);
+    }
+    if !o.force {
+        bail!(
+            "cannot clean up cluster {cluster:?}: {}; its identity and the host records were kept (use --force to remove them anyway)",
+            failures.join("; ")
+        );
+    }
+    eprintln!(
+        "warning: managed objects left behind in {cluster:?}: {}",
+        failures.join("; ")
+    );
+    Ok(done)
 }
 
 /// Deletes (with --dry-run lists) each object; a failure is noted and the rest still go.
@@ -225,22 +333,17 @@ async fn remove_host_records(o: &UnjoinOptions, records: &HostRecords) -> Result
 }
 
 /// The member's join objects, bindings before roles, and its kubefed
-/// namespace. Fails when the member cannot be reached.
-async fn member_objects(
-    global: &GlobalOptions,
+/// namespace.
+fn member_objects(
     o: &UnjoinOptions,
-    host_factory: &crate::clients::ClientFactory,
+    client: &kube::Client,
     names: &JoinNames,
     ns: &str,
-) -> Result<(Vec<ObjectRef>, ObjectRef)> {
-    let factory = o.member.factory(host_factory, global)?;
-    let client = factory.client(o.member.context(&o.cluster_name)).await?;
+) -> (Vec<ObjectRef>, ObjectRef) {
     let label = o.cluster_name.as_str();
     let at = |resource, namespaced: bool, name: &str| {
-        ObjectRef::new(label, &client, resource, namespaced.then_some(ns), name)
+        ObjectRef::new(label, client, resource, namespaced.then_some(ns), name)
     };
-    // Reachable? One cheap read, so an outage is reported as such.
-    client.apiserver_version().await.map_err(api_error)?;
     let objects = vec![
         at(resource_of::<ClusterRoleBinding>(), false, &names.role),
         at(resource_of::<ClusterRole>(), false, &names.role),
@@ -262,7 +365,7 @@ async fn member_objects(
             &names.service_account,
         ),
     ];
-    Ok((objects, at(resource_of::<Namespace>(), false, ns)))
+    (objects, at(resource_of::<Namespace>(), false, ns))
 }
 
 /// Deletes the member's kubefed namespace when join created it, it is not
@@ -362,6 +465,7 @@ mod tests {
                 cluster_kubeconfig: None,
                 host_cluster_name: host_cluster_name.map(str::to_string),
             },
+            cleanup: false,
             force: false,
             yes: false,
             dry_run: false,

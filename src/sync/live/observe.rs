@@ -561,7 +561,7 @@ struct PageMeta {
 
 /// Every page of a list, as JSON values carrying their apiVersion (built-in
 /// types' list items leave it to the list).
-async fn list_pages(
+pub async fn list_pages(
     api: &Api<DynamicObject>,
     params: &ListParams,
 ) -> std::result::Result<Vec<Value>, kube::Error> {
