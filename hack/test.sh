@@ -27,6 +27,7 @@ compat=(
   membership::cluster_scoped_join_writes_every_object
   membership::namespace_scoped_join
   membership::unjoin_removes_everything
+  membership::unjoin_cleanup
   membership::a_least_privilege_member_gets_the_types_verbs
   watch::short_lived_tokens
   types::every_default_type_is_enabled_served_and_idempotent
