@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --bin kubefedctl
-bin=target/debug/kubefedctl
+bin="${CARGO_TARGET_DIR:-target}/debug/kubefedctl"
 "$bin" completion bash >completions/kubefedctl.bash
 "$bin" completion zsh >completions/_kubefedctl
 "$bin" completion fish >completions/kubefedctl.fish
