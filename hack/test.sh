@@ -30,6 +30,7 @@ compat=(
   membership::unjoin_cleanup
   membership::a_least_privilege_member_gets_the_types_verbs
   watch::short_lived_tokens
+  watch::three_watch_shards_split_the_work_and_one_killed_catches_up_alone
   types::every_default_type_is_enabled_served_and_idempotent
   types::custom_resource_types_with_and_without_schema
   types::disable_keeps_or_deletes_the_crd

@@ -59,6 +59,9 @@ fn resource(obj: &Value) -> Result<(ApiResource, bool)> {
         "CronJob" => ("cronjobs", true),
         "Job" => ("jobs", true),
         "Deployment" => ("deployments", true),
+        "StatefulSet" => ("statefulsets", true),
+        "Service" => ("services", true),
+        "PodDisruptionBudget" => ("poddisruptionbudgets", true),
         other => bail!("no API resource known for kind {other:?}"),
     };
     Ok((api_resource(group, version, kind, plural), namespaced))
@@ -105,13 +108,28 @@ pub async fn write(
     Ok(out)
 }
 
-/// CronJobs and Deployments of an earlier `init --reconciler` that the
-/// current one does not write (another shard count, another kind): they
-/// would run shards that no longer exist, or compete for the lock.
+/// Workloads (and a sharded watch's Service and PodDisruptionBudget) of an
+/// earlier `init --reconciler` that the current one does not write (another
+/// shard count, another kind): they would run shards that no longer exist,
+/// or compete for the lock.
 pub async fn stale_workloads(host: &Host, wanted: &[Value]) -> Result<Vec<ObjectRef>> {
     let mut out = Vec::new();
     for (group, version, kind, plural) in [
         ("apps", "v1", "Deployment", "deployments"),
+        ("apps", "v1", "StatefulSet", "statefulsets"),
+        ("", "v1", "Service", "services"),
+        (
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+        ),
+        (
+            "policy",
+            "v1beta1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+        ),
         ("batch", "v1", "CronJob", "cronjobs"),
         ("batch", "v1beta1", "CronJob", "cronjobs"),
     ] {
@@ -129,7 +147,8 @@ pub async fn stale_workloads(host: &Host, wanted: &[Value]) -> Result<Vec<Object
             let kept = wanted
                 .iter()
                 .any(|w| w["kind"] == kind && w["metadata"]["name"] == name.as_str());
-            // Both CronJob versions list the same objects where both are served.
+            // Both CronJob (PodDisruptionBudget) versions list the same
+            // objects where both are served.
             let listed = out
                 .iter()
                 .any(|o: &ObjectRef| o.resource.kind == kind && o.name == name);

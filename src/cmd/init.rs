@@ -46,7 +46,8 @@ pub struct InitOptions {
     pub with_dns: bool,
 
     /// Also install a reconciler that runs `kubefedctl reconcile` inside the host, with least-privilege RBAC
-    /// (deployment: a controller, `reconcile --watch`, 2 replicas with leader election)
+    /// (deployment: a controller, `reconcile --watch`, 2 replicas with leader election;
+    /// with --shards, a StatefulSet)
     #[arg(long, value_enum, value_name = "KIND", requires = "image")]
     pub reconciler: Option<ReconcilerFlag>,
 
@@ -58,7 +59,8 @@ pub struct InitOptions {
     #[arg(long, value_name = "CRON", default_value = reconciler::DEFAULT_SCHEDULE, value_parser = parse_schedule)]
     pub schedule: String,
 
-    /// With --reconciler: split each run into N shards (by namespace) that run in parallel
+    /// With --reconciler: split the work into N shards (by namespace) that run in parallel
+    /// (deployment: a StatefulSet of 2 × N watches, each shard with a standby)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub shards: u32,
 }
@@ -121,11 +123,6 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
 }
 
 pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
-    if o.reconciler == Some(ReconcilerFlag::Deployment) && o.shards > 1 {
-        bail!(
-            "--shards applies to --reconciler cronjob and job; the deployment is one controller with a standby"
-        );
-    }
     let scope = o.scope.map_or(Scope::Cluster, Scope::from);
     if let Some(format) = o.output {
         let mut all = objects(&global.kubefed_namespace, scope, o.with_dns);

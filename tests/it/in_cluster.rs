@@ -206,20 +206,64 @@ fn reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types() {
         rules.contains(r#""resources":["federatedconfigmaps","federatedlimitranges","federatednamespaces"],"verbs":["get","list","watch","patch","update"]"#),
         "{rules}"
     );
-    let shards = f.run(&[
-        "init",
-        "--reconciler",
-        "deployment",
-        "--image",
-        IMAGE,
-        "--shards",
-        "2",
-    ]);
-    assert_eq!(shards.code, 1, "{}", shards.stderr);
+    // Sharded: a StatefulSet of two watches per shard, its headless Service
+    // and a PodDisruptionBudget (policy/v1beta1 on 1.20); the Deployment
+    // goes. Again: nothing to write.
+    let install_sharded = || {
+        f.run(&[
+            "init",
+            "--reconciler",
+            "deployment",
+            "--image",
+            IMAGE,
+            "--shards",
+            "2",
+        ])
+        .ok()
+    };
+    let sharded = install_sharded();
+    assert!(
+        sharded
+            .stdout
+            .contains("deployment.apps/kubefedctl-reconcile deleted"),
+        "{}",
+        sharded.stdout
+    );
+    let ns_path = |api: &str, plural: &str| {
+        format!("{api}/namespaces/{}/{plural}/kubefedctl-reconcile", f.fedns)
+    };
+    let set = get(env, "host", &ns_path("/apis/apps/v1", "statefulsets")).unwrap();
+    assert_eq!(set["spec"]["replicas"], 4);
+    assert_eq!(set["spec"]["serviceName"], "kubefedctl-reconcile");
+    let args = set["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains(r#""--shard-from-hostname","2""#), "{args}");
+    let service = get(env, "host", &ns_path("/api/v1", "services")).unwrap();
+    assert_eq!(service["spec"]["clusterIP"], "None");
+    let policy = if env.version().minor >= 21 {
+        "/apis/policy/v1"
+    } else {
+        "/apis/policy/v1beta1"
+    };
+    let pdb = get(env, "host", &ns_path(policy, "poddisruptionbudgets")).unwrap();
+    assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+    f.reset();
+    install_sharded();
+    assert_eq!(f.host.writes(), 0, "{:?}", f.host.records());
 
-    // A one-off Job, and a bad schedule refused before anything is written.
+    // A one-off Job (the sharded watch's objects go), and a bad schedule
+    // refused before anything is written.
     f.run(&["init", "--reconciler", "job", "--image", IMAGE])
         .ok();
+    for (api, plural) in [
+        ("/apis/apps/v1", "statefulsets"),
+        ("/api/v1", "services"),
+        (policy, "poddisruptionbudgets"),
+    ] {
+        assert!(
+            get(env, "host", &ns_path(api, plural)).is_none(),
+            "{plural}"
+        );
+    }
     let job = get(
         env,
         "host",
@@ -498,4 +542,29 @@ fn shards_started_together_reach_one_runs_state_without_sharing_an_object() {
             .ok();
     }
     assert_eq!(f.member_writes(), 0, "{:?}", f.m1.records());
+
+    // In a StatefulSet's pod: the shard is the ordinal of its name, modulo N.
+    let as_pod = |pod: &str| -> crate::fixtures::Run {
+        std::process::Command::new(crate::fixtures::KUBEFEDCTL)
+            .arg("--kubeconfig")
+            .arg(&f.kc)
+            .args(["reconcile", "-A", "--kubefed-namespace", f.fedns])
+            .args(["--shard-from-hostname", "3", "--dry-run", "-o", "json"])
+            .env_remove("KUBECONFIG")
+            .env("POD_NAME", pod)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let run = as_pod("kubefedctl-reconcile-4").ok();
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["shard"], "1/3", "{}", run.stdout);
+    let bad = as_pod("reconciler");
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr
+            .contains("\"reconciler\" does not end in -ORDINAL"),
+        "{}",
+        bad.stderr
+    );
 }

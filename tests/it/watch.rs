@@ -12,7 +12,7 @@ use serde_json::json;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use testenv::{Faults, Mode, TestEnv};
+use testenv::{Faults, Mode, RequestRecord, TestEnv};
 
 /// A free loopback port for `--metrics-bind-address`.
 pub(crate) fn free_port() -> u16 {
@@ -1012,5 +1012,215 @@ fn a_federated_crd_and_its_objects_converge_in_the_first_round() {
         let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
         let r = env.request(m, "DELETE", &path, None).unwrap();
         assert!(r.status == 200 || r.status == 404, "{}", r.body);
+    }
+}
+
+/// The shard of `--shard I/3` that owns namespace `ns` and what is in it.
+fn shard_of(ns: &str) -> u32 {
+    use kubefedctl::core::run::shard::Shard;
+    (0..3)
+        .find(|&index| Shard { index, count: 3 }.owns(&(ns.to_string(), ns.to_string())))
+        .unwrap()
+}
+
+/// Shard `i` of 3, reaching the host through a proxy of its own (so that
+/// its host requests can be told apart), `-v 2` (a line per member change).
+fn spawn_shard(env: &TestEnv, f: &Federation, i: u32, log: &Path) -> (Child, testenv::Proxy) {
+    let (proxy, kc) = crate::fixtures::own_host_kubeconfig(env, &format!("wt-shard-{i}"));
+    let child = Command::new(KUBEFEDCTL)
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["reconcile", "--watch", "-A", "--kubefed-namespace", f.fedns])
+        .args(["--shard", &format!("{i}/3"), "--leader-elect"])
+        .args([
+            "--probe-interval",
+            "1s",
+            "--probe-timeout",
+            "2s",
+            "--timeout",
+            "3s",
+        ])
+        .args(["-v", "2"])
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    (child, proxy)
+}
+
+/// The namespaces of the member objects a shard's log says it wrote.
+fn written_namespaces(log_text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for line in log_text.lines() {
+        for kind in [" ConfigMap ", " Namespace "] {
+            if let Some((_, rest)) = line.split_once(kind) {
+                let object = rest.split_whitespace().next().unwrap_or("");
+                out.insert(object.split('/').next().unwrap_or("").to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Three watch shards share one federation: each writes only what it owns
+/// (host writes through its own proxy, member writes as its log says), one
+/// killed mid-churn leaves the others' objects flowing, and once back it
+/// catches up its own objects and nothing else.
+#[test]
+fn three_watch_shards_split_the_work_and_one_killed_catches_up_alone() {
+    let env = &TestEnv::private(&testenv::SHARED_CLUSTERS).unwrap();
+    let f = Federation::new(env, "wt-shard", &["configmaps"]);
+    f.configure(
+        env,
+        json!({"leaderElect": {"leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "1s"}}),
+    );
+    // Two namespaces per shard, each with a FederatedNamespace and two
+    // FederatedConfigMaps.
+    let mut namespaces: Vec<String> = Vec::new();
+    for n in 0.. {
+        let ns = format!("shd-{n}");
+        if namespaces
+            .iter()
+            .filter(|o| shard_of(o) == shard_of(&ns))
+            .count()
+            < 2
+        {
+            namespaces.push(ns);
+        }
+        if namespaces.len() == 6 {
+            break;
+        }
+    }
+    let group_path =
+        |ns: &str, plural: &str| format!("/apis/{}/v1beta1/namespaces/{ns}/{plural}", f.group);
+    let v1 = format!("{}/v1beta1", f.group);
+    for ns in &namespaces {
+        crate::fixtures::post(
+            env,
+            "host",
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": ns}}),
+        );
+        crate::fixtures::post(
+            env,
+            "host",
+            &group_path(ns, "federatednamespaces"),
+            json!({"apiVersion": v1, "kind": "FederatedNamespace", "metadata": {"name": ns, "namespace": ns},
+                   "spec": {"placement": {"clusterSelector": {}}}}),
+        );
+        for c in ["c1", "c2"] {
+            crate::fixtures::post(
+                env,
+                "host",
+                &group_path(ns, "federatedconfigmaps"),
+                json!({"apiVersion": v1, "kind": "FederatedConfigMap", "metadata": {"name": c, "namespace": ns},
+                       "spec": {"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}}}),
+            );
+        }
+    }
+    let logs: Vec<_> = (0..3)
+        .map(|i| env.dir().join(format!("watch-shard-{i}.log")))
+        .collect();
+    let mut shards: Vec<(Child, testenv::Proxy)> = (0..3)
+        .map(|i| spawn_shard(env, &f, i, &logs[i as usize]))
+        .collect();
+    let at = |ns: &str, v: &str| {
+        ["member1", "member2"].iter().all(|m| {
+            ["c1", "c2"]
+                .iter()
+                .all(|c| cm(env, m, ns, c).is_some_and(|o| o["data"]["v"] == v))
+        })
+    };
+    wait_until("every shard propagates its namespaces", || {
+        namespaces.iter().all(|ns| at(ns, "1"))
+    });
+    let set_all = |v: &str| {
+        for ns in &namespaces {
+            for c in ["c1", "c2"] {
+                let path = format!("{}/{c}", group_path(ns, "federatedconfigmaps"));
+                patch(
+                    env,
+                    "host",
+                    &path,
+                    json!({"spec": {"template": {"data": {"v": v}}}}),
+                );
+            }
+        }
+    };
+    set_all("2");
+    wait_until("the first churn reaches every member", || {
+        namespaces.iter().all(|ns| at(ns, "2"))
+    });
+
+    // Host writes: each shard's only on what it owns; what belongs to no
+    // object (KubeFedClusters, FederatedTypeConfigs) by shard 0 alone.
+    for (i, (_, proxy)) in shards.iter().enumerate() {
+        for r in proxy
+            .records()
+            .iter()
+            .filter(|r| r.is_write() && r.resource != "leases")
+        {
+            match r.resource.as_str() {
+                "kubefedclusters" | "federatedtypeconfigs" => assert_eq!(i, 0, "{r:?}"),
+                _ if r.namespace.is_empty() || r.namespace == f.fedns => {}
+                _ => assert_eq!(shard_of(&r.namespace), i as u32, "shard {i} wrote {r:?}"),
+            }
+        }
+    }
+    // Member writes: each shard's log names only its own namespaces.
+    for (i, log_path) in logs.iter().enumerate() {
+        let text = log(log_path);
+        let written = written_namespaces(&text);
+        assert!(!written.is_empty(), "shard {i} wrote nothing:\n{text}");
+        for ns in &written {
+            assert_eq!(shard_of(ns), i as u32, "shard {i} wrote in {ns}:\n{text}");
+        }
+    }
+
+    // Shard 1 dies without releasing its lease; the churn goes on.
+    let (mut dead, _) = shards.remove(1);
+    dead.kill().unwrap();
+    dead.wait().unwrap();
+    set_all("3");
+    let (mine, others): (Vec<&String>, Vec<&String>) =
+        namespaces.iter().partition(|ns| shard_of(ns) == 1);
+    wait_until("the other shards' objects flow", || {
+        others.iter().all(|ns| at(ns, "3"))
+    });
+    assert!(
+        mine.iter().all(|ns| at(ns, "2")),
+        "nobody writes shard 1's objects"
+    );
+
+    // Back (after its lease expires): it catches up its own objects only,
+    // one update per object and member, and the others write nothing.
+    f.m1.reset_records();
+    f.m2.reset_records();
+    let restarted_log = env.dir().join("watch-shard-1-again.log");
+    shards.insert(1, spawn_shard(env, &f, 1, &restarted_log));
+    wait_until("the restarted shard catches up", || {
+        mine.iter().all(|ns| at(ns, "3"))
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let member_writes: Vec<RequestRecord> = [&f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| p.records())
+        .filter(|r| r.is_write())
+        .collect();
+    assert!(
+        member_writes
+            .iter()
+            .all(|r| r.resource == "configmaps" && mine.contains(&&r.namespace)),
+        "{member_writes:?}"
+    );
+    assert_eq!(member_writes.len(), mine.len() * 2 * 2, "{member_writes:?}");
+
+    for (child, _) in &shards {
+        sigterm(child);
+    }
+    for (mut child, _) in shards {
+        assert!(child.wait().unwrap().success());
     }
 }

@@ -80,6 +80,26 @@ pub struct SelectionFlags {
     /// (cluster-scoped ones by name); each shard has its own lock
     #[arg(long, value_name = "I/N", value_parser = Shard::parse, conflicts_with = "from")]
     pub shard: Option<Shard>,
+
+    /// Shard I of N, I the ordinal that ends this pod's name ($POD_NAME,
+    /// else the host name; kubefedctl-reconciler-2 runs shard 2/N), modulo N
+    #[arg(long, value_name = "N", value_parser = shard_from_hostname, conflicts_with_all = ["from", "shard"])]
+    pub shard_from_hostname: Option<Shard>,
+}
+
+/// `--shard-from-hostname N`: this pod's shard, from its name as a
+/// StatefulSet gives it.
+fn shard_from_hostname(count: &str) -> Result<Shard, String> {
+    let count: u32 = count
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("expected a number of shards (at least 1), not {count:?}"))?;
+    let name = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .or_else(|_| std::fs::read_to_string("/proc/sys/kernel/hostname"))
+        .map_err(|e| format!("cannot read this host's name: {e}"))?;
+    Shard::from_hostname(&name, count).map_err(|e| e.to_string())
 }
 
 /// A plan instead of a run (`--dry-run`) and what it shows.
@@ -194,7 +214,7 @@ pub struct LockFlags {
 #[derive(Args, Debug)]
 pub struct WatchFlags {
     /// Keep running: watch the host and the members and propagate every change (a controller)
-    #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "shard", "output", "wait_ready"])]
+    #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "output", "wait_ready"])]
     pub watch: bool,
 
     /// With --watch: wait for the federation lock and take over when its holder stops (high availability)
@@ -241,7 +261,7 @@ impl SelectionFlags {
             },
             clusters: (!self.clusters.is_empty()).then(|| self.clusters.iter().cloned().collect()),
             selector: self.selector.clone(),
-            shard: self.shard,
+            shard: self.shard.or(self.shard_from_hostname),
         }
     }
 }

@@ -109,9 +109,7 @@ async fn take_run_lock(
     if o.plan.dry_run || o.lock.no_lock {
         return Ok(None);
     }
-    let name = o.selection.shard.map_or(RECONCILE_LEASE.to_string(), |s| {
-        s.lease_name(RECONCILE_LEASE)
-    });
+    let name = crate::core::run::shard::lease_of(o.selection.scope().shard, RECONCILE_LEASE);
     let settings = host.settings().await?;
     opts.selection.settings = Some(settings);
     Ok(Some(

@@ -34,7 +34,8 @@ Examples:
   kubefedctl reconcile --type deployments.apps -n shop --dry-run --diff
   kubefedctl reconcile --cluster member2 -o json               # only touch member2; JSON summary for CI
   kubefedctl reconcile --shard 1/3                             # one of three runs that split the work
-  kubefedctl reconcile --watch --leader-elect --metrics-bind-address :8080   # a controller"
+  kubefedctl reconcile --watch --leader-elect --metrics-bind-address :8080   # a controller
+  kubefedctl reconcile --watch --leader-elect --shard-from-hostname 3        # a StatefulSet pod's shard"
 )]
 pub struct ReconcileOptions {
     #[command(flatten)]

@@ -10,6 +10,7 @@ use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{Listing, federated_key};
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
+use crate::core::run::shard::Shard;
 use crate::sync::live::observe::{self, Observation, ObservedType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -100,9 +101,20 @@ pub struct Cache {
     pub members: BTreeMap<(String, String), Store>,
     /// Host sources that have been listed.
     listed: BTreeSet<Source>,
+    /// `--shard I/N`: only this shard's federated objects, RSPs and member
+    /// copies are kept; the rest are dropped on arrival.
+    shard: Option<Shard>,
 }
 
 impl Cache {
+    /// The cache of one shard's watch (`None`: everything).
+    pub fn of_shard(shard: Option<Shard>) -> Cache {
+        Cache {
+            shard,
+            ..Cache::default()
+        }
+    }
+
     /// The enabled types (FTC name → type), sorted by name.
     pub fn types(&self) -> Vec<(String, ObservedType)> {
         self.ftcs
@@ -180,7 +192,10 @@ impl Cache {
             }
             _ => {}
         }
-        let mut dirt = self.apply_change(&source, change);
+        let mut dirt = match owned_change(self.shard, &source, change) {
+            Some(change) => self.apply_change(&source, change),
+            None => Dirt::default(),
+        };
         dirt.warnings.extend(failure);
         dirt
     }
@@ -728,6 +743,29 @@ fn apply_keyed_status(
         Change::Failed { .. } => {}
     }
     (news, status_only)
+}
+
+/// What of `change` a shard keeps: the objects it owns of the sources
+/// that are partitioned (federated objects, member copies, RSPs; the rest
+/// every shard needs). A member copy's key names its shard as its federated
+/// object's does (`core::run::shard`). `None`: nothing of it.
+fn owned_change(shard: Option<Shard>, source: &Source, change: Change) -> Option<Change> {
+    let partitioned = matches!(
+        source,
+        Source::Federated(_) | Source::Member(..) | Source::Schedulings
+    );
+    let Some(shard) = shard.filter(|_| partitioned) else {
+        return Some(change);
+    };
+    let owns = |o: &Value| shard.owns(&key_of(o));
+    match change {
+        Change::Replaced(mut objects) => {
+            objects.retain(owns);
+            Some(Change::Replaced(objects))
+        }
+        Change::Applied(o) | Change::Deleted(o) if !owns(&o) => None,
+        change => Some(change),
+    }
 }
 
 /// Applies a change to a store: the keys with news, and those whose status

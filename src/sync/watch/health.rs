@@ -136,7 +136,7 @@ impl Controller<'_> {
         let Some(recorder) = self.shared.run.events.clone() else {
             return;
         };
-        if self.suspended {
+        if self.suspended || !self.writes_cluster_state() {
             return;
         }
         let events = live::cluster_events(&self.members, probed);
@@ -165,6 +165,9 @@ impl Controller<'_> {
         }
         if self.suspended {
             self.rebuild_due = Some(Instant::now());
+            return;
+        }
+        if !self.writes_cluster_state() {
             return;
         }
         for m in &mut self.members {

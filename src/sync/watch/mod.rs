@@ -113,10 +113,12 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
             }
         };
         metrics.leader.store(true, Ordering::Relaxed);
+        let shard = o.run.selection.scope.shard;
         tracing::info!(
-            "watching the federation in {} (host {:?})",
+            "watching the federation in {} (host {:?}){}",
             host.namespace,
-            host.context
+            host.context,
+            shard.map(|s| format!(", shard {s}")).unwrap_or_default()
         );
         let mut controller = Controller::new(host, shared.clone(), o, metrics.clone());
         let ended = controller.run(lock.as_ref(), &mut stop).await;
@@ -160,9 +162,11 @@ async fn wait_for_lock(
     o: &WatchOptions,
     stop: &mut Signals,
 ) -> Result<Option<RunLock>> {
+    // Each shard has a lock of its own, and a standby of its own.
+    let lease = crate::core::run::shard::lease_of(o.run.selection.scope.shard, RECONCILE_LEASE);
     let wait = if o.leader_elect {
         tracing::info!(
-            "waiting for the federation lock {}/{RECONCILE_LEASE} (--leader-elect)",
+            "waiting for the federation lock {}/{lease} (--leader-elect)",
             host.namespace
         );
         Duration::MAX
@@ -170,7 +174,7 @@ async fn wait_for_lock(
         o.lock_timeout
     };
     tokio::select! {
-        lock = lock::take(host, RECONCILE_LEASE, wait, o.lock_timings) => Ok(Some(lock?)),
+        lock = lock::take(host, &lease, wait, o.lock_timings) => Ok(Some(lock?)),
         _ = stop.next() => {
             tracing::info!("stopped while waiting for the federation lock");
             Ok(None)
@@ -242,7 +246,7 @@ impl<'a> Controller<'a> {
             o,
             sources: Sources::new(tx, metrics.clone()),
             metrics,
-            cache: Cache::default(),
+            cache: Cache::of_shard(o.run.selection.scope.shard),
             rx,
             queue: WorkQueue::default(),
             members: Vec::new(),

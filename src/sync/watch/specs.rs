@@ -162,6 +162,13 @@ impl Controller<'_> {
         out
     }
 
+    /// What belongs to no federated object (KubeFedClusters' health and
+    /// Events, FederatedTypeConfigs' status, member tokens) is written by
+    /// one watch: an unsharded one, or shard 0.
+    pub(super) fn writes_cluster_state(&self) -> bool {
+        self.o.run.selection.scope.writes_cluster_state()
+    }
+
     /// `--cluster` limits which members are touched.
     pub(super) fn touchable(&self, cluster: &str) -> bool {
         self.o.run.selection.scope.touches(cluster)

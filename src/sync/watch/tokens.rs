@@ -14,7 +14,7 @@ use std::time::Instant;
 impl Controller<'_> {
     /// Rotates every token that is due (none while writing is suspended).
     pub(super) async fn rotate_due_tokens(&mut self) {
-        if self.suspended {
+        if self.suspended || !self.writes_cluster_state() {
             return;
         }
         let now = crate::clock::now_unix();

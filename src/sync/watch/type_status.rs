@@ -12,7 +12,7 @@ impl Controller<'_> {
     /// when it stops), only where it changes. A failed write is reported
     /// and tried again at the next rebuild.
     pub(super) async fn write_type_statuses(&mut self, running: bool) {
-        if self.suspended {
+        if self.suspended || !self.writes_cluster_state() {
             return;
         }
         let api: kube::Api<crate::api::core::FederatedTypeConfig> =

@@ -27,7 +27,8 @@ pub enum Mode {
     Cronjob,
     /// A one-off Job.
     Job,
-    /// A Deployment of two replicas running `reconcile --watch --leader-elect`.
+    /// A Deployment of two replicas running `reconcile --watch --leader-elect`;
+    /// with shards, a StatefulSet of two pods per shard.
     Deployment,
 }
 
@@ -42,6 +43,8 @@ pub struct Batch {
     /// `completionMode: Indexed` (Kubernetes 1.22+, beta and on by default);
     /// else one CronJob or Job per shard.
     pub indexed_jobs: bool,
+    /// `policy/v1` PodDisruptionBudget (Kubernetes 1.21+); else `policy/v1beta1`.
+    pub pdb_v1: bool,
 }
 
 impl Batch {
@@ -49,6 +52,7 @@ impl Batch {
     pub const MODERN: Batch = Batch {
         cronjob_v1: true,
         indexed_jobs: true,
+        pdb_v1: true,
     };
 
     /// From the server's `/version` (`major`, `minor` as it reports them,
@@ -60,6 +64,7 @@ impl Batch {
         Batch {
             cronjob_v1: at_least(21),
             indexed_jobs: at_least(22),
+            pdb_v1: at_least(21),
         }
     }
 }
@@ -330,6 +335,9 @@ impl Reconciler<'_> {
     /// The CronJob(s) or Job(s): one Indexed workload for all shards where
     /// the server has Indexed Jobs, else one per shard.
     fn workloads(&self) -> Vec<Value> {
+        if self.mode == Mode::Deployment && self.shards > 1 {
+            return self.sharded_watch();
+        }
         if self.mode == Mode::Deployment {
             return vec![self.deployment()];
         }
@@ -381,15 +389,66 @@ impl Reconciler<'_> {
     fn deployment(&self) -> Value {
         let labels = self.meta("", "", "", false)["metadata"]["labels"].clone();
         let mut d = self.meta("apps/v1", "Deployment", RECONCILE_JOB, true);
-        let mut container = self.container(vec![
-            "reconcile".into(),
-            "--watch".into(),
-            "--leader-elect".into(),
-            "--kubefed-namespace".into(),
-            self.namespace.into(),
-            "--metrics-bind-address".into(),
-            format!(":{METRICS_PORT}"),
-        ]);
+        d["spec"] = json!({
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": self.watch_pod(&labels, &[]),
+        });
+        d
+    }
+
+    /// `--shards N` of the watch: a StatefulSet of 2 × N pods, pod `I`
+    /// running shard `I mod N` (`--shard-from-hostname`), so each shard has
+    /// its own lease and a standby; its headless Service (a StatefulSet's
+    /// pods are named through one) and a PodDisruptionBudget that lets one
+    /// pod go at a time.
+    fn sharded_watch(&self) -> Vec<Value> {
+        let mut labels = self.meta("", "", "", false)["metadata"]["labels"].clone();
+        labels["app.kubernetes.io/instance"] = json!(RECONCILE_JOB);
+        let mut service = self.meta("v1", "Service", RECONCILE_JOB, true);
+        service["spec"] = json!({
+            "clusterIP": "None",
+            "selector": labels,
+            "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}],
+        });
+        let mut set = self.meta("apps/v1", "StatefulSet", RECONCILE_JOB, true);
+        let shard = ["--shard-from-hostname".to_string(), self.shards.to_string()];
+        let mut pod = self.watch_pod(&labels, &shard);
+        // The pod's name, whatever its host name is set to.
+        pod["spec"]["containers"][0]["env"] = json!([{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]);
+        set["spec"] = json!({
+            "replicas": 2 * self.shards,
+            "serviceName": RECONCILE_JOB,
+            // Every pod at once: shards do not wait for each other.
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": labels},
+            "template": pod,
+        });
+        let policy = if self.batch.pdb_v1 {
+            "policy/v1"
+        } else {
+            "policy/v1beta1"
+        };
+        let mut pdb = self.meta(policy, "PodDisruptionBudget", RECONCILE_JOB, true);
+        pdb["spec"] = json!({"maxUnavailable": 1, "selector": {"matchLabels": labels}});
+        vec![service, set, pdb]
+    }
+
+    /// The pod of `reconcile --watch --leader-elect` (and `extra` flags).
+    fn watch_pod(&self, labels: &Value, extra: &[String]) -> Value {
+        let mut args: Vec<String> = [
+            "reconcile",
+            "--watch",
+            "--leader-elect",
+            "--kubefed-namespace",
+            self.namespace,
+            "--metrics-bind-address",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.push(format!(":{METRICS_PORT}"));
+        args.extend(extra.iter().cloned());
+        let mut container = self.container(args);
         container["ports"] = json!([{"name": "metrics", "containerPort": METRICS_PORT}]);
         container["livenessProbe"] =
             json!({"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10});
@@ -397,20 +456,15 @@ impl Reconciler<'_> {
             json!({"httpGet": {"path": "/readyz", "port": "metrics"}, "periodSeconds": 5});
         container["resources"] = json!({"requests": {"cpu": "50m", "memory": "64Mi"},
                                         "limits": {"memory": "512Mi"}});
-        d["spec"] = json!({
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": RECONCILER,
-                    // SIGTERM: the round in flight completes, the lease is released.
-                    "terminationGracePeriodSeconds": 60,
-                    "containers": [container],
-                },
+        json!({
+            "metadata": {"labels": labels},
+            "spec": {
+                "serviceAccountName": RECONCILER,
+                // SIGTERM: the round in flight completes, the lease is released.
+                "terminationGracePeriodSeconds": 60,
+                "containers": [container],
             },
-        });
-        d
+        })
     }
 
     fn container(&self, args: Vec<String>) -> Value {
@@ -539,20 +593,72 @@ mod tests {
             b("1", "20"),
             Batch {
                 cronjob_v1: false,
-                indexed_jobs: false
+                indexed_jobs: false,
+                pdb_v1: false,
             }
         );
         assert_eq!(
             b("1", "21+"),
             Batch {
                 cronjob_v1: true,
-                indexed_jobs: false
+                indexed_jobs: false,
+                pdb_v1: true,
             }
         );
         assert_eq!(b("1", "22"), Batch::MODERN);
         assert_eq!(b("1", "30"), Batch::MODERN);
         assert_eq!(b("2", "0"), Batch::MODERN);
         assert_eq!(b("1", "x"), Batch::MODERN, "unknown minor: assume current");
+    }
+
+    #[test]
+    fn a_sharded_watch_is_a_statefulset_of_two_pods_per_shard() {
+        let objs = reconciler(Mode::Deployment, 3, Batch::MODERN).objects();
+        let kinds: Vec<&str> = objs.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(
+            kinds[5..],
+            ["Service", "StatefulSet", "PodDisruptionBudget"],
+            "{kinds:?}"
+        );
+        let (svc, set, pdb) = (&objs[5], &objs[6], &objs[7]);
+        assert_eq!(svc["spec"]["clusterIP"], "None");
+        assert_eq!(set["spec"]["serviceName"], svc["metadata"]["name"]);
+        assert_eq!(set["spec"]["replicas"], 6, "a standby per shard");
+        assert_eq!(set["spec"]["podManagementPolicy"], "Parallel");
+        let pod = &set["spec"]["template"];
+        let labels = &set["spec"]["selector"]["matchLabels"];
+        assert_eq!(&pod["metadata"]["labels"], labels);
+        assert_eq!(&svc["spec"]["selector"], labels);
+        assert_eq!(&pdb["spec"]["selector"]["matchLabels"], labels);
+        assert_eq!(pdb["apiVersion"], "policy/v1");
+        assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+        let c = &pod["spec"]["containers"][0];
+        let args: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.as_str())
+            .collect();
+        for flag in ["--watch", "--leader-elect", "--shard-from-hostname"] {
+            assert!(args.contains(&flag), "{args:?}");
+        }
+        let at = args
+            .iter()
+            .position(|a| *a == "--shard-from-hostname")
+            .unwrap();
+        assert_eq!(args[at + 1], "3");
+        assert_eq!(c["env"][0]["name"], "POD_NAME");
+        assert_eq!(
+            c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.name"
+        );
+        // Kubernetes 1.20 has PodDisruptionBudgets in policy/v1beta1 only.
+        let old = reconciler(Mode::Deployment, 3, Batch::for_version("1", "20")).objects();
+        assert_eq!(old[7]["apiVersion"], "policy/v1beta1");
+        // One shard is the Deployment, as before.
+        let one = reconciler(Mode::Deployment, 1, Batch::MODERN).objects();
+        assert_eq!(one.last().unwrap()["kind"], "Deployment");
+        assert!(wildcards(&objs).is_empty());
     }
 
     #[test]

@@ -18,6 +18,13 @@ pub struct Shard {
     pub count: u32,
 }
 
+/// A `--shard-from-hostname` whose host name has no ordinal.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error(
+    "host name {0:?} does not end in -ORDINAL, as a StatefulSet's pods do (kubefedctl-reconciler-2)"
+)]
+pub struct NoOrdinal(String);
+
 /// A `--shard` that is not `I/N` with `0 <= I < N`.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[error("invalid shard {0:?}: expected I/N with 0 <= I < N, e.g. 0/3")]
@@ -34,6 +41,22 @@ impl Shard {
             return Err(bad());
         }
         Ok(Shard { index, count })
+    }
+
+    /// The shard of a StatefulSet's pod named `hostname` (`…-ORDINAL`):
+    /// the ordinal modulo `count`, so that `count` replicas run one shard
+    /// each and `2 × count` give each shard a standby.
+    pub fn from_hostname(hostname: &str, count: u32) -> Result<Shard, NoOrdinal> {
+        let none = || NoOrdinal(hostname.to_string());
+        let (_, ordinal) = hostname.trim().rsplit_once('-').ok_or_else(none)?;
+        let ordinal: u64 = ordinal.parse().map_err(|_| none())?;
+        if count == 0 {
+            return Err(none());
+        }
+        Ok(Shard {
+            index: (ordinal % u64::from(count)) as u32,
+            count,
+        })
     }
 
     /// Whether this shard owns the object with `key` (`(namespace, name)`;
@@ -86,6 +109,11 @@ pub fn owned(shard: Option<Shard>, key: &ObjectKey) -> bool {
     shard.is_none_or(|s| s.owns(key))
 }
 
+/// The run lock of a run: the federation's, or its shard's.
+pub fn lease_of(shard: Option<Shard>, base: &str) -> String {
+    shard.map_or(base.to_string(), |s| s.lease_name(base))
+}
+
 /// The objects (federated objects, RSPs, DNS records) `shard` owns.
 pub fn retain_owned(shard: Option<Shard>, mut objects: Vec<Value>) -> Vec<Value> {
     if shard.is_some() {
@@ -110,6 +138,27 @@ mod tests {
             let e = Shard::parse(bad).unwrap_err().to_string();
             assert!(e.contains("expected I/N"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_statefulset_pods_ordinal_is_its_shard() {
+        let shard = |h: &str, n| Shard::from_hostname(h, n).map(|s| s.to_string());
+        assert_eq!(shard("kubefedctl-reconciler-0", 3), Ok("0/3".into()));
+        assert_eq!(shard("kubefedctl-reconciler-2", 3), Ok("2/3".into()));
+        // A second set of replicas stands by for the first.
+        assert_eq!(shard("kubefedctl-reconciler-4", 3), Ok("1/3".into()));
+        assert_eq!(shard("web-12\n", 5), Ok("2/5".into()));
+        for bad in ["reconciler", "reconciler-", "reconciler-a", "-x", ""] {
+            let e = Shard::from_hostname(bad, 3).unwrap_err().to_string();
+            assert!(e.contains("does not end in -ORDINAL"), "{bad}: {e}");
+        }
+        assert!(Shard::from_hostname("r-1", 0).is_err());
+        assert_eq!(lease_of(None, "l"), "l");
+        assert_eq!(lease_of(shard_of("1/3"), "l"), "l-1-of-3");
+    }
+
+    fn shard_of(s: &str) -> Option<Shard> {
+        Shard::parse(s).ok()
     }
 
     #[test]
