@@ -1434,6 +1434,39 @@ fn unjoin_cleanup_removes_what_the_federation_manages() {
         "namespaces last"
     );
 
+    // A reconcile holding the federation lock (any shard's too) would put
+    // the objects back: refused, nothing written.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let leases = format!("/apis/coordination.k8s.io/v1/namespaces/{}/leases", f.fedns);
+    for name in ["kubefedctl-reconcile-1-of-2", "kubefedctl-reconcile"] {
+        let spec = json!({"holderIdentity": "another-run", "leaseDurationSeconds": 60,
+            "renewTime": kubefedctl::core::run::lease::micro_time(now)});
+        let path = format!("{leases}/{name}");
+        if crate::fixtures::get(env, "host", &path).is_some() {
+            crate::fixtures::patch(env, "host", &path, json!({ "spec": spec }));
+        } else {
+            crate::fixtures::post(
+                env,
+                "host",
+                &leases,
+                json!({"metadata": {"name": name}, "spec": spec}),
+            );
+        }
+        f.reset();
+        let refused = unjoin(&m1, "member1", &["--yes"]).fails();
+        assert!(refused.stderr.contains("another-run"), "{}", refused.stderr);
+        assert!(
+            f.writes().iter().all(|r| r.resource == "leases"),
+            "{:?}",
+            f.writes()
+        );
+        let (code, _) = crate::fixtures::request(env, "host", "DELETE", &path, None);
+        assert_eq!(code, 200);
+    }
+
     // The cleanup: member1 loses every managed copy, member2 nothing.
     f.reset();
     let run = unjoin(&m1, "member1", &["--yes"]).ok();

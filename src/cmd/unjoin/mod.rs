@@ -117,14 +117,27 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
         _ => None,
     };
     confirm(o, &host, plan.as_ref())?;
+    // A reconcile running meanwhile would put the objects back.
+    let lock = match o.cleanup && !o.dry_run {
+        true => Some(cleanup::hold_federation(&host).await?),
+        false => None,
+    };
 
     // The member first: once the host records are gone, nothing points at it.
-    let work = side.as_ref().zip(plan.as_ref());
-    let mut removed = clean_up_member(global, o, member, work, &host, &names).await?;
-    if let Some(side) = &side {
-        removed += cleanup::run_host(&host, side, &o.cluster_name, o.dry_run).await?;
+    let steps = async {
+        let work = side.as_ref().zip(plan.as_ref());
+        let mut removed = clean_up_member(global, o, member, work, &host, &names).await?;
+        if let Some(side) = &side {
+            removed += cleanup::run_host(&host, side, &o.cluster_name, o.dry_run).await?;
+        }
+        removed += remove_host_records(o, &records).await?;
+        anyhow::Ok(removed)
+    };
+    let removed = steps.await;
+    if let Some(lock) = lock {
+        lock.release().await?;
     }
-    removed += remove_host_records(o, &records).await?;
+    let removed = removed?;
     if o.dry_run {
         return Ok(());
     }
