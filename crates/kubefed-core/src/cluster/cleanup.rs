@@ -233,26 +233,8 @@ fn without_entry(status: &Value, list: &str, field: &str, cluster: &str) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::propagation::desired::TargetType;
+    use crate::propagation::decide::test_types::{configmaps, namespaces};
     use serde_json::json;
-
-    fn configmaps() -> FederatedType {
-        FederatedType {
-            target: TargetType::new("", "v1", "ConfigMap"),
-            federated_kind: "FederatedConfigMap".into(),
-            target_plural: "configmaps".into(),
-            namespaced: true,
-        }
-    }
-
-    fn namespaces() -> FederatedType {
-        FederatedType {
-            target: TargetType::new("", "v1", "Namespace"),
-            federated_kind: "FederatedNamespace".into(),
-            target_plural: "namespaces".into(),
-            namespaced: false,
-        }
-    }
 
     fn member(ns: &str, name: &str, labels: Value) -> Value {
         let mut meta = json!({"name": name, "labels": labels, "uid": format!("m-{name}")});

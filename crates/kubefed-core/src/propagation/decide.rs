@@ -616,8 +616,34 @@ pub fn complete_type(
     }
 }
 
+/// The two types the core's unit tests decide over most.
+#[cfg(test)]
+pub(crate) mod test_types {
+    use super::FederatedType;
+    use crate::propagation::desired::TargetType;
+
+    pub fn configmaps() -> FederatedType {
+        FederatedType {
+            target: TargetType::new("", "v1", "ConfigMap"),
+            federated_kind: "FederatedConfigMap".into(),
+            target_plural: "configmaps".into(),
+            namespaced: true,
+        }
+    }
+
+    pub fn namespaces() -> FederatedType {
+        FederatedType {
+            target: TargetType::new("", "v1", "Namespace"),
+            federated_kind: "FederatedNamespace".into(),
+            target_plural: "namespaces".into(),
+            namespaced: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_types::{configmaps, namespaces};
     use super::*;
     use crate::run::shard::Shard;
     use serde_json::json;
@@ -656,24 +682,6 @@ mod tests {
                 host_namespaces: &self.host_namespaces,
                 versions: &self.versions,
             }
-        }
-    }
-
-    fn configmaps() -> FederatedType {
-        FederatedType {
-            target: TargetType::new("", "v1", "ConfigMap"),
-            federated_kind: "FederatedConfigMap".into(),
-            target_plural: "configmaps".into(),
-            namespaced: true,
-        }
-    }
-
-    fn namespaces() -> FederatedType {
-        FederatedType {
-            target: TargetType::new("", "v1", "Namespace"),
-            federated_kind: "FederatedNamespace".into(),
-            target_plural: "namespaces".into(),
-            namespaced: false,
         }
     }
 

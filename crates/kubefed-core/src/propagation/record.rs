@@ -272,19 +272,13 @@ mod tests {
     use crate::cluster::membership::Scope;
     use crate::describe::{ObjectKey, key_of};
     use crate::propagation::decide::{FederatedType, Federation, Listing, decide_object};
-    use crate::propagation::desired::TargetType;
     use crate::propagation::{deletion::SYNC_FINALIZER, member::SyncSettings};
     use crate::run::scope::RunScope;
     use serde_json::json;
     use std::collections::HashMap;
 
     fn t() -> FederatedType {
-        FederatedType {
-            target: TargetType::new("", "v1", "ConfigMap"),
-            federated_kind: "FederatedConfigMap".into(),
-            target_plural: "configmaps".into(),
-            namespaced: true,
-        }
+        crate::propagation::decide::test_types::configmaps()
     }
 
     fn cm(name: &str) -> Value {
