@@ -32,17 +32,22 @@ pub(crate) fn spawn_watch_in(
     log: &Path,
     extra: &[&str],
 ) -> Child {
+    spawn_watch_over(kc, f, &["-n", ns], log, extra)
+}
+
+/// [`spawn_watch`] over what `selection` selects (`-n NS`, `-A`, ...).
+fn spawn_watch_over(
+    kc: &Path,
+    f: &Federation,
+    selection: &[&str],
+    log: &Path,
+    extra: &[&str],
+) -> Child {
     Command::new(KUBEFEDCTL)
         .arg("--kubeconfig")
         .arg(kc)
-        .args([
-            "reconcile",
-            "--watch",
-            "-n",
-            ns,
-            "--kubefed-namespace",
-            f.fedns,
-        ])
+        .args(["reconcile", "--watch", "--kubefed-namespace", f.fedns])
+        .args(selection)
         .args([
             "--probe-interval",
             "1s",
@@ -1027,26 +1032,9 @@ fn shard_of(ns: &str) -> u32 {
 /// its host requests can be told apart), `-v 2` (a line per member change).
 fn spawn_shard(env: &TestEnv, f: &Federation, i: u32, log: &Path) -> (Child, testenv::Proxy) {
     let (proxy, kc) = crate::fixtures::own_host_kubeconfig(env, &format!("wt-shard-{i}"));
-    let child = Command::new(KUBEFEDCTL)
-        .arg("--kubeconfig")
-        .arg(&kc)
-        .args(["reconcile", "--watch", "-A", "--kubefed-namespace", f.fedns])
-        .args(["--shard", &format!("{i}/3"), "--leader-elect"])
-        .args([
-            "--probe-interval",
-            "1s",
-            "--probe-timeout",
-            "2s",
-            "--timeout",
-            "3s",
-        ])
-        .args(["-v", "2"])
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
+    let shard = format!("{i}/3");
+    let selection = ["-A", "--shard", &shard, "--leader-elect"];
+    let child = spawn_watch_over(&kc, f, &selection, log, &["-v", "2"]);
     (child, proxy)
 }
 
