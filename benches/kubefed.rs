@@ -24,9 +24,8 @@
 //! when `hack/testenv.sh` has not built KubeFed.
 
 use serde_json::json;
-use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use testenv::{Proxy, RequestRecord, TestEnv, kubefed_binary, kubefed_missing};
 
@@ -34,8 +33,6 @@ mod common;
 use common::*;
 
 const MEMBERS: [&str; 3] = ["m01", "m02", "m03"];
-/// `init`'s default, and KubeFed's.
-const FEDNS: &str = "kube-federation-system";
 /// Quiet this long (housekeeping aside) ends a first sync.
 const QUIET: Duration = Duration::from_secs(5);
 
@@ -105,16 +102,6 @@ struct Figures {
     exit: String,
 }
 
-struct Latency {
-    /// Changes per second actually written.
-    rate: f64,
-    p50: f64,
-    p99: f64,
-    max: f64,
-    /// Changes not on every member when the bench stopped waiting.
-    missing: usize,
-}
-
 fn main() {
     let Some(kubefed) = kubefed_binary("controller-manager") else {
         println!("{}", kubefed_missing("controller-manager"));
@@ -125,35 +112,8 @@ fn main() {
         rate: env_usize("KUBEFEDCTL_BENCH_KUBEFED_RATE", 20).max(1),
         seconds: env_usize("KUBEFEDCTL_BENCH_KUBEFED_SECONDS", 30),
     };
-    let names: Vec<&str> = std::iter::once("host").chain(MEMBERS).collect();
-    let started = Instant::now();
-    let env = TestEnv::private(&names).expect("test environment");
-    eprintln!(
-        "{} clusters up in {:.1}s",
-        names.len(),
-        started.elapsed().as_secs_f64()
-    );
-    let host = env.proxy("host").unwrap();
-    let members: Vec<Proxy> = MEMBERS.iter().map(|m| env.proxy(m).unwrap()).collect();
-    let mut kc = env
-        .kubeconfig()
-        .current_context("host")
-        .server("host", &host.url());
-    for (m, p) in MEMBERS.iter().zip(&members) {
-        kc = kc.server(m, &p.url());
-    }
-    let kc_path = env.dir().join("kubefed-bench.kubeconfig");
-    kc.write(&kc_path).unwrap();
-    // `join` records the proxies' URLs in the KubeFedClusters: KubeFed and
-    // we reach the members through them.
-    ok("init", &kubefedctl(&kc_path, &["init"]).1);
-    for m in MEMBERS {
-        ok("join", &kubefedctl(&kc_path, &["join", m]).1);
-    }
-    // KubeFed syncs namespaced types only once the namespaces type is on.
-    for t in ["namespaces", "configmaps", "deployments.apps"] {
-        ok("enable", &kubefedctl(&kc_path, &["enable", t]).1);
-    }
+    let fed = Federation::start(MEMBERS.len(), true, "kubefed-bench.kubeconfig");
+    let (env, host, members, kc_path) = (&fed.env, &fed.host, &fed.members, &fed.kc);
     let config = format!("/apis/core.kubefed.io/v1beta1/namespaces/{FEDNS}/kubefedconfigs/kubefed");
     let r = env.request("host", "GET", &config, None).unwrap();
     let init_workers = r.json().unwrap()["spec"]["syncController"]["maxConcurrentReconciles"]
@@ -181,8 +141,8 @@ fn main() {
             Propagator::KubeFed(n) => n,
             _ => init_workers,
         });
-        let figures = run(&env, &kc_path, &host, &members, p, &scale, &kubefed);
-        empty_namespace(&env, &p.ns());
+        let figures = run(env, kc_path, host, members, p, &scale, &kubefed);
+        empty_namespace(env, &p.ns());
         results.push((p, figures));
     }
     print_table(&scale, &results);
@@ -263,7 +223,19 @@ fn run(
     let idle_cpu = (process_cpu(pid) - before) / idle_from.elapsed().as_secs_f64() * 100.0;
     f.idle = Some((status_mib(pid, "VmRSS:"), idle_cpu));
 
-    f.latency = Some(changes(env, host, members, &ns, scale));
+    // One change to each FederatedConfigMap in turn; KubeFed may queue
+    // them: up to 5 minutes for the last.
+    let targets: Vec<(String, String)> = (0..scale.per_type)
+        .map(|i| (ns.clone(), format!("cfg-{i:05}")))
+        .collect();
+    f.latency = Some(changes(
+        env,
+        host,
+        members,
+        &targets,
+        (scale.rate, scale.seconds),
+        Duration::from_secs(300),
+    ));
     alive(&mut child, p, &log);
     f.peak_rss = status_mib(pid, "VmHWM:");
     let (status, usage) = stop(child);
@@ -320,39 +292,6 @@ fn alive(child: &mut Child, p: Propagator, log: &Path) {
     if let Some(status) = child.try_wait().unwrap() {
         panic!("{} exited ({status}):\n{}", p.label(), read(log));
     }
-}
-
-/// A member create of one of the federated objects' copies (configmaps
-/// and deployments; the namespace apart), answered 201.
-fn is_object_create(r: &RequestRecord) -> bool {
-    r.verb == "create"
-        && r.status == 201
-        && matches!(r.resource.as_str(), "configmaps" | "deployments")
-}
-
-/// Writes that go on once a propagator is synced: its leader lock (our
-/// Lease, KubeFed's ConfigMap in the federation namespace) and the
-/// KubeFedClusters' health status.
-fn housekeeping(r: &RequestRecord) -> bool {
-    r.resource == "leases"
-        || r.resource == "kubefedclusters"
-        || (r.resource == "configmaps" && r.namespace == FEDNS)
-}
-
-/// When the last write of the sync (housekeeping aside) was answered.
-fn last_sync_write(host: &Proxy, members: &[Proxy]) -> Option<Instant> {
-    // Read through `count`, without copying the records: the bench shares
-    // the 2 cores with what it measures.
-    let last = std::cell::Cell::new(None);
-    for p in std::iter::once(host).chain(members) {
-        p.count(|r| {
-            if r.is_write() && !housekeeping(r) {
-                last.set(last.get().max(r.answered.or(r.received)));
-            }
-            false
-        });
-    }
-    last.get()
 }
 
 /// The first sync's figures from the proxies' records received up to `end`.
@@ -423,170 +362,6 @@ fn by_kind(records: &[RequestRecord], status: bool) -> String {
         .map(|(k, n)| format!("{k}: {n}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// `rate` template changes a second for `seconds`, each to a
-/// FederatedConfigMap of its own while there are enough, sent through the
-/// host's proxy. The latency of each is from its PATCH answered at the host
-/// proxy to the last of the members' writes of that ConfigMap answered (on
-/// each member, its first write answered after the PATCH was received),
-/// all from the proxies' clocks: the bench's own thread, on the same 2
-/// cores, may see the answer later than a fast propagator's member writes.
-fn changes(env: &TestEnv, host: &Proxy, members: &[Proxy], ns: &str, scale: &Scale) -> Latency {
-    host.reset_records();
-    members.iter().for_each(Proxy::reset_records);
-    let n = scale.rate * scale.seconds;
-    let interval = Duration::from_secs_f64(1.0 / scale.rate as f64);
-    let url = format!(
-        "{}/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps",
-        host.url()
-    );
-    let token = &env.cluster("host").admin_token;
-    let began = Instant::now();
-    let mut sent: Vec<(String, Instant)> = Vec::with_capacity(n);
-    for i in 0..n {
-        let due = began + interval * i as u32;
-        std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        let name = format!("cfg-{:05}", i % scale.per_type);
-        let body = json!({"spec": {"template": {"data": {"i": format!("changed-{i}")}}}});
-        let at = Instant::now();
-        let r = testenv::http::request(
-            "PATCH",
-            &format!("{url}/{name}"),
-            env.ca_pem(),
-            Some(token),
-            Some(&body.to_string()),
-            Duration::from_secs(30),
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", r.body);
-        sent.push((name, at));
-    }
-    let rate = n as f64 / began.elapsed().as_secs_f64();
-    // The PATCHes as the host proxy saw them: (name, received, answered).
-    let patches: Vec<RequestRecord> = host
-        .records()
-        .into_iter()
-        .filter(|r| {
-            r.verb == "patch" && r.resource == "federatedconfigmaps" && r.subresource.is_empty()
-        })
-        .collect();
-    let written: Vec<(String, Instant, Instant)> = sent
-        .iter()
-        .map(|(name, at)| {
-            let r = patches
-                .iter()
-                .find(|r| &r.name == name && r.received.is_some_and(|t| t >= *at))
-                .expect("the host proxy saw the PATCH");
-            (name.clone(), r.received.unwrap(), r.answered.unwrap())
-        })
-        .collect();
-    // Waits up to 5 minutes for the last changes (KubeFed may queue them).
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let (latencies, missing) = match_changes(members, &written);
-        if missing == 0 || Instant::now() > deadline {
-            let mut l = latencies;
-            l.sort_by(f64::total_cmp);
-            let pct = |q: f64| {
-                l.get(((l.len() as f64 * q).ceil() as usize).saturating_sub(1))
-                    .copied()
-                    .unwrap_or(f64::NAN)
-            };
-            return Latency {
-                rate,
-                p50: pct(0.5),
-                p99: pct(0.99),
-                max: l.last().copied().unwrap_or(f64::NAN),
-                missing,
-            };
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-/// The latency of each change (name, PATCH received, PATCH answered) on
-/// every member, and how many are not yet on every member.
-fn match_changes(members: &[Proxy], written: &[(String, Instant, Instant)]) -> (Vec<f64>, usize) {
-    // Per member: ConfigMap name → when its writes were answered, in order.
-    let answered: Vec<HashMap<String, Vec<Instant>>> = members
-        .iter()
-        .map(|m| {
-            let mut by_name: HashMap<String, Vec<Instant>> = HashMap::new();
-            for r in m.records() {
-                if r.is_write()
-                    && r.resource == "configmaps"
-                    && r.status < 300
-                    && let Some(at) = r.answered
-                {
-                    by_name.entry(r.name).or_default().push(at);
-                }
-            }
-            by_name.values_mut().for_each(|v| v.sort());
-            by_name
-        })
-        .collect();
-    let mut latencies = Vec::new();
-    let mut missing = 0;
-    for (name, received, at) in written {
-        let done = answered.iter().try_fold(*at, |last, by_name| {
-            let times = by_name.get(name)?;
-            let first = times[times.partition_point(|t| t < received)..].first()?;
-            Some(last.max(*first))
-        });
-        match done {
-            Some(done) => latencies.push(done.saturating_duration_since(*at).as_secs_f64()),
-            None => missing += 1,
-        }
-    }
-    (latencies, missing)
-}
-
-/// A `/proc/PID/status` figure given in kB (VmRSS, VmHWM), in MiB.
-fn status_mib(pid: u32, key: &str) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
-/// SIGTERM, then waits for it (SIGKILL after 30 s); its exit status and
-/// its resource use (wait4 reaps it, so `Child::try_wait` may not).
-#[allow(clippy::zombie_processes)] // reaped by wait4 below
-fn stop(child: Child) -> (ExitStatus, Usage) {
-    let pid = child.id() as i32;
-    // SAFETY: signals our own child.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for our own child and fills structs we own.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let flags = if Instant::now() < deadline {
-            libc::WNOHANG
-        } else {
-            // SAFETY: as above.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            0
-        };
-        let got = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
-        if got == pid {
-            use std::os::unix::process::ExitStatusExt;
-            return (
-                ExitStatus::from_raw(status),
-                Usage {
-                    cpu: cpu_seconds(&usage),
-                    max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
-                },
-            );
-        }
-        assert_eq!(got, 0, "wait4");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// KubeFed does not release its leader lock when it stops. Its record

@@ -19,123 +19,6 @@ use common::*;
 
 const CONCURRENCY: usize = 8;
 
-/// CPU seconds the test environment's processes have used, by role. Two
-/// snapshots around a run say where its CPU went on the shared cores.
-#[derive(Clone, Copy, Default)]
-struct EnvCpu {
-    host_apiserver: f64,
-    /// The apiservers of the members the run writes to.
-    member_apiservers: f64,
-    etcd: f64,
-    controller_managers: f64,
-    /// This process: the counting proxies (the bench itself waits meanwhile).
-    proxies: f64,
-    /// Apiservers of the clusters the run does not touch (idle load).
-    other_apiservers: f64,
-}
-
-impl EnvCpu {
-    fn now(env: &TestEnv, members: &[&str]) -> EnvCpu {
-        let mut cpu = EnvCpu {
-            etcd: process_cpu(env.etcd_pid()),
-            ..EnvCpu::default()
-        };
-        for c in env.clusters() {
-            let apiserver = process_cpu(c.apiserver_pid());
-            if c.name == "host" {
-                cpu.host_apiserver = apiserver;
-            } else if members.contains(&c.name.as_str()) {
-                cpu.member_apiservers += apiserver;
-            } else {
-                cpu.other_apiservers += apiserver;
-            }
-            cpu.controller_managers += c.controller_manager_pid().map_or(0.0, process_cpu);
-        }
-        // SAFETY: fills a struct we own.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-        cpu.proxies = cpu_seconds(&usage);
-        cpu
-    }
-
-    fn since(self, before: EnvCpu) -> EnvCpu {
-        EnvCpu {
-            host_apiserver: self.host_apiserver - before.host_apiserver,
-            member_apiservers: self.member_apiservers - before.member_apiservers,
-            etcd: self.etcd - before.etcd,
-            controller_managers: self.controller_managers - before.controller_managers,
-            proxies: self.proxies - before.proxies,
-            other_apiservers: self.other_apiservers - before.other_apiservers,
-        }
-    }
-
-    fn total(&self) -> f64 {
-        self.host_apiserver
-            + self.member_apiservers
-            + self.etcd
-            + self.controller_managers
-            + self.proxies
-            + self.other_apiservers
-    }
-
-    /// `host apiserver 16.4 s (47 %), member apiservers 8.1 s, ...`, with
-    /// the client's own CPU last; shares are of everything listed.
-    fn describe(&self, client: &str, client_cpu: f64) -> String {
-        let all = self.total() + client_cpu;
-        let pct = |v: f64| 100.0 * v / all.max(f64::EPSILON);
-        format!(
-            "host apiserver {:.1} s ({:.0} %), member apiservers {:.1} s ({:.0} %), etcd {:.1} s, controller-managers {:.1} s, proxies {:.1} s, idle clusters {:.1} s, {client} {client_cpu:.1} s ({:.0} %); {all:.1} core-s in all",
-            self.host_apiserver,
-            pct(self.host_apiserver),
-            self.member_apiservers,
-            pct(self.member_apiservers),
-            self.etcd,
-            self.controller_managers,
-            self.proxies,
-            self.other_apiservers,
-            pct(client_cpu),
-        )
-    }
-}
-
-struct Counts {
-    member_requests: usize,
-    member_writes: usize,
-    /// Host writes other than the run lock's.
-    host_writes: usize,
-    /// Writes of the run lock (Lease): take, renewals, release.
-    lock_writes: usize,
-    member_phase: Duration,
-}
-
-fn counts(host: &Proxy, members: &[Proxy]) -> Counts {
-    // The member phase: from the first member write received to the last
-    // one answered, all members together (the host's write-back, which
-    // follows, is not in it).
-    let writes: Vec<_> = members
-        .iter()
-        .flat_map(Proxy::records)
-        .filter(|r| r.is_write())
-        .collect();
-    let first = writes.iter().filter_map(|r| r.received).min();
-    let last = writes.iter().filter_map(|r| r.answered).max();
-    Counts {
-        member_requests: members.iter().map(|p| p.records().len()).sum(),
-        member_writes: members.iter().map(Proxy::writes).sum(),
-        host_writes: host.count(|r| r.is_write() && r.resource != "leases"),
-        lock_writes: host.count(|r| r.is_write() && r.resource == "leases"),
-        member_phase: match (first, last) {
-            (Some(first), Some(last)) => last.saturating_duration_since(first),
-            _ => Duration::ZERO,
-        },
-    }
-}
-
-fn reset(host: &Proxy, members: &[Proxy]) {
-    host.reset_records();
-    members.iter().for_each(Proxy::reset_records);
-}
-
 fn main() {
     let n_members = env_usize("KUBEFEDCTL_BENCH_MEMBERS", 10);
     let objects = env_usize("KUBEFEDCTL_BENCH_OBJECTS", 1000);
@@ -226,46 +109,19 @@ fn main() {
     }
 
     // The live federation.
-    let names: Vec<String> = std::iter::once("host".to_string())
-        .chain((1..=n_members).map(|i| format!("m{i:02}")))
-        .collect();
-    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let started = Instant::now();
-    let env = TestEnv::start(&name_refs).expect("test environment");
-    eprintln!(
-        "{} clusters up in {:.1}s",
-        names.len(),
-        started.elapsed().as_secs_f64()
-    );
-    let host = env.proxy("host").unwrap();
-    let members: Vec<Proxy> = names[1..].iter().map(|m| env.proxy(m).unwrap()).collect();
-    let mut kc = env
-        .kubeconfig()
-        .current_context("host")
-        .server("host", &host.url());
-    for (m, p) in names[1..].iter().zip(&members) {
-        kc = kc.server(m, &p.url());
-    }
-    let kc_path = env.dir().join("bench.kubeconfig");
-    kc.write(&kc_path).unwrap();
-    ok("init", &kubefedctl(&kc_path, &["init"]).1);
-    for m in &names[1..] {
-        ok("join", &kubefedctl(&kc_path, &["join", m]).1);
-    }
-    for t in ["namespaces", "configmaps", "deployments.apps"] {
-        ok("enable", &kubefedctl(&kc_path, &["enable", t]).1);
-    }
+    let fed = Federation::start(n_members, false, "bench.kubeconfig");
+    let (env, host, members, kc_path) = (&fed.env, &fed.host, &fed.members, &fed.kc);
     if wants("run") {
-        populate(&env, "bench-a", objects);
+        populate(env, "bench-a", objects);
 
         let c = CONCURRENCY.to_string();
-        reset(&host, &members);
+        reset(host, members);
         let (first, out, rss) = measured(
-            &kc_path,
+            kc_path,
             &["reconcile", "-n", "bench-a", "--concurrency", &c],
         );
         ok("first run", &out);
-        let k = counts(&host, &members);
+        let k = counts(host, members);
         let first_phase = k.member_phase;
         let placed = 2 * objects * n_members;
         let minimum = n_members * (2 + 3 + 1 + 2 * objects); // healthz, version, 3 lists, namespace + objects
@@ -301,13 +157,13 @@ fn main() {
             "target < 200 MB".into(),
         ));
 
-        reset(&host, &members);
+        reset(host, members);
         let (second, out) = kubefedctl(
-            &kc_path,
+            kc_path,
             &["reconcile", "-n", "bench-a", "--concurrency", &c],
         );
         ok("second run", &out);
-        let k = counts(&host, &members);
+        let k = counts(host, members);
         rows.push((
             "second run (nothing changed): writes".into(),
             (k.member_writes + k.host_writes).to_string(),
@@ -320,20 +176,20 @@ fn main() {
         ));
 
         // The same work again, with 5 ms added to every member request.
-        populate(&env, "bench-b", objects);
-        for p in &members {
+        populate(env, "bench-b", objects);
+        for p in members {
             p.set_faults(Faults {
                 latency: Duration::from_millis(5),
                 ..Faults::default()
             });
         }
-        reset(&host, &members);
+        reset(host, members);
         let (slow, out) = kubefedctl(
-            &kc_path,
+            kc_path,
             &["reconcile", "-n", "bench-b", "--concurrency", &c],
         );
         ok("latency run", &out);
-        let k = counts(&host, &members);
+        let k = counts(host, members);
         let per_member = k.member_requests as f64 / n_members as f64;
         let expected = per_member / CONCURRENCY as f64 * 0.005;
         let added = k.member_phase.as_secs_f64() - first_phase.as_secs_f64();
@@ -372,13 +228,13 @@ fn main() {
     // Before the side-by-side rows: those add a second federation of the
     // same federated group, whose objects `-A` would also see.
     if wants("shards") {
-        sharded(&env, &kc_path, &host, &members, objects, &mut rows);
+        sharded(env, kc_path, host, members, objects, &mut rows);
     }
     if wants("side") {
-        side_by_side(&env, &kc_path, &mut rows);
+        side_by_side(env, kc_path, &mut rows);
     }
     if wants("watch") {
-        watch_latency(&env, &kc_path, &members[..3], &mut rows);
+        watch_latency(env, kc_path, &members[..3], &mut rows);
     }
 
     print_rows(rows);

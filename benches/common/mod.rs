@@ -1,9 +1,19 @@
 //! Helpers the benches share (`mod common;` in each): running kubefedctl
 //! and reading what a process used, filling the host with federated
-//! objects, printing the table.
+//! objects, printing the table; a federation behind counting proxies and
+//! what they counted (`federation`); the first sync and change latency of
+//! a long-running propagator (`watch`).
 
 // Each bench compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
+
+pub mod federation;
+pub mod watch;
+// A bench may use none of one module's items.
+#[allow(unused_imports)]
+pub use federation::*;
+#[allow(unused_imports)]
+pub use watch::*;
 
 use serde_json::json;
 use std::path::Path;

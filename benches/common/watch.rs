@@ -1,0 +1,259 @@
+//! Measuring a long-running propagator (`reconcile --watch`, KubeFed's
+//! controller-manager) from the proxies' records: when its first sync
+//! ended, and the latency of a burst of changes.
+
+use super::federation::FEDNS;
+use super::{Usage, cpu_seconds};
+use serde_json::json;
+use std::collections::HashMap;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+use testenv::{Proxy, RequestRecord, TestEnv};
+
+/// A member create of one of the federated objects' copies (configmaps
+/// and deployments; the namespace apart), answered 201.
+pub fn is_object_create(r: &RequestRecord) -> bool {
+    r.verb == "create"
+        && r.status == 201
+        && matches!(r.resource.as_str(), "configmaps" | "deployments")
+}
+
+/// Writes that go on once a propagator is synced: its leader lock (our
+/// Lease, KubeFed's ConfigMap in the federation namespace) and the
+/// KubeFedClusters' health status.
+pub fn housekeeping(r: &RequestRecord) -> bool {
+    r.resource == "leases"
+        || r.resource == "kubefedclusters"
+        || (r.resource == "configmaps" && r.namespace == FEDNS)
+}
+
+/// When the last write of the sync (housekeeping aside) was answered.
+pub fn last_sync_write(host: &Proxy, members: &[Proxy]) -> Option<Instant> {
+    // Read through `count`, without copying the records: the bench shares
+    // the 2 cores with what it measures.
+    let last = std::cell::Cell::new(None);
+    for p in std::iter::once(host).chain(members) {
+        p.count(|r| {
+            if r.is_write() && !housekeeping(r) {
+                last.set(last.get().max(r.answered.or(r.received)));
+            }
+            false
+        });
+    }
+    last.get()
+}
+
+/// When the last member object create was answered, once there are
+/// `placed` of them (None before).
+pub fn all_created(members: &[Proxy], placed: usize) -> Option<Instant> {
+    let last = std::cell::Cell::new(None);
+    let created: usize = members
+        .iter()
+        .map(|p| {
+            p.count(|r| {
+                let yes = is_object_create(r);
+                if yes {
+                    last.set(last.get().max(r.answered));
+                }
+                yes
+            })
+        })
+        .sum();
+    if created >= placed { last.get() } else { None }
+}
+
+/// The latencies of a burst of changes.
+pub struct Latency {
+    /// Changes per second actually written.
+    pub rate: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Changes made.
+    pub changes: usize,
+    /// Changes not on every member when the bench stopped waiting.
+    pub missing: usize,
+}
+
+/// `rate` template changes a second for `seconds`, to the
+/// FederatedConfigMaps `targets` (namespace, name) in turn, sent through
+/// the host's proxy. The latency of each is from its PATCH answered at the
+/// host proxy to the last of the members' writes of that ConfigMap
+/// answered (on each member, its first write answered after the PATCH was
+/// received), all from the proxies' clocks: the bench's own thread, on the
+/// same 2 cores, may see the answer later than a fast propagator's member
+/// writes. Waits up to `patience` for the last changes.
+pub fn changes(
+    env: &TestEnv,
+    host: &Proxy,
+    members: &[Proxy],
+    targets: &[(String, String)],
+    (rate, seconds): (usize, usize),
+    patience: Duration,
+) -> Latency {
+    host.reset_records();
+    members.iter().for_each(Proxy::reset_records);
+    let n = rate * seconds;
+    let interval = Duration::from_secs_f64(1.0 / rate.max(1) as f64);
+    let token = &env.cluster("host").admin_token;
+    let began = Instant::now();
+    // (index in `targets`, PATCH sent).
+    let mut sent: Vec<(usize, Instant)> = Vec::with_capacity(n);
+    for i in 0..n {
+        let due = began + interval * i as u32;
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        let (ns, name) = &targets[i % targets.len()];
+        let url = format!(
+            "{}/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps/{name}",
+            host.url()
+        );
+        let body = json!({"spec": {"template": {"data": {"i": format!("changed-{i}")}}}});
+        let at = Instant::now();
+        let r = testenv::http::request(
+            "PATCH",
+            &url,
+            env.ca_pem(),
+            Some(token),
+            Some(&body.to_string()),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        sent.push((i % targets.len(), at));
+    }
+    let rate = n as f64 / began.elapsed().as_secs_f64();
+    // The PATCHes as the host proxy saw them: (target, received, answered).
+    let patches: Vec<RequestRecord> = host
+        .records()
+        .into_iter()
+        .filter(|r| {
+            r.verb == "patch" && r.resource == "federatedconfigmaps" && r.subresource.is_empty()
+        })
+        .collect();
+    let written: Vec<(&(String, String), Instant, Instant)> = sent
+        .iter()
+        .map(|(t, at)| {
+            let (ns, name) = &targets[*t];
+            let r = patches
+                .iter()
+                .find(|r| {
+                    &r.name == name && &r.namespace == ns && r.received.is_some_and(|t| t >= *at)
+                })
+                .expect("the host proxy saw the PATCH");
+            (&targets[*t], r.received.unwrap(), r.answered.unwrap())
+        })
+        .collect();
+    let deadline = Instant::now() + patience;
+    loop {
+        let (latencies, missing) = match_changes(members, &written);
+        if missing == 0 || Instant::now() > deadline {
+            return percentiles(latencies, rate, missing);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn percentiles(mut l: Vec<f64>, rate: f64, missing: usize) -> Latency {
+    l.sort_by(f64::total_cmp);
+    let pct = |q: f64| {
+        l.get(((l.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    Latency {
+        rate,
+        p50: pct(0.5),
+        p99: pct(0.99),
+        max: l.last().copied().unwrap_or(f64::NAN),
+        changes: l.len() + missing,
+        missing,
+    }
+}
+
+/// The latency of each change ((namespace, name), PATCH received, PATCH
+/// answered) on every member, and how many are not yet on every member.
+pub fn match_changes(
+    members: &[Proxy],
+    written: &[(&(String, String), Instant, Instant)],
+) -> (Vec<f64>, usize) {
+    // Per member: (namespace, ConfigMap name) → when its writes were
+    // answered, in order.
+    let answered: Vec<HashMap<(String, String), Vec<Instant>>> = members
+        .iter()
+        .map(|m| {
+            let mut by_name: HashMap<(String, String), Vec<Instant>> = HashMap::new();
+            for r in m.records() {
+                if r.is_write()
+                    && r.resource == "configmaps"
+                    && r.status < 300
+                    && let Some(at) = r.answered
+                {
+                    by_name.entry((r.namespace, r.name)).or_default().push(at);
+                }
+            }
+            by_name.values_mut().for_each(|v| v.sort());
+            by_name
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut missing = 0;
+    for (target, received, at) in written {
+        let done = answered.iter().try_fold(*at, |last, by_name| {
+            let times = by_name.get(*target)?;
+            let first = times[times.partition_point(|t| t < received)..].first()?;
+            Some(last.max(*first))
+        });
+        match done {
+            Some(done) => latencies.push(done.saturating_duration_since(*at).as_secs_f64()),
+            None => missing += 1,
+        }
+    }
+    (latencies, missing)
+}
+
+/// A `/proc/PID/status` figure given in kB (VmRSS, VmHWM), in MiB.
+pub fn status_mib(pid: u32, key: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// SIGTERM, then waits for it (SIGKILL after 30 s); its exit status and
+/// its resource use (wait4 reaps it, so `Child::try_wait` may not).
+#[allow(clippy::zombie_processes)] // reaped by wait4 below
+pub fn stop(child: Child) -> (ExitStatus, Usage) {
+    let pid = child.id() as i32;
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut status = 0;
+        // SAFETY: waits for our own child and fills structs we own.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let flags = if Instant::now() < deadline {
+            libc::WNOHANG
+        } else {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            0
+        };
+        let got = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
+        if got == pid {
+            use std::os::unix::process::ExitStatusExt;
+            return (
+                ExitStatus::from_raw(status),
+                Usage {
+                    cpu: cpu_seconds(&usage),
+                    max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
+                },
+            );
+        }
+        assert_eq!(got, 0, "wait4");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
