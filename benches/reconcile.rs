@@ -455,35 +455,23 @@ fn plan_of_files(rows: &mut Vec<(String, String, String)>) {
 
 /// `reconcile --watch` (product defaults) under faults, in an environment
 /// of its own: the host API server stopped for 20 s (longer than the
-/// lease), then a member frozen (SIGSTOP) for 40 s while 50 objects change.
+/// lease), then the last member frozen (SIGSTOP) for 40 s while 50 objects
+/// change. KUBEFEDCTL_BENCH_FAULT_OBJECTS (100 FederatedConfigMaps) and
+/// KUBEFEDCTL_BENCH_FAULT_MEMBERS (2) set its size (issue 37: 10000 × 10).
 fn watch_faults(rows: &mut Vec<(String, String, String)>) {
-    let mut env = TestEnv::private(&["host", "member1", "member2"]).expect("fault environment");
-    let host = env.proxy("host").unwrap();
-    let (m1, m2) = (env.proxy("member1").unwrap(), env.proxy("member2").unwrap());
-    let kc = env.dir().join("faults.kubeconfig");
-    env.kubeconfig()
-        .current_context("host")
-        .server("host", &host.url())
-        .server("member1", &m1.url())
-        .server("member2", &m2.url())
-        .write(&kc)
-        .unwrap();
-    ok("init", &kubefedctl(&kc, &["init"]).1);
-    for m in ["member1", "member2"] {
-        ok("join", &kubefedctl(&kc, &["join", m]).1);
-    }
-    for t in ["namespaces", "configmaps"] {
-        ok("enable", &kubefedctl(&kc, &["enable", t]).1);
-    }
+    let objects = env_usize("KUBEFEDCTL_BENCH_FAULT_OBJECTS", 100).max(51);
+    let n_members = env_usize("KUBEFEDCTL_BENCH_FAULT_MEMBERS", 2).max(2);
+    let size = format!("{objects} objects × {n_members} members");
+    let mut f = Federation::start(n_members, true, "faults.kubeconfig");
     let ns = "faults-bench";
     let fed = |plural: &str| format!("/apis/types.kubefed.io/v1beta1/namespaces/{ns}/{plural}");
     create_all(
-        &env,
+        &f.env,
         "/api/v1/namespaces",
         vec![json!({"metadata": {"name": ns}}).to_string()],
     );
     create_all(
-        &env,
+        &f.env,
         &fed("federatednamespaces"),
         vec![
             json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace",
@@ -492,23 +480,23 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
             .to_string(),
         ],
     );
-    let objects = 100;
     create_all(
-        &env,
+        &f.env,
         &fed("federatedconfigmaps"),
         (0..objects)
             .map(|i| {
                 json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
-                       "metadata": {"name": format!("f-{i:03}"), "namespace": ns},
+                       "metadata": {"name": format!("f-{i:05}"), "namespace": ns},
                        "spec": {"template": {"data": {"v": "0"}}, "placement": {"clusterSelector": {}}}})
                 .to_string()
             })
             .collect(),
     );
-    let log = env.dir().join("faults-watch.log");
+    let log = f.env.dir().join("faults-watch.log");
+    let started = Instant::now();
     let mut child = Command::new(KUBEFEDCTL)
         .arg("--kubeconfig")
-        .arg(&kc)
+        .arg(&f.kc)
         .args(["reconcile", "--watch", "-n", ns])
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -527,22 +515,26 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         let deadline = Instant::now() + limit;
         while !done() {
             assert!(Instant::now() < deadline, "faults bench: {what}");
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(100));
         }
     };
+    let placed = Duration::from_millis((objects * n_members) as u64 * 10);
     wait(
         "initial sync",
-        Duration::from_secs(300),
+        Duration::from_secs(300).max(placed),
         // Creates name no object in their path: count them.
         Box::new(|| {
-            [&m1, &m2].iter().all(|p| {
+            f.members.iter().all(|p| {
                 p.count(|r| r.verb == "create" && r.resource == "configmaps" && r.status == 201)
                     >= objects
             })
         }),
     );
+    let synced = started.elapsed();
+    // From here on the proxies hold only what the faults cause.
+    f.reset();
     let change = |env: &TestEnv, i: usize, v: &str| -> Instant {
-        let path = format!("{}/f-{i:03}", fed("federatedconfigmaps"));
+        let path = format!("{}/f-{i:05}", fed("federatedconfigmaps"));
         let body = json!({"spec": {"template": {"data": {"v": v}}}});
         let r = env
             .request("host", "PATCH", &path, Some(&body.to_string()))
@@ -550,50 +542,62 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         assert_eq!(r.status, 200, "{}", r.body);
         Instant::now()
     };
+    let (frozen_member, healthy) = f.members.split_last().unwrap();
+    // The last write of `name` on every healthy member after `after`.
+    let on_healthy = |name: &str, after: Instant| -> Option<Instant> {
+        healthy
+            .iter()
+            .map(|m| written(m, name, after))
+            .collect::<Option<Vec<_>>>()
+            .and_then(|ts| ts.into_iter().max())
+    };
 
     // The host away for longer than the lease.
     std::thread::sleep(Duration::from_secs(5));
-    env.stop_apiserver("host");
+    f.env.stop_apiserver("host");
     std::thread::sleep(Duration::from_secs(20));
     let restarted = Instant::now();
-    env.start_apiserver("host").unwrap();
+    f.env.start_apiserver("host").unwrap();
     let ready = restarted.elapsed();
     let text = || std::fs::read_to_string(&log).unwrap_or_default();
     wait(
         "the lock renewed after the outage",
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         Box::new(|| text().contains("; resuming")),
     );
     // The first renewal the host answered, from the proxy's records.
-    let renewed = host
+    let renewed = f
+        .host
         .records()
         .iter()
         .filter(|r| r.resource == "leases" && r.verb == "patch" && r.status == 200)
         .filter_map(|r| r.answered.filter(|a| *a >= restarted))
         .min()
         .map_or(Duration::ZERO, |a| a.duration_since(restarted));
-    let at = change(&env, 0, "after-outage");
+    let at = change(&f.env, 0, "after-outage");
     let mut propagated = Duration::ZERO;
     wait(
         "a change after the outage",
         Duration::from_secs(120),
-        Box::new(
-            || match (written(&m1, "f-000", at), written(&m2, "f-000", at)) {
-                (Some(a), Some(b)) => {
+        Box::new(|| {
+            let everywhere = on_healthy("f-00000", at).zip(written(frozen_member, "f-00000", at));
+            match everywhere {
+                Some((a, b)) => {
                     propagated = a.max(b).duration_since(at);
                     true
                 }
-                _ => false,
-            },
-        ),
+                None => false,
+            }
+        }),
     );
     assert!(
         child.try_wait().unwrap().is_none(),
         "the watch outlives the outage"
     );
 
-    // member2 frozen for 40 s while 50 objects change (10/s).
-    let pid = env.cluster("member2").apiserver_pid().to_string();
+    // The last member frozen for 40 s while 50 objects change (10/s).
+    let frozen_name = f.member_names.last().unwrap().clone();
+    let pid = f.env.cluster(&frozen_name).apiserver_pid().to_string();
     let signal = |sig: &str| {
         let _ = Command::new("kill").args([sig, &pid]).status();
     };
@@ -601,38 +605,38 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let frozen = Instant::now();
     let changed: Vec<(usize, Instant)> = (1..=50)
         .map(|i| {
-            let at = change(&env, i, "frozen");
+            let at = change(&f.env, i, "frozen");
             std::thread::sleep(Duration::from_millis(100));
             (i, at)
         })
         .collect();
     let mut latencies: Vec<f64> = Vec::new();
     for (i, at) in &changed {
-        let n = format!("f-{i:03}");
+        let n = format!("f-{i:05}");
         wait(
-            "member1 while member2 is frozen",
+            "the healthy members while one is frozen",
             Duration::from_secs(60),
-            Box::new(|| written(&m1, &n, *at).is_some()),
+            Box::new(|| on_healthy(&n, *at).is_some()),
         );
-        let done = written(&m1, &n, *at).unwrap();
+        let done = on_healthy(&n, *at).unwrap();
         latencies.push(done.duration_since(*at).as_secs_f64());
     }
-    let all_on_m1 = frozen.elapsed();
+    let all_on_healthy = frozen.elapsed();
     std::thread::sleep(Duration::from_secs(40).saturating_sub(frozen.elapsed()));
     signal("-CONT");
-    let resumed_m2 = Instant::now();
+    let resumed = Instant::now();
     let mut caught_up = Duration::ZERO;
     wait(
-        "member2 catches up",
-        Duration::from_secs(120),
+        "the frozen member catches up",
+        Duration::from_secs(180),
         Box::new(|| {
             let last: Option<Vec<Instant>> = changed
                 .iter()
-                .map(|(i, _)| written(&m2, &format!("f-{i:03}"), resumed_m2))
+                .map(|(i, _)| written(frozen_member, &format!("f-{i:05}"), resumed))
                 .collect();
             match last {
                 Some(ts) => {
-                    caught_up = ts.into_iter().max().unwrap().duration_since(resumed_m2);
+                    caught_up = ts.into_iter().max().unwrap().duration_since(resumed);
                     true
                 }
                 None => false,
@@ -641,12 +645,18 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     );
     latencies.sort_by(f64::total_cmp);
     let pct = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)];
+    let rss = status_mib(child.id(), "VmHWM");
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
     let exit = child.wait().unwrap();
     rows.push((
-        "watch under faults: host API server down 20 s (> 15 s lease): ready again / lock renewed / a change then on both members".into(),
+        format!("watch under faults, {size}: initial sync / peak RSS"),
+        format!("{:.1} s / {rss:.0} MiB", synced.as_secs_f64()),
+        "process start → every member's creates answered; VmHWM before SIGTERM".into(),
+    ));
+    rows.push((
+        format!("watch under faults, {size}: host API server down 20 s (> 15 s lease): ready again / lock renewed / a change then on every member"),
         format!(
             "{:.1} s / {:.1} s / {:.3} s",
             ready.as_secs_f64(),
@@ -659,17 +669,17 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         ),
     ));
     rows.push((
-        "watch under faults: member2 frozen 40 s, 50 changes (10/s): member1 latency p50 / p99".into(),
+        format!("watch under faults, {size}: {frozen_name} frozen 40 s, 50 changes (10/s): the other members' latency p50 / p99"),
         format!("{:.3} s / {:.3} s", pct(0.5), pct(0.99)),
         format!(
-            "host PATCH answered → member1 write answered; all 50 on member1 {:.1} s after the freeze",
-            all_on_m1.as_secs_f64()
+            "host PATCH answered → last healthy member's write answered; all 50 on every healthy member {:.1} s after the freeze",
+            all_on_healthy.as_secs_f64()
         ),
     ));
     rows.push((
-        "watch under faults: frozen member catches up after SIGCONT".into(),
+        format!("watch under faults, {size}: the frozen member catches up after SIGCONT"),
         format!("{:.1} s", caught_up.as_secs_f64()),
-        "SIGCONT → last of the 50 writes answered in member2; probe interval 10 s (default)".into(),
+        "SIGCONT → last of the 50 writes answered in it; probe interval 10 s (default)".into(),
     ));
 }
 
@@ -990,6 +1000,18 @@ fn side_by_side(env: &TestEnv, kc: &Path, rows: &mut Vec<(String, String, String
         let first_cpu = LAST_CPU.with(|c| c.get());
         let (noop, out) = kubefedctl(kc, &args);
         ok("side no-op run", &out);
+        // The same first run without Events (issue 37: what made the first
+        // run slower since the previous measurement).
+        let quiet_ns = format!("side-{total}-quiet");
+        populate(env, &quiet_ns, half);
+        let mut quiet_args: Vec<&str> = with(&["reconcile"]);
+        quiet_args.extend(["--concurrency", c.as_str(), "-n", quiet_ns.as_str()]);
+        quiet_args.push("--events=false");
+        let before = EnvCpu::now(env, &members);
+        let (quiet, out, _) = measured(kc, &quiet_args);
+        let quiet_env = EnvCpu::now(env, &members).since(before);
+        ok("side first run without Events", &out);
+        let quiet_cpu = LAST_CPU.with(|c| c.get());
 
         let mut baseline = Vec::new();
         for server_side in [true, false] {
@@ -1030,6 +1052,15 @@ fn side_by_side(env: &TestEnv, kc: &Path, rows: &mut Vec<(String, String, String
                 ratio(first, ssa),
                 csa.as_secs_f64(),
                 ratio(first, csa)
+            ),
+        ));
+        rows.push((
+            format!("side by side, {total} objects × 3 members: first run with --events=false"),
+            format!("{:.1} s", quiet.as_secs_f64()),
+            format!(
+                "ratio to kubectl apply --server-side {:.2}; {}",
+                ratio(quiet, ssa),
+                quiet_env.describe("kubefedctl", quiet_cpu),
             ),
         ));
         rows.push((
