@@ -20,7 +20,7 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// `kubefedctl reconcile --watch` in the background; stderr in `log`.
-pub(crate) fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str]) -> Child {
+pub(crate) fn spawn_watch(kc: &Path, f: &Federation, log: &Path, extra: &[&str]) -> Watch {
     spawn_watch_in(kc, f, f.ns, log, extra)
 }
 
@@ -31,8 +31,33 @@ pub(crate) fn spawn_watch_in(
     ns: &str,
     log: &Path,
     extra: &[&str],
-) -> Child {
+) -> Watch {
     spawn_watch_over(kc, f, &["-n", ns], log, extra)
+}
+
+/// A watch process that dies with its test: a test that fails before its
+/// SIGTERM must not leave it propagating (or retrying a gone environment).
+pub(crate) struct Watch(Child);
+
+impl std::ops::Deref for Watch {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Watch {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // Already waited for: both fail quietly.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// [`spawn_watch`] over what `selection` selects (`-n NS`, `-A`, ...).
@@ -42,8 +67,8 @@ fn spawn_watch_over(
     selection: &[&str],
     log: &Path,
     extra: &[&str],
-) -> Child {
-    Command::new(KUBEFEDCTL)
+) -> Watch {
+    let child = Command::new(KUBEFEDCTL)
         .arg("--kubeconfig")
         .arg(kc)
         .args(["reconcile", "--watch", "--kubefed-namespace", f.fedns])
@@ -62,7 +87,8 @@ fn spawn_watch_over(
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Watch(child)
 }
 
 pub(crate) fn sigterm(child: &Child) {
@@ -1030,7 +1056,7 @@ fn shard_of(ns: &str) -> u32 {
 
 /// Shard `i` of 3, reaching the host through a proxy of its own (so that
 /// its host requests can be told apart), `-v 2` (a line per member change).
-fn spawn_shard(env: &TestEnv, f: &Federation, i: u32, log: &Path) -> (Child, testenv::Proxy) {
+fn spawn_shard(env: &TestEnv, f: &Federation, i: u32, log: &Path) -> (Watch, testenv::Proxy) {
     let (proxy, kc) = crate::fixtures::own_host_kubeconfig(env, &format!("wt-shard-{i}"));
     let shard = format!("{i}/3");
     let selection = ["-A", "--shard", &shard, "--leader-elect"];
@@ -1111,7 +1137,7 @@ fn three_watch_shards_split_the_work_and_one_killed_catches_up_alone() {
     let logs: Vec<_> = (0..3)
         .map(|i| env.dir().join(format!("watch-shard-{i}.log")))
         .collect();
-    let mut shards: Vec<(Child, testenv::Proxy)> = (0..3)
+    let mut shards: Vec<(Watch, testenv::Proxy)> = (0..3)
         .map(|i| spawn_shard(env, &f, i, &logs[i as usize]))
         .collect();
     let at = |ns: &str, v: &str| {
