@@ -442,6 +442,16 @@ impl Federation {
         assert_eq!(r.status, 201, "{}", r.body);
     }
 
+    /// Merge-patches the FederatedNamespace of this federation's object
+    /// namespace with `body`.
+    pub fn patch_federated_namespace(&self, env: &TestEnv, body: Value) {
+        let path = format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
+            self.group, self.ns, self.ns
+        );
+        patch(env, "host", &path, body);
+    }
+
     /// Merge-patches this federation's KubeFedConfig with `spec`.
     pub fn configure(&self, env: &TestEnv, spec: Value) {
         let path = format!(

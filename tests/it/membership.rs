@@ -1314,13 +1314,8 @@ fn federate_one_of_each(env: &TestEnv, f: &Federation) -> (Vec<String>, Vec<Stri
             "metadata": {"name": kept, "namespace": f.ns, "annotations": {"kubefed.io/orphan": "true"}},
             "spec": {"template": {"data": {"k": "v"}}, "placement": placement}}),
     );
-    crate::fixtures::patch(
+    f.patch_federated_namespace(
         env,
-        "host",
-        &format!(
-            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
-            f.group, f.ns, f.ns
-        ),
         json!({"metadata": {"annotations": {"kubefed.io/orphan": "true"}}}),
     );
     let kept = vec![

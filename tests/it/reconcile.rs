@@ -3152,15 +3152,7 @@ fn wait_ready_names_pods_that_pod_security_refuses() {
     )
     .unwrap();
     let f = Federation::new(&env, "rc-psa", &["deployments.apps"]);
-    crate::fixtures::patch(
-        &env,
-        "host",
-        &format!(
-            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
-            f.group, f.ns, f.ns
-        ),
-        json!({"spec": {"template": {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}}}),
-    );
+    f.patch_federated_namespace(&env, json!({"spec": {"template": {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}}}));
     f.create(
         &env,
         "FederatedDeployment",

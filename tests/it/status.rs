@@ -329,13 +329,8 @@ fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
     let f = crate::fixtures::Federation::new(env, "st-agree", &["configmaps", "deployments.apps"]);
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
     // The namespace is placed on member1 only; its objects ask for both.
-    crate::fixtures::patch(
+    f.patch_federated_namespace(
         env,
-        "host",
-        &format!(
-            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
-            f.group, f.ns, f.ns
-        ),
         json!({"spec": {"placement": {"clusterSelector": null, "clusters": [{"name": m1}]}}}),
     );
     f.create(

@@ -232,18 +232,10 @@ fn a_namespace_whose_labels_an_override_replaces_converges_once() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "ver-nsl", &["configmaps"]);
     let labels = json!({"team": "blue", "kubefed.io/managed": "true"});
-    crate::fixtures::patch(
-        env,
-        "host",
-        &format!(
-            "/apis/{}/v1beta1/namespaces/{}/federatednamespaces/{}",
-            f.group, f.ns, f.ns
-        ),
-        json!({"spec": {"overrides": [
+    f.patch_federated_namespace(env, json!({"spec": {"overrides": [
             {"clusterName": f.cluster("m1"), "clusterOverrides": [{"path": "/metadata/labels", "value": labels}]},
             {"clusterName": f.cluster("m2"), "clusterOverrides": [{"path": "/metadata/labels", "value": labels}]}
-        ]}}),
-    );
+        ]}}));
     f.reconcile(&[]).ok();
     let member_labels =
         get(env, "member1", &format!("/api/v1/namespaces/{}", f.ns)).unwrap()["metadata"]["labels"]
