@@ -477,7 +477,15 @@ fn kubefeds_own_leader_lock_keeps_us_out_until_it_expires() {
     wait_until("the watch to propagate", || {
         crate::fixtures::cm(env, "member2", f.ns, "scraped-00").is_some()
     });
-    let ours = metric_families(&http_get(port, "/metrics").1);
+    // A member write's sample is recorded once its answer is back in the
+    // watch: the copy can be read in member2 a moment before.
+    let scrape = || metric_families(&http_get(port, "/metrics").1);
+    wait_until("the watch's member write to be counted", || {
+        scrape()
+            .get("dispatch_operation_duration_seconds")
+            .is_some_and(|f| !f.label_names.is_empty())
+    });
+    let ours = scrape();
     assert_eq!(
         series_differences(&theirs, &ours),
         Vec::<String>::new(),
