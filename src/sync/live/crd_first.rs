@@ -9,16 +9,18 @@
 //! plan creates in a member is planned there as if the member held none of
 //! its objects, and `--validate` leaves those creates out.
 
+use crate::apply::resource_of;
 use crate::clients::host::Host;
 use crate::core::describe::{describe_key, key_of};
 use crate::core::outcome::Place;
-use crate::core::propagation::crd_first::{self, CRD_GROUP, CRD_KIND, Phases, Target};
+use crate::core::propagation::crd_first::{self, CRD_KIND, Phases, Target};
 use crate::core::propagation::decide::Listing;
 use crate::sync::live::observe::{self, Observation, ObservedType};
 use crate::sync::live::progress::Progress;
 use crate::sync::live::report::Report;
 use crate::sync::live::{Options, Passes, RoundOutcome, round};
 use anyhow::Result;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -169,13 +171,7 @@ async fn served_once_established(
         .and_then(|m| m.client.clone().ok())?;
     let t = &seen.types[ti];
     let ns = seen.namespace.as_deref().filter(|_| t.ty.namespaced);
-    let crds = kube::api::ApiResource {
-        group: CRD_GROUP.into(),
-        version: "v1".into(),
-        api_version: format!("{CRD_GROUP}/v1"),
-        kind: CRD_KIND.into(),
-        plural: "customresourcedefinitions".into(),
-    };
+    let crds = resource_of::<CustomResourceDefinition>();
     let api = crate::apply::dynamic_api(&client, None, &crds);
     let left = until.saturating_duration_since(Instant::now());
     let check = || async {
