@@ -37,6 +37,7 @@ compat=(
   types::orphaning_deletion_sets_and_clears_the_annotation
   types::unknown_and_ambiguous_names
   types::discovery_is_aggregated_where_the_server_offers_it
+  schemas::
   federate::one_resource_of_each_default_type
   federate::a_namespace_with_contents
   status::overview_tables_json_and_a_cluster_that_is_down
