@@ -3054,10 +3054,11 @@ fn remote_statuses_of_jobs_and_replicasets_are_collected() {
     assert!(!jobs.stdout.contains("READY"), "{}", jobs.stdout);
 }
 
-/// `--dry-run --validate`: each planned create goes to its member as a
-/// server-side dry run with strict field validation, so a misspelt
-/// template field fails the pull request's plan (1.27+; older members
-/// ignore fieldValidation), and nothing is written.
+/// `--dry-run --validate`: each planned create and update goes to its
+/// member as a server-side dry run with strict field validation, so a
+/// misspelt template field fails the pull request's plan naming member,
+/// object and field (1.27+; older members ignore fieldValidation), and
+/// nothing is written.
 #[test]
 fn validate_sends_the_plan_as_strict_server_side_dry_runs() {
     let env = TestEnv::shared();
@@ -3137,6 +3138,65 @@ fn validate_sends_the_plan_as_strict_server_side_dry_runs() {
     f.reset();
     f.reconcile(&["--dry-run"]).ok();
     assert_eq!(dry_runs(&f.m1) + dry_runs(&f.m2), 0);
+
+    // A planned update is validated too: the template mended and applied,
+    // then changed with another misspelt field.
+    let web = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federateddeployments/web",
+        f.group, f.ns
+    );
+    patch(
+        env,
+        "host",
+        &web,
+        json!({"spec": {"template": {"spec": {"replcas": null}}}}),
+    );
+    f.reconcile(&[]).ok();
+    patch(
+        env,
+        "host",
+        &web,
+        json!({"spec": {"template": {"spec": {"replicas": 2, "minReadySecnds": 5}}}}),
+    );
+    f.reset();
+    let run = f.reconcile(&["--dry-run", "--validate"]);
+    let puts = |p: &testenv::Proxy| {
+        p.count(|r| {
+            r.method == "PUT"
+                && r.resource == "deployments"
+                && r.name == "web"
+                && r.query.contains("dryRun=All")
+                && r.query.contains("fieldValidation=Strict")
+        })
+    };
+    assert_eq!(
+        (puts(&f.m1), puts(&f.m2), dry_runs(&f.m1) + dry_runs(&f.m2)),
+        (1, 1, 2),
+        "one per planned update"
+    );
+    assert!(f.writes().is_empty(), "nothing written: {:?}", f.writes());
+    for m in [f.cluster("m1"), f.cluster("m2")] {
+        let planned = format!("{m}: update Deployment {}/web", f.ns);
+        assert!(run.stdout.contains(&planned), "{}", run.stdout);
+        // One line names the member, the object and the field.
+        let prefix = format!(
+            "failed: {m}: update Deployment {}/web: refused by the member's validation",
+            f.ns
+        );
+        let line = run.stderr.lines().find(|l| l.starts_with(&prefix));
+        assert_eq!(line.is_some(), strict, "{}", run.stderr);
+        if let Some(line) = line {
+            assert!(
+                line.contains("unknown field \"spec.minReadySecnds\""),
+                "{line}"
+            );
+        }
+    }
+    if strict {
+        assert_ne!(run.code, 0);
+    } else {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
 }
 
 /// `--wait-ready` names what PodSecurity admission (1.25+) refuses: the
