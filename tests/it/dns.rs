@@ -36,15 +36,24 @@ fn member_service(env: &TestEnv, cluster: &str, ns: &str, ip: &str) {
 /// not (1.20). The DNS pass must read the one the member keeps current.
 fn ready_endpoint(env: &TestEnv, cluster: &str, ns: &str) {
     if env.cluster(cluster).version.minor >= 21 {
-        // Two slices, as a Service with many endpoints has: one not ready.
-        for (name, ready) in [("web-a", false), ("web-b", true)] {
+        // Three slices, as a Service with many endpoints has, listed in
+        // name order: the only ready endpoint is in the middle one, so a
+        // pass that read the first or the last slice alone would find
+        // none and leave this member's load balancer out of the records.
+        // (Endpoint addresses are never published: a member counts, with
+        // its load balancer's address, when one of them is ready.)
+        for (name, address, ready) in [
+            ("web-a", "10.1.2.1", false),
+            ("web-b", "10.1.2.2", true),
+            ("web-c", "10.1.2.3", false),
+        ] {
             post(
                 env,
                 cluster,
                 &format!("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"),
                 json!({"metadata": {"name": name, "labels": {"kubernetes.io/service-name": "web"}},
                        "addressType": "IPv4", "ports": [{"port": 80}],
-                       "endpoints": [{"addresses": ["10.1.2.3"], "conditions": {"ready": ready}}]}),
+                       "endpoints": [{"addresses": [address], "conditions": {"ready": ready}}]}),
             );
         }
     } else {
