@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README, CI): provisions the test environment
 # when it is missing (the first run on a machine builds Kubernetes v1.37.2
-# and v1.20.2 once, about 25 minutes; later runs find them cached), then
+# and v1.20.2, and KubeFed v0.10.0, once, about 25 minutes; later runs find
+# them cached), then
 #   1. every test on the current release (v1.37.2), the primary target;
 #   2. the compatibility set on v1.20.2: every command and the watch at
 #      least once (a mixed-version federation runs in step 1).
