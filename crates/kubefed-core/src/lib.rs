@@ -15,6 +15,7 @@ pub mod describe;
 pub mod dns;
 pub mod events;
 pub mod names;
+pub mod object_text;
 pub mod outcome;
 pub mod propagation;
 pub mod run;

@@ -628,7 +628,7 @@ fn live_copy(
 ) -> Option<serde_json::Value> {
     let key = decide::member_key(&t.ty, &p.key);
     match t.members.get(cluster)? {
-        decide::Listing::Listed(objs) => objs.get(&key).cloned(),
+        decide::Listing::Listed(objs) => objs.get(&key).map(|o| o.value()),
         _ => None,
     }
 }

@@ -9,6 +9,7 @@ use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resourc
 use crate::clients::host::Host;
 use crate::clients::members::{self, Health, Member};
 use crate::core::describe::{ObjectKey, key_of};
+use crate::core::object_text::ObjectText;
 use crate::core::propagation::decide::{FederatedType, Listing};
 use crate::core::propagation::desired::{MANAGED_LABEL, TargetType};
 use crate::core::propagation::member::{
@@ -290,9 +291,10 @@ pub async fn read_rsp_pods(seen: &mut Observation, timeout: Duration) {
             };
             let managed = objects
                 .get(&key)
+                .map(ObjectText::value)
                 .filter(|o| managed_label(o) == ManagedLabel::True);
             if let Some(Ok(MemberReplicas::NeedsPods { match_labels, .. })) =
-                managed.map(observe_member)
+                managed.as_ref().map(observe_member)
             {
                 queries.insert(PodQuery::new(&m.name, &key.0, &match_labels));
             }
@@ -523,7 +525,7 @@ pub async fn list_member(
     // member holds. A same-named unmanaged object shows up when
     // a create meets it (409), as upstream's dispatcher sees it.
     let managed = ListParams::default().labels(&format!("{MANAGED_LABEL}=true"));
-    match tokio::time::timeout(timeout * 4, list_pages(&api, &managed)).await {
+    match tokio::time::timeout(timeout * 4, list_copies(&api, &managed)).await {
         Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
         Ok(Err(kube::Error::Api(s))) if s.code == 404 => Listing::NotServed(
             crate::clients::discovery::served_elsewhere(client, ar)
@@ -536,7 +538,7 @@ pub async fn list_member(
             api_error_line(kube::Error::Api(s))
         )),
         Ok(Err(e)) => Listing::Failed(api_error_line(e)),
-        Ok(Ok(items)) => Listing::Listed(items.into_iter().map(|o| (key_of(&o), o)).collect()),
+        Ok(Ok(items)) => Listing::Listed(items),
     }
 }
 
@@ -565,9 +567,36 @@ pub async fn list_pages(
     api: &Api<DynamicObject>,
     params: &ListParams,
 ) -> std::result::Result<Vec<Value>, kube::Error> {
+    let mut out = Vec::new();
+    for_each_listed(api, params, |item| out.push(item)).await?;
+    Ok(out)
+}
+
+/// A member's copies of a type as a run holds them: as text, keyed, each
+/// page turned into text as it arrives, so that a run over a whole
+/// federation holds one page of parsed objects at a time, not every
+/// member's listing (see `core::object_text`).
+async fn list_copies(
+    api: &Api<DynamicObject>,
+    params: &ListParams,
+) -> std::result::Result<HashMap<ObjectKey, ObjectText>, kube::Error> {
+    let mut out = HashMap::new();
+    for_each_listed(api, params, |item| {
+        out.insert(key_of(&item), ObjectText::of(&item));
+    })
+    .await?;
+    Ok(out)
+}
+
+/// Lists every page of `api`, handing each object (with its `apiVersion`)
+/// to `take` as its page arrives.
+async fn for_each_listed(
+    api: &Api<DynamicObject>,
+    params: &ListParams,
+    mut take: impl FnMut(Value),
+) -> std::result::Result<(), kube::Error> {
     let client = api.clone().into_client();
     let request = kube::core::Request::new(api.resource_url());
-    let mut out = Vec::new();
     let mut params = params.clone().limit(500);
     loop {
         let mut req = request.list(&params).map_err(kube::Error::BuildRequest)?;
@@ -580,11 +609,11 @@ pub async fn list_pages(
             {
                 fields.insert("apiVersion".into(), json!(page.api_version));
             }
-            out.push(item);
+            take(item);
         }
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(c) => params = params.continue_token(&c),
-            None => return Ok(out),
+            None => return Ok(()),
         }
     }
 }

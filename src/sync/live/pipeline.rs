@@ -315,8 +315,9 @@ fn remote_statuses(
         .iter()
         .filter_map(|d| match t.members.get(&d.cluster)? {
             crate::core::propagation::decide::Listing::Listed(objs) => {
-                let status = objs.get(&key)?.get("status")?;
-                (!status.is_null()).then(|| (d.cluster.clone(), status.clone()))
+                let mut copy = objs.get(&key)?.value();
+                let status = copy.get_mut("status")?.take();
+                (!status.is_null()).then(|| (d.cluster.clone(), status))
             }
             _ => None,
         })

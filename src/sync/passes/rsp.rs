@@ -190,7 +190,7 @@ fn observe(
     report: &mut Report,
 ) -> Result<Seen> {
     let obj = match listings.get(&m.name) {
-        Some(Listing::Listed(objs)) => objs.get(key),
+        Some(Listing::Listed(objs)) => objs.get(key).map(|o| o.value()),
         Some(Listing::NotServed(_)) => return Ok(Seen::CannotHold),
         Some(Listing::Failed(why)) => bail!("{why}"),
         None => bail!("not listed"),
@@ -198,7 +198,7 @@ fn observe(
     let Some(obj) = obj.filter(|o| managed_label(o) == ManagedLabel::True) else {
         return Ok(Seen::Nothing);
     };
-    let state = match observe_member(obj) {
+    let state = match observe_member(&obj) {
         Ok(state) => state,
         Err(e) => bail!("{e}"),
     };

@@ -64,15 +64,19 @@ async fn write_type(
             continue; // the host's garbage collector removes its status
         }
         let key = key_of(fed);
-        let clusters: Vec<(String, Option<&Value>)> = ready
+        let copies: Vec<(String, Option<Value>)> = ready
             .iter()
             .map(|c| {
                 let copy = match t.members.get(*c) {
-                    Some(Listing::Listed(objects)) => objects.get(&key),
+                    Some(Listing::Listed(objects)) => objects.get(&key).map(|o| o.value()),
                     _ => None,
                 };
                 (c.to_string(), copy)
             })
+            .collect();
+        let clusters: Vec<(String, Option<&Value>)> = copies
+            .iter()
+            .map(|(c, o)| (c.clone(), o.as_ref()))
             .collect();
         let want = desired(fed, &ar.api_version, &ar.kind, &clusters);
         let Some(w) = write(existing.get(&key), want) else {

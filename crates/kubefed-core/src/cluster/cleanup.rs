@@ -168,7 +168,7 @@ fn orphan_step(obj: &Value, host_namespace: bool) -> Option<(Action, Reason)> {
     let state = MemberState {
         cluster: "",
         ready: true,
-        live: Some(obj),
+        live: Some(obj.clone()),
         unobserved: None,
         is_host_namespace: host_namespace,
     };

@@ -27,6 +27,7 @@ use crate::propagation::version::{member_version, propagated_version_name};
 use crate::run::shard;
 
 use crate::describe::{ObjectKey, describe_key, key_of};
+use crate::object_text::ObjectText;
 
 /// The federation as one run sees it, the same for every object.
 #[derive(Clone, Copy, Debug)]
@@ -92,7 +93,7 @@ impl FederatedType {
 #[derive(Clone, Debug)]
 pub enum Listing {
     /// Every object of the type in the listed scope, by key.
-    Listed(HashMap<ObjectKey, Value>),
+    Listed(HashMap<ObjectKey, ObjectText>),
     /// The member does not serve the type (404 on its list); the api
     /// versions in which it serves the same resource instead, if any.
     NotServed(Vec<String>),
@@ -282,7 +283,9 @@ fn member_states<'a>(
         .map(|c| {
             let (live, unobserved) = match members.get(&c.name) {
                 _ if !c.ready => (None, None),
-                Some(Listing::Listed(objects)) => (objects.get(&live_key), None),
+                Some(Listing::Listed(objects)) => {
+                    (objects.get(&live_key).map(ObjectText::value), None)
+                }
                 // Nothing of the type can exist there: nothing to delete.
                 Some(Listing::NotServed(_)) if deleting => (None, None),
                 Some(Listing::NotServed(_)) => (None, Some("the type is not served there")),
@@ -290,7 +293,7 @@ fn member_states<'a>(
                 None => (None, Some("not listed")),
             };
             let is_host_namespace = is_namespace
-                && live.is_some_and(|l| {
+                && live.as_ref().is_some_and(|l| {
                     fed.host_namespaces.get(&key.1).is_some_and(|uid| {
                         l.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
                     })
@@ -402,7 +405,7 @@ fn note_decisions(p: &mut ObjectPlan, t: &FederatedType, states: &[MemberState])
                 if let Some(live) = states
                     .iter()
                     .find(|s| s.cluster == d.cluster)
-                    .and_then(|s| s.live)
+                    .and_then(|s| s.live.as_ref())
                 {
                     p.unchanged_versions
                         .insert(d.cluster.clone(), member_version(live));
@@ -458,13 +461,16 @@ pub fn orphans(
         let mut keys: Vec<&ObjectKey> = objs.keys().collect();
         keys.sort();
         for k in keys {
-            let obj = &objs[k];
             let fed_key = federated_key(t, k);
             if federated.contains(&fed_key)
-                || member::managed_label(obj) != ManagedLabel::True
                 || !shard::owned(fed.run.shard, &fed_key)
                 || only.is_some_and(|only| !only.contains(&fed_key))
             {
+                continue;
+            }
+            // Parsed only for a copy no federated object accounts for.
+            let obj = objs[k].value();
+            if member::managed_label(&obj) != ManagedLabel::True {
                 continue;
             }
             if t.target.is_namespace() && member::is_system_namespace(&k.1, fed.kubefed_namespace) {
@@ -476,7 +482,7 @@ pub fn orphans(
             let state = MemberState {
                 cluster,
                 ready: true,
-                live: Some(obj),
+                live: Some(obj.clone()),
                 is_host_namespace: false,
                 unobserved: None,
             };
@@ -708,7 +714,11 @@ mod tests {
     }
 
     fn listed(objs: &[Value]) -> Listing {
-        Listing::Listed(objs.iter().map(|o| (key_of(o), o.clone())).collect())
+        Listing::Listed(
+            objs.iter()
+                .map(|o| (key_of(o), ObjectText::of(o)))
+                .collect(),
+        )
     }
 
     fn both(a: Listing, b: Listing) -> BTreeMap<String, Listing> {
@@ -1232,7 +1242,7 @@ mod properties {
                 if let Some(Action::Create(o)) = first.decisions.iter().find(|d| d.cluster == c.name).map(|d| &d.action) {
                     let mut live = (**o).clone();
                     live["metadata"]["resourceVersion"] = json!("1");
-                    held.insert(key_of(&live), live);
+                    held.insert(key_of(&live), ObjectText::of(&live));
                     recorded.insert(c.name.clone(), "rv:1".to_string());
                 }
                 members.insert(c.name.clone(), Listing::Listed(held));

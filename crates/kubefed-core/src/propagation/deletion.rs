@@ -133,7 +133,10 @@ pub fn deletion_decisions(
             plan.unobserved.push(m.cluster.to_string());
             continue;
         }
-        let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
+        let managed = m
+            .live
+            .as_ref()
+            .filter(|o| managed_label(o) == ManagedLabel::True);
         let Some(obj) = managed else { continue };
         let Some(action) = removal(orphan, options.as_ref(), obj, m.is_host_namespace) else {
             continue;
@@ -188,7 +191,7 @@ pub fn orphan_cleanup_decisions(members: &[MemberState]) -> (Vec<Decision>, Vec<
         if m.unobserved.is_some() {
             continue;
         }
-        if let Some(o) = m.live
+        if let Some(o) = &m.live
             && managed_label(o) == ManagedLabel::True
             && !terminating(o)
         {

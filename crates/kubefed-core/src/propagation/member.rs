@@ -26,7 +26,7 @@ pub struct MemberState<'a> {
     /// The member object with the target's name, labelled or not (`None`
     /// when absent). Upstream only *sees* labelled ones; unlabelled ones
     /// are found when a create hits AlreadyExists.
-    pub live: Option<&'a Value>,
+    pub live: Option<Value>,
     /// Ready, but this type's objects could not be observed there (the
     /// member does not serve the type, or its list failed): why.
     pub unobserved: Option<&'a str>,
@@ -141,11 +141,14 @@ impl<'a> SyncInputs<'a> {
             return d;
         }
         // Upstream's cache only holds labelled objects (label "true").
-        let managed = m.live.filter(|o| managed_label(o) == ManagedLabel::True);
+        let managed = m
+            .live
+            .as_ref()
+            .filter(|o| managed_label(o) == ManagedLabel::True);
         if !is_selected {
             return unplaced_decision(m, managed);
         }
-        let Some(live) = m.live else {
+        let Some(live) = &m.live else {
             return self.create_decision(m);
         };
         let adopt = managed.is_none();

@@ -317,8 +317,13 @@ mod tests {
             host_namespaces: &host_namespaces,
             versions: &versions,
         };
-        let listing =
-            |objs: &[Value]| Listing::Listed(objs.iter().map(|o| (key_of(o), o.clone())).collect());
+        let listing = |objs: &[Value]| {
+            Listing::Listed(
+                objs.iter()
+                    .map(|o| (key_of(o), crate::object_text::ObjectText::of(o)))
+                    .collect(),
+            )
+        };
         let members = BTreeMap::from([("a".into(), listing(a)), ("b".into(), listing(b))]);
         decide_object(&f, &t(), fed, &members)
     }

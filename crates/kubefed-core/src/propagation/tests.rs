@@ -42,7 +42,7 @@ fn member<'a>(cluster: &'a str, ready: bool, live: Option<&'a Value>) -> MemberS
     MemberState {
         cluster,
         ready,
-        live,
+        live: live.cloned(),
         is_host_namespace: false,
         unobserved: None,
     }
@@ -281,7 +281,7 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
     let m = MemberState {
         cluster: "host",
         ready: true,
-        live: Some(&host),
+        live: Some(host.clone()),
         is_host_namespace: true,
         unobserved: None,
     };
@@ -292,7 +292,7 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
     let m = MemberState {
         cluster: "host",
         ready: true,
-        live: Some(&host),
+        live: Some(host.clone()),
         is_host_namespace: true,
         unobserved: None,
     };
