@@ -2,15 +2,15 @@
 //! objects each change touches. A round's [`Observation`] is built from
 //! here, with no request: the same input the one-shot run reads with lists.
 
-use super::sources::{Change, Event, Source};
+use super::sources::{Change, Event, Source, values};
 use crate::api::core::FederatedTypeConfig;
 use crate::clients::members::{Health, Member};
 use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
+use crate::core::object_text::ObjectText;
 use crate::core::propagation::decide::{Listing, federated_key};
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
-use crate::core::run::shard::Shard;
 use crate::sync::live::observe::{self, Observation, ObservedType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -22,28 +22,8 @@ pub type WorkKey = FederatedRef;
 /// A watched set of objects.
 #[derive(Clone, Debug, Default)]
 pub struct Store {
-    pub objects: BTreeMap<ObjectKey, Compact>,
+    pub objects: BTreeMap<ObjectKey, ObjectText>,
     pub state: StoreState,
-}
-
-/// An object held as its JSON text: a `Value` costs a B-tree node per map,
-/// several times the text for the small maps objects are made of. A round
-/// parses the objects it decides (a few for a change; all in a full round).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Compact(Box<str>);
-
-impl Compact {
-    pub fn of(v: &Value) -> Compact {
-        Compact(
-            serde_json::to_string(v)
-                .unwrap_or_default()
-                .into_boxed_str(),
-        )
-    }
-
-    pub fn value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or_default()
-    }
 }
 
 /// What a decision reads of an object: all but its status and the fields
@@ -93,28 +73,17 @@ pub struct Cache {
     pub settings: Settings,
     pub ftcs: BTreeMap<String, FederatedTypeConfig>,
     pub clusters: BTreeMap<String, Value>,
-    pub schedulings: BTreeMap<ObjectKey, Compact>,
-    pub versions: HashMap<ObjectKey, Value>,
+    pub schedulings: BTreeMap<ObjectKey, ObjectText>,
+    pub versions: HashMap<ObjectKey, ObjectText>,
     pub namespaces: HashMap<String, String>,
     pub federated: BTreeMap<String, Store>,
     /// (cluster, FTC name) → the member's managed objects of that type.
     pub members: BTreeMap<(String, String), Store>,
     /// Host sources that have been listed.
     listed: BTreeSet<Source>,
-    /// `--shard I/N`: only this shard's federated objects, RSPs and member
-    /// copies are kept; the rest are dropped on arrival.
-    shard: Option<Shard>,
 }
 
 impl Cache {
-    /// The cache of one shard's watch (`None`: everything).
-    pub fn of_shard(shard: Option<Shard>) -> Cache {
-        Cache {
-            shard,
-            ..Cache::default()
-        }
-    }
-
     /// The enabled types (FTC name → type), sorted by name.
     pub fn types(&self) -> Vec<(String, ObservedType)> {
         self.ftcs
@@ -192,10 +161,7 @@ impl Cache {
             }
             _ => {}
         }
-        let mut dirt = match owned_change(self.shard, &source, change) {
-            Some(change) => self.apply_change(&source, change),
-            None => Dirt::default(),
-        };
+        let mut dirt = self.apply_change(&source, change);
         dirt.warnings.extend(failure);
         dirt
     }
@@ -219,7 +185,7 @@ impl Cache {
         let mut warnings = Vec::new();
         let config = match change {
             Change::Applied(v) => Some(v),
-            Change::Replaced(vs) => vs.into_iter().next(),
+            Change::Replaced(vs) => values(vs).next(),
             Change::Deleted(_) => None,
             Change::Failed { .. } => return Dirt::default(),
         };
@@ -279,7 +245,7 @@ impl Cache {
             let kind = self
                 .schedulings
                 .get(&key)
-                .map(Compact::value)
+                .map(ObjectText::value)
                 .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
             for (name, t) in self.types() {
                 if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
@@ -296,7 +262,7 @@ impl Cache {
         // never a reason for one.
         match change {
             Change::Applied(v) => {
-                self.versions.insert(key_of(&v), v);
+                self.versions.insert(key_of(&v), ObjectText::of(&v));
             }
             Change::Deleted(v) => {
                 self.versions.remove(&key_of(&v));
@@ -304,8 +270,7 @@ impl Cache {
             Change::Replaced(vs) => {
                 self.versions
                     .retain(|k, _| k.0.is_empty() != cluster_scoped);
-                self.versions
-                    .extend(vs.into_iter().map(|v| (key_of(&v), v)));
+                self.versions.extend(vs);
             }
             Change::Failed { .. } => {}
         }
@@ -329,7 +294,7 @@ impl Cache {
             }
             Change::Replaced(vs) => {
                 let new: HashMap<String, String> =
-                    vs.iter().map(|v| (name_of(v), uid(v))).collect();
+                    values(vs).map(|v| (name_of(&v), uid(&v))).collect();
                 let mut touched: Vec<String> = self
                     .namespaces
                     .iter()
@@ -479,7 +444,9 @@ impl Cache {
         }
         let fed_namespaces = self.fed_namespaces();
         let versions = match keys {
-            None => self.versions.clone(),
+            None => (self.versions.iter())
+                .map(|(k, v)| (k.clone(), v.value()))
+                .collect(),
             Some(_) => self.versions_of(&types, &partial),
         };
         let rsps = self.rsps_in(namespace.as_deref());
@@ -556,7 +523,7 @@ impl Cache {
                     t.objects = self
                         .federated
                         .get(&name)
-                        .map(|s| s.objects.values().map(Compact::value).collect())
+                        .map(|s| s.objects.values().map(ObjectText::value).collect())
                         .unwrap_or_default();
                     t
                 })
@@ -583,7 +550,7 @@ impl Cache {
                             name,
                         ),
                     );
-                    self.versions.get(&k).map(|v| (k, v.clone()))
+                    self.versions.get(&k).map(|v| (k, v.value()))
                 })
             })
             .collect()
@@ -613,7 +580,7 @@ fn member_listing(
             s.objects
                 .iter()
                 .filter(|(k, _)| only.is_none_or(|o| o.contains(&federated_key(&t.ty, k))))
-                .map(|(k, v)| (k.clone(), v.value()))
+                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         ),
         StoreState::NotServed(_) => Listing::NotServed(Vec::new()),
@@ -674,8 +641,7 @@ fn apply_typed<T: serde::de::DeserializeOwned>(
             map.remove(&name_of(&v));
         }
         Change::Replaced(vs) => {
-            *map = vs
-                .into_iter()
+            *map = values(vs)
                 .filter_map(|v| Some((name_of(&v), parse(v, &mut warnings)?)))
                 .collect();
         }
@@ -692,36 +658,38 @@ fn apply_by_name(map: &mut BTreeMap<String, Value>, change: Change) {
         Change::Deleted(v) => {
             map.remove(&name_of(&v));
         }
-        Change::Replaced(vs) => *map = vs.into_iter().map(|v| (name_of(&v), v)).collect(),
+        Change::Replaced(vs) => *map = values(vs).map(|v| (name_of(&v), v)).collect(),
         Change::Failed { .. } => {}
     }
 }
 
 /// Applies a change to objects by key; returns the keys whose object was
 /// added, removed or changed in more than its status (see [`essence`]).
-fn apply_keyed(map: &mut BTreeMap<ObjectKey, Compact>, change: Change) -> Vec<ObjectKey> {
+fn apply_keyed(map: &mut BTreeMap<ObjectKey, ObjectText>, change: Change) -> Vec<ObjectKey> {
     apply_keyed_status(map, change).0
 }
 
 /// [`apply_keyed`], also returning the keys whose status alone changed.
 fn apply_keyed_status(
-    map: &mut BTreeMap<ObjectKey, Compact>,
+    map: &mut BTreeMap<ObjectKey, ObjectText>,
     change: Change,
 ) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
     let mut news = Vec::new();
     let mut status_only = Vec::new();
-    let mut compare =
-        |key: &ObjectKey, old: Option<&Compact>, new: &Value, text: &Compact| match old {
-            None => news.push(key.clone()),
-            Some(old) if old == text => {}
-            Some(old) if essence(&old.value()) == essence(new) => status_only.push(key.clone()),
-            Some(_) => news.push(key.clone()),
-        };
+    // Parsed only when the text changed.
+    let mut compare = |key: &ObjectKey, old: Option<&ObjectText>, text: &ObjectText| match old {
+        None => news.push(key.clone()),
+        Some(old) if old == text => {}
+        Some(old) if essence(&old.value()) == essence(&text.value()) => {
+            status_only.push(key.clone())
+        }
+        Some(_) => news.push(key.clone()),
+    };
     match change {
         Change::Applied(v) => {
             let key = key_of(&v);
-            let text = Compact::of(&v);
-            compare(&key, map.get(&key), &v, &text);
+            let text = ObjectText::of(&v);
+            compare(&key, map.get(&key), &text);
             map.insert(key, text);
         }
         Change::Deleted(v) => {
@@ -731,10 +699,8 @@ fn apply_keyed_status(
         }
         Change::Replaced(vs) => {
             let mut new = BTreeMap::new();
-            for v in vs {
-                let key = key_of(&v);
-                let text = Compact::of(&v);
-                compare(&key, map.get(&key), &v, &text);
+            for (key, text) in vs {
+                compare(&key, map.get(&key), &text);
                 new.insert(key, text);
             }
             news.extend(map.keys().filter(|k| !new.contains_key(*k)).cloned());
@@ -743,29 +709,6 @@ fn apply_keyed_status(
         Change::Failed { .. } => {}
     }
     (news, status_only)
-}
-
-/// What of `change` a shard keeps: the objects it owns of the sources
-/// that are partitioned (federated objects, member copies, RSPs; the rest
-/// every shard needs). A member copy's key names its shard as its federated
-/// object's does (`core::run::shard`). `None`: nothing of it.
-fn owned_change(shard: Option<Shard>, source: &Source, change: Change) -> Option<Change> {
-    let partitioned = matches!(
-        source,
-        Source::Federated(_) | Source::Member(..) | Source::Schedulings
-    );
-    let Some(shard) = shard.filter(|_| partitioned) else {
-        return Some(change);
-    };
-    let owns = |o: &Value| shard.owns(&key_of(o));
-    match change {
-        Change::Replaced(mut objects) => {
-            objects.retain(owns);
-            Some(Change::Replaced(objects))
-        }
-        Change::Applied(o) | Change::Deleted(o) if !owns(&o) => None,
-        change => Some(change),
-    }
 }
 
 /// Applies a change to a store: the keys with news, and those whose status
@@ -836,7 +779,7 @@ mod tests {
         ns["spec"]["targetType"]["scope"] = json!("Cluster");
         let d = c.apply(ev(
             Source::TypeConfigs,
-            Change::Replaced(vec![types[0].clone(), ns]),
+            Change::replaced(vec![types[0].clone(), ns]),
         ));
         assert!(d.structure);
         c
@@ -888,7 +831,7 @@ mod tests {
         let cms = Source::Federated("configmaps".into());
         let d = c.apply(ev(
             cms.clone(),
-            Change::Replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
+            Change::replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
         ));
         assert_eq!(d.keys, [key("configmaps", "shop", "a")].into());
         // The same object again: nothing to do.
@@ -908,7 +851,7 @@ mod tests {
         let m = Source::Member("m1".into(), "configmaps".into());
         let d = c.apply(ev(
             m.clone(),
-            Change::Replaced(vec![obj("ConfigMap", "shop", "a", "1")]),
+            Change::replaced(vec![obj("ConfigMap", "shop", "a", "1")]),
         ));
         assert!(d.all);
         let d = c.apply(ev(
@@ -925,12 +868,12 @@ mod tests {
             .unwrap()
             .remove("namespace");
         let mns = Source::Member("m1".into(), "namespaces".into());
-        c.apply(ev(mns.clone(), Change::Replaced(vec![])));
+        c.apply(ev(mns.clone(), Change::replaced(vec![])));
         let d = c.apply(ev(mns, Change::Applied(member_ns)));
         assert_eq!(d.keys, [key("namespaces", "shop", "shop")].into());
         let d = c.apply(ev(
             Source::Federated("namespaces".into()),
-            Change::Replaced(vec![obj("FederatedNamespace", "shop", "shop", "")]),
+            Change::replaced(vec![obj("FederatedNamespace", "shop", "shop", "")]),
         ));
         assert_eq!(
             d.keys,
@@ -979,7 +922,7 @@ mod tests {
         );
         c.apply(ev(
             cms.clone(),
-            Change::Replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
+            Change::replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
         ));
         assert!(c.host_synced(std::slice::from_ref(&cms)));
         // Failing later keeps what was listed until the watch lists again.
@@ -994,7 +937,7 @@ mod tests {
         let cms = Source::Federated("configmaps".into());
         c.apply(ev(
             cms.clone(),
-            Change::Replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
+            Change::replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
         ));
         assert!(c.host_synced(std::slice::from_ref(&cms)));
         c.forget(&cms);
@@ -1003,7 +946,7 @@ mod tests {
             c.all_keys().is_empty(),
             "objects seen before the restart are gone"
         );
-        c.apply(ev(cms.clone(), Change::Replaced(vec![])));
+        c.apply(ev(cms.clone(), Change::replaced(vec![])));
         assert!(c.host_synced(std::slice::from_ref(&cms)));
     }
 
@@ -1012,7 +955,7 @@ mod tests {
         let mut c = cache();
         let kfc = json!({"metadata": {"name": "m1"}, "spec": {"apiEndpoint": "https://a"}, "status": {"conditions": []}});
         assert!(
-            c.apply(ev(Source::Clusters, Change::Replaced(vec![kfc.clone()])))
+            c.apply(ev(Source::Clusters, Change::replaced(vec![kfc.clone()])))
                 .structure
         );
         let mut status_only = kfc.clone();
@@ -1030,12 +973,12 @@ mod tests {
 
         let pv = json!({"metadata": {"name": "configmap-a", "namespace": "shop"}, "status": {}});
         assert_eq!(
-            c.apply(ev(Source::Versions(false), Change::Replaced(vec![pv]))),
+            c.apply(ev(Source::Versions(false), Change::replaced(vec![pv]))),
             Dirt::default()
         );
         assert_eq!(c.versions.len(), 1);
         assert_eq!(
-            c.apply(ev(Source::Versions(true), Change::Replaced(vec![]))),
+            c.apply(ev(Source::Versions(true), Change::replaced(vec![]))),
             Dirt::default()
         );
         assert_eq!(
@@ -1048,7 +991,7 @@ mod tests {
         // the host, a controller's in a member) is no news; the rest is.
         let fed = Source::Federated("configmaps".into());
         let a = obj("FederatedConfigMap", "shop", "a", "1");
-        c.apply(ev(fed.clone(), Change::Replaced(vec![a.clone()])));
+        c.apply(ev(fed.clone(), Change::replaced(vec![a.clone()])));
         let mut written_back = a.clone();
         written_back["status"] = json!({"clusters": [{"name": "m1"}]});
         written_back["metadata"]["resourceVersion"] = json!("7");
@@ -1076,7 +1019,7 @@ mod tests {
         );
         let member = Source::Member("m1".into(), "configmaps".into());
         let copy = obj("ConfigMap", "shop", "a", "1");
-        c.apply(ev(member.clone(), Change::Replaced(vec![copy.clone()])));
+        c.apply(ev(member.clone(), Change::replaced(vec![copy.clone()])));
         let mut status = copy.clone();
         status["status"] = json!({"observedGeneration": 2});
         assert!(
@@ -1088,7 +1031,7 @@ mod tests {
         let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
                          "metadata": {"name": "a", "namespace": "shop"},
                          "spec": {"targetKind": "FederatedConfigMap", "totalReplicas": 3}});
-        c.apply(ev(Source::Schedulings, Change::Replaced(vec![rsp])));
+        c.apply(ev(Source::Schedulings, Change::replaced(vec![rsp])));
         status["status"] = json!({"readyReplicas": 1});
         assert_eq!(
             c.apply(ev(member.clone(), Change::Applied(status))).keys,
@@ -1107,7 +1050,7 @@ mod tests {
         let mut c = cache();
         c.apply(ev(
             Source::Federated("configmaps".into()),
-            Change::Replaced(vec![
+            Change::replaced(vec![
                 obj("FederatedConfigMap", "shop", "a", "1"),
                 obj("FederatedConfigMap", "shop", "b", "1"),
             ]),
@@ -1125,7 +1068,7 @@ mod tests {
         };
         c.apply(ev(
             Source::Versions(false),
-            Change::Replaced(vec![pv("configmap-a"), pv("configmap-b")]),
+            Change::replaced(vec![pv("configmap-a"), pv("configmap-b")]),
         ));
         let keys: BTreeSet<WorkKey> = [key("configmaps", "shop", "b")].into();
         let types = ["configmaps".to_string(), "namespaces".to_string()];

@@ -2,7 +2,10 @@
 //! (a host resource, a federated type, a member's managed objects of a
 //! type), each a task that turns the watcher's events into [`Event`]s on one
 //! channel. A (re)list arrives whole, as [`Change::Replaced`], so the cache
-//! never holds a half-listed source.
+//! never holds a half-listed source. The list is held as text as it
+//! arrives (a whole type in a member can be tens of thousands of objects,
+//! and every watch lists at once when the controller starts), and a shard
+//! drops what it does not own before anything is kept.
 //!
 //! A watch that fails (connection refused, an API server restarted, a
 //! `410 Gone` after etcd compaction, credentials refused) starts over with
@@ -13,6 +16,9 @@
 
 use super::metrics::Metrics;
 use crate::apply::api_error_line;
+use crate::core::describe::{ObjectKey, key_of};
+use crate::core::object_text::ObjectText;
+use crate::core::run::shard::Shard;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher::{self, watcher};
@@ -45,6 +51,16 @@ pub enum Source {
 }
 
 impl Source {
+    /// Whether `--shard I/N` splits this source's objects between shards
+    /// (federated objects, member copies and RSPs); every shard needs all
+    /// of the others.
+    fn partitioned(&self) -> bool {
+        matches!(
+            self,
+            Source::Federated(_) | Source::Member(..) | Source::Schedulings
+        )
+    }
+
     /// Where the source is: `host`, or the member's name.
     pub fn cluster(&self) -> &str {
         match self {
@@ -75,13 +91,31 @@ impl std::fmt::Display for Source {
 pub enum Change {
     Applied(Value),
     Deleted(Value),
-    /// A complete (re)list: what the source holds now.
-    Replaced(Vec<Value>),
+    /// A complete (re)list: what the source holds now, by key, as text.
+    Replaced(Vec<(ObjectKey, ObjectText)>),
     /// The watch failed (it retries with backoff); `not_served`: a 404.
     Failed {
         not_served: bool,
         message: String,
     },
+}
+
+impl Change {
+    /// A complete list of these objects.
+    pub fn replaced(objects: Vec<Value>) -> Change {
+        Change::Replaced(
+            objects
+                .iter()
+                .map(|o| (key_of(o), ObjectText::of(o)))
+                .collect(),
+        )
+    }
+}
+
+/// The objects of a list, parsed again (for the few, small host sources
+/// that are kept as typed objects or values).
+pub fn values(listed: Vec<(ObjectKey, ObjectText)>) -> impl Iterator<Item = Value> {
+    listed.into_iter().map(|(_, o)| o.value())
 }
 
 #[derive(Debug)]
@@ -107,6 +141,9 @@ pub struct Sources {
     tx: UnboundedSender<Event>,
     running: BTreeMap<Source, Running>,
     metrics: Arc<Metrics>,
+    /// `--shard I/N`: only this shard's objects of partitioned sources are
+    /// passed on; the rest are dropped as they arrive.
+    shard: Option<Shard>,
 }
 
 /// A started watch: what it was started from, its name, its task.
@@ -117,11 +154,12 @@ struct Running {
 }
 
 impl Sources {
-    pub fn new(tx: UnboundedSender<Event>, metrics: Arc<Metrics>) -> Sources {
+    pub fn new(tx: UnboundedSender<Event>, metrics: Arc<Metrics>, shard: Option<Shard>) -> Sources {
         Sources {
             tx,
             running: BTreeMap::new(),
             metrics,
+            shard,
         }
     }
 
@@ -154,6 +192,7 @@ impl Sources {
             let label = Self::label(&source, &spec);
             let watch = Watch {
                 label: label.clone(),
+                shard: self.shard.filter(|_| source.partitioned()),
                 source: source.clone(),
                 spec,
                 tx: self.tx.clone(),
@@ -208,6 +247,8 @@ const MAX_RESTART_DELAY: Duration = Duration::from_secs(30);
 /// One source's watch task.
 struct Watch {
     source: Source,
+    /// The shard whose objects alone are passed on (partitioned sources).
+    shard: Option<Shard>,
     label: String,
     spec: Spec,
     tx: UnboundedSender<Event>,
@@ -254,7 +295,7 @@ impl Watch {
     /// is gone (or the stream ended, which a watcher never does).
     async fn watch_once(&self, failures: &mut u32) -> Option<watcher::Error> {
         let mut stream = watcher(self.spec.api.clone(), self.spec.config.clone()).boxed();
-        let mut listing: Vec<Value> = Vec::new();
+        let mut listing: Vec<(ObjectKey, ObjectText)> = Vec::new();
         while let Some(item) = stream.next().await {
             let change = match item {
                 Ok(watcher::Event::Init) => {
@@ -262,13 +303,21 @@ impl Watch {
                     continue;
                 }
                 Ok(watcher::Event::InitApply(o)) => {
-                    listing.push(self.typed(o));
+                    if self.owns(&o) {
+                        // Held as text at once (the same text as an applied
+                        // object's, so the cache compares them as text).
+                        listing.push((object_key(&o), ObjectText::of(&self.typed(o))));
+                    }
                     continue;
                 }
                 Ok(watcher::Event::InitDone) => {
                     *failures = 0;
                     self.metrics.watch_listed(&self.label);
+                    listing.shrink_to_fit();
                     Change::Replaced(std::mem::take(&mut listing))
+                }
+                Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) if !self.owns(&o) => {
+                    continue;
                 }
                 Ok(watcher::Event::Apply(o)) => Change::Applied(self.typed(o)),
                 Ok(watcher::Event::Delete(o)) => Change::Deleted(self.typed(o)),
@@ -285,6 +334,13 @@ impl Watch {
         None
     }
 
+    /// Whether this watch's shard owns `o` (always, unsharded). A member
+    /// copy's key names its shard as its federated object's does
+    /// (`core::run::shard`).
+    fn owns(&self, o: &DynamicObject) -> bool {
+        self.shard.is_none_or(|s| s.owns(&object_key(o)))
+    }
+
     fn typed(&self, mut o: DynamicObject) -> Value {
         // The API server keeps managedFields itself (an update without them
         // leaves them as they are) and no decision reads them: not holding
@@ -299,6 +355,14 @@ impl Watch {
         }
         v
     }
+}
+
+/// `(namespace, name)`, as `key_of` reads it from JSON.
+fn object_key(o: &DynamicObject) -> ObjectKey {
+    (
+        o.metadata.namespace.clone().unwrap_or_default(),
+        o.metadata.name.clone().unwrap_or_default(),
+    )
 }
 
 /// The wait before the `failures`-th restart in a row.
