@@ -13,10 +13,11 @@
 #            source package with Debian's Go 1.19, beside Debian's etcd 3.4;
 #            about 8 minutes.
 #
-#   KubeFed v0.10.0  KubeFed's own kubefedctl and controller-manager (and
-#            its e2e test binary) from the Go module proxy with the machine's
-#            Go: the reference the tests compare this tool with; 1.5 to 4
-#            minutes on 2 cores, built whatever VERSIONs are named.
+#   KubeFed v0.10.0  KubeFed's own kubefedctl, controller-manager and e2e
+#            test binary from the Go module proxy with the machine's Go: the
+#            reference the tests compare this tool with and the suite they
+#            run against it; 1.5 to 4 minutes on 2 cores, built whatever
+#            VERSIONs are named.
 #
 #   hack/testenv.sh [VERSION...]          build the missing ones (default: both
 #                                         releases), print their bin directories
@@ -52,9 +53,13 @@ have_binaries() {
 KUBEFED_VERSION=v0.10.0
 KUBEFED_BIN="$CACHE_ROOT/kubefed-$KUBEFED_VERSION/bin"
 
-# KubeFed is in place when its two programs are (the e2e binary is built
-# when it builds; nothing requires it).
-have_kubefed() { [ -x "$KUBEFED_BIN/kubefedctl" ] && [ -x "$KUBEFED_BIN/controller-manager" ]; }
+# KubeFed is in place when its three programs are: kubefedctl and the
+# controller-manager (tests/it/kubefed_ref.rs, tests/it/handover.rs) and its
+# e2e suite's binary (tests/it/kubefed_e2e.rs), so that CI always has them
+# and none of those tests skips for want of one.
+have_kubefed() {
+  [ -x "$KUBEFED_BIN/kubefedctl" ] && [ -x "$KUBEFED_BIN/controller-manager" ] && [ -x "$KUBEFED_BIN/e2e.test" ]
+}
 
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
@@ -190,11 +195,12 @@ GOMOD
     log "building KubeFed's $cmd $KUBEFED_VERSION (Go module proxy)"
     go build -trimpath -ldflags "$ldflags" -o "$KUBEFED_BIN.tmp/$cmd" "sigs.k8s.io/kubefed/cmd/$cmd"
   done
-  # KubeFed's e2e suite as a binary, to run its own tests against this
-  # environment by hand; optional, so a failure is only reported.
+  # KubeFed's e2e suite as a binary: tests/it/kubefed_e2e.rs runs it with
+  # this tool as the controller. Required like the other two: a failed
+  # build fails the script, so the cache is never left without it.
   log "building KubeFed's e2e test binary"
   go test -c -trimpath -ldflags "-s -w" -o "$KUBEFED_BIN.tmp/e2e.test" sigs.k8s.io/kubefed/test/e2e \
-    >"$work_dir/e2e.log" 2>&1 || log "KubeFed's e2e test binary did not build (see $work_dir/e2e.log); skipped"
+    >"$work_dir/e2e.log" 2>&1 || { tail -20 "$work_dir/e2e.log" >&2; die "KubeFed's e2e test binary did not build (see $work_dir/e2e.log)"; }
   rm -rf "$KUBEFED_BIN" && mv "$KUBEFED_BIN.tmp" "$KUBEFED_BIN"
 }
 

@@ -33,11 +33,14 @@ pub fn kubefed_source() -> Option<PathBuf> {
     dir.join("go.mod").is_file().then_some(dir)
 }
 
-/// The line a test prints when it skips for want of KubeFed.
+/// The line a test prints when it skips for want of KubeFed: what is
+/// missing, and that `hack/testenv.sh` builds all three programs
+/// (`kubefedctl`, `controller-manager`, `e2e.test`; it fails when one of
+/// them does not build, so CI never runs without them).
 pub fn kubefed_missing(what: &str) -> String {
     format!(
-        "skipped: KubeFed {KUBEFED_VERSION}'s {what} is missing (run hack/testenv.sh: it builds KubeFed from the Go module proxy into {})",
-        kubefed_root().display()
+        "skipped: KubeFed {KUBEFED_VERSION}'s {what} is missing (run hack/testenv.sh: it builds KubeFed's kubefedctl, controller-manager and e2e.test from the Go module proxy into {})",
+        kubefed_root().join("bin").display()
     )
 }
 
@@ -50,6 +53,9 @@ mod tests {
         let m = kubefed_missing("kubefedctl");
         assert!(m.contains("hack/testenv.sh"), "{m}");
         assert!(m.contains("kubefed-v0.10.0"), "{m}");
+        for program in ["kubefedctl", "controller-manager", "e2e.test"] {
+            assert!(m.contains(program), "{m}");
+        }
         assert!(kubefed_binary("no-such-program").is_none());
     }
 }

@@ -25,7 +25,7 @@ const SKIP: &str = r"KubeFedConfig is created by mutating|KubeFedConfig does not
 #[test]
 fn kubefeds_own_e2e_suite_passes_with_the_watch_as_its_controller() {
     let Some(e2e) = kubefed_binary("e2e.test") else {
-        println!("{}", kubefed_missing("e2e test binary"));
+        println!("{}", kubefed_missing("e2e test binary (e2e.test)"));
         return;
     };
     let env = TestEnv::private_with(&["host", "member1"], &["deployment", "replicaset"]).unwrap();
