@@ -964,3 +964,208 @@ fn assert_exact(what: &str, found: &BTreeSet<(String, String, String)>, known: &
         gone.join("\n")
     );
 }
+
+/// Every difference between the KubeFedConfig of KubeFed's Helm chart (its
+/// template rendered with the chart's default values) and the one `init`
+/// writes; each is in docs/kubefed-differences.md.
+const KNOWN_CONFIG: &[Known] = &[
+    Known {
+        at: "init KubeFedConfig kube-federation-system/kubefed spec.controllerDuration.cacheSyncTimeout",
+        kubefed: r#""5m""#,
+        ours: r#""5m0s""#,
+        why: "the same duration; the chart's defaulting webhook replaces the whole spec on admission with Go's marshalling of it (`pkg/controller/webhook/kubefedconfig/webhook.go`), which writes \"5m0s\", as init does",
+    },
+    Known {
+        at: "init KubeFedConfig kube-federation-system/kubefed spec.featureGates[1].configuration",
+        kubefed: r#""Enabled""#,
+        ours: r#""Disabled""#,
+        why: "the same gates: the chart leaves RawResourceStatusCollection out (commented out, kubefed#1333) and it is off by default (`pkg/features/features.go`); the chart's defaulting webhook adds it `Disabled` and sorts the gates by name (`pkg/apis/core/v1beta1/defaults/defaults.go`), which is init's list",
+    },
+    Known {
+        at: "init KubeFedConfig kube-federation-system/kubefed spec.featureGates[1].name",
+        kubefed: r#""SchedulerPreferences""#,
+        ours: r#""RawResourceStatusCollection""#,
+        why: "as for featureGates[1].configuration",
+    },
+    Known {
+        at: "init KubeFedConfig kube-federation-system/kubefed spec.featureGates[2]",
+        kubefed: "-",
+        ours: r#"{"configuration":"Enabled","name":"SchedulerPreferences"}"#,
+        why: "as for featureGates[1].configuration",
+    },
+    Known {
+        at: "init KubeFedConfig kube-federation-system/kubefed spec.leaderElect.retryPeriod",
+        kubefed: r#""5s""#,
+        ours: r#""2s""#,
+        why: "the run lock's own retry period: a leader that lost contact resumes sooner (docs/watch.md)",
+    },
+    Known {
+        at: "init KubeFedConfig kube-federation-system/kubefed spec.syncController.maxConcurrentReconciles",
+        kubefed: "1",
+        ours: "8",
+        why: "the watch's requests in flight per member: one queue serves every type, so 1 would be one request at a time (docs/watch.md)",
+    },
+];
+
+/// KubeFed has no `init`: its Helm chart installs the KubeFedConfig
+/// (`charts/kubefed/charts/controllermanager/templates/kubefedconfig.yaml`).
+/// Rendered with the chart's default values into the namespace KubeFed's
+/// chart README installs it in, it must equal what `init` writes field by
+/// field, except [`KNOWN_CONFIG`].
+#[test]
+fn inits_kubefedconfig_is_kubefeds_chart_kubefedconfig() {
+    let Some(src) = kubefed_source() else {
+        println!("{}", kubefed_missing("module source (its Helm chart)"));
+        return;
+    };
+    let chart = src.join("charts/kubefed");
+    let template_file = chart.join("charts/controllermanager/templates/kubefedconfig.yaml");
+    let template = std::fs::read_to_string(&template_file).unwrap();
+    let rendered = render(&template, &chart_values(&chart), FEDNS);
+    let ours = crate::fixtures::kubefedctl(Path::new("/nonexistent"), &["init", "-o", "yaml"]).ok();
+    let config = |docs: Vec<Value>| -> BTreeMap<String, Value> {
+        docs.into_iter()
+            .filter(|d| d["kind"] == "KubeFedConfig")
+            .map(|d| {
+                let key = format!(
+                    "KubeFedConfig {}/{}",
+                    d["metadata"]["namespace"].as_str().unwrap_or(""),
+                    d["metadata"]["name"].as_str().unwrap_or("")
+                );
+                (key, normalize(&d))
+            })
+            .collect()
+    };
+    let (theirs, ours) = (
+        config(yaml_docs(&rendered)),
+        config(yaml_docs(&ours.stdout)),
+    );
+    assert_eq!(
+        theirs.keys().collect::<Vec<_>>(),
+        [&format!("KubeFedConfig {FEDNS}/kubefed")],
+        "{}, rendered:\n{rendered}",
+        template_file.display()
+    );
+    assert_eq!(
+        theirs.keys().collect::<Vec<_>>(),
+        ours.keys().collect::<Vec<_>>(),
+        "init writes the chart's KubeFedConfig"
+    );
+    let found: BTreeSet<(String, String, String)> =
+        differences("init", &theirs, &ours).into_iter().collect();
+    assert_exact(
+        "init's KubeFedConfig and KubeFed's chart",
+        &found,
+        KNOWN_CONFIG,
+    );
+}
+
+/// The chart's default values as the controllermanager sub-chart sees
+/// them: the sub-chart has no values.yaml of its own, so its `.Values` is
+/// the parent's `controllermanager:` table, with the parent's `global:`
+/// table as `.Values.global` (Helm's sub-chart values).
+fn chart_values(chart: &Path) -> Value {
+    let file = chart.join("values.yaml");
+    let parent = yaml_docs(&std::fs::read_to_string(&file).unwrap()).remove(0);
+    let mut values = parent["controllermanager"].clone();
+    assert!(
+        values.is_object(),
+        "{}: no controllermanager table",
+        file.display()
+    );
+    values["global"] = parent["global"].clone();
+    values
+}
+
+/// Helm's (Go template's) empty value, which `default` replaces and `if`
+/// takes as false: null, false, 0, "", an empty list or map.
+fn helm_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty(),
+    }
+}
+
+/// `.Values.a.b` in `values` (null when missing, as Helm's nil).
+fn chart_value<'v>(values: &'v Value, path: &str) -> &'v Value {
+    let path = path
+        .strip_prefix(".Values.")
+        .unwrap_or_else(|| panic!("not a value: {path}"));
+    path.split('.').fold(values, |v, k| &v[k])
+}
+
+/// Renders what kubefedconfig.yaml uses of Helm's templates, as Helm does:
+/// `{{ .Release.Namespace }}`, `{{ .Values.X | default LITERAL }}` with an
+/// optional `| quote`, and `{{- if .Values.X }}` ... `{{- end }}` on lines
+/// of their own (`{{-` eats the line break before them). Anything else
+/// panics, so a template this cannot render is noticed, not misread.
+fn render(template: &str, values: &Value, namespace: &str) -> String {
+    let mut out = String::new();
+    let mut shown = vec![true];
+    for line in template.lines() {
+        let t = line.trim();
+        if let Some(cond) = t
+            .strip_prefix("{{- if ")
+            .and_then(|c| c.strip_suffix(" }}"))
+        {
+            shown.push(!helm_empty(chart_value(values, cond)));
+            continue;
+        }
+        if t == "{{- end }}" {
+            shown.pop();
+            assert!(!shown.is_empty(), "an {{{{- end }}}} without its if");
+            continue;
+        }
+        if !shown.iter().all(|s| *s) {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(start) = rest.find("{{") {
+            let end = start + rest[start..].find("}}").expect("an unclosed {{");
+            out.push_str(&rest[..start]);
+            out.push_str(&render_action(
+                rest[start + 2..end].trim(),
+                values,
+                namespace,
+            ));
+            rest = &rest[end + 2..];
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    assert_eq!(shown.len(), 1, "an {{{{- if }}}} without its end");
+    out
+}
+
+/// One `{{ ... }}` action of [`render`].
+fn render_action(action: &str, values: &Value, namespace: &str) -> String {
+    if action == ".Release.Namespace" {
+        return namespace.to_string();
+    }
+    let mut pipeline = action.split(" | ");
+    let mut v = chart_value(values, pipeline.next().unwrap()).clone();
+    let mut quoted = false;
+    for function in pipeline {
+        if let Some(literal) = function.strip_prefix("default ") {
+            if helm_empty(&v) {
+                // A Go literal: "20s" or 3, which JSON reads alike.
+                v = serde_json::from_str(literal)
+                    .unwrap_or_else(|e| panic!("default {literal}: {e}"));
+            }
+        } else if function == "quote" {
+            quoted = true;
+        } else {
+            panic!("{{{{ {action} }}}}: no {function} here");
+        }
+    }
+    match v {
+        Value::String(s) if quoted => Value::String(s).to_string(),
+        Value::String(s) => s,
+        other if quoted => Value::String(other.to_string()).to_string(),
+        other => other.to_string(),
+    }
+}
