@@ -299,27 +299,33 @@ fn untimed(v: &Value) -> Value {
 }
 
 /// What a controller decides and records on the host, by `Kind ns/name`:
-/// each federated object's spec, finalizers and status, each
-/// PropagatedVersion's status, each FederatedTypeConfig's spec and status,
+/// each federated object's spec, finalizers and status (those of `plurals`
+/// in `namespaces`, and the cluster-scoped ones), each PropagatedVersion's
+/// and ClusterPropagatedVersion's status, each FederatedTypeConfig's spec
+/// and status, and the KubeFedConfig, which neither controller may change;
 /// timestamps dropped.
-fn host_state(
-    env: &TestEnv,
-    f: &Federation,
-    namespaces: &[&str],
-    plurals: &[&str],
-) -> BTreeMap<String, Value> {
+fn host_state(env: &TestEnv, f: &Federation, namespaces: &[&str]) -> BTreeMap<String, Value> {
     let mut lists = vec![];
     for ns in namespaces {
-        for p in plurals {
+        for p in plurals(true) {
             lists.push(format!("/apis/{}/v1beta1/namespaces/{ns}/{p}", f.group));
         }
         lists.push(format!(
             "/apis/core.kubefed.io/v1alpha1/namespaces/{ns}/propagatedversions"
         ));
     }
+    for p in plurals(false) {
+        lists.push(format!("/apis/{}/v1beta1/{p}", f.group));
+    }
+    lists.push("/apis/core.kubefed.io/v1alpha1/clusterpropagatedversions".into());
     // What each controller says of its own per-type controllers.
     lists.push(format!(
         "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs",
+        f.fedns
+    ));
+    // The configuration both read: left as it was.
+    lists.push(format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedconfigs",
         f.fedns
     ));
     let mut state = BTreeMap::new();
@@ -330,16 +336,21 @@ fn host_state(
             let m = &item["metadata"];
             let key = format!(
                 "{kind} {}/{}",
-                m["namespace"].as_str().unwrap(),
+                m["namespace"].as_str().unwrap_or(""),
                 m["name"].as_str().unwrap()
             );
             state.insert(
                 key,
                 untimed(&json!({"spec": item["spec"], "finalizers": m["finalizers"],
-                    "labels": m["labels"], "status": item["status"]})),
+                    "labels": m["labels"], "annotations": m["annotations"],
+                    "status": item["status"]})),
             );
         }
     }
+    assert!(
+        state.keys().any(|k| k.starts_with("KubeFedConfig ")),
+        "no KubeFedConfig in {state:#?}"
+    );
     state
 }
 
@@ -556,29 +567,35 @@ fn series_differences(
     out
 }
 
-/// The federated types of the hand-over federations (namespaces come with
-/// every [`Federation`]).
-const TYPES: [&str; 4] = ["configmaps", "deployments.apps", "secrets", "services"];
+/// The federated types of the hand-over federations: KubeFed's ten
+/// default types (`parity::TYPES`, the types of its own e2e fixtures).
+fn types() -> Vec<&'static str> {
+    crate::parity::TYPES.iter().map(|t| t.name).collect()
+}
 
-const PLURALS: [&str; 5] = [
-    "federatedconfigmaps",
-    "federateddeployments",
-    "federatedsecrets",
-    "federatedservices",
-    "federatednamespaces",
-];
+/// The federated plurals of those types, namespaced or cluster-scoped
+/// (FederatedNamespaces are namespaced, in the namespace they stand for).
+fn plurals(namespaced: bool) -> Vec<String> {
+    crate::parity::TYPES
+        .iter()
+        .filter(|t| (t.namespaced || t.name == "namespaces") == namespaced)
+        .map(|t| format!("federated{}", t.plural))
+        .collect()
+}
 
 /// The namespace whose FederatedNamespace places it on the first member only.
 fn narrow_ns(f: &Federation) -> String {
     format!("{}-one", f.fedns)
 }
 
-/// A federation's worth of what propagation has to get right: plain
-/// objects of several types, an override, the orphan annotation, a
-/// ReplicaSchedulingPreference, and a namespace that its FederatedNamespace
-/// narrows to one member (with an object placed everywhere in it). Returns
-/// the federated objects (`Kind ns/name`, as KubeFed's log names them) and
-/// the member objects they make (`member path`).
+/// A federation's worth of what propagation has to get right: an object
+/// of each of KubeFed's ten default types (its e2e fixtures, with their
+/// overrides for the second member), more of some (an override of a
+/// label, the orphan annotation, a ReplicaSchedulingPreference), and a
+/// namespace that its FederatedNamespace narrows to one member (with an
+/// object placed everywhere in it). Returns the federated objects
+/// (`Kind ns/name`, or `Kind name` when cluster-scoped, as KubeFed's log
+/// names them) and the member objects they make (`member path`).
 fn create_objects(env: &TestEnv, f: &Federation) -> (Vec<String>, Vec<(&'static str, String)>) {
     let ns = f.ns;
     let one = narrow_ns(f);
@@ -689,6 +706,42 @@ fn create_objects(env: &TestEnv, f: &Federation) -> (Vec<String>, Vec<(&'static 
         format!("FederatedConfigMap {one}/narrow"),
     ]);
     let mut members = vec![];
+    // One of each default type (namespaces: the FederatedNamespaces here).
+    for t in crate::parity::TYPES
+        .iter()
+        .filter(|t| t.name != "namespaces")
+    {
+        let (template, overrides) = crate::parity::fixture(t);
+        let mut spec = json!({"template": template, "placement": everywhere});
+        if overrides != json!([]) {
+            spec["overrides"] =
+                json!([{"clusterName": f.cluster("m2"), "clusterOverrides": overrides}]);
+        }
+        let (kind, plural) = (
+            format!("Federated{}", t.kind),
+            format!("federated{}", t.plural),
+        );
+        if t.namespaced {
+            create_in(env, f, ns, &plural, &kind, "fixture", spec);
+            fed.push(format!("{kind} {ns}/fixture"));
+            for m in ["member1", "member2"] {
+                members.push((m, format!("{}/namespaces/{ns}/{}/fixture", t.api, t.plural)));
+            }
+        } else {
+            let name = format!("{}-fixture", f.fedns);
+            post(
+                env,
+                "host",
+                &format!("/apis/{}/v1beta1/{plural}", f.group),
+                json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": kind,
+                    "metadata": {"name": name}, "spec": spec}),
+            );
+            fed.push(format!("{kind} {name}"));
+            for m in ["member1", "member2"] {
+                members.push((m, format!("{}/{}/{name}", t.api, t.plural)));
+            }
+        }
+    }
     for m in ["member1", "member2"] {
         members.push((m, format!("/api/v1/namespaces/{ns}")));
         for n in ["plain", "over", "orphan"] {
@@ -752,7 +805,7 @@ fn kubefed_takes_over_what_we_propagated_without_a_member_write() {
         return;
     };
     let env = &env;
-    let f = Federation::new(env, "ho-ours", &TYPES);
+    let f = Federation::new(env, "ho-ours", &types());
     short_leases(env, &f);
     let (fed, members) = create_objects(env, &f);
     let mut runs = 0;
@@ -770,7 +823,7 @@ fn kubefed_takes_over_what_we_propagated_without_a_member_write() {
         );
     }
     let namespaces = [f.ns, &narrow_ns(&f)];
-    let ours = host_state(env, &f, &namespaces, &PLURALS);
+    let ours = host_state(env, &f, &namespaces);
     let ours_members = member_objects(env, &members);
 
     let mut taken = vec![];
@@ -782,7 +835,7 @@ fn kubefed_takes_over_what_we_propagated_without_a_member_write() {
         kubefed.stop();
         // Repeats (a requeue of the same object) count once.
         let written: BTreeSet<String> = member_writes(&f).into_iter().collect();
-        let state = host_state(env, &f, &namespaces, &PLURALS);
+        let state = host_state(env, &f, &namespaces);
         assert_eq!(
             changed(&without_type_configs(&ours), &without_type_configs(&state)),
             Vec::<String>::new(),
@@ -819,7 +872,7 @@ fn we_take_over_what_kubefed_propagated_without_a_member_write() {
         return;
     };
     let env = &env;
-    let f = Federation::new(env, "ho-kf", &TYPES);
+    let f = Federation::new(env, "ho-kf", &types());
     short_leases(env, &f);
     let mut kubefed = KubeFed::start(env, &f, "first").unwrap();
     kubefed.wait_leading(env, &f);
@@ -832,7 +885,7 @@ fn we_take_over_what_kubefed_propagated_without_a_member_write() {
     kubefed.wait_reconciled(&fed, Duration::from_secs(5));
     kubefed.stop();
     let namespaces = [f.ns, &narrow_ns(&f)];
-    let theirs = host_state(env, &f, &namespaces, &PLURALS);
+    let theirs = host_state(env, &f, &namespaces);
     let theirs_members = member_objects(env, &members);
     kubefed.wait_lock_expired(env, &f);
 
@@ -846,7 +899,7 @@ fn we_take_over_what_kubefed_propagated_without_a_member_write() {
     let host_writes: Vec<String> = f.writes().iter().map(describe).collect();
     assert_eq!(host_writes, Vec::<String>::new(), "reconcile's host writes");
     assert_eq!(
-        changed(&theirs, &host_state(env, &f, &namespaces, &PLURALS)),
+        changed(&theirs, &host_state(env, &f, &namespaces)),
         Vec::<String>::new(),
         "reconcile changed the host's record"
     );
@@ -861,7 +914,7 @@ fn we_take_over_what_kubefed_propagated_without_a_member_write() {
     // Running, it records on the host what KubeFed recorded, its
     // FederatedTypeConfigs' statuses (`Running`) included.
     assert_eq!(
-        changed(&theirs, &host_state(env, &f, &namespaces, &PLURALS)),
+        changed(&theirs, &host_state(env, &f, &namespaces)),
         Vec::<String>::new(),
         "the running watch's record differs from KubeFed's"
     );
@@ -893,7 +946,7 @@ fn we_take_over_what_kubefed_propagated_without_a_member_write() {
         }
     }
     assert_eq!(
-        changed(&stopped, &host_state(env, &f, &namespaces, &PLURALS)),
+        changed(&stopped, &host_state(env, &f, &namespaces)),
         Vec::<String>::new(),
         "the watch changed the host's record"
     );
