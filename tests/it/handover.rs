@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use testenv::{Proxy, RequestRecord, TestEnv, kubefed_binary, kubefed_missing};
+use testenv::{Proxy, RequestRecord, TestEnv, Version, kubefed_binary, kubefed_missing};
 
 /// A private environment of host and two members for one test, the
 /// hand-over tests one after another (see the module's doc); `None`
@@ -761,6 +761,57 @@ fn create_objects(env: &TestEnv, f: &Federation) -> (Vec<String>, Vec<(&'static 
     (fed, members)
 }
 
+/// Whether the controller that propagated has settled: every member object
+/// of `members` holds the version its cluster's entry records in the
+/// (Cluster)PropagatedVersions (`gen:N` where the object has a generation,
+/// else `rv:R`, as upstream's `pkg/controller/sync/version` compares them).
+/// A member's own controllers write some copies after propagation: on 1.20
+/// the token controller adds a token Secret to a ServiceAccount's
+/// `secrets`, and the controller that propagated sees that write and
+/// records it (a one-shot run, on its next run). Until that write has
+/// happened and been recorded, a hand-over would rightly rewrite the copy.
+fn settled(env: &TestEnv, f: &Federation, namespaces: &[&str], members: &[(&str, String)]) -> bool {
+    let mut lists: Vec<String> = namespaces
+        .iter()
+        .map(|ns| format!("/apis/core.kubefed.io/v1alpha1/namespaces/{ns}/propagatedversions"))
+        .collect();
+    lists.push("/apis/core.kubefed.io/v1alpha1/clusterpropagatedversions".into());
+    let mut recorded = BTreeSet::new();
+    for path in lists {
+        let Some(list) = get(env, "host", &path) else {
+            return false;
+        };
+        for item in list["items"].as_array().into_iter().flatten() {
+            for v in item["status"]["clusterVersions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                recorded.insert((v["clusterName"].to_string(), v["version"].to_string()));
+            }
+        }
+    }
+    let makes_token_secrets = env.version() == Version::V1_20;
+    members.iter().all(|(m, p)| {
+        let Some(o) = get(env, m, p) else {
+            return false;
+        };
+        if makes_token_secrets
+            && p.contains("/serviceaccounts/")
+            && o["secrets"].as_array().is_none_or(Vec::is_empty)
+        {
+            return false;
+        }
+        let meta = &o["metadata"];
+        let version = match meta["generation"].as_i64().unwrap_or(0) {
+            0 => format!("rv:{}", meta["resourceVersion"].as_str().unwrap_or("")),
+            g => format!("gen:{g}"),
+        };
+        let cluster = f.cluster(&format!("m{}", m.trim_start_matches("member")));
+        recorded.contains(&(json!(cluster).to_string(), json!(version).to_string()))
+    })
+}
+
 /// Every member object of `members`, as [`member_object`] keeps it.
 fn member_objects(env: &TestEnv, members: &[(&str, String)]) -> BTreeMap<String, Value> {
     members
@@ -808,21 +859,22 @@ fn kubefed_takes_over_what_we_propagated_without_a_member_write() {
     let f = Federation::new(env, "ho-ours", &types());
     short_leases(env, &f);
     let (fed, members) = create_objects(env, &f);
+    let namespaces = [f.ns, &narrow_ns(&f)];
     let mut runs = 0;
     loop {
         runs += 1;
         f.reset();
         reconcile_all(&f).ok();
-        if f.writes().is_empty() {
+        if f.writes().is_empty() && settled(env, &f, &namespaces, &members) {
             break;
         }
         assert!(
-            runs < 4,
+            runs < 8,
             "not converged after {runs} runs: {:?}",
             f.writes().iter().map(describe).collect::<Vec<_>>()
         );
+        std::thread::sleep(Duration::from_secs(1));
     }
-    let namespaces = [f.ns, &narrow_ns(&f)];
     let ours = host_state(env, &f, &namespaces);
     let ours_members = member_objects(env, &members);
 
@@ -883,8 +935,12 @@ fn we_take_over_what_kubefed_propagated_without_a_member_write() {
             && f.replicas(env, "member2", "spread") == 2
     });
     kubefed.wait_reconciled(&fed, Duration::from_secs(5));
-    kubefed.stop();
     let namespaces = [f.ns, &narrow_ns(&f)];
+    wait_until("KubeFed to record every member object's version", || {
+        kubefed.assert_running();
+        settled(env, &f, &namespaces, &members)
+    });
+    kubefed.stop();
     let theirs = host_state(env, &f, &namespaces);
     let theirs_members = member_objects(env, &members);
     kubefed.wait_lock_expired(env, &f);
