@@ -17,12 +17,6 @@ impl ObjectText {
         ObjectText(serde_json::to_string(v).unwrap_or_default().into())
     }
 
-    /// Text already serialised from a JSON value (the watch serialises its
-    /// objects straight from the listed form).
-    pub fn from_json(text: String) -> ObjectText {
-        ObjectText(text.into())
-    }
-
     /// The object parsed again; text this type made always parses.
     pub fn value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or_default()
@@ -30,12 +24,6 @@ impl ObjectText {
 
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-impl From<&Value> for ObjectText {
-    fn from(v: &Value) -> ObjectText {
-        ObjectText::of(v)
     }
 }
 
@@ -51,7 +39,6 @@ mod tests {
         assert_eq!(t.value(), v);
         let c = t.clone();
         assert!(std::ptr::eq(t.as_str(), c.as_str()));
-        assert_eq!(ObjectText::from_json(t.as_str().to_string()), t);
         assert_ne!(ObjectText::of(&json!({"a": 1})), t);
     }
 }
