@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod describe;
 pub mod dns;
 pub mod events;
+pub mod held;
 pub mod names;
 pub mod object_text;
 pub mod outcome;

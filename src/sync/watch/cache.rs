@@ -7,6 +7,7 @@ use crate::api::core::FederatedTypeConfig;
 use crate::clients::members::{Health, Member};
 use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
+use crate::core::held::Held;
 use crate::core::object_text::ObjectText;
 use crate::core::propagation::decide::{Listing, federated_key};
 use crate::core::run::scope::RunScope;
@@ -22,24 +23,8 @@ pub type WorkKey = FederatedRef;
 /// A watched set of objects.
 #[derive(Clone, Debug, Default)]
 pub struct Store {
-    pub objects: BTreeMap<ObjectKey, ObjectText>,
+    pub objects: BTreeMap<ObjectKey, Held>,
     pub state: StoreState,
-}
-
-/// What a decision reads of an object: all but its status and the fields
-/// the API server bumps on every write. A change to the rest is news (a
-/// member edited by hand, a template changed); a status update (ours on
-/// the host, a controller's in a member) is not.
-fn essence(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(o) = v.as_object_mut() {
-        o.remove("status");
-    }
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-        m.remove("managedFields");
-    }
-    v
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -73,7 +58,7 @@ pub struct Cache {
     pub settings: Settings,
     pub ftcs: BTreeMap<String, FederatedTypeConfig>,
     pub clusters: BTreeMap<String, Value>,
-    pub schedulings: BTreeMap<ObjectKey, ObjectText>,
+    pub schedulings: BTreeMap<ObjectKey, Held>,
     pub versions: HashMap<ObjectKey, ObjectText>,
     pub namespaces: HashMap<String, String>,
     pub federated: BTreeMap<String, Store>,
@@ -238,14 +223,14 @@ impl Cache {
 
     /// RSPs touch the objects they schedule.
     fn apply_schedulings(&mut self, change: Change) -> Dirt {
-        let touched = apply_keyed(&mut self.schedulings, change);
+        let touched = apply_keyed(&mut self.schedulings, change, Held::whole);
         let mut dirt = Dirt::default();
         for key in touched {
             // The RSP's target kind names the type it schedules.
             let kind = self
                 .schedulings
                 .get(&key)
-                .map(ObjectText::value)
+                .map(|r| r.text.value())
                 .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
             for (name, t) in self.types() {
                 if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
@@ -270,7 +255,8 @@ impl Cache {
             Change::Replaced(vs) => {
                 self.versions
                     .retain(|k, _| k.0.is_empty() != cluster_scoped);
-                self.versions.extend(vs);
+                self.versions
+                    .extend(vs.into_iter().map(|(k, held)| (k, held.text)));
             }
             Change::Failed { .. } => {}
         }
@@ -325,7 +311,7 @@ impl Cache {
     fn apply_federated(&mut self, ftc: &str, change: Change) -> Dirt {
         let store = self.federated.entry(ftc.to_string()).or_default();
         // Status updates are our own write-backs: no news.
-        let (touched, _) = apply_store(store, change);
+        let (touched, _) = apply_store(store, change, Held::whole);
         let mut dirt = Dirt::default();
         let is_namespaces = self.namespaces_type().as_deref() == Some(ftc);
         for key in touched {
@@ -350,7 +336,7 @@ impl Cache {
             .or_default();
         let was_usable = store.state == StoreState::Listed;
         let replaced = matches!(change, Change::Replaced(_));
-        let (touched, status_only) = apply_store(store, change);
+        let (touched, status_only) = apply_store(store, change, Held::member_copy);
         if replaced && !was_usable {
             // Rounds left this member out until now.
             return Dirt {
@@ -491,7 +477,7 @@ impl Cache {
                 s.objects
                     .iter()
                     .filter(|(k, _)| only.is_none_or(|o| o.contains(*k)))
-                    .map(|(_, v)| v.value())
+                    .map(|(_, v)| v.text.value())
                     .collect()
             })
             .unwrap_or_default();
@@ -523,7 +509,7 @@ impl Cache {
                     t.objects = self
                         .federated
                         .get(&name)
-                        .map(|s| s.objects.values().map(ObjectText::value).collect())
+                        .map(|s| s.objects.values().map(|o| o.text.value()).collect())
                         .unwrap_or_default();
                     t
                 })
@@ -561,7 +547,7 @@ impl Cache {
         self.schedulings
             .iter()
             .filter(|(k, _)| namespace.is_none_or(|ns| ns == k.0))
-            .map(|(_, v)| v.value())
+            .map(|(_, v)| v.text.value())
             .collect()
     }
 }
@@ -580,7 +566,7 @@ fn member_listing(
             s.objects
                 .iter()
                 .filter(|(k, _)| only.is_none_or(|o| o.contains(&federated_key(&t.ty, k))))
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(k, v)| (k.clone(), v.text.clone()))
                 .collect(),
         ),
         StoreState::NotServed(_) => Listing::NotServed(Vec::new()),
@@ -663,34 +649,38 @@ fn apply_by_name(map: &mut BTreeMap<String, Value>, change: Change) {
     }
 }
 
-/// Applies a change to objects by key; returns the keys whose object was
-/// added, removed or changed in more than its status (see [`essence`]).
-fn apply_keyed(map: &mut BTreeMap<ObjectKey, ObjectText>, change: Change) -> Vec<ObjectKey> {
-    apply_keyed_status(map, change).0
+/// Applies a change to objects by key, each held as `hold` holds it;
+/// returns the keys whose object was added, removed or changed in more
+/// than its status (see `core::held`).
+fn apply_keyed(
+    map: &mut BTreeMap<ObjectKey, Held>,
+    change: Change,
+    hold: fn(&Value) -> Held,
+) -> Vec<ObjectKey> {
+    apply_keyed_status(map, change, hold).0
 }
 
 /// [`apply_keyed`], also returning the keys whose status alone changed.
 fn apply_keyed_status(
-    map: &mut BTreeMap<ObjectKey, ObjectText>,
+    map: &mut BTreeMap<ObjectKey, Held>,
     change: Change,
+    hold: fn(&Value) -> Held,
 ) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
     let mut news = Vec::new();
     let mut status_only = Vec::new();
-    // Parsed only when the text changed.
-    let mut compare = |key: &ObjectKey, old: Option<&ObjectText>, text: &ObjectText| match old {
-        None => news.push(key.clone()),
-        Some(old) if old == text => {}
-        Some(old) if essence(&old.value()) == essence(&text.value()) => {
-            status_only.push(key.clone())
-        }
-        Some(_) => news.push(key.clone()),
+    let mut compare = |key: &ObjectKey, old: Option<&Held>, new: &Held| match old
+        .map_or(Some(true), |old| new.change_from(old))
+    {
+        Some(true) => news.push(key.clone()),
+        Some(false) => status_only.push(key.clone()),
+        None => {}
     };
     match change {
         Change::Applied(v) => {
             let key = key_of(&v);
-            let text = ObjectText::of(&v);
-            compare(&key, map.get(&key), &text);
-            map.insert(key, text);
+            let held = hold(&v);
+            compare(&key, map.get(&key), &held);
+            map.insert(key, held);
         }
         Change::Deleted(v) => {
             let key = key_of(&v);
@@ -699,9 +689,9 @@ fn apply_keyed_status(
         }
         Change::Replaced(vs) => {
             let mut new = BTreeMap::new();
-            for (key, text) in vs {
-                compare(&key, map.get(&key), &text);
-                new.insert(key, text);
+            for (key, held) in vs {
+                compare(&key, map.get(&key), &held);
+                new.insert(key, held);
             }
             news.extend(map.keys().filter(|k| !new.contains_key(*k)).cloned());
             *map = new;
@@ -713,7 +703,11 @@ fn apply_keyed_status(
 
 /// Applies a change to a store: the keys with news, and those whose status
 /// alone changed.
-fn apply_store(store: &mut Store, change: Change) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
+fn apply_store(
+    store: &mut Store,
+    change: Change,
+    hold: fn(&Value) -> Held,
+) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
     match change {
         Change::Failed {
             not_served,
@@ -728,7 +722,7 @@ fn apply_store(store: &mut Store, change: Change) -> (Vec<ObjectKey>, Vec<Object
         }
         change => {
             let replaced = matches!(change, Change::Replaced(_));
-            let touched = apply_keyed_status(&mut store.objects, change);
+            let touched = apply_keyed_status(&mut store.objects, change, hold);
             if replaced {
                 store.state = StoreState::Listed;
             }
@@ -1037,11 +1031,20 @@ mod tests {
             c.apply(ev(member.clone(), Change::Applied(status))).keys,
             [key("configmaps", "shop", "a")].into()
         );
+        // A member copy is held as the view decide reads, without its
+        // data; an edit of the data by hand is news all the same.
         let mut drifted = copy;
         drifted["data"]["d"] = json!("by hand");
         assert_eq!(
             c.apply(ev(member, Change::Applied(drifted))).keys,
             [key("configmaps", "shop", "a")].into()
+        );
+        let held = &c.members[&("m1".to_string(), "configmaps".to_string())].objects
+            [&("shop".to_string(), "a".to_string())];
+        assert_eq!(
+            held.text.value(),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "a", "namespace": "shop"}})
         );
     }
 

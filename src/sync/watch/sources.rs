@@ -17,7 +17,7 @@
 use super::metrics::Metrics;
 use crate::apply::api_error_line;
 use crate::core::describe::{ObjectKey, key_of};
-use crate::core::object_text::ObjectText;
+use crate::core::held::Held;
 use crate::core::run::shard::Shard;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
@@ -61,6 +61,15 @@ impl Source {
         )
     }
 
+    /// How the cache holds this source's objects: a member copy as the
+    /// view decide reads (`core::held`), anything else whole.
+    pub fn hold(&self, v: &Value) -> Held {
+        match self {
+            Source::Member(..) => Held::member_copy(v),
+            _ => Held::whole(v),
+        }
+    }
+
     /// Where the source is: `host`, or the member's name.
     pub fn cluster(&self) -> &str {
         match self {
@@ -91,8 +100,9 @@ impl std::fmt::Display for Source {
 pub enum Change {
     Applied(Value),
     Deleted(Value),
-    /// A complete (re)list: what the source holds now, by key, as text.
-    Replaced(Vec<(ObjectKey, ObjectText)>),
+    /// A complete (re)list: what the source holds now, by key, as the
+    /// cache holds it ([`Source::hold`]).
+    Replaced(Vec<(ObjectKey, Held)>),
     /// The watch failed (it retries with backoff); `not_served`: a 404.
     Failed {
         not_served: bool,
@@ -101,12 +111,12 @@ pub enum Change {
 }
 
 impl Change {
-    /// A complete list of these objects.
+    /// A complete list of these objects, held whole.
     pub fn replaced(objects: Vec<Value>) -> Change {
         Change::Replaced(
             objects
                 .iter()
-                .map(|o| (key_of(o), ObjectText::of(o)))
+                .map(|o| (key_of(o), Held::whole(o)))
                 .collect(),
         )
     }
@@ -114,8 +124,8 @@ impl Change {
 
 /// The objects of a list, parsed again (for the few, small host sources
 /// that are kept as typed objects or values).
-pub fn values(listed: Vec<(ObjectKey, ObjectText)>) -> impl Iterator<Item = Value> {
-    listed.into_iter().map(|(_, o)| o.value())
+pub fn values(listed: Vec<(ObjectKey, Held)>) -> impl Iterator<Item = Value> {
+    listed.into_iter().map(|(_, o)| o.text.value())
 }
 
 #[derive(Debug)]
@@ -295,7 +305,7 @@ impl Watch {
     /// is gone (or the stream ended, which a watcher never does).
     async fn watch_once(&self, failures: &mut u32) -> Option<watcher::Error> {
         let mut stream = watcher(self.spec.api.clone(), self.spec.config.clone()).boxed();
-        let mut listing: Vec<(ObjectKey, ObjectText)> = Vec::new();
+        let mut listing: Vec<(ObjectKey, Held)> = Vec::new();
         while let Some(item) = stream.next().await {
             let change = match item {
                 Ok(watcher::Event::Init) => {
@@ -304,9 +314,10 @@ impl Watch {
                 }
                 Ok(watcher::Event::InitApply(o)) => {
                     if self.owns(&o) {
-                        // Held as text at once (the same text as an applied
-                        // object's, so the cache compares them as text).
-                        listing.push((object_key(&o), ObjectText::of(&self.typed(o))));
+                        // Held as the cache holds it at once (the same as an
+                        // applied object's, so the cache compares them as text).
+                        let key = object_key(&o);
+                        listing.push((key, self.source.hold(&self.typed(o))));
                     }
                     continue;
                 }
