@@ -281,6 +281,7 @@ impl ReconcileOptions {
                 timeout: self.requests.timeout,
                 probe_timeout: self.requests.probe_timeout,
                 settings: None,
+                whole_copies: self.plan.dry_run,
             },
             proposal,
             dry_run: self.plan.dry_run,

@@ -408,6 +408,7 @@ pub(super) async fn check_members(
             timeout: o.probe_timeout,
             probe_timeout: Some(o.probe_timeout),
             settings: None,
+            whole_copies: false,
         },
         proposal: None,
         dry_run: true,

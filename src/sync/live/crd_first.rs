@@ -184,7 +184,9 @@ async fn served_once_established(
             return Ok(None);
         }
         // Established, yet the handler may lag a moment behind.
-        match observe::list_member(&client, ns, &t.target, cluster, timeout).await {
+        match observe::list_member(&client, ns, &t.target, cluster, timeout, seen.whole_copies)
+            .await
+        {
             Listing::NotServed(_) => Ok(None),
             listing => Ok(Some(Some(listing))),
         }

@@ -37,6 +37,9 @@ pub struct Selection {
     /// The KubeFedConfig's settings when the caller already read them (to
     /// take the lock with its timings); None: the observation reads them.
     pub settings: Option<Settings>,
+    /// Hold member copies whole, for a dry run's diffs; otherwise only the
+    /// view decide and the passes read of them (`core::held`).
+    pub whole_copies: bool,
 }
 
 /// One enabled type and what was read of it.
@@ -95,6 +98,9 @@ pub struct Observation {
     /// member held none of its objects: the CRD that defines it is created
     /// by the same plan (`crd_first`). `--validate` leaves them out.
     pub types_to_come: BTreeSet<(String, String)>,
+    /// Member copies are held whole (a dry run's diffs show them), not as
+    /// the view decide reads ([`Selection::whole_copies`]).
+    pub whole_copies: bool,
 }
 
 impl Observation {
@@ -126,6 +132,7 @@ impl Observation {
             host_plan: Vec::new(),
             partial: None,
             types_to_come: BTreeSet::new(),
+            whole_copies: false,
         }
     }
 
@@ -172,6 +179,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     let health = members::probe_all(&members, probe_timeout).await;
     let namespace = settings.objects_namespace(&host.namespace, o.scope.namespace.as_deref());
     let mut seen = Observation::new(settings, members, health, o.scope.clone(), namespace);
+    seen.whole_copies = o.whole_copies;
     // What the decide step needs is read all at once after the types are
     // known: the federated objects of each type, every member's objects,
     // the PropagatedVersions and the host's namespaces. Each is a paged list
@@ -495,8 +503,9 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
             let ar = t.target.clone();
             let ns = seen.namespace.clone().filter(|_| t.ty.namespaced);
             let name = m.name.clone();
+            let whole = seen.whole_copies;
             lists.spawn(async move {
-                let listing = list_member(&client, ns.as_deref(), &ar, &name, timeout).await;
+                let listing = list_member(&client, ns.as_deref(), &ar, &name, timeout, whole).await;
                 (i, name, listing)
             });
         }
@@ -509,14 +518,16 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
 }
 
 /// One member's managed objects of one type (`ns`: the namespace of a
-/// namespaced type's run, if any). A 404 means the member does not serve
-/// the type (yet: see `crd_first`).
+/// namespaced type's run, if any), each held `whole` or as the view decide
+/// reads. A 404 means the member does not serve the type (yet: see
+/// `crd_first`).
 pub async fn list_member(
     client: &kube::Client,
     ns: Option<&str>,
     ar: &ApiResource,
     name: &str,
     timeout: Duration,
+    whole: bool,
 ) -> Listing {
     let api = dynamic_api(client, ns, ar);
     // Managed objects only, as KubeFed's member informers
@@ -525,7 +536,7 @@ pub async fn list_member(
     // member holds. A same-named unmanaged object shows up when
     // a create meets it (409), as upstream's dispatcher sees it.
     let managed = ListParams::default().labels(&format!("{MANAGED_LABEL}=true"));
-    match tokio::time::timeout(timeout * 4, list_copies(&api, &managed)).await {
+    match tokio::time::timeout(timeout * 4, list_copies(&api, &managed, whole)).await {
         Err(_) => Listing::Failed(format!("no answer within {:?}", timeout * 4)),
         Ok(Err(kube::Error::Api(s))) if s.code == 404 => Listing::NotServed(
             crate::clients::discovery::served_elsewhere(client, ar)
@@ -575,14 +586,21 @@ pub async fn list_pages(
 /// A member's copies of a type as a run holds them: as text, keyed, each
 /// page turned into text as it arrives, so that a run over a whole
 /// federation holds one page of parsed objects at a time, not every
-/// member's listing (see `core::object_text`).
+/// member's listing (see `core::object_text`); `whole` or only the view
+/// decide reads (`core::held`).
 async fn list_copies(
     api: &Api<DynamicObject>,
     params: &ListParams,
+    whole: bool,
 ) -> std::result::Result<HashMap<ObjectKey, ObjectText>, kube::Error> {
     let mut out = HashMap::new();
     for_each_listed(api, params, |item| {
-        out.insert(key_of(&item), ObjectText::of(&item));
+        let text = if whole {
+            ObjectText::of(&item)
+        } else {
+            ObjectText::of(&crate::core::held::member_view(&item))
+        };
+        out.insert(key_of(&item), text);
     })
     .await?;
     Ok(out)
