@@ -380,7 +380,7 @@ async fn federated_objects(
             let kind = t.federated.kind.clone();
             // A task each, so that their pages are parsed on every core.
             tokio::spawn(async move {
-                list_all(&api, &params)
+                list_without_owners(&api, &params)
                     .await
                     .with_context(|| format!("listing {kind}"))
             })
@@ -641,6 +641,24 @@ pub async fn list_all(api: &Api<DynamicObject>, params: &ListParams) -> Result<V
     list_pages(api, params).await.map_err(api_error)
 }
 
+/// [`list_all`], each object without its managedFields from the moment
+/// its page arrives: a run never reads who owns the federated objects' or
+/// PropagatedVersions' fields (an update without them leaves them as they
+/// are), and they are much of each object (a PropagatedVersion's mirror
+/// its `clustersVersions` entry by entry).
+async fn list_without_owners(api: &Api<DynamicObject>, params: &ListParams) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for_each_listed(api, params, |mut item| {
+        if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        out.push(item);
+    })
+    .await
+    .map_err(api_error)?;
+    Ok(out)
+}
+
 /// PropagatedVersions and ClusterPropagatedVersions by (namespace, name).
 async fn read_versions(
     host: &Host,
@@ -650,7 +668,8 @@ async fn read_versions(
     let cpv = resource_of::<ClusterPropagatedVersion>();
     let mut out = HashMap::new();
     for (ar, ns) in [(pv, namespace.as_deref()), (cpv, None)] {
-        for v in list_all(&dynamic_api(&host.client, ns, &ar), &ListParams::default()).await? {
+        let api = dynamic_api(&host.client, ns, &ar);
+        for v in list_without_owners(&api, &ListParams::default()).await? {
             out.insert(key_of(&v), v);
         }
     }
