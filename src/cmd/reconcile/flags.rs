@@ -295,6 +295,7 @@ impl ReconcileOptions {
             wait: self.waits.wait,
             events: (self.requests.events && !self.plan.dry_run)
                 .then(|| Arc::new(crate::sync::passes::events::Recorder::new())),
+            wait_ready: self.waits.wait_ready.is_some(),
         }
     }
 

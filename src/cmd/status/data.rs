@@ -417,6 +417,7 @@ pub(super) async fn check_members(
         attempts: 1,
         wait: None,
         events: None,
+        wait_ready: false,
     };
     let view = crate::sync::live::member_view(host, &options).await?;
     let kind = &ftc.spec.federated_type.kind;

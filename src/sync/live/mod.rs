@@ -61,6 +61,10 @@ pub struct Options {
     /// dry run): one correlator for the process, so a watch's repeated
     /// Events bump `count`.
     pub events: Option<std::sync::Arc<crate::sync::passes::events::Recorder>>,
+    /// `--wait-ready` follows the run: the report lists the member objects
+    /// it placed (`Report::placed`; one entry per object and member, kept
+    /// only when someone waits for them).
+    pub wait_ready: bool,
 }
 
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
@@ -178,7 +182,7 @@ pub async fn round(
         crate::sync::passes::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
 
     let decided = decide_all(host, seen);
-    report_decisions(seen, &decided, &mut report);
+    report_decisions(seen, &decided, o.wait_ready, &mut report);
     let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
     if passes.permissions {
         permissions::check(seen, &mut jobs, o.selection.timeout, &mut report).await;
@@ -218,14 +222,22 @@ pub async fn round(
 }
 
 /// What the decide step found worth saying: failures, notes, the member
-/// objects placed (for `--wait-ready`) and the templates' warnings.
-fn report_decisions(seen: &Observation, decided: &[TypeDecisions], report: &mut Report) {
+/// objects placed (when `placed`: for `--wait-ready`) and the templates'
+/// warnings.
+fn report_decisions(
+    seen: &Observation,
+    decided: &[TypeDecisions],
+    placed: bool,
+    report: &mut Report,
+) {
     for (t, d) in seen.types.iter().zip(decided) {
         report.failures.extend(d.failures.iter().cloned());
         for (p, fed) in d.objects.iter().zip(&t.objects) {
             report.failures.extend(p.failures.iter().cloned());
             report.notes.extend(p.notes.iter().cloned());
-            report.placed.extend(placed_objects(t, p));
+            if placed {
+                report.placed.extend(placed_objects(t, p));
+            }
             for w in crate::core::propagation::desired::template_warnings(fed) {
                 let what = describe(&t.federated.kind, fed);
                 report.warnings.push(format!("{what}: {}", w.message()));
