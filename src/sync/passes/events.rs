@@ -59,8 +59,18 @@ impl Recorder {
     }
 
     /// Correlates `events` and writes them to the host, at most
-    /// [`HOST_WRITES_IN_FLIGHT`] at once.
+    /// [`HOST_WRITES_IN_FLIGHT`] at once, a batch after another: a first
+    /// run over 10,000 objects records as many Events, and each batch's
+    /// request bodies are built only when it is written.
     pub async fn record(&self, host: &Host, events: Vec<Event>) -> Recorded {
+        let mut out = Recorded::default();
+        for batch in events.chunks(EVENTS_PER_BATCH) {
+            self.record_batch(host, batch, &mut out).await;
+        }
+        out
+    }
+
+    async fn record_batch(&self, host: &Host, events: &[Event], out: &mut Recorded) {
         let writes: Vec<Correlated> = {
             let mut c = locked(&self.correlator);
             events
@@ -82,7 +92,6 @@ impl Recorder {
             .buffer_unordered(HOST_WRITES_IN_FLIGHT)
             .collect()
             .await;
-        let mut out = Recorded::default();
         let mut c = locked(&self.correlator);
         for (key, n, answer) in answers {
             out.writes += n;
@@ -91,9 +100,12 @@ impl Recorder {
                 Err(e) => out.warnings.push(format!("event not recorded: {e}")),
             }
         }
-        out
     }
 }
+
+/// Events correlated and written together: enough to keep every host lane
+/// busy between batches.
+const EVENTS_PER_BATCH: usize = 16 * HOST_WRITES_IN_FLIGHT;
 
 /// One Event's request (and the create a PATCH falls back to on 404, as
 /// client-go's `recordEvent`); returns the requests made and the answer.
