@@ -133,6 +133,13 @@ impl Cache {
     /// Takes in one change; says what it touches.
     pub fn apply(&mut self, event: Event) -> Dirt {
         let Event { source, change } = event;
+        // A host source's objects are read as values (typed, by name).
+        let change = match change {
+            Change::Kept(_, held) if !matches!(source, Source::Member(..)) => {
+                Change::Applied(held.text.value())
+            }
+            change => change,
+        };
         // Only a complete list makes a source usable: a watch that failed
         // before listing must not read as "nothing there" (every member
         // copy would look orphaned).
@@ -172,7 +179,7 @@ impl Cache {
             Change::Applied(v) => Some(v),
             Change::Replaced(vs) => values(vs).next(),
             Change::Deleted(_) => None,
-            Change::Failed { .. } => return Dirt::default(),
+            Change::Failed { .. } | Change::Kept(..) => return Dirt::default(),
         };
         let before = self.settings;
         match crate::clients::host::settings_of(host_namespace_of(&config), config.as_ref()) {
@@ -258,7 +265,7 @@ impl Cache {
                 self.versions
                     .extend(vs.into_iter().map(|(k, held)| (k, held.text)));
             }
-            Change::Failed { .. } => {}
+            Change::Failed { .. } | Change::Kept(..) => {}
         }
         Dirt::default()
     }
@@ -295,7 +302,7 @@ impl Cache {
                 self.namespaces = new;
                 touched
             }
-            Change::Failed { .. } => Vec::new(),
+            Change::Failed { .. } | Change::Kept(..) => Vec::new(),
         };
         let mut dirt = Dirt::default();
         if let Some(ns_type) = self.namespaces_type() {
@@ -631,7 +638,7 @@ fn apply_typed<T: serde::de::DeserializeOwned>(
                 .filter_map(|v| Some((name_of(&v), parse(v, &mut warnings)?)))
                 .collect();
         }
-        Change::Failed { .. } => {}
+        Change::Failed { .. } | Change::Kept(..) => {}
     }
     warnings
 }
@@ -645,7 +652,7 @@ fn apply_by_name(map: &mut BTreeMap<String, Value>, change: Change) {
             map.remove(&name_of(&v));
         }
         Change::Replaced(vs) => *map = values(vs).map(|v| (name_of(&v), v)).collect(),
-        Change::Failed { .. } => {}
+        Change::Failed { .. } | Change::Kept(..) => {}
     }
 }
 
@@ -695,6 +702,10 @@ fn apply_keyed_status(
             }
             news.extend(map.keys().filter(|k| !new.contains_key(*k)).cloned());
             *map = new;
+        }
+        Change::Kept(key, held) => {
+            compare(&key, map.get(&key), &held);
+            map.insert(key, held);
         }
         Change::Failed { .. } => {}
     }
@@ -1036,9 +1047,20 @@ mod tests {
         let mut drifted = copy;
         drifted["data"]["d"] = json!("by hand");
         assert_eq!(
-            c.apply(ev(member, Change::Applied(drifted))).keys,
+            c.apply(ev(member.clone(), Change::Applied(drifted.clone())))
+                .keys,
             [key("configmaps", "shop", "a")].into()
         );
+        // As a member watch sends them: held in its own task.
+        let kept = |v: &Value| Change::Kept(key_of(v), member.hold(v));
+        assert!(c.apply(ev(member.clone(), kept(&drifted))).keys.is_empty());
+        let mut edited_again = drifted.clone();
+        edited_again["data"]["d"] = json!("by hand, again");
+        assert_eq!(
+            c.apply(ev(member.clone(), kept(&edited_again))).keys,
+            [key("configmaps", "shop", "a")].into()
+        );
+        c.apply(ev(member.clone(), kept(&drifted)));
         let held = &c.members[&("m1".to_string(), "configmaps".to_string())].objects
             [&("shop".to_string(), "a".to_string())];
         assert_eq!(

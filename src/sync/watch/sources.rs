@@ -99,6 +99,12 @@ impl std::fmt::Display for Source {
 #[derive(Debug)]
 pub enum Change {
     Applied(Value),
+    /// A member copy applied, already held as the cache holds it: made in
+    /// the watch's own task, so that the events waiting for the controller
+    /// (a first sync's creates come back as tens of thousands) are small
+    /// views, not parsed objects. Member sources only (the cache reads any
+    /// other source's as `Applied`).
+    Kept(ObjectKey, Held),
     Deleted(Value),
     /// A complete (re)list: what the source holds now, by key, as the
     /// cache holds it ([`Source::hold`]).
@@ -329,6 +335,10 @@ impl Watch {
                 }
                 Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) if !self.owns(&o) => {
                     continue;
+                }
+                Ok(watcher::Event::Apply(o)) if matches!(self.source, Source::Member(..)) => {
+                    let key = object_key(&o);
+                    Change::Kept(key, self.source.hold(&self.typed(o)))
                 }
                 Ok(watcher::Event::Apply(o)) => Change::Applied(self.typed(o)),
                 Ok(watcher::Event::Delete(o)) => Change::Deleted(self.typed(o)),
