@@ -299,23 +299,20 @@ mod tests {
             for retain in [false, true] {
                 let fed = fed_of(kind, &copy, retain);
                 for versions in [None, Some(json!({"clustersVersions": []}))] {
-                    let whole = sync_decisions(
-                        &fed,
-                        &target,
-                        &placed,
-                        &[state(copy.clone())],
-                        versions.as_ref(),
-                        settings,
-                    );
-                    let of_view = sync_decisions(
-                        &fed,
-                        &target,
-                        &placed,
-                        &[state(view.clone())],
-                        versions.as_ref(),
-                        settings,
-                    );
-                    assert_eq!(format!("{whole:?}"), format!("{of_view:?}"), "{kind}");
+                    let decide = |live: &Value| {
+                        let states = [state(live.clone())];
+                        let d = sync_decisions(
+                            &fed,
+                            &target,
+                            &placed,
+                            &states,
+                            versions.as_ref(),
+                            settings,
+                        );
+                        format!("{d:?}")
+                    };
+                    let (whole, of_view) = (decide(&copy), decide(&view));
+                    assert_eq!(whole, of_view, "{kind}");
                 }
                 let mut deleting = fed.clone();
                 deleting["metadata"]["deletionTimestamp"] = json!("2026-12-03T11:00:00Z");
