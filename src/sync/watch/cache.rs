@@ -133,8 +133,12 @@ impl Cache {
     /// Takes in one change; says what it touches.
     pub fn apply(&mut self, event: Event) -> Dirt {
         let Event { source, change } = event;
-        // A host source's objects are read as values (typed, by name).
+        // A member copy is held as its source holds it (`Source::hold`);
+        // a host source's objects are read as values (typed, by name).
         let change = match change {
+            Change::Applied(v) if matches!(source, Source::Member(..)) => {
+                Change::Kept(key_of(&v), source.hold(&v))
+            }
             Change::Kept(_, held) if !matches!(source, Source::Member(..)) => {
                 Change::Applied(held.text.value())
             }
@@ -230,7 +234,7 @@ impl Cache {
 
     /// RSPs touch the objects they schedule.
     fn apply_schedulings(&mut self, change: Change) -> Dirt {
-        let touched = apply_keyed(&mut self.schedulings, change, Held::whole);
+        let touched = apply_keyed(&mut self.schedulings, change);
         let mut dirt = Dirt::default();
         for key in touched {
             // The RSP's target kind names the type it schedules.
@@ -318,7 +322,7 @@ impl Cache {
     fn apply_federated(&mut self, ftc: &str, change: Change) -> Dirt {
         let store = self.federated.entry(ftc.to_string()).or_default();
         // Status updates are our own write-backs: no news.
-        let (touched, _) = apply_store(store, change, Held::whole);
+        let (touched, _) = apply_store(store, change);
         let mut dirt = Dirt::default();
         let is_namespaces = self.namespaces_type().as_deref() == Some(ftc);
         for key in touched {
@@ -343,7 +347,7 @@ impl Cache {
             .or_default();
         let was_usable = store.state == StoreState::Listed;
         let replaced = matches!(change, Change::Replaced(_));
-        let (touched, status_only) = apply_store(store, change, Held::member_copy);
+        let (touched, status_only) = apply_store(store, change);
         if replaced && !was_usable {
             // Rounds left this member out until now.
             return Dirt {
@@ -656,22 +660,17 @@ fn apply_by_name(map: &mut BTreeMap<String, Value>, change: Change) {
     }
 }
 
-/// Applies a change to objects by key, each held as `hold` holds it;
-/// returns the keys whose object was added, removed or changed in more
-/// than its status (see `core::held`).
-fn apply_keyed(
-    map: &mut BTreeMap<ObjectKey, Held>,
-    change: Change,
-    hold: fn(&Value) -> Held,
-) -> Vec<ObjectKey> {
-    apply_keyed_status(map, change, hold).0
+/// Applies a change to objects by key (an applied host object held whole,
+/// a member copy as it was kept); returns the keys whose object was added,
+/// removed or changed in more than its status (see `core::held`).
+fn apply_keyed(map: &mut BTreeMap<ObjectKey, Held>, change: Change) -> Vec<ObjectKey> {
+    apply_keyed_status(map, change).0
 }
 
 /// [`apply_keyed`], also returning the keys whose status alone changed.
 fn apply_keyed_status(
     map: &mut BTreeMap<ObjectKey, Held>,
     change: Change,
-    hold: fn(&Value) -> Held,
 ) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
     let mut news = Vec::new();
     let mut status_only = Vec::new();
@@ -685,7 +684,7 @@ fn apply_keyed_status(
     match change {
         Change::Applied(v) => {
             let key = key_of(&v);
-            let held = hold(&v);
+            let held = Held::whole(&v);
             compare(&key, map.get(&key), &held);
             map.insert(key, held);
         }
@@ -714,11 +713,7 @@ fn apply_keyed_status(
 
 /// Applies a change to a store: the keys with news, and those whose status
 /// alone changed.
-fn apply_store(
-    store: &mut Store,
-    change: Change,
-    hold: fn(&Value) -> Held,
-) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
+fn apply_store(store: &mut Store, change: Change) -> (Vec<ObjectKey>, Vec<ObjectKey>) {
     match change {
         Change::Failed {
             not_served,
@@ -733,7 +728,7 @@ fn apply_store(
         }
         change => {
             let replaced = matches!(change, Change::Replaced(_));
-            let touched = apply_keyed_status(&mut store.objects, change, hold);
+            let touched = apply_keyed_status(&mut store.objects, change);
             if replaced {
                 store.state = StoreState::Listed;
             }
