@@ -142,9 +142,8 @@ async fn catch_up(
             }
             continue;
         }
-        let timeout = o.selection.timeout;
         if let Some(listing) =
-            served_once_established(seen, ti, &cluster, crd, until, timeout).await
+            served_once_established(seen, ti, &cluster, crd, until, &o.selection).await
         {
             seen.types[ti].members.insert(cluster.clone(), listing);
             served.push(cluster);
@@ -162,8 +161,9 @@ async fn served_once_established(
     cluster: &str,
     crd: &str,
     until: Instant,
-    timeout: Duration,
+    selection: &observe::Selection,
 ) -> Option<Listing> {
+    let timeout = selection.timeout;
     let client = seen
         .members
         .iter()
@@ -184,8 +184,15 @@ async fn served_once_established(
             return Ok(None);
         }
         // Established, yet the handler may lag a moment behind.
-        match observe::list_member(&client, ns, &t.target, cluster, timeout, seen.whole_copies)
-            .await
+        match observe::list_member(
+            &client,
+            ns,
+            &t.target,
+            cluster,
+            timeout,
+            selection.whole_copies,
+        )
+        .await
         {
             Listing::NotServed(_) => Ok(None),
             listing => Ok(Some(Some(listing))),

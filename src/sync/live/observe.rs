@@ -98,9 +98,6 @@ pub struct Observation {
     /// member held none of its objects: the CRD that defines it is created
     /// by the same plan (`crd_first`). `--validate` leaves them out.
     pub types_to_come: BTreeSet<(String, String)>,
-    /// Member copies are held whole (a dry run's diffs show them), not as
-    /// the view decide reads ([`Selection::whole_copies`]).
-    pub whole_copies: bool,
 }
 
 impl Observation {
@@ -132,7 +129,6 @@ impl Observation {
             host_plan: Vec::new(),
             partial: None,
             types_to_come: BTreeSet::new(),
-            whole_copies: false,
         }
     }
 
@@ -179,7 +175,6 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     let health = members::probe_all(&members, probe_timeout).await;
     let namespace = settings.objects_namespace(&host.namespace, o.scope.namespace.as_deref());
     let mut seen = Observation::new(settings, members, health, o.scope.clone(), namespace);
-    seen.whole_copies = o.whole_copies;
     // What the decide step needs is read all at once after the types are
     // known: the federated objects of each type, every member's objects,
     // the PropagatedVersions and the host's namespaces. Each is a paged list
@@ -188,7 +183,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     let wants_namespaces = seen.types.iter().any(|t| t.ty.target.is_namespace());
     let (objects, listings, versions, namespaces, rsps, dns) = tokio::join!(
         federated_objects(host, o, &seen.types, &seen.namespace),
-        list_members(&seen, o.timeout),
+        list_members(&seen, o.timeout, o.whole_copies),
         read_versions(host, &seen.namespace),
         async {
             if !wants_namespaces {
@@ -495,7 +490,11 @@ pub fn placement_clusters(members: &[Member], health: &[Health]) -> Vec<Cluster>
 /// One list per type and ready touched member, all at once, as (type
 /// index, member, listing). A 404 means the member does not serve the
 /// type: that type alone is affected there.
-async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, String, Listing)> {
+async fn list_members(
+    seen: &Observation,
+    timeout: Duration,
+    whole: bool,
+) -> Vec<(usize, String, Listing)> {
     let mut lists = tokio::task::JoinSet::new();
     for (i, t) in seen.types.iter().enumerate() {
         for m in seen.ready_members() {
@@ -503,7 +502,6 @@ async fn list_members(seen: &Observation, timeout: Duration) -> Vec<(usize, Stri
             let ar = t.target.clone();
             let ns = seen.namespace.clone().filter(|_| t.ty.namespaced);
             let name = m.name.clone();
-            let whole = seen.whole_copies;
             lists.spawn(async move {
                 let listing = list_member(&client, ns.as_deref(), &ar, &name, timeout, whole).await;
                 (i, name, listing)
