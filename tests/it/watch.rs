@@ -990,8 +990,8 @@ fn short_lived_tokens_replace_long_lived_ones_and_are_rotated_by_rotate_and_the_
 #[test]
 fn a_federated_crd_and_its_objects_converge_in_the_first_round() {
     let env = TestEnv::shared();
-    let spec = crate::reconcile::crd_first_type(env, "sprockets", "Sprocket");
-    let name = "sprockets.crdfirst.example.com";
+    let spec = crate::reconcile::crd_first_type(env, "cogwheels", "Cogwheel");
+    let name = "cogwheels.crdfirst.example.com";
     let f = Federation::new(
         env,
         "wt-crd",
@@ -1013,26 +1013,26 @@ fn a_federated_crd_and_its_objects_converge_in_the_first_round() {
             env,
             "host",
             &format!(
-                "/apis/{}/v1beta1/namespaces/{}/federatedsprockets",
+                "/apis/{}/v1beta1/namespaces/{}/federatedcogwheels",
                 f.group, f.ns
             ),
-            json!({"apiVersion": v1, "kind": "FederatedSprocket", "metadata": {"name": s, "namespace": f.ns},
+            json!({"apiVersion": v1, "kind": "FederatedCogwheel", "metadata": {"name": s, "namespace": f.ns},
                 "spec": {"template": {"spec": {"size": 3}}, "placement": {"clusterSelector": {}}}}),
         );
     }
     let log_path = env.dir().join("watch-crd-first.log");
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
-    let sprocket = |m: &str, s: &str| {
+    let cogwheel = |m: &str, s: &str| {
         let path = format!(
-            "/apis/crdfirst.example.com/v1/namespaces/{}/sprockets/{s}",
+            "/apis/crdfirst.example.com/v1/namespaces/{}/cogwheels/{s}",
             f.ns
         );
         env.request(m, "GET", &path, None).unwrap().status == 200
     };
-    wait_until("every sprocket in every member", || {
+    wait_until("every cogwheel in every member", || {
         ["member1", "member2"]
             .iter()
-            .all(|m| sprocket(m, "s1") && sprocket(m, "s2"))
+            .all(|m| cogwheel(m, "s1") && cogwheel(m, "s2"))
     });
     sigterm(&watch);
     let status = watch.wait().unwrap();
