@@ -1046,6 +1046,107 @@ fn a_federated_crd_and_its_objects_converge_in_the_first_round() {
     }
 }
 
+/// A full round over more objects than `--round-size` runs as slices of
+/// that size, one after another: every object converges, and a managed
+/// copy in a member that no federated object accounts for loses its
+/// managed label (upstream's orphan cleanup) in the slice that covers its
+/// key. Rounds over marked objects are cut to
+/// the same size.
+#[test]
+fn a_full_round_larger_than_the_round_size_runs_in_slices() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-slice", &["configmaps"]);
+    let r = env
+        .request(
+            "member1",
+            "POST",
+            "/api/v1/namespaces",
+            Some(&json!({"metadata": {"name": f.ns}}).to_string()),
+        )
+        .unwrap();
+    assert!(r.status == 201 || r.status == 409, "{}", r.body);
+    crate::fixtures::post(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/configmaps", f.ns),
+        json!({"metadata": {"name": "orphan", "labels": {"kubefed.io/managed": "true"}}}),
+    );
+    let names: Vec<String> = (0..5).map(|i| format!("c{i}")).collect();
+    for n in &names {
+        f.create(
+            env,
+            "FederatedConfigMap",
+            n,
+            json!({"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}}),
+        );
+    }
+    let log_path = env.dir().join("watch-slices.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &["--round-size", "2", "-v", "2"]);
+    let all_at = |v: &str| {
+        names.iter().all(|n| {
+            ["member1", "member2"]
+                .iter()
+                .all(|m| cm(env, m, f.ns, n).is_some_and(|o| o["data"]["v"] == v))
+        })
+    };
+    let orphan_managed = || {
+        cm(env, "member1", f.ns, "orphan").unwrap()["metadata"]["labels"]["kubefed.io/managed"]
+            .is_string()
+    };
+    wait_until("every copy, and the orphan unlabelled", || {
+        all_at("1") && !orphan_managed()
+    });
+    for n in &names {
+        patch(
+            env,
+            "host",
+            &fed_path(&f, "federatedconfigmaps", n),
+            json!({"spec": {"template": {"data": {"v": "2"}}}}),
+        );
+    }
+    wait_until("every change", || all_at("2"));
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    let text = log(&log_path);
+    assert!(status.success(), "{status:?}\n{text}");
+
+    // The FederatedNamespace, five ConfigMaps and the orphan: 7 keys.
+    let slices: Vec<(usize, usize, usize)> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split_once("full round, slice ")?.1;
+            let (nth, rest) = rest.split_once(" of ")?;
+            let (of, rest) = rest.split_once(": ")?;
+            let n = rest.split_once(" object")?.0;
+            Some((nth.parse().ok()?, of.parse().ok()?, n.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(
+        slices.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
+        [(1, 4), (2, 4), (3, 4), (4, 4)],
+        "{text}"
+    );
+    assert_eq!(slices.iter().map(|s| s.2).sum::<usize>(), 7, "{text}");
+    assert!(slices.iter().all(|s| s.2 <= 2), "{text}");
+    assert!(
+        !text.contains("full round\n"),
+        "never one round over all: {text}"
+    );
+    let rounds: Vec<usize> = text
+        .lines()
+        .filter_map(|l| {
+            l.split_once("round over ")?
+                .1
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(!rounds.is_empty(), "{text}");
+    assert!(rounds.iter().all(|n| *n <= 2), "{rounds:?}\n{text}");
+}
+
 /// The shard of `--shard I/3` that owns namespace `ns` and what is in it.
 fn shard_of(ns: &str) -> u32 {
     use kubefedctl::core::run::shard::Shard;

@@ -229,6 +229,10 @@ pub struct WatchFlags {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration, requires = "watch")]
     pub resync_period: Duration,
 
+    /// With --watch: federated objects one round covers at most; more are taken in several rounds, and a full round over more runs in slices (fewer: less memory, more rounds)
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(u32).range(1..), requires = "watch")]
+    pub round_size: u32,
+
     /// With --watch: serve /healthz, /readyz and /metrics here (e.g. :8080; default: off)
     #[arg(long, value_name = "ADDRESS", value_parser = parse_bind_address, requires = "watch")]
     pub metrics_bind_address: Option<std::net::SocketAddr>,
@@ -315,6 +319,7 @@ impl ReconcileOptions {
             watch_client,
             probe_interval: self.watch.probe_interval,
             resync_period: self.watch.resync_period,
+            round_size: self.watch.round_size as usize,
             leader_elect: self.watch.leader_elect,
             lock_timeout: self.lock.lock_timeout,
             no_lock: self.lock.no_lock,

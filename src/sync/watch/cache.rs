@@ -52,6 +52,27 @@ pub struct Dirt {
     pub warnings: Vec<String>,
 }
 
+/// What a round's observation covers.
+#[derive(Clone, Copy, Debug)]
+pub enum Cover<'a> {
+    /// Every object: a full round small enough to be one round.
+    Everything,
+    /// These keys only: a round over marked keys, or a slice of a full round.
+    Keys(&'a BTreeSet<WorkKey>),
+    /// The last slice of a full round: its keys, and every type's failing
+    /// member listings.
+    LastSlice(&'a BTreeSet<WorkKey>),
+}
+
+impl<'a> Cover<'a> {
+    fn keys(self) -> Option<&'a BTreeSet<WorkKey>> {
+        match self {
+            Cover::Everything => None,
+            Cover::Keys(k) | Cover::LastSlice(k) => Some(k),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Cache {
     /// What the KubeFedConfig says (the last valid one).
@@ -102,16 +123,27 @@ impl Cache {
         })
     }
 
-    /// Every federated object's key (a full round).
-    pub fn all_keys(&self) -> BTreeSet<WorkKey> {
-        self.federated
+    /// Every key a full round covers: each federated object's, and each
+    /// its members' copies name (the orphans are looked for among them).
+    pub fn full_round_keys(&self) -> BTreeSet<WorkKey> {
+        let mut keys: BTreeSet<WorkKey> = self
+            .federated
             .iter()
             .flat_map(|(t, s)| {
                 s.objects
                     .keys()
                     .map(move |k| FederatedRef::new(t, k.clone()))
             })
-            .collect()
+            .collect();
+        for ((_, ftc), s) in &self.members {
+            let Some(t) = self.ftcs.get(ftc).map(ObservedType::of) else {
+                continue;
+            };
+            keys.extend(
+                (s.objects.keys()).map(|k| FederatedRef::new(ftc, federated_key(&t.ty, k))),
+            );
+        }
+        keys
     }
 
     /// Drops what a source saw: it is being (re)started and is not usable
@@ -399,8 +431,8 @@ impl Cache {
             .unwrap_or_default()
     }
 
-    /// The observation of a round over `types` (FTC names): every object
-    /// (`keys` = `None`) or those keys only. `scope` is the run's, its
+    /// The observation of a round over `types` (FTC names): every object,
+    /// or some keys only (`cover`). `scope` is the run's, its
     /// `clusters` the members the round may write to.
     pub fn observe(
         &self,
@@ -408,8 +440,9 @@ impl Cache {
         scope: RunScope,
         types: &[String],
         (members, health): (&[Member], &[Health]),
-        keys: Option<&BTreeSet<WorkKey>>,
+        cover: Cover,
     ) -> Observation {
+        let keys = cover.keys();
         let settings = self.settings;
         let namespace = settings.objects_namespace(host_namespace, scope.namespace.as_deref());
         let touched = scope.clusters.clone().unwrap_or_default();
@@ -436,6 +469,9 @@ impl Cache {
             };
             let only = keys.is_some().then_some(&wanted);
             self.fill_type(&name, &mut t, only, members, &ready, &touched);
+            if matches!(cover, Cover::LastSlice(_)) && wanted.is_empty() {
+                self.fill_failing_listings(&name, &mut t, members, &ready, &touched);
+            }
             types.push(t);
             partial.push(wanted);
         }
@@ -503,6 +539,31 @@ impl Cache {
                 continue;
             };
             if let Some(listing) = member_listing(s, t, only) {
+                t.members.insert(m.name.clone(), listing);
+            }
+        }
+    }
+
+    /// The members where a type is not served or its watch fails, each
+    /// without objects: the last slice of a full round says so for the
+    /// types it covers no key of (and for those with no object at all, no
+    /// slice would).
+    fn fill_failing_listings(
+        &self,
+        name: &str,
+        t: &mut ObservedType,
+        members: &[Member],
+        ready: &BTreeSet<&str>,
+        touched: &BTreeSet<String>,
+    ) {
+        for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
+            let Some(s) = self.members.get(&(m.name.clone(), name.to_string())) else {
+                continue;
+            };
+            if !touched.contains(&m.name) || matches!(s.state, StoreState::Listed) {
+                continue;
+            }
+            if let Some(listing) = member_listing(s, t, Some(&BTreeSet::new())) {
                 t.members.insert(m.name.clone(), listing);
             }
         }
@@ -928,7 +989,7 @@ mod tests {
         // Failing later keeps what was listed until the watch lists again.
         c.apply(ev(cms.clone(), failed()));
         assert!(c.host_synced(std::slice::from_ref(&cms)));
-        assert_eq!(c.all_keys().len(), 1);
+        assert_eq!(c.full_round_keys().len(), 1);
     }
 
     #[test]
@@ -943,7 +1004,7 @@ mod tests {
         c.forget(&cms);
         assert!(!c.host_synced(std::slice::from_ref(&cms)));
         assert!(
-            c.all_keys().is_empty(),
+            c.full_round_keys().is_empty(),
             "objects seen before the restart are gone"
         );
         c.apply(ev(cms.clone(), Change::replaced(vec![])));
@@ -1005,7 +1066,7 @@ mod tests {
             none_touched(),
             &["configmaps".into()],
             (&[], &[]),
-            None,
+            Cover::Everything,
         );
         assert_eq!(
             seen.types[0].objects[0], written_back,
@@ -1092,7 +1153,13 @@ mod tests {
         ));
         let keys: BTreeSet<WorkKey> = [key("configmaps", "shop", "b")].into();
         let types = ["configmaps".to_string(), "namespaces".to_string()];
-        let seen = c.observe("fed", none_touched(), &types, (&[], &[]), Some(&keys));
+        let seen = c.observe(
+            "fed",
+            none_touched(),
+            &types,
+            (&[], &[]),
+            Cover::Keys(&keys),
+        );
         let cms = &seen.types[0];
         assert_eq!(cms.objects.len(), 1);
         assert_eq!(cms.objects[0]["metadata"]["name"], "b");
@@ -1105,7 +1172,7 @@ mod tests {
             [&("shop".to_string(), "configmap-b".to_string())],
             "the versions of the round's keys only"
         );
-        let all = c.observe("fed", none_touched(), &types, (&[], &[]), None);
+        let all = c.observe("fed", none_touched(), &types, (&[], &[]), Cover::Everything);
         assert_eq!(all.types[0].objects.len(), 2);
         assert_eq!(all.versions.len(), 2);
         assert!(all.partial.is_none());
@@ -1113,6 +1180,95 @@ mod tests {
         assert!(
             c.member_synced("m1", &["configmaps".into()]),
             "not served counts as known"
+        );
+    }
+
+    /// A member named `name`, ready, with no client (none is used).
+    fn member(name: &str) -> (Member, Health) {
+        let cluster = serde_json::from_value(json!({
+            "apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
+            "metadata": {"name": name, "namespace": "fed"},
+            "spec": {"apiEndpoint": "https://m", "secretRef": {"name": name}}}))
+        .unwrap();
+        let m = Member {
+            name: name.into(),
+            cluster,
+            labels: BTreeMap::new(),
+            client: Err("none in unit tests".into()),
+            watch_client: None,
+            requests: Default::default(),
+            stalled: None,
+            fingerprint: String::new(),
+            connected_in: Default::default(),
+        };
+        (
+            m,
+            Health::Ready {
+                version: "v1.37.2".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_full_round_in_slices_covers_orphans_and_every_failing_listing() {
+        let mut c = cache();
+        c.apply(ev(
+            Source::Federated("configmaps".into()),
+            Change::replaced(vec![obj("FederatedConfigMap", "shop", "a", "1")]),
+        ));
+        c.apply(ev(
+            Source::Member("m1".into(), "configmaps".into()),
+            Change::replaced(vec![
+                obj("ConfigMap", "shop", "a", "1"),
+                obj("ConfigMap", "shop", "gone", "1"),
+            ]),
+        ));
+        c.apply(ev(
+            Source::Member("m1".into(), "namespaces".into()),
+            Change::Failed {
+                not_served: false,
+                message: "500".into(),
+            },
+        ));
+        assert_eq!(
+            c.full_round_keys(),
+            [
+                key("configmaps", "shop", "a"),
+                key("configmaps", "shop", "gone")
+            ]
+            .into(),
+            "a member copy without its federated object is looked at too"
+        );
+
+        let (m1, ready) = member("m1");
+        let members = (std::slice::from_ref(&m1), std::slice::from_ref(&ready));
+        let touched = RunScope {
+            clusters: Some(["m1".to_string()].into()),
+            ..RunScope::default()
+        };
+        let types = ["configmaps".to_string(), "namespaces".to_string()];
+        let slice: BTreeSet<WorkKey> = [key("configmaps", "shop", "gone")].into();
+        let observe = |cover| c.observe("fed", touched.clone(), &types, members, cover);
+        let middle = observe(Cover::Keys(&slice));
+        let last = observe(Cover::LastSlice(&slice));
+        for seen in [&middle, &last] {
+            let Listing::Listed(copies) = &seen.types[0].members["m1"] else {
+                panic!("configmaps are listed in m1");
+            };
+            assert_eq!(
+                copies.keys().collect::<Vec<_>>(),
+                [&("shop".to_string(), "gone".to_string())],
+                "only the slice's copies"
+            );
+        }
+        assert!(
+            middle.types[1].members.is_empty(),
+            "a slice without namespaces leaves their listings to the last"
+        );
+        assert!(
+            matches!(&last.types[1].members["m1"], Listing::Failed(why) if why == "500"),
+            "the last slice says where a type with no object fails: {:?}",
+            last.types[1].members
         );
     }
 }

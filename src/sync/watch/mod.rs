@@ -77,6 +77,8 @@ pub struct WatchOptions {
     /// `--probe-interval`; `None`: the KubeFedConfig's.
     pub probe_interval: Option<Duration>,
     pub resync_period: Duration,
+    /// `--round-size`: keys one round covers at most (`rounds`).
+    pub round_size: usize,
     pub leader_elect: bool,
     pub lock_timeout: Duration,
     /// The KubeFedConfig's `leaderElect` (read at start).
@@ -218,8 +220,8 @@ struct Controller<'a> {
     reported: HashMap<String, Instant>,
     /// Rounds running, each a task.
     rounds: JoinSet<RoundDone>,
-    /// A full round is running (it runs alone).
-    full_running: bool,
+    /// A full round under way (it runs alone).
+    full: Option<rounds::FullRound>,
     /// A probe of every member, beside the loop: (generation, task).
     probing: Option<(u64, JoinHandle<Vec<Health>>)>,
     /// The lock is not renewed: no round, no write.
@@ -254,7 +256,7 @@ impl<'a> Controller<'a> {
             health: Vec::new(),
             reported: HashMap::new(),
             rounds: JoinSet::new(),
-            full_running: false,
+            full: None,
             probing: None,
             suspended: false,
             rebuild_due: None,
@@ -347,7 +349,7 @@ impl Controller<'_> {
         *locked(&self.metrics.lock_suspended_since) = Some(since);
         self.rounds.abort_all();
         while self.rounds.join_next().await.is_some() {}
-        self.full_running = false;
+        self.full = None;
         self.metrics.rounds_in_flight.store(0, Ordering::Relaxed);
         self.queue.abandon_in_flight();
     }

@@ -2,11 +2,13 @@
 //! the keys the queue has ready (or over everything, a full round, which
 //! runs alone), with an observation built from the cache, and its result
 //! comes back into the loop: keys succeed or wait their backoff, and the
-//! metrics count it. Kept apart from the loop (`mod.rs`) as kube-runtime
+//! metrics count it. A round covers at most `--round-size` keys: a burst
+//! is taken in several rounds, and a full round over more runs as slices,
+//! one after another. Kept apart from the loop (`mod.rs`) as kube-runtime
 //! keeps its runner and scheduler apart from the reconcile.
 
 use super::Controller;
-use super::cache::WorkKey;
+use super::cache::{Cover, WorkKey};
 use super::metrics::Metrics;
 use super::sources::Source;
 use crate::core::run::scope::RunScope;
@@ -14,13 +16,28 @@ use crate::parallel::locked;
 use crate::sync::live::observe::{self, Observation};
 use crate::sync::live::{self, Passes, RoundOutcome};
 use anyhow::Result;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Rounds at once. Each works on objects no other round holds; the bound
 /// only keeps a storm of events from opening unbounded tasks.
 pub(super) const ROUNDS_IN_FLIGHT: usize = 64;
+
+/// A full round under way: its keys, cut into slices of at most
+/// `--round-size` keys that run one after another, alone, as one round over
+/// everything did. Each slice is observed when it starts, so it sees the
+/// cache as it is then.
+pub(super) struct FullRound {
+    /// The slices still to run, the next one last.
+    left: Vec<BTreeSet<WorkKey>>,
+    /// How many slices it has.
+    slices: usize,
+    /// Few enough keys for one round: observed whole (`Cover::Everything`).
+    whole: bool,
+    /// The keys the queue had ready when it started, each done with its slice.
+    taken: BTreeMap<WorkKey, Instant>,
+}
 
 /// What a round tells the metrics as it goes: each member write's time.
 struct RoundProgress<'a>(&'a Metrics);
@@ -35,7 +52,8 @@ impl crate::sync::live::progress::Progress for RoundProgress<'_> {
 
 /// A round's result, back in the loop.
 pub(super) struct RoundDone {
-    full: bool,
+    /// The last slice of a full round.
+    ends_full: bool,
     taken: Vec<(WorkKey, Instant)>,
     result: Result<RoundResult>,
 }
@@ -59,23 +77,91 @@ impl Controller<'_> {
         }
     }
 
-    /// Starts the next round if one may run; returns whether a full round
-    /// is still due. A full round runs alone, after the rounds in flight.
+    /// Starts the next rounds that may run; returns whether a full round
+    /// is still due. A full round runs alone, after the rounds in flight,
+    /// a slice at a time; one asked for meanwhile runs after it.
     pub(super) fn next_round(&mut self, full: bool) -> bool {
+        if self.full.is_some() {
+            if self.rounds.is_empty() {
+                self.start_slice();
+            }
+            return full;
+        }
         if full {
             if self.rounds.is_empty() {
-                self.start_round(true);
+                self.plan_full_round();
+                self.start_slice();
                 return false;
             }
             return true;
         }
-        if !self.full_running
-            && self.rounds.len() < ROUNDS_IN_FLIGHT
+        while self.rounds.len() < ROUNDS_IN_FLIGHT
+            && self.queue.in_flight() < self.keys_in_flight()
             && self.queue.has_ready(Instant::now())
         {
-            self.start_round(false);
+            self.start_round();
         }
         false
+    }
+
+    /// A full round's keys, in slices: every federated object and every
+    /// member copy's (`Cache::full_round_keys`), and the keys the queue
+    /// has ready, which it takes.
+    fn plan_full_round(&mut self) {
+        self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
+        let taken: BTreeMap<WorkKey, Instant> =
+            self.queue.take_ready(Instant::now()).into_iter().collect();
+        let mut keys = self.cache.full_round_keys();
+        keys.extend(taken.keys().cloned());
+        let size = self.o.round_size;
+        let whole = keys.len() <= size;
+        let mut left: Vec<BTreeSet<WorkKey>> = Vec::new();
+        if whole {
+            left.push(BTreeSet::new());
+        } else {
+            let keys: Vec<WorkKey> = keys.into_iter().collect();
+            for slice in keys.chunks(size).rev() {
+                left.push(slice.iter().cloned().collect());
+            }
+        }
+        self.full = Some(FullRound {
+            slices: left.len(),
+            left,
+            whole,
+            taken,
+        });
+    }
+
+    /// Starts the full round's next slice (the last one also passes DNS).
+    fn start_slice(&mut self) {
+        let Some(f) = &mut self.full else {
+            return;
+        };
+        let Some(keys) = f.left.pop() else {
+            return;
+        };
+        let last = f.left.is_empty();
+        if f.whole {
+            tracing::debug!("full round");
+        } else {
+            let nth = f.slices - f.left.len();
+            let n = keys.len();
+            tracing::debug!("full round, slice {nth} of {}: {n} object(s)", f.slices);
+        }
+        let taken: Vec<(WorkKey, Instant)> = if last {
+            std::mem::take(&mut f.taken).into_iter().collect()
+        } else {
+            keys.iter()
+                .filter_map(|k| f.taken.remove_entry(k))
+                .collect()
+        };
+        let cover = match (f.whole, last) {
+            (true, _) => Cover::Everything,
+            (false, true) => Cover::LastSlice(&keys),
+            (false, false) => Cover::Keys(&keys),
+        };
+        let seen = self.observe(cover);
+        self.spawn_round(seen, taken, last);
     }
 
     /// The members a round may touch: the unready (their objects show
@@ -91,7 +177,7 @@ impl Controller<'_> {
             .collect()
     }
 
-    fn observe(&self, keys: Option<&BTreeSet<WorkKey>>) -> Observation {
+    fn observe(&self, cover: Cover) -> Observation {
         let scope = RunScope {
             clusters: Some(self.touched()),
             ..self.o.run.selection.scope.clone()
@@ -101,7 +187,7 @@ impl Controller<'_> {
             scope,
             &self.types(),
             (&self.members, &self.health),
-            keys,
+            cover,
         );
         // FederatedNamespaces are watched whatever -l says (they place
         // everything in them); -l still chooses which of them a round decides.
@@ -112,24 +198,39 @@ impl Controller<'_> {
         seen
     }
 
-    /// Starts a round as a task of its own: a full one over everything, or
-    /// one over the keys that are ready (and in flight from now on).
-    fn start_round(&mut self, full: bool) {
-        let taken = self.queue.take_ready(Instant::now());
-        if !full && taken.is_empty() {
+    /// Keys in flight at most, over all rounds: a round holds each of its
+    /// objects parsed (the federated object, its version, its members'
+    /// copies) and each plan until it ends; one round over all 10,000
+    /// objects of a large federation held hundreds of MB at once
+    /// (docs/performance.md). Two rounds' worth keep both cores busy.
+    fn keys_in_flight(&self) -> usize {
+        2 * self.o.round_size
+    }
+
+    /// Starts a round over keys that are ready (in flight from now on), as
+    /// many as the limits leave room for.
+    fn start_round(&mut self) {
+        let room = (self.keys_in_flight())
+            .saturating_sub(self.queue.in_flight())
+            .min(self.o.round_size);
+        let taken = self.queue.take_ready_at_most(Instant::now(), room);
+        if taken.is_empty() {
             return;
         }
         let keys: BTreeSet<WorkKey> = taken.iter().map(|(k, _)| k.clone()).collect();
-        let seen = self.observe(if full { None } else { Some(&keys) });
+        tracing::debug!("round over {} object(s)", keys.len());
+        let seen = self.observe(Cover::Keys(&keys));
+        self.spawn_round(seen, taken, false);
+    }
+
+    /// Runs a round as a task of its own; `ends_full`: the last slice of a
+    /// full round, which also passes DNS.
+    fn spawn_round(&mut self, seen: Observation, taken: Vec<(WorkKey, Instant)>, ends_full: bool) {
         let passes = Passes {
             cluster_health: false,
-            dns: full,
+            dns: ends_full,
             permissions: false,
         };
-        if full {
-            self.full_running = true;
-            self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
-        }
         self.metrics
             .rounds_in_flight
             .fetch_add(1, Ordering::Relaxed);
@@ -140,7 +241,7 @@ impl Controller<'_> {
             let mut seen = seen;
             let timeout = shared.run.selection.timeout;
             let result = async {
-                observe::finish_from_cache(&shared.host, &mut seen, timeout, full).await?;
+                observe::finish_from_cache(&shared.host, &mut seen, timeout, ends_full).await?;
                 let progress = RoundProgress(&metrics);
                 live::round_in_order(&shared.host, &mut seen, &shared.run, passes, &progress).await
             }
@@ -159,7 +260,7 @@ impl Controller<'_> {
             locked(&metrics.round_time.0).observe(took);
             locked(&metrics.round_time_upstream.0).observe(took);
             RoundDone {
-                full,
+                ends_full,
                 taken,
                 result,
             }
@@ -173,8 +274,8 @@ impl Controller<'_> {
         self.metrics
             .rounds_in_flight
             .fetch_sub(1, Ordering::Relaxed);
-        if done.full {
-            self.full_running = false;
+        if done.ends_full {
+            self.full = None;
             self.metrics.synced.store(true, Ordering::Relaxed);
         }
         let mut r = match done.result {

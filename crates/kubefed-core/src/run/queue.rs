@@ -76,11 +76,18 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
     /// flight), with when it was first marked; they are in flight until
     /// [`Self::succeeded`], [`Self::failed`] or [`Self::abandon_in_flight`].
     pub fn take_ready(&mut self, now: Instant) -> Vec<(K, Instant)> {
+        self.take_ready_at_most(now, usize::MAX)
+    }
+
+    /// [`Self::take_ready`], at most `limit` keys (in key order; the rest
+    /// stay ready for the next take).
+    pub fn take_ready_at_most(&mut self, now: Instant, limit: usize) -> Vec<(K, Instant)> {
         self.wrote.retain(|_, at| *at + MIN_WRITE_INTERVAL > now);
         let ready: Vec<K> = self
             .pending
             .keys()
             .filter(|k| self.is_ready(k, now))
+            .take(limit)
             .cloned()
             .collect();
         ready
@@ -296,6 +303,19 @@ mod tests {
         assert_eq!(q.take_ready(ms(1040)), [("cold", ms(1040))]);
         q.add("hot", ms(2100));
         assert_eq!(q.take_ready(ms(2100)).len(), 1);
+    }
+
+    #[test]
+    fn a_limited_take_leaves_the_rest_ready() {
+        let t0 = Instant::now();
+        let mut q = WorkQueue::default();
+        for k in ["c", "a", "b"] {
+            q.add(k, t0);
+        }
+        assert_eq!(q.take_ready_at_most(t0, 2), [("a", t0), ("b", t0)]);
+        assert_eq!((q.len(), q.in_flight()), (1, 2));
+        assert!(q.has_ready(t0));
+        assert_eq!(q.take_ready_at_most(t0, 2), [("c", t0)]);
     }
 
     #[test]
