@@ -1050,7 +1050,7 @@ fn a_federated_crd_and_its_objects_converge_in_the_first_round() {
 /// that size, one after another: every object converges, and a managed
 /// copy in a member that no federated object accounts for loses its
 /// managed label (upstream's orphan cleanup) in the slice that covers its
-/// key. Rounds over marked objects are cut to
+/// key. The namespace's slice comes first. Rounds over marked objects are cut to
 /// the same size.
 #[test]
 fn a_full_round_larger_than_the_round_size_runs_in_slices() {
@@ -1110,6 +1110,10 @@ fn a_full_round_larger_than_the_round_size_runs_in_slices() {
     let text = log(&log_path);
     assert!(status.success(), "{status:?}\n{text}");
 
+    // The namespace goes first: no ConfigMap is sent to a member before
+    // its namespace is there (member2 had none).
+    let missing = format!("namespaces \"{}\" not found", f.ns);
+    assert!(!text.contains(&missing), "{text}");
     // The FederatedNamespace, five ConfigMaps and the orphan: 7 keys.
     let slices: Vec<(usize, usize, usize)> = text
         .lines()

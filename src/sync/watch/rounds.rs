@@ -24,19 +24,34 @@ use std::time::{Duration, Instant};
 /// only keeps a storm of events from opening unbounded tasks.
 pub(super) const ROUNDS_IN_FLIGHT: usize = 64;
 
+/// Slices of a full round at once, after its first: one slice's last
+/// writes overlap the next one's first, as they did in one round.
+const SLICES_IN_FLIGHT: usize = 2;
+
 /// A full round under way: its keys, cut into slices of at most
-/// `--round-size` keys that run one after another, alone, as one round over
-/// everything did. Each slice is observed when it starts, so it sees the
-/// cache as it is then.
+/// `--round-size` keys, alone as one round over everything was. The first
+/// slice (namespaces and CRDs first: [`Controller::goes_first`]) runs by
+/// itself, then [`SLICES_IN_FLIGHT`] at a time. Each slice is observed when
+/// it starts, so it sees the cache as it is then.
 pub(super) struct FullRound {
     /// The slices still to run, the next one last.
     left: Vec<BTreeSet<WorkKey>>,
     /// How many slices it has.
     slices: usize,
+    /// Slices running.
+    running: usize,
     /// Few enough keys for one round: observed whole (`Cover::Everything`).
     whole: bool,
     /// The keys the queue had ready when it started, each done with its slice.
     taken: BTreeMap<WorkKey, Instant>,
+}
+
+/// What a round covers.
+enum Round {
+    /// Keys the queue had ready.
+    Keys,
+    /// A slice of a full round; the last one started also passes DNS.
+    Slice { last: bool },
 }
 
 /// What a round tells the metrics as it goes: each member write's time.
@@ -52,8 +67,8 @@ impl crate::sync::live::progress::Progress for RoundProgress<'_> {
 
 /// A round's result, back in the loop.
 pub(super) struct RoundDone {
-    /// The last slice of a full round.
-    ends_full: bool,
+    /// A slice of a full round.
+    slice: bool,
     taken: Vec<(WorkKey, Instant)>,
     result: Result<RoundResult>,
 }
@@ -82,7 +97,7 @@ impl Controller<'_> {
     /// a slice at a time; one asked for meanwhile runs after it.
     pub(super) fn next_round(&mut self, full: bool) -> bool {
         if self.full.is_some() {
-            if self.rounds.is_empty() {
+            while self.may_start_slice() {
                 self.start_slice();
             }
             return full;
@@ -119,17 +134,48 @@ impl Controller<'_> {
         if whole {
             left.push(BTreeSet::new());
         } else {
-            let keys: Vec<WorkKey> = keys.into_iter().collect();
+            let first = self.goes_first();
+            let (mut keys, rest): (Vec<WorkKey>, Vec<WorkKey>) = keys.into_iter().partition(first);
+            keys.extend(rest);
             for slice in keys.chunks(size).rev() {
                 left.push(slice.iter().cloned().collect());
             }
         }
         self.full = Some(FullRound {
+            running: 0,
             slices: left.len(),
             left,
             whole,
             taken,
         });
+    }
+
+    /// Whether a key is taken before others: a namespace's (its copies
+    /// must exist before what they hold can be created) and a CRD's (its
+    /// type must be served before its objects: `live::crd_first`). One
+    /// round over both orders them itself; rounds of a burst and the
+    /// slices of a full round would otherwise fail the rest until retried.
+    fn goes_first(&self) -> impl Fn(&WorkKey) -> bool + use<> {
+        let first: BTreeSet<String> = (self.cache.types().into_iter())
+            .filter(|(_, t)| {
+                let target = &t.ty.target;
+                target.is_namespace()
+                    || (target.group == crate::core::propagation::crd_first::CRD_GROUP
+                        && target.kind == crate::core::propagation::crd_first::CRD_KIND)
+            })
+            .map(|(name, _)| name)
+            .collect();
+        move |k: &WorkKey| first.contains(&k.type_name)
+    }
+
+    /// Whether the full round's next slice may start: the first alone, the
+    /// others [`SLICES_IN_FLIGHT`] at a time.
+    fn may_start_slice(&self) -> bool {
+        let Some(f) = &self.full else {
+            return false;
+        };
+        let started = f.slices - f.left.len();
+        !f.left.is_empty() && (f.running == 0 || (started >= 2 && f.running < SLICES_IN_FLIGHT))
     }
 
     /// Starts the full round's next slice (the last one also passes DNS).
@@ -160,8 +206,9 @@ impl Controller<'_> {
             (false, true) => Cover::LastSlice(&keys),
             (false, false) => Cover::Keys(&keys),
         };
+        f.running += 1;
         let seen = self.observe(cover);
-        self.spawn_round(seen, taken, last);
+        self.spawn_round(seen, taken, Round::Slice { last });
     }
 
     /// The members a round may touch: the unready (their objects show
@@ -213,22 +260,24 @@ impl Controller<'_> {
         let room = (self.keys_in_flight())
             .saturating_sub(self.queue.in_flight())
             .min(self.o.round_size);
-        let taken = self.queue.take_ready_at_most(Instant::now(), room);
+        let first = self.goes_first();
+        let taken = self.queue.take_ready_at_most(Instant::now(), room, first);
         if taken.is_empty() {
             return;
         }
         let keys: BTreeSet<WorkKey> = taken.iter().map(|(k, _)| k.clone()).collect();
         tracing::debug!("round over {} object(s)", keys.len());
         let seen = self.observe(Cover::Keys(&keys));
-        self.spawn_round(seen, taken, false);
+        self.spawn_round(seen, taken, Round::Keys);
     }
 
-    /// Runs a round as a task of its own; `ends_full`: the last slice of a
-    /// full round, which also passes DNS.
-    fn spawn_round(&mut self, seen: Observation, taken: Vec<(WorkKey, Instant)>, ends_full: bool) {
+    /// Runs a round as a task of its own.
+    fn spawn_round(&mut self, seen: Observation, taken: Vec<(WorkKey, Instant)>, round: Round) {
+        let slice = matches!(round, Round::Slice { .. });
+        let dns = matches!(round, Round::Slice { last: true });
         let passes = Passes {
             cluster_health: false,
-            dns: ends_full,
+            dns,
             permissions: false,
         };
         self.metrics
@@ -241,7 +290,7 @@ impl Controller<'_> {
             let mut seen = seen;
             let timeout = shared.run.selection.timeout;
             let result = async {
-                observe::finish_from_cache(&shared.host, &mut seen, timeout, ends_full).await?;
+                observe::finish_from_cache(&shared.host, &mut seen, timeout, dns).await?;
                 let progress = RoundProgress(&metrics);
                 live::round_in_order(&shared.host, &mut seen, &shared.run, passes, &progress).await
             }
@@ -260,7 +309,7 @@ impl Controller<'_> {
             locked(&metrics.round_time.0).observe(took);
             locked(&metrics.round_time_upstream.0).observe(took);
             RoundDone {
-                ends_full,
+                slice,
                 taken,
                 result,
             }
@@ -274,7 +323,12 @@ impl Controller<'_> {
         self.metrics
             .rounds_in_flight
             .fetch_sub(1, Ordering::Relaxed);
-        if done.ends_full {
+        let full_done = done.slice
+            && self.full.as_mut().is_some_and(|f| {
+                f.running -= 1;
+                f.left.is_empty() && f.running == 0
+            });
+        if full_done {
             self.full = None;
             self.metrics.synced.store(true, Ordering::Relaxed);
         }

@@ -76,20 +76,25 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
     /// flight), with when it was first marked; they are in flight until
     /// [`Self::succeeded`], [`Self::failed`] or [`Self::abandon_in_flight`].
     pub fn take_ready(&mut self, now: Instant) -> Vec<(K, Instant)> {
-        self.take_ready_at_most(now, usize::MAX)
+        self.take_ready_at_most(now, usize::MAX, |_| false)
     }
 
-    /// [`Self::take_ready`], at most `limit` keys (in key order; the rest
-    /// stay ready for the next take).
-    pub fn take_ready_at_most(&mut self, now: Instant, limit: usize) -> Vec<(K, Instant)> {
+    /// [`Self::take_ready`], at most `limit` keys: those that go `first`,
+    /// then the others, each in key order; the rest stay ready for the
+    /// next take. (A namespace goes before what it holds.)
+    pub fn take_ready_at_most(
+        &mut self,
+        now: Instant,
+        limit: usize,
+        first: impl Fn(&K) -> bool,
+    ) -> Vec<(K, Instant)> {
         self.wrote.retain(|_, at| *at + MIN_WRITE_INTERVAL > now);
-        let ready: Vec<K> = self
-            .pending
-            .keys()
+        let (mut ready, later): (Vec<&K>, Vec<&K>) = (self.pending.keys())
             .filter(|k| self.is_ready(k, now))
-            .take(limit)
-            .cloned()
-            .collect();
+            .partition(|k| first(k));
+        ready.extend(later);
+        ready.truncate(limit);
+        let ready: Vec<K> = ready.into_iter().cloned().collect();
         ready
             .into_iter()
             .map(|k| {
@@ -312,10 +317,23 @@ mod tests {
         for k in ["c", "a", "b"] {
             q.add(k, t0);
         }
-        assert_eq!(q.take_ready_at_most(t0, 2), [("a", t0), ("b", t0)]);
+        let none_first = |_: &&str| false;
+        assert_eq!(
+            q.take_ready_at_most(t0, 2, none_first),
+            [("a", t0), ("b", t0)]
+        );
         assert_eq!((q.len(), q.in_flight()), (1, 2));
         assert!(q.has_ready(t0));
-        assert_eq!(q.take_ready_at_most(t0, 2), [("c", t0)]);
+        assert_eq!(q.take_ready_at_most(t0, 2, none_first), [("c", t0)]);
+
+        for k in ["ns/z", "cm/a", "cm/b", "ns/y"] {
+            q.add(k, t0);
+        }
+        let namespaces_first = |k: &&str| k.starts_with("ns/");
+        assert_eq!(
+            q.take_ready_at_most(t0, 3, namespaces_first),
+            [("ns/y", t0), ("ns/z", t0), ("cm/a", t0)]
+        );
     }
 
     #[test]
