@@ -9,9 +9,10 @@ use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::held::Held;
 use crate::core::object_text::ObjectText;
-use crate::core::propagation::decide::{Listing, federated_key};
+use crate::core::propagation::decide::{Listing, federated_key, in_reach};
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
+use crate::core::run::shard;
 use crate::sync::live::observe::{self, Observation, ObservedType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -124,8 +125,9 @@ impl Cache {
     }
 
     /// Every key a full round covers: each federated object's, and each
-    /// its members' copies name (the orphans are looked for among them).
-    pub fn full_round_keys(&self) -> BTreeSet<WorkKey> {
+    /// its members' copies name within the run's reach (`-n`, its shard;
+    /// the orphans are looked for among them, and none with `-l`).
+    pub fn full_round_keys(&self, host_namespace: &str, scope: &RunScope) -> BTreeSet<WorkKey> {
         let mut keys: BTreeSet<WorkKey> = self
             .federated
             .iter()
@@ -135,12 +137,21 @@ impl Cache {
                     .map(move |k| FederatedRef::new(t, k.clone()))
             })
             .collect();
+        if scope.selector.is_some() {
+            return keys;
+        }
+        let namespace =
+            (self.settings).objects_namespace(host_namespace, scope.namespace.as_deref());
         for ((_, ftc), s) in &self.members {
             let Some(t) = self.ftcs.get(ftc).map(ObservedType::of) else {
                 continue;
             };
             keys.extend(
-                (s.objects.keys()).map(|k| FederatedRef::new(ftc, federated_key(&t.ty, k))),
+                (s.objects.keys())
+                    .filter(|k| in_reach(&t.ty, k, namespace.as_deref()))
+                    .map(|k| federated_key(&t.ty, k))
+                    .filter(|k| shard::owned(scope.shard, k))
+                    .map(|k| FederatedRef::new(ftc, k)),
             );
         }
         keys
@@ -989,7 +1000,7 @@ mod tests {
         // Failing later keeps what was listed until the watch lists again.
         c.apply(ev(cms.clone(), failed()));
         assert!(c.host_synced(std::slice::from_ref(&cms)));
-        assert_eq!(c.full_round_keys().len(), 1);
+        assert_eq!(c.full_round_keys("fed", &RunScope::default()).len(), 1);
     }
 
     #[test]
@@ -1004,7 +1015,7 @@ mod tests {
         c.forget(&cms);
         assert!(!c.host_synced(std::slice::from_ref(&cms)));
         assert!(
-            c.full_round_keys().is_empty(),
+            c.full_round_keys("fed", &RunScope::default()).is_empty(),
             "objects seen before the restart are gone"
         );
         c.apply(ev(cms.clone(), Change::replaced(vec![])));
@@ -1231,13 +1242,22 @@ mod tests {
             },
         ));
         assert_eq!(
-            c.full_round_keys(),
+            c.full_round_keys("fed", &RunScope::default()),
             [
                 key("configmaps", "shop", "a"),
                 key("configmaps", "shop", "gone")
             ]
             .into(),
             "a member copy without its federated object is looked at too"
+        );
+        let elsewhere = RunScope {
+            namespace: Some("other".into()),
+            ..RunScope::default()
+        };
+        assert_eq!(
+            c.full_round_keys("fed", &elsewhere),
+            [key("configmaps", "shop", "a")].into(),
+            "member copies outside -n are left out (the federated objects are watched in it)"
         );
 
         let (m1, ready) = member("m1");

@@ -126,7 +126,8 @@ impl Controller<'_> {
         self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
         let taken: BTreeMap<WorkKey, Instant> =
             self.queue.take_ready(Instant::now()).into_iter().collect();
-        let mut keys = self.cache.full_round_keys();
+        let scope = &self.o.run.selection.scope;
+        let mut keys = self.cache.full_round_keys(&self.host.namespace, scope);
         keys.extend(taken.keys().cloned());
         let size = self.o.round_size;
         let whole = keys.len() <= size;
