@@ -94,7 +94,7 @@ impl Controller<'_> {
 
     /// Starts the next rounds that may run; returns whether a full round
     /// is still due. A full round runs alone, after the rounds in flight,
-    /// a slice at a time; one asked for meanwhile runs after it.
+    /// in slices; one asked for meanwhile runs after it.
     pub(super) fn next_round(&mut self, full: bool) -> bool {
         if self.full.is_some() {
             while self.may_start_slice() {
