@@ -36,7 +36,8 @@ pub fn phases(seen: &Observation) -> Option<Phases> {
     crd_first::phases(&targets, &crds)
 }
 
-fn target(t: &ObservedType) -> Target<'_> {
+/// A type as `core::propagation::crd_first` sees it.
+pub fn target(t: &ObservedType) -> Target<'_> {
     Target {
         group: &t.target.group,
         kind: &t.target.kind,

@@ -159,10 +159,7 @@ impl Controller<'_> {
     fn goes_first(&self) -> impl Fn(&WorkKey) -> bool + use<> {
         let first: BTreeSet<String> = (self.cache.types().into_iter())
             .filter(|(_, t)| {
-                let target = &t.ty.target;
-                target.is_namespace()
-                    || (target.group == crate::core::propagation::crd_first::CRD_GROUP
-                        && target.kind == crate::core::propagation::crd_first::CRD_KIND)
+                t.ty.target.is_namespace() || live::crd_first::target(t).defines_types()
             })
             .map(|(name, _)| name)
             .collect();
