@@ -1178,20 +1178,11 @@ fn side_by_side(env: &TestEnv, kc: &Path, rows: &mut Vec<(String, String, String
 /// The watch's metrics at `port` (`--metrics-bind-address`), sample name →
 /// value; empty when it does not answer.
 fn watch_metrics(port: u16) -> std::collections::BTreeMap<String, f64> {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+    let addr = format!("127.0.0.1:{port}");
+    let Ok(r) = testenv::http::plain_get(&addr, "/metrics", Duration::from_secs(10)) else {
         return Default::default();
     };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    // HTTP/1.0: the server closes after its answer and does not chunk it.
-    let mut text = String::new();
-    if write!(s, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").is_err()
-        || s.read_to_string(&mut text).is_err()
-    {
-        return Default::default();
-    }
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    body.lines()
+    (r.body.lines())
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.rsplit_once(' '))
         .filter_map(|(name, v)| Some((name.to_string(), v.parse().ok()?)))

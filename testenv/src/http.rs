@@ -85,16 +85,30 @@ pub fn request(
 /// A plain-HTTP POST of a JSON body to `addr` (`127.0.0.1:2379`): etcd's
 /// JSON gateway, which the environment's etcd serves without TLS.
 pub fn plain_post(addr: &str, path: &str, body: &str, timeout: Duration) -> Result<Response> {
+    plain("POST", addr, path, body, timeout)
+}
+
+/// A plain-HTTP GET of `path` at `addr` (`127.0.0.1:8080`): a process's
+/// own `/metrics` or `/readyz`.
+pub fn plain_get(addr: &str, path: &str, timeout: Duration) -> Result<Response> {
+    plain("GET", addr, path, "", timeout)
+}
+
+fn plain(method: &str, addr: &str, path: &str, body: &str, timeout: Duration) -> Result<Response> {
     let sock_addr = addr
         .parse()
         .with_context(|| format!("{addr} is not an ip:port"))?;
     let mut sock = TcpStream::connect_timeout(&sock_addr, timeout)?;
     sock.set_read_timeout(Some(timeout))?;
     sock.set_write_timeout(Some(timeout))?;
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if method == "POST" {
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    head.push_str("\r\n");
     sock.write_all(head.as_bytes())?;
     sock.write_all(body.as_bytes())?;
     let mut raw = Vec::new();
@@ -176,5 +190,28 @@ mod tests {
         let r = parse_response(chunked).unwrap();
         assert_eq!((r.status, r.body.as_str()), (404, "abcde"));
         assert!(parse_response(b"HTTP/1.1 200").is_err());
+    }
+
+    #[test]
+    fn a_plain_get_sends_its_path_and_reads_the_answer() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                s.read_exact(&mut byte).unwrap();
+                head.push(byte[0]);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nup 1")
+                .unwrap();
+            String::from_utf8(head).unwrap()
+        });
+        let r = plain_get(&addr, "/metrics", Duration::from_secs(5)).unwrap();
+        assert_eq!((r.status, r.body.as_str()), (200, "up 1"));
+        let head = server.join().unwrap();
+        assert!(head.starts_with("GET /metrics HTTP/1.1\r\n"), "{head}");
+        assert!(!head.contains("Content-Length"), "{head}");
     }
 }
