@@ -9,7 +9,7 @@ use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::held::Held;
 use crate::core::object_text::ObjectText;
-use crate::core::propagation::decide::{Listing, federated_key, in_reach};
+use crate::core::propagation::decide::{Listing, federated_key, in_reach, member_key};
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::core::run::shard;
@@ -645,13 +645,20 @@ fn member_listing(
     only: Option<&BTreeSet<ObjectKey>>,
 ) -> Option<Listing> {
     Some(match &s.state {
-        StoreState::Listed => Listing::Listed(
-            s.objects
-                .iter()
-                .filter(|(k, _)| only.is_none_or(|o| o.contains(&federated_key(&t.ty, k))))
+        StoreState::Listed => Listing::Listed(match only {
+            None => (s.objects.iter())
                 .map(|(k, v)| (k.clone(), v.text.clone()))
                 .collect(),
-        ),
+            // Each key looked up: a slice of 1,000 keys scanned all 10,000
+            // copies of each member, in the watch's loop.
+            Some(only) => (only.iter())
+                .filter_map(|key| {
+                    let at = member_key(&t.ty, key);
+                    let held = s.objects.get(&at)?;
+                    (federated_key(&t.ty, &at) == *key).then(|| (at, held.text.clone()))
+                })
+                .collect(),
+        }),
         StoreState::NotServed(_) => Listing::NotServed(Vec::new()),
         StoreState::Failed(why) => Listing::Failed(why.clone()),
         StoreState::Syncing => return None,
@@ -1290,5 +1297,47 @@ mod tests {
             "the last slice says where a type with no object fails: {:?}",
             last.types[1].members
         );
+    }
+    #[test]
+    fn a_round_over_keys_lists_only_its_copies_of_either_scope() {
+        let mut c = cache();
+        let namespace = |name: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        c.apply(ev(
+            Source::Member("m1".into(), "configmaps".into()),
+            Change::replaced(vec![
+                obj("ConfigMap", "shop", "a", "1"),
+                obj("ConfigMap", "shop", "b", "1"),
+                obj("ConfigMap", "mall", "a", "1"),
+            ]),
+        ));
+        c.apply(ev(
+            Source::Member("m1".into(), "namespaces".into()),
+            Change::replaced(vec![namespace("shop"), namespace("mall")]),
+        ));
+        let (m1, ready) = member("m1");
+        let members = (std::slice::from_ref(&m1), std::slice::from_ref(&ready));
+        let touched = RunScope {
+            clusters: Some(["m1".to_string()].into()),
+            ..RunScope::default()
+        };
+        let types = ["configmaps".to_string(), "namespaces".to_string()];
+        let keys: BTreeSet<WorkKey> = [
+            key("configmaps", "shop", "a"),
+            key("configmaps", "shop", "missing"),
+            key("namespaces", "shop", "shop"),
+            // Not a FederatedNamespace's key (its name is its namespace's).
+            key("namespaces", "mall", "shop"),
+        ]
+        .into();
+        let seen = c.observe("fed", touched, &types, members, Cover::Keys(&keys));
+        let listed = |t: usize| {
+            let Listing::Listed(copies) = &seen.types[t].members["m1"] else {
+                panic!("type {t} is listed in m1");
+            };
+            copies.keys().cloned().collect::<BTreeSet<_>>()
+        };
+        let k = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+        assert_eq!(listed(0), [k("shop", "a")].into());
+        assert_eq!(listed(1), [k("", "shop")].into(), "a Namespace by its own key");
     }
 }
