@@ -442,17 +442,33 @@ impl Cache {
             .unwrap_or_default()
     }
 
+    /// [`Self::observe_texts`], parsed at once.
+    #[cfg(test)]
+    pub fn observe(
+        &self,
+        host_namespace: &str,
+        scope: RunScope,
+        types: &[String],
+        members: (&[Member], &[Health]),
+        cover: Cover,
+    ) -> Observation {
+        let (mut seen, texts) = self.observe_texts(host_namespace, scope, types, members, cover);
+        texts.parse_into(&mut seen);
+        seen
+    }
+
     /// The observation of a round over `types` (FTC names): every object,
     /// or some keys only (`cover`). `scope` is the run's, its
-    /// `clusters` the members the round may write to.
-    pub fn observe(
+    /// `clusters` the members the round may write to. The federated
+    /// objects and their versions come as texts, for the round to parse.
+    pub fn observe_texts(
         &self,
         host_namespace: &str,
         scope: RunScope,
         types: &[String],
         (members, health): (&[Member], &[Health]),
         cover: Cover,
-    ) -> Observation {
+    ) -> (Observation, Texts) {
         let keys = cover.keys();
         let settings = self.settings;
         let namespace = settings.objects_namespace(host_namespace, scope.namespace.as_deref());
@@ -466,6 +482,7 @@ impl Cache {
         let wanted_types = types;
         let mut types = Vec::new();
         let mut partial = Vec::new();
+        let mut texts = Texts::default();
         for (name, mut t) in self.types() {
             if !wanted_types.contains(&name) {
                 continue;
@@ -479,7 +496,9 @@ impl Cache {
                 None => BTreeSet::new(),
             };
             let only = keys.is_some().then_some(&wanted);
-            self.fill_type(&name, &mut t, only, members, &ready, &touched);
+            texts
+                .objects
+                .push(self.fill_type(&name, &mut t, only, members, &ready, &touched));
             if matches!(cover, Cover::LastSlice(_)) && wanted.is_empty() {
                 self.fill_failing_listings(&name, &mut t, members, &ready, &touched);
             }
@@ -487,9 +506,9 @@ impl Cache {
             partial.push(wanted);
         }
         let fed_namespaces = self.fed_namespaces();
-        let versions = match keys {
+        texts.versions = match keys {
             None => (self.versions.iter())
-                .map(|(k, v)| (k.clone(), v.value()))
+                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             Some(_) => self.versions_of(&types, &partial),
         };
@@ -504,21 +523,41 @@ impl Cache {
         seen.types = types;
         seen.fed_namespaces = fed_namespaces;
         seen.host_namespaces = self.namespaces.clone();
-        seen.versions = versions;
         seen.rsps = rsps;
         // What the cache does not hold (the RSPs' pods, whether the host
         // has the DNS API) is read by the round's own observe step
         // (`observe::finish_from_cache`).
         seen.partial = keys.map(|_| partial);
-        seen
+        (seen, texts)
+    }
+}
+
+/// The texts of an observation that its round parses, off the watch's
+/// loop: each type's federated objects and their PropagatedVersions. A
+/// slice of 1,000 FederatedDeployments is 1,000 objects of each to parse.
+#[derive(Default)]
+pub struct Texts {
+    /// Aligned with the observation's types.
+    objects: Vec<Vec<ObjectText>>,
+    versions: Vec<(ObjectKey, ObjectText)>,
+}
+
+impl Texts {
+    pub fn parse_into(self, seen: &mut Observation) {
+        for (t, texts) in seen.types.iter_mut().zip(self.objects) {
+            t.objects = texts.iter().map(ObjectText::value).collect();
+        }
+        seen.versions = (self.versions.into_iter())
+            .map(|(k, v)| (k, v.value()))
+            .collect();
     }
 }
 
 impl Cache {
-    /// One type of a round's observation: its federated objects (`only`
-    /// those keys, when the round covers some) and the listings of the
-    /// ready members the round touches. A round over other types' objects
-    /// (`only` empty) needs none of this type's listings.
+    /// One type of a round's observation: the listings of the ready
+    /// members the round touches, and the texts of its federated objects
+    /// (`only` those keys, when the round covers some). A round over other
+    /// types' objects (`only` empty) needs none of this type's listings.
     fn fill_type(
         &self,
         name: &str,
@@ -527,20 +566,17 @@ impl Cache {
         members: &[Member],
         ready: &BTreeSet<&str>,
         touched: &BTreeSet<String>,
-    ) {
-        t.objects = self
-            .federated
-            .get(name)
-            .map(|s| {
-                s.objects
-                    .iter()
-                    .filter(|(k, _)| only.is_none_or(|o| o.contains(*k)))
-                    .map(|(_, v)| v.text.value())
-                    .collect()
-            })
-            .unwrap_or_default();
+    ) -> Vec<ObjectText> {
+        let objects = match (self.federated.get(name), only) {
+            (None, _) => Vec::new(),
+            (Some(store), None) => (store.objects.values()).map(|v| v.text.clone()).collect(),
+            (Some(store), Some(only)) => (only.iter())
+                .filter_map(|k| store.objects.get(k))
+                .map(|v| v.text.clone())
+                .collect(),
+        };
         if only.is_some_and(BTreeSet::is_empty) {
-            return;
+            return objects;
         }
         for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
             if !touched.contains(&m.name) {
@@ -553,6 +589,7 @@ impl Cache {
                 t.members.insert(m.name.clone(), listing);
             }
         }
+        objects
     }
 
     /// The members where a type is not served or its watch fails, each
@@ -606,7 +643,7 @@ impl Cache {
         &self,
         types: &[ObservedType],
         partial: &[BTreeSet<ObjectKey>],
-    ) -> HashMap<ObjectKey, Value> {
+    ) -> Vec<(ObjectKey, ObjectText)> {
         types
             .iter()
             .zip(partial)
@@ -619,7 +656,7 @@ impl Cache {
                             name,
                         ),
                     );
-                    self.versions.get(&k).map(|v| (k, v.value()))
+                    self.versions.get(&k).map(|v| (k, v.clone()))
                 })
             })
             .collect()
@@ -1338,6 +1375,10 @@ mod tests {
         };
         let k = |ns: &str, name: &str| (ns.to_string(), name.to_string());
         assert_eq!(listed(0), [k("shop", "a")].into());
-        assert_eq!(listed(1), [k("", "shop")].into(), "a Namespace by its own key");
+        assert_eq!(
+            listed(1),
+            [k("", "shop")].into(),
+            "a Namespace by its own key"
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! keeps its runner and scheduler apart from the reconcile.
 
 use super::Controller;
-use super::cache::{Cover, WorkKey};
+use super::cache::{Cover, Texts, WorkKey};
 use super::metrics::Metrics;
 use super::sources::Source;
 use crate::core::run::scope::RunScope;
@@ -222,25 +222,20 @@ impl Controller<'_> {
             .collect()
     }
 
-    fn observe(&self, cover: Cover) -> Observation {
+    /// What a round covers, from the cache: its round parses the texts
+    /// ([`parse_observed`]), so that the loop only copies references.
+    fn observe(&self, cover: Cover) -> Observed {
         let scope = RunScope {
             clusters: Some(self.touched()),
             ..self.o.run.selection.scope.clone()
         };
-        let mut seen = self.cache.observe(
+        self.cache.observe_texts(
             &self.host.namespace,
             scope,
             &self.types(),
             (&self.members, &self.health),
             cover,
-        );
-        // FederatedNamespaces are watched whatever -l says (they place
-        // everything in them); -l still chooses which of them a round decides.
-        if let Some(sel) = &self.o.run.selection.scope.selector {
-            // Checked by reconcile's validate step: it parses.
-            let _ = observe::retain_selected_namespaces(&mut seen.types, sel);
-        }
-        seen
+        )
     }
 
     /// Keys in flight at most, over all rounds: a round holds each of its
@@ -270,7 +265,7 @@ impl Controller<'_> {
     }
 
     /// Runs a round as a task of its own.
-    fn spawn_round(&mut self, seen: Observation, taken: Vec<(WorkKey, Instant)>, round: Round) {
+    fn spawn_round(&mut self, seen: Observed, taken: Vec<(WorkKey, Instant)>, round: Round) {
         let slice = matches!(round, Round::Slice { .. });
         let dns = matches!(round, Round::Slice { last: true });
         let passes = Passes {
@@ -285,7 +280,7 @@ impl Controller<'_> {
         let metrics = self.metrics.clone();
         self.rounds.spawn(async move {
             let started = Instant::now();
-            let mut seen = seen;
+            let mut seen = parse_observed(seen, &shared.run);
             let timeout = shared.run.selection.timeout;
             let result = async {
                 observe::finish_from_cache(&shared.host, &mut seen, timeout, dns).await?;
@@ -394,6 +389,22 @@ impl Controller<'_> {
             }
         }
     }
+}
+
+/// An observation from the cache, its federated objects and versions
+/// still texts.
+type Observed = (Observation, Texts);
+
+/// A round's observation parsed, in the round's task.
+fn parse_observed((mut seen, texts): Observed, run: &live::Options) -> Observation {
+    texts.parse_into(&mut seen);
+    // FederatedNamespaces are watched whatever -l says (they place
+    // everything in them); -l still chooses which of them a round decides.
+    if let Some(sel) = &run.selection.scope.selector {
+        // Checked by reconcile's validate step: it parses.
+        let _ = observe::retain_selected_namespaces(&mut seen.types, sel);
+    }
+    seen
 }
 
 /// The keys of a round's outcome that failed, those that changed a member,
