@@ -1,11 +1,13 @@
 //! Rounds, the watch's reconcile: each starts as a task of its own over
-//! the keys the queue has ready (or over everything, a full round, which
-//! runs alone), with an observation built from the cache, and its result
-//! comes back into the loop: keys succeed or wait their backoff, and the
-//! metrics count it. A round covers at most `--round-size` keys: a burst
-//! is taken in several rounds, and a full round over more runs as slices,
-//! one after another. Kept apart from the loop (`mod.rs`) as kube-runtime
-//! keeps its runner and scheduler apart from the reconcile.
+//! the keys the queue has ready (or over everything, a full round), with
+//! an observation built from the cache, and its result comes back into the
+//! loop: keys succeed or wait their backoff, and the metrics count it. A
+//! round covers at most `--round-size` keys: a burst is taken in several
+//! rounds, and a full round over more runs as slices, one after another,
+//! with queue rounds between them for the keys no running slice holds (a
+//! change made during a full round waits for no more than its own slice).
+//! Kept apart from the loop (`mod.rs`) as kube-runtime keeps its runner
+//! and scheduler apart from the reconcile.
 
 use super::Controller;
 use super::cache::{Cover, Texts, WorkKey};
@@ -29,29 +31,33 @@ pub(super) const ROUNDS_IN_FLIGHT: usize = 64;
 const SLICES_IN_FLIGHT: usize = 2;
 
 /// A full round under way: its keys, cut into slices of at most
-/// `--round-size` keys, alone as one round over everything was. The first
-/// slice (namespaces and CRDs first: [`Controller::goes_first`]) runs by
-/// itself, then [`SLICES_IN_FLIGHT`] at a time. Each slice is observed when
-/// it starts, so it sees the cache as it is then.
+/// `--round-size` keys, the namespaces' and CRDs' first
+/// ([`Controller::goes_first`]). The first slice runs by itself, then
+/// [`SLICES_IN_FLIGHT`] at a time. Each slice is observed when it starts,
+/// so it sees the cache as it is then, and takes its keys the queue has
+/// ready. Meanwhile queue rounds take the ready keys that no running slice
+/// holds; a key they take leaves the slices not started yet (it is decided
+/// now, from the same cache). The first slice, and a full round small
+/// enough to be one round (`whole`), hold every key while they run.
 pub(super) struct FullRound {
     /// The slices still to run, the next one last.
     left: Vec<BTreeSet<WorkKey>>,
     /// How many slices it has.
     slices: usize,
-    /// Slices running.
-    running: usize,
+    /// The slices running, by their number, with their keys.
+    running: BTreeMap<usize, BTreeSet<WorkKey>>,
     /// Few enough keys for one round: observed whole (`Cover::Everything`).
     whole: bool,
-    /// The keys the queue had ready when it started, each done with its slice.
-    taken: BTreeMap<WorkKey, Instant>,
+    /// How many of the queue's keys in flight the running slices took.
+    taken: usize,
 }
 
 /// What a round covers.
 enum Round {
     /// Keys the queue had ready.
     Keys,
-    /// A slice of a full round; the last one started also passes DNS.
-    Slice { last: bool },
+    /// The `nth` slice of a full round; the last one started also passes DNS.
+    Slice { nth: usize, last: bool },
 }
 
 /// What a round tells the metrics as it goes: each member write's time.
@@ -67,8 +73,8 @@ impl crate::sync::live::progress::Progress for RoundProgress<'_> {
 
 /// A round's result, back in the loop.
 pub(super) struct RoundDone {
-    /// A slice of a full round.
-    slice: bool,
+    /// The number of a full round's slice.
+    slice: Option<usize>,
     taken: Vec<(WorkKey, Instant)>,
     result: Result<RoundResult>,
 }
@@ -93,13 +99,15 @@ impl Controller<'_> {
     }
 
     /// Starts the next rounds that may run; returns whether a full round
-    /// is still due. A full round runs alone, after the rounds in flight,
-    /// in slices; one asked for meanwhile runs after it.
+    /// is still due. A full round starts after the rounds in flight, and
+    /// runs in slices with queue rounds between them; one asked for
+    /// meanwhile runs after it.
     pub(super) fn next_round(&mut self, full: bool) -> bool {
         if self.full.is_some() {
             while self.may_start_slice() {
                 self.start_slice();
             }
+            self.start_queue_rounds();
             return full;
         }
         if full {
@@ -110,44 +118,46 @@ impl Controller<'_> {
             }
             return true;
         }
-        while self.rounds.len() < ROUNDS_IN_FLIGHT
-            && self.queue.in_flight() < self.keys_in_flight()
-            && self.queue.has_ready(Instant::now())
-        {
-            self.start_round();
-        }
+        self.start_queue_rounds();
         false
     }
 
+    /// Rounds over the keys the queue has ready, as many as the limits
+    /// leave room for.
+    fn start_queue_rounds(&mut self) {
+        while self.rounds.len() < ROUNDS_IN_FLIGHT
+            && self.in_queue_rounds() < self.keys_in_flight()
+            && self.queue.has_ready(Instant::now())
+            && self.start_round()
+        {}
+    }
+
     /// A full round's keys, in slices: every federated object and every
-    /// member copy's (`Cache::full_round_keys`), and the keys the queue
-    /// has ready, which it takes.
+    /// member copy's (`Cache::full_round_keys`). The namespaces' and CRDs'
+    /// come first, in slices of their own, so that the first slice, which
+    /// runs alone, is short.
     fn plan_full_round(&mut self) {
         self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
-        let taken: BTreeMap<WorkKey, Instant> =
-            self.queue.take_ready(Instant::now()).into_iter().collect();
         let scope = &self.o.run.selection.scope;
-        let mut keys = self.cache.full_round_keys(&self.host.namespace, scope);
-        keys.extend(taken.keys().cloned());
+        let keys = self.cache.full_round_keys(&self.host.namespace, scope);
         let size = self.o.round_size;
         let whole = keys.len() <= size;
         let mut left: Vec<BTreeSet<WorkKey>> = Vec::new();
         if whole {
             left.push(BTreeSet::new());
         } else {
-            let first = self.goes_first();
-            let (mut keys, rest): (Vec<WorkKey>, Vec<WorkKey>) = keys.into_iter().partition(first);
-            keys.extend(rest);
-            for slice in keys.chunks(size).rev() {
-                left.push(slice.iter().cloned().collect());
-            }
+            let (first, rest): (Vec<WorkKey>, Vec<WorkKey>) =
+                keys.into_iter().partition(self.goes_first());
+            let slices = first.chunks(size).chain(rest.chunks(size));
+            left = slices.map(|s| s.iter().cloned().collect()).collect();
+            left.reverse();
         }
         self.full = Some(FullRound {
-            running: 0,
+            running: BTreeMap::new(),
             slices: left.len(),
             left,
             whole,
-            taken,
+            taken: 0,
         });
     }
 
@@ -173,40 +183,60 @@ impl Controller<'_> {
             return false;
         };
         let started = f.slices - f.left.len();
-        !f.left.is_empty() && (f.running == 0 || (started >= 2 && f.running < SLICES_IN_FLIGHT))
+        let running = f.running.len();
+        !f.left.is_empty() && (running == 0 || (started >= 2 && running < SLICES_IN_FLIGHT))
     }
 
     /// Starts the full round's next slice (the last one also passes DNS).
+    /// It takes its keys that the queue has ready (a whole round: all of
+    /// them): it decides them. A slice that queue rounds took every key of
+    /// has nothing left to do; the last one always runs, for the listings
+    /// and DNS it covers.
     fn start_slice(&mut self) {
         let Some(f) = &mut self.full else {
             return;
         };
-        let Some(keys) = f.left.pop() else {
-            return;
+        let keys = loop {
+            let Some(keys) = f.left.pop() else {
+                return;
+            };
+            if !keys.is_empty() || f.left.is_empty() {
+                break keys;
+            }
+            let nth = f.slices - f.left.len();
+            tracing::debug!(
+                "full round, slice {nth} of {}: 0 object(s), rounds since took them",
+                f.slices
+            );
         };
         let last = f.left.is_empty();
+        let nth = f.slices - f.left.len();
         if f.whole {
             tracing::debug!("full round");
         } else {
-            let nth = f.slices - f.left.len();
             let n = keys.len();
             tracing::debug!("full round, slice {nth} of {}: {n} object(s)", f.slices);
         }
-        let taken: Vec<(WorkKey, Instant)> = if last {
-            std::mem::take(&mut f.taken).into_iter().collect()
-        } else {
-            keys.iter()
-                .filter_map(|k| f.taken.remove_entry(k))
-                .collect()
+        let now = Instant::now();
+        let taken = match f.whole {
+            true => self.queue.take_ready(now),
+            false => {
+                (self.queue).take_ready_at_most(now, usize::MAX, |_| false, |k| !keys.contains(k))
+            }
         };
-        let cover = match (f.whole, last) {
+        let whole = f.whole;
+        f.taken += taken.len();
+        f.running.insert(nth, keys);
+        let Some(keys) = self.full.as_ref().map(|f| &f.running[&nth]) else {
+            return;
+        };
+        let cover = match (whole, last) {
             (true, _) => Cover::Everything,
-            (false, true) => Cover::LastSlice(&keys),
-            (false, false) => Cover::Keys(&keys),
+            (false, true) => Cover::LastSlice(keys),
+            (false, false) => Cover::Keys(keys),
         };
-        f.running += 1;
         let seen = self.observe(cover);
-        self.spawn_round(seen, taken, Round::Slice { last });
+        self.spawn_round(seen, taken, Round::Slice { nth, last });
     }
 
     /// The members a round may touch: the unready (their objects show
@@ -238,36 +268,57 @@ impl Controller<'_> {
         )
     }
 
-    /// Keys in flight at most, over all rounds: a round holds each of its
-    /// objects parsed (the federated object, its version, its members'
-    /// copies) and each plan until it ends; one round over all 10,000
-    /// objects of a large federation held hundreds of MB at once
-    /// (docs/performance.md). Two rounds' worth keep both cores busy.
+    /// Keys in queue rounds at most: a round holds each of its objects
+    /// parsed (the federated object, its version, its members' copies) and
+    /// each plan until it ends; one round over all 10,000 objects of a
+    /// large federation held hundreds of MB at once (docs/performance.md).
+    /// Two rounds' worth keep both cores busy; during a full round, whose
+    /// slices hold two more, one round's worth.
     fn keys_in_flight(&self) -> usize {
-        2 * self.o.round_size
+        match self.full {
+            Some(_) => self.o.round_size,
+            None => 2 * self.o.round_size,
+        }
+    }
+
+    /// The queue's keys in flight in queue rounds (not a full round's).
+    fn in_queue_rounds(&self) -> usize {
+        let slices = self.full.as_ref().map_or(0, |f| f.taken);
+        self.queue.in_flight().saturating_sub(slices)
     }
 
     /// Starts a round over keys that are ready (in flight from now on), as
-    /// many as the limits leave room for.
-    fn start_round(&mut self) {
+    /// many as the limits leave room for; false when none may be taken.
+    fn start_round(&mut self) -> bool {
         let room = (self.keys_in_flight())
-            .saturating_sub(self.queue.in_flight())
+            .saturating_sub(self.in_queue_rounds())
             .min(self.o.round_size);
         let first = self.goes_first();
-        let taken = self.queue.take_ready_at_most(Instant::now(), room, first);
+        let full = &self.full;
+        let held = |k: &WorkKey| full.as_ref().is_some_and(|f| f.holds(k));
+        let taken = self
+            .queue
+            .take_ready_at_most(Instant::now(), room, first, held);
         if taken.is_empty() {
-            return;
+            return false;
         }
         let keys: BTreeSet<WorkKey> = taken.iter().map(|(k, _)| k.clone()).collect();
+        if let Some(f) = &mut self.full {
+            f.let_go(&keys);
+        }
         tracing::debug!("round over {} object(s)", keys.len());
         let seen = self.observe(Cover::Keys(&keys));
         self.spawn_round(seen, taken, Round::Keys);
+        true
     }
 
     /// Runs a round as a task of its own.
     fn spawn_round(&mut self, seen: Observed, taken: Vec<(WorkKey, Instant)>, round: Round) {
-        let slice = matches!(round, Round::Slice { .. });
-        let dns = matches!(round, Round::Slice { last: true });
+        let slice = match round {
+            Round::Slice { nth, .. } => Some(nth),
+            Round::Keys => None,
+        };
+        let dns = matches!(round, Round::Slice { last: true, .. });
         let passes = Passes {
             cluster_health: false,
             dns,
@@ -316,26 +367,45 @@ impl Controller<'_> {
         self.metrics
             .rounds_in_flight
             .fetch_sub(1, Ordering::Relaxed);
-        let full_done = done.slice
-            && self.full.as_mut().is_some_and(|f| {
-                f.running -= 1;
-                f.left.is_empty() && f.running == 0
-            });
+        let slice_keys = (done.slice)
+            .and_then(|nth| {
+                let f = self.full.as_mut()?;
+                f.taken -= done.taken.len();
+                f.running.remove(&nth)
+            })
+            .unwrap_or_default();
+        let full_done = done.slice.is_some()
+            && (self.full.as_ref()).is_some_and(|f| f.left.is_empty() && f.running.is_empty());
         if full_done {
             self.full = None;
             self.metrics.synced.store(true, Ordering::Relaxed);
         }
+        // A full round's keys that the queue had not marked are retried
+        // after their backoff too when they fail, not at the next full round.
+        let marked: BTreeSet<&WorkKey> = done.taken.iter().map(|(k, _)| k).collect();
+        let unmarked = |failed: &BTreeSet<WorkKey>| -> Vec<WorkKey> {
+            let unmarked = failed.iter().filter(|k| !marked.contains(k));
+            unmarked.cloned().collect()
+        };
         let mut r = match done.result {
             Ok(r) => r,
             Err(e) => {
                 self.metrics.failures.fetch_add(1, Ordering::Relaxed);
                 self.report_failure(crate::error::one_line(&e));
+                for k in unmarked(&slice_keys) {
+                    self.queue.failed(k, now, now);
+                }
                 for (k, since) in done.taken {
                     self.queue.failed(k, since, now);
                 }
                 return;
             }
         };
+        if done.slice.is_some() {
+            for k in unmarked(&r.failed) {
+                self.queue.failed(k, now, now);
+            }
+        }
         // A type its CRD made served in a member: its watch there lists now,
         // not after its backoff (`live::crd_first`).
         let served = std::mem::take(&mut r.outcome.served);
@@ -343,6 +413,14 @@ impl Controller<'_> {
             self.restart_sources(|s| {
                 matches!(s, Source::Member(c, t) if served.iter().any(|(sc, st)| sc == c && st == t))
             });
+        }
+        if done.slice.is_some() {
+            // Its writes come back as events on its keys: their next round
+            // waits as a queue round's would (`queue::MIN_WRITE_INTERVAL`),
+            // whether between the full round's slices or after them.
+            for k in &r.wrote {
+                self.queue.wrote(k.clone(), now);
+            }
         }
         for (k, since) in done.taken {
             if r.failed.contains(&k) {
@@ -357,19 +435,25 @@ impl Controller<'_> {
                 }
             }
         }
-        for o in &r.outcome.objects {
+        self.report_outcome(&r.outcome);
+    }
+
+    /// A round's changes, failures and warnings into the log (a failure or
+    /// warning once in 5 minutes), its counts into the metrics.
+    fn report_outcome(&mut self, outcome: &RoundOutcome) {
+        for o in &outcome.objects {
             for c in &o.changes {
                 tracing::debug!("{c}");
             }
         }
-        let failed = r.outcome.objects.iter().filter(|o| o.failed).count();
+        let failed = outcome.objects.iter().filter(|o| o.failed).count();
         self.metrics
             .objects_reconciled
-            .fetch_add(r.outcome.objects.len() as u64, Ordering::Relaxed);
+            .fetch_add(outcome.objects.len() as u64, Ordering::Relaxed);
         self.metrics
             .objects_failed
             .fetch_add(failed as u64, Ordering::Relaxed);
-        let report = &r.outcome.report;
+        let report = &outcome.report;
         self.metrics
             .failures
             .fetch_add(report.failures.len() as u64, Ordering::Relaxed);
@@ -387,6 +471,24 @@ impl Controller<'_> {
                 c.writes += (r.created + r.updated + r.deleted) as u64;
                 c.failures += r.failed as u64;
             }
+        }
+    }
+}
+
+impl FullRound {
+    /// Whether a running slice holds `k`. A whole round holds every key,
+    /// and so does the first slice: it creates the namespaces and CRDs
+    /// that the others' objects need (a queue round beside it would fail
+    /// them until retried).
+    fn holds(&self, k: &WorkKey) -> bool {
+        let alone = self.whole || self.running.contains_key(&1);
+        (alone && !self.running.is_empty()) || self.running.values().any(|s| s.contains(k))
+    }
+
+    /// A queue round took `keys`: the slices not started yet leave them.
+    fn let_go(&mut self, keys: &BTreeSet<WorkKey>) {
+        for slice in &mut self.left {
+            slice.retain(|k| !keys.contains(k));
         }
     }
 }

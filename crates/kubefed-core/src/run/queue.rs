@@ -76,21 +76,25 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
     /// flight), with when it was first marked; they are in flight until
     /// [`Self::succeeded`], [`Self::failed`] or [`Self::abandon_in_flight`].
     pub fn take_ready(&mut self, now: Instant) -> Vec<(K, Instant)> {
-        self.take_ready_at_most(now, usize::MAX, |_| false)
+        self.take_ready_at_most(now, usize::MAX, |_| false, |_| false)
     }
 
     /// [`Self::take_ready`], at most `limit` keys: those that go `first`,
     /// then the others, each in key order; the rest stay ready for the
-    /// next take. (A namespace goes before what it holds.)
+    /// next take. (A namespace goes before what it holds.) Keys to `skip`
+    /// stay ready for a later take: those a running slice of a full round
+    /// holds (the queue does not track slices), or, for a slice taking its
+    /// own, those outside it.
     pub fn take_ready_at_most(
         &mut self,
         now: Instant,
         limit: usize,
         first: impl Fn(&K) -> bool,
+        skip: impl Fn(&K) -> bool,
     ) -> Vec<(K, Instant)> {
         self.wrote.retain(|_, at| *at + MIN_WRITE_INTERVAL > now);
         let (mut ready, later): (Vec<&K>, Vec<&K>) = (self.pending.keys())
-            .filter(|k| self.is_ready(k, now))
+            .filter(|k| self.is_ready(k, now) && !skip(k))
             .partition(|k| first(k));
         ready.extend(later);
         ready.truncate(limit);
@@ -319,20 +323,44 @@ mod tests {
         }
         let none_first = |_: &&str| false;
         assert_eq!(
-            q.take_ready_at_most(t0, 2, none_first),
+            q.take_ready_at_most(t0, 2, none_first, |_| false),
             [("a", t0), ("b", t0)]
         );
         assert_eq!((q.len(), q.in_flight()), (1, 2));
         assert!(q.has_ready(t0));
-        assert_eq!(q.take_ready_at_most(t0, 2, none_first), [("c", t0)]);
+        assert_eq!(
+            q.take_ready_at_most(t0, 2, none_first, |_| false),
+            [("c", t0)]
+        );
 
         for k in ["ns/z", "cm/a", "cm/b", "ns/y"] {
             q.add(k, t0);
         }
         let namespaces_first = |k: &&str| k.starts_with("ns/");
         assert_eq!(
-            q.take_ready_at_most(t0, 3, namespaces_first),
+            q.take_ready_at_most(t0, 3, namespaces_first, |_| false),
             [("ns/y", t0), ("ns/z", t0), ("cm/a", t0)]
+        );
+    }
+
+    #[test]
+    fn a_skipped_key_stays_ready_for_a_later_take() {
+        let t0 = Instant::now();
+        let mut q = WorkQueue::default();
+        for k in ["a", "b", "c"] {
+            q.add(k, t0);
+        }
+        let slice = |k: &&str| *k == "b";
+        assert_eq!(
+            q.take_ready_at_most(t0, 10, |_| false, slice),
+            [("a", t0), ("c", t0)]
+        );
+        assert!(q.has_ready(t0), "b waits, ready, for its slice to end");
+        assert_eq!((q.len(), q.in_flight()), (1, 2));
+        assert!(q.take_ready_at_most(t0, 10, |_| false, slice).is_empty());
+        assert_eq!(
+            q.take_ready_at_most(t0, 10, |_| false, |_| false),
+            [("b", t0)]
         );
     }
 
