@@ -686,8 +686,8 @@ fn member_listing(
             None => (s.objects.iter())
                 .map(|(k, v)| (k.clone(), v.text.clone()))
                 .collect(),
-            // Each key looked up: a slice of 1,000 keys scanned all 10,000
-            // copies of each member, in the watch's loop.
+            // Each key is looked up: a scan made a slice of 1,000 keys go
+            // over all 10,000 copies of each member, in the watch's loop.
             Some(only) => (only.iter())
                 .filter_map(|key| {
                     let at = member_key(&t.ty, key);
@@ -1335,6 +1335,10 @@ mod tests {
             last.types[1].members
         );
     }
+
+    /// A round over some keys looks each up in a member's copies: a
+    /// Namespace by its own key, nothing for a key whose federated object
+    /// would have another name.
     #[test]
     fn a_round_over_keys_lists_only_its_copies_of_either_scope() {
         let mut c = cache();

@@ -370,7 +370,7 @@ impl Controller<'_> {
         let slice_keys = (done.slice)
             .and_then(|nth| {
                 let f = self.full.as_mut()?;
-                f.taken -= done.taken.len();
+                f.taken = f.taken.saturating_sub(done.taken.len());
                 f.running.remove(&nth)
             })
             .unwrap_or_default();
