@@ -1264,6 +1264,18 @@ mod tests {
         )
     }
 
+    /// `c`'s observation of both types for a round that touches m1, ready.
+    fn observe_touching_m1(c: &Cache, cover: Cover) -> Observation {
+        let (m1, ready) = member("m1");
+        let members = (std::slice::from_ref(&m1), std::slice::from_ref(&ready));
+        let touched = RunScope {
+            clusters: Some(["m1".to_string()].into()),
+            ..RunScope::default()
+        };
+        let types = ["configmaps".to_string(), "namespaces".to_string()];
+        c.observe("fed", touched, &types, members, cover)
+    }
+
     #[test]
     fn a_full_round_in_slices_covers_orphans_and_every_failing_listing() {
         let mut c = cache();
@@ -1304,17 +1316,9 @@ mod tests {
             "member copies outside -n are left out (the federated objects are watched in it)"
         );
 
-        let (m1, ready) = member("m1");
-        let members = (std::slice::from_ref(&m1), std::slice::from_ref(&ready));
-        let touched = RunScope {
-            clusters: Some(["m1".to_string()].into()),
-            ..RunScope::default()
-        };
-        let types = ["configmaps".to_string(), "namespaces".to_string()];
         let slice: BTreeSet<WorkKey> = [key("configmaps", "shop", "gone")].into();
-        let observe = |cover| c.observe("fed", touched.clone(), &types, members, cover);
-        let middle = observe(Cover::Keys(&slice));
-        let last = observe(Cover::LastSlice(&slice));
+        let middle = observe_touching_m1(&c, Cover::Keys(&slice));
+        let last = observe_touching_m1(&c, Cover::LastSlice(&slice));
         for seen in [&middle, &last] {
             let Listing::Listed(copies) = &seen.types[0].members["m1"] else {
                 panic!("configmaps are listed in m1");
@@ -1355,13 +1359,6 @@ mod tests {
             Source::Member("m1".into(), "namespaces".into()),
             Change::replaced(vec![namespace("shop"), namespace("mall")]),
         ));
-        let (m1, ready) = member("m1");
-        let members = (std::slice::from_ref(&m1), std::slice::from_ref(&ready));
-        let touched = RunScope {
-            clusters: Some(["m1".to_string()].into()),
-            ..RunScope::default()
-        };
-        let types = ["configmaps".to_string(), "namespaces".to_string()];
         let keys: BTreeSet<WorkKey> = [
             key("configmaps", "shop", "a"),
             key("configmaps", "shop", "missing"),
@@ -1370,7 +1367,7 @@ mod tests {
             key("namespaces", "mall", "shop"),
         ]
         .into();
-        let seen = c.observe("fed", touched, &types, members, Cover::Keys(&keys));
+        let seen = observe_touching_m1(&c, Cover::Keys(&keys));
         let listed = |t: usize| {
             let Listing::Listed(copies) = &seen.types[t].members["m1"] else {
                 panic!("type {t} is listed in m1");
