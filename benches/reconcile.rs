@@ -612,10 +612,12 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
 
     // The host away for longer than the lease.
     std::thread::sleep(Duration::from_secs(5));
-    let full_rounds_before = watch_metrics(metrics_port)
-        .get("kubefedctl_reconcile_full_rounds_total")
-        .copied()
-        .expect("the watch's metrics");
+    let full_rounds = || {
+        watch_metrics(metrics_port)
+            .get("kubefedctl_reconcile_full_rounds_total")
+            .copied()
+    };
+    let full_rounds_before = full_rounds().expect("the watch's metrics");
     f.env.stop_apiserver("host");
     std::thread::sleep(Duration::from_secs(20));
     let restarted = Instant::now();
@@ -701,18 +703,12 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     // meanwhile (10/s for 10 s, on objects 101..=200) wait for their own
     // slice at most, not for the full round's end (docs/watch.md, *Full
     // rounds*).
-    let full_rounds = || {
-        watch_metrics(metrics_port)
-            .get("kubefedctl_reconcile_full_rounds_total")
-            .copied()
-            .unwrap_or(0.0)
-    };
-    let full_rounds_at_cont = full_rounds();
+    let full_rounds_at_cont = full_rounds().unwrap_or(0.0);
     let during_catch_up = latencies_on_healthy(
         &burst(&f.env, 101, 100, "back"),
         "the others while the frozen member catches up",
     );
-    let full_rounds_in_burst = full_rounds() - full_rounds_at_cont;
+    let full_rounds_in_burst = full_rounds().unwrap_or(0.0) - full_rounds_at_cont;
     let mut caught_up = Duration::ZERO;
     wait(
         "the frozen member catches up",
