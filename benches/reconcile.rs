@@ -699,7 +699,8 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     signal("-CONT");
     let resumed = Instant::now();
     // The member is back: at the next probe (within 10 s) its watches list
-    // again and a full round re-decides every object for it. 100 changes
+    // again, and once they all have, one full round re-decides every object
+    // for it (before, one more at the probe and one per watch). 100 changes
     // meanwhile (10/s for 10 s, on objects 101..=200) wait for their own
     // slice at most, not for the full round's end (docs/watch.md, *Full
     // rounds*).

@@ -46,8 +46,10 @@ pub struct Dirt {
     /// FederatedTypeConfigs, KubeFedClusters' specs or the KubeFedConfig
     /// changed: the watches and members are rebuilt, everything re-decided.
     pub structure: bool,
-    /// Everything is re-decided (a member's store became usable).
-    pub all: bool,
+    /// Members one of whose stores listed after it was not usable: once
+    /// all of a member's have, everything is re-decided with it (one full
+    /// round for its catch-up, not one per type: `intake`).
+    pub listed: BTreeSet<String>,
     /// Objects that could not be read (named, with the field path): they
     /// are left out until they are fixed.
     pub warnings: Vec<String>,
@@ -394,7 +396,7 @@ impl Cache {
         if replaced && !was_usable {
             // Rounds left this member out until now.
             return Dirt {
-                all: true,
+                listed: [cluster.to_string()].into(),
                 ..Dirt::default()
             };
         }
@@ -963,13 +965,14 @@ mod tests {
         assert_eq!(d.keys, [key("configmaps", "shop", "a")].into());
 
         // A member's copy (drift) touches its federated object; the first
-        // listing of a member touches everything.
+        // listing of a member's type names the member (caught up once all
+        // of its types have listed).
         let m = Source::Member("m1".into(), "configmaps".into());
         let d = c.apply(ev(
             m.clone(),
             Change::replaced(vec![obj("ConfigMap", "shop", "a", "1")]),
         ));
-        assert!(d.all);
+        assert_eq!(d.listed, ["m1".to_string()].into());
         let d = c.apply(ev(
             m,
             Change::Applied(obj("ConfigMap", "shop", "a", "hand-edited")),

@@ -64,15 +64,17 @@ impl Controller<'_> {
         self.probing = Some((self.generation, task));
     }
 
-    /// A probe's result; returns whether a member came back (a full round
-    /// follows: it lists again at once and is caught up). A member that
-    /// went away asks for no round: a full round runs alone and would hold
-    /// every other member's changes back while it rewrites each object's
-    /// status; its objects show ClusterNotReady as they are next decided,
-    /// and all of them at the next resync or when it is back.
-    pub(super) async fn probed(&mut self, (generation, health): (u64, Vec<Health>)) -> bool {
+    /// A probe's result. A member that came back lists again at once, and
+    /// the full round that catches it up follows once its watches have
+    /// listed (`intake`): one started now would leave it out, since rounds
+    /// touch a ready member only once it has listed. A member that went
+    /// away asks for no round: a full round would hold every other
+    /// member's changes back while it rewrites each object's status; its
+    /// objects show ClusterNotReady as they are next decided, and all of
+    /// them at the next resync or when it is back.
+    pub(super) async fn probed(&mut self, (generation, health): (u64, Vec<Health>)) {
         if generation != self.generation || health.len() != self.members.len() {
-            return false;
+            return;
         }
         self.record_cluster_events(&health).await;
         let health = self.thresholds(health);
@@ -104,7 +106,6 @@ impl Controller<'_> {
         if !back.is_empty() {
             self.restart_sources(|s| matches!(s, Source::Member(c, _) if back.contains(c)));
         }
-        !back.is_empty()
     }
 
     /// A member whose request got no answer within the timeout is not

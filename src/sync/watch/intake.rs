@@ -36,7 +36,8 @@ impl Controller<'_> {
     }
 
     /// An event and those queued behind it into the cache; what they touch
-    /// into the queue. True when a full round is due.
+    /// into the queue. True when a full round is due: the structure
+    /// changed, or a member is caught up.
     pub(super) async fn take_events(&mut self, event: Event) -> bool {
         let mut dirt = self.cache.apply(event);
         while let Ok(event) = self.rx.try_recv() {
@@ -52,7 +53,25 @@ impl Controller<'_> {
         for k in dirt.keys {
             self.queue.add(k, now);
         }
-        dirt.structure || dirt.all
+        self.catching_up.extend(dirt.listed);
+        self.caught_up() || dirt.structure
+    }
+
+    /// Whether a member listing again has now listed all of its watches
+    /// (those left are still catching up). Its catch-up is one full round
+    /// after the last of them: a member back from an outage lists each
+    /// type's watch at its own time, and a full round per type (with the
+    /// probe's own, started before any had listed, while rounds still left
+    /// the member out) held changes back three times as long at 10,000 ×
+    /// 10 (docs/performance.md, *Faults at scale*).
+    pub(super) fn caught_up(&mut self) -> bool {
+        let members = &self.members;
+        (self.catching_up).retain(|name| members.iter().any(|m| &m.name == name));
+        let types = self.types();
+        let cache = &self.cache;
+        let before = self.catching_up.len();
+        (self.catching_up).retain(|m| !cache.member_synced(m, &types));
+        self.catching_up.len() < before
     }
 
     /// Takes in events until `done` (or `limit` passes); `false`: stopped by
@@ -74,6 +93,7 @@ impl Controller<'_> {
                 event = self.rx.recv() => match event {
                     Some(event) => {
                         let dirt = self.cache.apply(event);
+                        self.catching_up.extend(dirt.listed);
                         for w in &dirt.warnings {
                             tracing::warn!("{w}");
                         }
@@ -94,5 +114,5 @@ fn merge(into: &mut Dirt, more: Dirt) {
     into.keys.extend(more.keys);
     into.warnings.extend(more.warnings);
     into.structure |= more.structure;
-    into.all |= more.all;
+    into.listed.extend(more.listed);
 }

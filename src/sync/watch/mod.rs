@@ -58,7 +58,7 @@ use cache::{Cache, WorkKey};
 use metrics::Metrics;
 use rounds::{ROUNDS_IN_FLIGHT, RoundDone};
 use sources::{Event, Sources};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -231,6 +231,10 @@ struct Controller<'a> {
     /// Per member: probes in a row that disagree with its readiness
     /// (`core::cluster::health::after_probe`).
     streaks: HashMap<String, u32>,
+    /// Members whose watches are listing again (back, or new): a full
+    /// round catches each up once all of its watches have listed
+    /// (`intake`).
+    catching_up: BTreeSet<String>,
 }
 
 impl<'a> Controller<'a> {
@@ -261,6 +265,7 @@ impl<'a> Controller<'a> {
             suspended: false,
             rebuild_due: None,
             streaks: HashMap::new(),
+            catching_up: BTreeSet::new(),
         }
     }
 }
@@ -313,7 +318,7 @@ impl Controller<'_> {
                     full |= self.take_events(event).await;
                 }
                 probed = health::probe_done(&mut self.probing) => {
-                    full |= self.probed(probed).await;
+                    self.probed(probed).await;
                     self.rotate_due_tokens().await;
                     if std::mem::take(&mut active) {
                         memory::release_free_memory();

@@ -138,6 +138,8 @@ impl Controller<'_> {
     /// runs alone, is short.
     fn plan_full_round(&mut self) {
         self.metrics.full_rounds.fetch_add(1, Ordering::Relaxed);
+        // The members that have listed are caught up by this round.
+        self.caught_up();
         let scope = &self.o.run.selection.scope;
         let keys = self.cache.full_round_keys(&self.host.namespace, scope);
         let size = self.o.round_size;
