@@ -120,6 +120,8 @@ pub struct ObjectOutcome {
     pub changes: Vec<Change>,
     /// Host writes made for it (status, PropagatedVersion, finalizer).
     pub host_writes: usize,
+    /// When its last request was answered.
+    pub settled: std::time::Instant,
 }
 
 /// A round's report and what became of each object.
@@ -672,6 +674,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
             failed: f.refused.is_some() || f.write_failed.is_some(),
             changes: Vec::new(),
             host_writes: f.host_writes,
+            settled: f.settled,
         };
         for e in f.refused.iter().chain(&f.write_failed) {
             report

@@ -73,6 +73,9 @@ pub struct Finished {
     pub results: Vec<(Work, MemberResult)>,
     /// Host writes made (finalizer, status, versions, release).
     pub host_writes: usize,
+    /// When its last request was answered: a watch's next round of the
+    /// object waits a second from then, not from its round's end.
+    pub settled: Instant,
     /// The finalizer could not be written: no member request was made.
     pub refused: Option<anyhow::Error>,
     pub write_failed: Option<anyhow::Error>,
@@ -167,11 +170,19 @@ impl<'a> Pipeline<'a> {
     }
 
     async fn run_job<'j>(&self, job: Job<'j>) -> Finished {
+        let mut done = self.settle(job).await;
+        done.settled = Instant::now();
+        done
+    }
+
+    /// One job's requests: the finalizer, its members', its write-back.
+    async fn settle<'j>(&self, job: Job<'j>) -> Finished {
         let mut done = Finished {
             type_index: job.type_index,
             target: job.target,
             results: Vec::new(),
             host_writes: 0,
+            settled: Instant::now(),
             refused: None,
             write_failed: None,
             pending: Vec::new(),

@@ -83,8 +83,9 @@ struct RoundResult {
     outcome: RoundOutcome,
     failed: BTreeSet<WorkKey>,
     changed: BTreeSet<WorkKey>,
-    /// Changed a member or wrote to the host: its next round waits a second.
-    wrote: BTreeSet<WorkKey>,
+    /// Changed a member or wrote to the host, and when its last request
+    /// was answered: its next round waits a second from then.
+    wrote: BTreeMap<WorkKey, Instant>,
 }
 
 impl Controller<'_> {
@@ -419,9 +420,13 @@ impl Controller<'_> {
         if done.slice.is_some() {
             // Its writes come back as events on its keys: their next round
             // waits as a queue round's would (`queue::MIN_WRITE_INTERVAL`),
-            // whether between the full round's slices or after them.
-            for k in &r.wrote {
-                self.queue.wrote(k.clone(), now);
+            // whether between the full round's slices or after them. The
+            // second counts from each object's last answer, not from the
+            // slice's end: a slice of 1,000 objects runs for seconds, and
+            // the echoes of its first writes are cached long before it
+            // ends (a change made meanwhile waited a second more).
+            for (k, at) in &r.wrote {
+                self.queue.wrote(k.clone(), *at);
             }
         }
         for (k, since) in done.taken {
@@ -429,8 +434,8 @@ impl Controller<'_> {
                 self.queue.failed(k, since, now);
             } else {
                 self.queue.succeeded(&k);
-                if r.wrote.contains(&k) {
-                    self.queue.wrote(k.clone(), now);
+                if let Some(at) = r.wrote.get(&k) {
+                    self.queue.wrote(k.clone(), *at);
                 }
                 if r.changed.contains(&k) {
                     locked(&self.metrics.latency).observe(now.saturating_duration_since(since));
@@ -512,14 +517,18 @@ fn parse_observed((mut seen, texts): Observed, run: &live::Options) -> Observati
 }
 
 /// The keys of a round's outcome that failed, those that changed a member,
-/// and those that wrote anywhere: an outcome names its object as the queue
-/// does.
+/// and those that wrote anywhere, with when their last request was
+/// answered: an outcome names its object as the queue does.
 fn outcome_keys(
     outcome: &RoundOutcome,
-) -> (BTreeSet<WorkKey>, BTreeSet<WorkKey>, BTreeSet<WorkKey>) {
+) -> (
+    BTreeSet<WorkKey>,
+    BTreeSet<WorkKey>,
+    BTreeMap<WorkKey, Instant>,
+) {
     let mut failed = BTreeSet::new();
     let mut changed = BTreeSet::new();
-    let mut wrote = BTreeSet::new();
+    let mut wrote = BTreeMap::new();
     for o in &outcome.objects {
         let k = o.object.federated();
         if o.failed {
@@ -529,8 +538,66 @@ fn outcome_keys(
             changed.insert(k.clone());
         }
         if !o.changes.is_empty() || o.host_writes > 0 {
-            wrote.insert(k.clone());
+            // An object in two outcomes (its own and an orphan's): the later.
+            let at = wrote.entry(k.clone()).or_insert(o.settled);
+            *at = (*at).max(o.settled);
         }
     }
     (failed, changed, wrote)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::describe::ObjectRef;
+    use crate::core::outcome::{Change, Place};
+    use crate::sync::live::ObjectOutcome;
+
+    fn key(name: &str) -> WorkKey {
+        WorkKey::new("configmaps", ("shop".into(), name.into()))
+    }
+
+    fn outcome(object: ObjectRef, changed: bool, host_writes: usize, at: Instant) -> ObjectOutcome {
+        let change = Change {
+            place: Place::Member("m1".into()),
+            verb: "update".into(),
+            object: "ConfigMap shop/x".into(),
+            reason: None,
+            diff: None,
+        };
+        ObjectOutcome {
+            object,
+            failed: !changed && host_writes == 0,
+            changes: if changed { vec![change] } else { vec![] },
+            host_writes,
+            settled: at,
+        }
+    }
+
+    /// Each object's write interval counts from its own last answer (the
+    /// later one when its orphan's outcome is in the round too), not from
+    /// the round's end.
+    #[test]
+    fn an_objects_write_interval_starts_at_its_last_answer() {
+        let t0 = Instant::now();
+        let (t1, t2, t3) = (
+            t0 + Duration::from_millis(100),
+            t0 + Duration::from_millis(900),
+            t0 + Duration::from_millis(2500),
+        );
+        let round = RoundOutcome {
+            report: Default::default(),
+            objects: vec![
+                outcome(ObjectRef::Federated(key("a")), true, 1, t1),
+                outcome(ObjectRef::Federated(key("b")), false, 1, t2),
+                outcome(ObjectRef::Federated(key("c")), false, 0, t3),
+                outcome(ObjectRef::Orphan(key("a")), true, 0, t3),
+            ],
+            served: vec![],
+        };
+        let (failed, changed, wrote) = outcome_keys(&round);
+        assert_eq!(failed, [key("c")].into());
+        assert_eq!(changed, [key("a")].into());
+        assert_eq!(wrote, [(key("a"), t3), (key("b"), t2)].into());
+    }
 }

@@ -155,10 +155,10 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
         self.backoff.remove(key);
     }
 
-    /// `key`'s round (which succeeded) wrote at `now`: its next round waits
-    /// until [`MIN_WRITE_INTERVAL`] after.
-    pub fn wrote(&mut self, key: K, now: Instant) {
-        self.wrote.insert(key, now);
+    /// `key`'s round (which succeeded) wrote, its last write answered at
+    /// `at`: its next round waits until [`MIN_WRITE_INTERVAL`] after.
+    pub fn wrote(&mut self, key: K, at: Instant) {
+        self.wrote.insert(key, at);
     }
 
     /// The rounds in flight were cancelled (the lock could not be renewed):
