@@ -9,7 +9,6 @@ use crate::fixtures::{
     Federation, KUBEFEDCTL, cm, gone, holder, patch, pod_mount, reconciler_token, wait_until,
 };
 use serde_json::json;
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use testenv::{Faults, Mode, RequestRecord, TestEnv};
@@ -99,19 +98,12 @@ pub(crate) fn sigterm(child: &Child) {
     assert!(status.success());
 }
 
-/// A GET on the metrics port: (status line, body).
-pub(crate) fn http_get(port: u16, path: &str) -> (String, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    // HTTP/1.0: the server closes after its answer and does not chunk it
-    // (Go's servers keep an HTTP/1.1 connection alive and chunk long
-    // answers); never wait forever.
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_string(), body.to_string())
+/// A GET on the metrics port: (status, body).
+pub(crate) fn http_get(port: u16, path: &str) -> (u16, String) {
+    let addr = format!("127.0.0.1:{port}");
+    let r = testenv::http::plain_get(&addr, path, std::time::Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("GET {addr}{path}: {e:#}"));
+    (r.status, r.body)
 }
 
 /// Parses Prometheus text: sample name with labels → value. Fails on any
@@ -176,7 +168,7 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
         data("member1", "web") == Some(json!("1"))
     });
     wait_until("ready once the first full round is done", || {
-        http_get(port, "/readyz").0.contains("200")
+        http_get(port, "/readyz").0 == 200
     });
 
     // The template changes.
@@ -343,7 +335,7 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
         writes(&now, &m1) > writes(&before, &m1) && writes(&now, &m2) > writes(&before, &m2)
     });
     let (status, text) = http_get(port, "/metrics");
-    assert!(status.contains("200"), "{status}");
+    assert!(status == 200, "{status}");
     let after = samples(&text);
     assert!(
         after["kubefedctl_reconcile_rounds_total"] > before["kubefedctl_reconcile_rounds_total"]
@@ -351,7 +343,7 @@ fn changes_reach_the_members_drift_is_repaired_and_members_catch_up() {
     assert!(after["kubefedctl_propagation_latency_seconds_count"] > 0.0);
     assert!(after[&format!("kubefedctl_member_requests_total{{cluster=\"{m1}\"}}")] > 0.0);
     assert_eq!(after["kubefedctl_leader"], 1.0);
-    assert!(http_get(port, "/healthz").0.contains("200"));
+    assert!(http_get(port, "/healthz").0 == 200);
     // -v 2: one line per member change.
     assert!(
         log(&log_path).contains(&format!("{m1}: created ConfigMap {}/during-outage", f.ns)),

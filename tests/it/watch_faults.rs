@@ -86,9 +86,7 @@ fn a_host_outage_longer_than_the_lease_pauses_writes_and_the_watch_resumes() {
         member_value(&env, "member1", &f, "before").as_deref() == Some("1")
             && member_value(&env, "member2", &f, "before").as_deref() == Some("1")
     });
-    wait_until("the watch is ready", || {
-        http_get(port, "/readyz").0.contains("200")
-    });
+    wait_until("the watch is ready", || http_get(port, "/readyz").0 == 200);
 
     env.stop_apiserver("host");
     let stopped = Instant::now();
@@ -96,11 +94,11 @@ fn a_host_outage_longer_than_the_lease_pauses_writes_and_the_watch_resumes() {
     // copy edited by hand now is not repaired while the host is away.
     wait_until("/readyz to say the lock is not renewed", || {
         let (status, body) = http_get(port, "/readyz");
-        status.contains("503") && body.contains("lock: not renewed for")
+        status == 503 && body.contains("lock: not renewed for")
     });
     let paused = Instant::now();
     let (status, body) = http_get(port, "/healthz");
-    assert!(status.contains("200"), "not wedged: {status} {body}");
+    assert!(status == 200, "not wedged: {status} {body}");
     crate::fixtures::patch(
         &env,
         "member1",
@@ -152,9 +150,7 @@ fn a_host_outage_longer_than_the_lease_pauses_writes_and_the_watch_resumes() {
         })
     });
     assert!(holder(&env, f.fedns).contains(&format!("pid {}", watch.id())));
-    wait_until("/readyz is ok again", || {
-        http_get(port, "/readyz").0.contains("200")
-    });
+    wait_until("/readyz is ok again", || http_get(port, "/readyz").0 == 200);
     let m = metrics(port);
     assert_eq!(m["kubefedctl_leader"], 1.0);
     assert!(
@@ -374,9 +370,7 @@ fn compacted_history_and_a_restarted_member_make_its_watches_list_again() {
     wait_until("the change reaches member1", || {
         member_value(&env, "member1", &f, "web").as_deref() == Some("2")
     });
-    wait_until("/readyz is ok", || {
-        http_get(port, "/readyz").0.contains("200")
-    });
+    wait_until("/readyz is ok", || http_get(port, "/readyz").0 == 200);
     assert!(alive(&mut watch));
     sigterm(&watch);
     assert!(watch.wait().unwrap().success(), "{}", log(&log_path));
