@@ -63,7 +63,7 @@ impl Controller<'_> {
     /// type's watch at its own time, and a full round per type (with the
     /// probe's own, started before any had listed, while rounds still left
     /// the member out) held changes back three times as long at 10,000 ×
-    /// 10 (docs/performance.md, *Faults at scale*).
+    /// 10 (docs/performance.md, *Faults at 10,000 × 10*).
     pub(super) fn caught_up(&mut self) -> bool {
         let members = &self.members;
         (self.catching_up).retain(|name| members.iter().any(|m| &m.name == name));

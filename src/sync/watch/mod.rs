@@ -4,8 +4,9 @@
 //! member's managed objects; each change marks the federated objects it
 //! touches, and a round re-decides exactly those with the same decide,
 //! execute and record steps as a one-shot run (`live::round`). Full rounds
-//! run at start, every `--resync-period`, and when types, clusters or the
-//! KubeFedConfig change; members are probed every `--probe-interval`.
+//! run at start, every `--resync-period`, when types, clusters or the
+//! KubeFedConfig change, and once a member back has listed again; members
+//! are probed every `--probe-interval`.
 //!
 //! Leader election is the run lock: one instance holds the Lease and works,
 //! others (`--leader-elect`) wait to take it over once it expires.
