@@ -65,6 +65,11 @@ impl Controller<'_> {
     /// the member out) held changes back three times as long at 10,000 ×
     /// 10 (docs/performance.md, *Faults at 10,000 × 10*).
     pub(super) fn caught_up(&mut self) -> bool {
+        // Called for every batch of events: nothing to build when no
+        // member is listing again.
+        if self.catching_up.is_empty() {
+            return false;
+        }
         let members = &self.members;
         (self.catching_up).retain(|name| members.iter().any(|m| &m.name == name));
         let types = self.types();
