@@ -430,6 +430,10 @@ fn watch(cfg: &Config, members: usize, objects: usize, shards: u32) -> Vec<Row> 
         row("watch.p50_s", lat.p50, "s"),
         row("watch.p99_s", lat.p99, "s"),
         row("watch.max_s", lat.max, "s"),
+        row("watch.reaction_p50_s", lat.reaction.0, "s"),
+        row("watch.reaction_p99_s", lat.reaction.1, "s"),
+        row("watch.member_answer_p50_s", lat.member_answer.0, "s"),
+        row("watch.member_answer_p99_s", lat.member_answer.1, "s"),
         row("watch.exit_ok", f64::from(u8::from(exits_ok)), "bool"),
     ]
 }

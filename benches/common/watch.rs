@@ -72,6 +72,12 @@ pub struct Latency {
     pub p50: f64,
     pub p99: f64,
     pub max: f64,
+    /// Where the time went, p50 and p99 of each part (s): from the PATCH
+    /// answered to the first member write received (the host's watch
+    /// event, the queue, the round's decide), and the slowest member's
+    /// own answer to its write (received → answered at its proxy).
+    pub reaction: (f64, f64),
+    pub member_answer: (f64, f64),
     /// Changes made.
     pub changes: usize,
     /// Changes not on every member when the bench stopped waiting.
@@ -148,70 +154,106 @@ pub fn changes(
         .collect();
     let deadline = Instant::now() + patience;
     loop {
-        let (latencies, missing) = match_changes(members, &written);
+        let (timings, missing) = match_changes(members, &written);
         if missing == 0 || Instant::now() > deadline {
-            return percentiles(latencies, rate, missing);
+            return percentiles(&timings, rate, missing);
         }
         std::thread::sleep(Duration::from_millis(500));
     }
 }
 
-fn percentiles(mut l: Vec<f64>, rate: f64, missing: usize) -> Latency {
-    l.sort_by(f64::total_cmp);
-    let pct = |q: f64| {
+fn percentiles(timings: &[Timing], rate: f64, missing: usize) -> Latency {
+    let sorted = |get: fn(&Timing) -> f64| {
+        let mut l: Vec<f64> = timings.iter().map(get).collect();
+        l.sort_by(f64::total_cmp);
+        l
+    };
+    let pct = |l: &[f64], q: f64| {
         l.get(((l.len() as f64 * q).ceil() as usize).saturating_sub(1))
             .copied()
             .unwrap_or(f64::NAN)
     };
+    let total = sorted(|t| t.total);
+    let reaction = sorted(|t| t.reaction);
+    let answer = sorted(|t| t.member_answer);
     Latency {
         rate,
-        p50: pct(0.5),
-        p99: pct(0.99),
-        max: l.last().copied().unwrap_or(f64::NAN),
-        changes: l.len() + missing,
+        p50: pct(&total, 0.5),
+        p99: pct(&total, 0.99),
+        max: total.last().copied().unwrap_or(f64::NAN),
+        reaction: (pct(&reaction, 0.5), pct(&reaction, 0.99)),
+        member_answer: (pct(&answer, 0.5), pct(&answer, 0.99)),
+        changes: total.len() + missing,
         missing,
     }
 }
 
-/// The latency of each change ((namespace, name), PATCH received, PATCH
+/// One change's way to every member (s).
+pub struct Timing {
+    /// PATCH answered → the last member's write answered.
+    pub total: f64,
+    /// PATCH answered → the first member's write received (0 when a member
+    /// received it before the host's answer reached its proxy).
+    pub reaction: f64,
+    /// The slowest member's answer to its write: received → answered.
+    pub member_answer: f64,
+}
+
+/// The timing of each change ((namespace, name), PATCH received, PATCH
 /// answered) on every member, and how many are not yet on every member.
 pub fn match_changes(
     members: &[Proxy],
     written: &[(&(String, String), Instant, Instant)],
-) -> (Vec<f64>, usize) {
-    // Per member: (namespace, ConfigMap name) → when its writes were
-    // answered, in order.
-    let answered: Vec<HashMap<(String, String), Vec<Instant>>> = members
+) -> (Vec<Timing>, usize) {
+    // Per member: (namespace, ConfigMap name) → its writes, (answered,
+    // received), in order.
+    type Writes = HashMap<(String, String), Vec<(Instant, Instant)>>;
+    let answered: Vec<Writes> = members
         .iter()
         .map(|m| {
-            let mut by_name: HashMap<(String, String), Vec<Instant>> = HashMap::new();
+            let mut by_name: Writes = HashMap::new();
             for r in m.records() {
                 if r.is_write()
                     && r.resource == "configmaps"
                     && r.status < 300
-                    && let Some(at) = r.answered
+                    && let (Some(at), Some(received)) = (r.answered, r.received)
                 {
-                    by_name.entry((r.namespace, r.name)).or_default().push(at);
+                    let writes = by_name.entry((r.namespace, r.name)).or_default();
+                    writes.push((at, received));
                 }
             }
             by_name.values_mut().for_each(|v| v.sort());
             by_name
         })
         .collect();
-    let mut latencies = Vec::new();
+    let mut timings = Vec::new();
     let mut missing = 0;
     for (target, received, at) in written {
-        let done = answered.iter().try_fold(*at, |last, by_name| {
-            let times = by_name.get(*target)?;
-            let first = times[times.partition_point(|t| t < received)..].first()?;
-            Some(last.max(*first))
+        // Each member's first write answered after the PATCH was received.
+        let firsts: Option<Vec<(Instant, Instant)>> = (answered.iter())
+            .map(|by_name| {
+                let times = by_name.get(*target)?;
+                let after = times.partition_point(|(t, _)| t < received);
+                times[after..].first().copied()
+            })
+            .collect();
+        let Some(firsts) = firsts else {
+            missing += 1;
+            continue;
+        };
+        let since = |t: Instant| t.saturating_duration_since(*at).as_secs_f64();
+        let done = firsts.iter().map(|(a, _)| *a).max().unwrap_or(*at);
+        let first_received = firsts.iter().map(|(_, r)| *r).min().unwrap_or(*at);
+        let slowest = (firsts.iter())
+            .map(|(a, r)| a.saturating_duration_since(*r).as_secs_f64())
+            .fold(0.0, f64::max);
+        timings.push(Timing {
+            total: since(done),
+            reaction: since(first_received),
+            member_answer: slowest,
         });
-        match done {
-            Some(done) => latencies.push(done.saturating_duration_since(*at).as_secs_f64()),
-            None => missing += 1,
-        }
     }
-    (latencies, missing)
+    (timings, missing)
 }
 
 /// A `/proc/PID/status` figure given in kB (VmRSS, VmHWM), in MiB.

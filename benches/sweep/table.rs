@@ -153,6 +153,8 @@ impl Table {
             ("watch sync s", "watch.initial_sync_s"),
             ("p50 s", "watch.p50_s"),
             ("p99 s", "watch.p99_s"),
+            ("reaction p99 s", "watch.reaction_p99_s"),
+            ("member answer p99 s", "watch.member_answer_p99_s"),
             ("changes/s", "watch.rate_per_s"),
             ("idle RSS MiB", "watch.idle_rss_mib"),
             ("peak RSS MiB", "watch.peak_rss_mib"),
