@@ -1206,6 +1206,63 @@ fn a_change_during_a_full_round_waits_only_for_its_own_slice() {
     assert!(status.success(), "{status:?}\n{}", log(&log_path));
 }
 
+/// A slice lets each object go once its requests are answered, not at
+/// the slice's end: a change to an object the running slice is done with
+/// is taken by a round of its own meanwhile. Here member1 answers each
+/// ConfigMap create after a second, one at a time (`--concurrency 1`), so
+/// the slice of 8 ConfigMaps takes 8 s or more; the first one, changed as
+/// soon as its copy exists, reaches both members while the same slice is
+/// still creating the others. (Before, it waited for the slice's end.)
+#[test]
+fn a_change_during_a_slice_waits_only_for_its_own_object() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-settle", &["configmaps"]);
+    let names = f.create_configmaps(env, "settle", 8);
+    f.m1.set_faults(Faults {
+        latency: std::time::Duration::from_secs(1),
+        only: Some(std::sync::Arc::new(|r: &testenv::RequestRecord| {
+            r.verb == "create" && r.resource == "configmaps"
+        })),
+        ..Faults::default()
+    });
+    let log_path = env.dir().join("watch-settle.log");
+    let flags = ["--round-size", "8", "--concurrency", "1", "-v", "2"];
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &flags);
+    let first = &names[0];
+    wait_until("the first object's copy in member1", || {
+        cm(env, "member1", f.ns, first).is_some()
+    });
+    patch(
+        env,
+        "host",
+        &fed_path(&f, "federatedconfigmaps", first),
+        json!({"spec": {"template": {"data": {"n": "changed"}}}}),
+    );
+    let changed = |m: &str| cm(env, m, f.ns, first).is_some_and(|o| o["data"]["n"] == "changed");
+    wait_until("the change in both members", || {
+        changed("member1") && changed("member2")
+    });
+    let created: Vec<&String> = (names.iter())
+        .filter(|n| cm(env, "member1", f.ns, n).is_some())
+        .collect();
+    let text = log(&log_path);
+    assert!(
+        text.contains("full round, slice 2 of 2: 8 object(s)"),
+        "the ConfigMaps were one slice: {text}"
+    );
+    assert!(
+        created.len() < names.len(),
+        "the change waited for the slice's end: {created:?} were all created first\n{text}"
+    );
+    wait_until("every copy in member1", || {
+        names.iter().all(|n| cm(env, "member1", f.ns, n).is_some())
+    });
+    assert!(changed("member1"), "the slice did not undo the change");
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+}
+
 /// The shard of `--shard I/3` that owns namespace `ns` and what is in it.
 fn shard_of(ns: &str) -> u32 {
     use kubefedctl::core::run::shard::Shard;

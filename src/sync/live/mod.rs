@@ -27,7 +27,7 @@ pub mod report;
 
 use crate::clients::host::Host;
 use crate::clients::members::{Health, Member};
-use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
+use crate::core::describe::{ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
 use crate::core::propagation::decide::{self, Federation, ObjectPlan, TypeDecisions};
@@ -658,17 +658,8 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
         let fed_kind = &t.federated.kind;
         let subject = pipeline::subject(seen, &f);
         let what = subject.map(|o| describe(fed_kind, o)).unwrap_or_default();
-        let object = match subject {
-            Some(o) => ObjectRef::Federated(FederatedRef::new(&t.name, key_of(o))),
-            // An orphan is named by the federated object it had.
-            None => {
-                let member = f.results.first().map(|(w, _)| w.key()).unwrap_or_default();
-                ObjectRef::Orphan(FederatedRef::new(
-                    &t.name,
-                    decide::federated_key(&t.ty, &member),
-                ))
-            }
-        };
+        let first = f.results.first().map(|(w, _)| w);
+        let object = pipeline::object_ref(seen, f.type_index, f.target, first);
         let mut outcome = ObjectOutcome {
             object,
             failed: f.refused.is_some() || f.write_failed.is_some(),

@@ -10,12 +10,13 @@
 //! namespaces being deleted somewhere.
 
 use crate::clients::host::Host;
-use crate::core::describe::{describe, describe_key};
+use crate::core::describe::{FederatedRef, ObjectRef, describe, describe_key, key_of};
 use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
 use crate::sync::live::execute::{Limits, Target, Work, apply_one};
 use crate::sync::live::observe::Observation;
+use crate::sync::live::progress::Settled;
 use crate::sync::live::record::{self, HOST_WRITES_IN_FLIGHT};
 use futures::StreamExt;
 use serde_json::Value;
@@ -142,8 +143,11 @@ impl<'a> Pipeline<'a> {
         }
     }
 
-    /// Runs every job, stage by stage.
+    /// Runs every job, stage by stage; tells the progress each object it
+    /// follows as soon as the object's last job is done.
     pub async fn run<'j>(&self, jobs: Vec<Job<'j>>) -> Vec<Finished> {
+        let mut tally = (self.progress.follows_objects())
+            .then(|| Tally::of(self.seen, jobs.iter().filter(|j| self.settles_early(j))));
         let mut stages: BTreeMap<Stage, Vec<Job<'j>>> = BTreeMap::new();
         for job in jobs {
             stages.entry(job.stage(self.seen)).or_default().push(job);
@@ -163,10 +167,21 @@ impl<'a> Pipeline<'a> {
                 let Some(finished) = in_flight.next().await else {
                     break;
                 };
+                if let Some(settled) = tally.as_mut().and_then(|t| t.done(self.seen, &finished)) {
+                    self.progress.object_settled(&settled);
+                }
                 out.push(finished);
             }
         }
         out
+    }
+
+    /// Whether an object's job may be reported settled as it ends: not
+    /// when its round writes something for it after the pipeline, as the
+    /// FederatedServiceStatus of a Service (`passes::service_status`).
+    fn settles_early(&self, job: &Job<'_>) -> bool {
+        let t = &self.seen.types[job.type_index];
+        !(self.seen.settings).writes_service_status(t.service_status.is_some())
     }
 
     async fn run_job<'j>(&self, job: Job<'j>) -> Finished {
@@ -373,4 +388,90 @@ fn object_events(
 /// The federated object a finished job was about, for messages.
 pub fn subject<'s>(seen: &'s Observation, f: &Finished) -> Option<&'s Value> {
     f.target.object(&seen.types[f.type_index])
+}
+
+/// The object a job is about: its federated object, or, for an orphan,
+/// the federated object its member copy had (named from its first request).
+pub fn object_ref(
+    seen: &Observation,
+    type_index: usize,
+    target: Target,
+    first: Option<&Work>,
+) -> ObjectRef {
+    let t = &seen.types[type_index];
+    match target.object(t) {
+        Some(o) => ObjectRef::Federated(FederatedRef::new(&t.name, key_of(o))),
+        None => {
+            let member = first.map(Work::key).unwrap_or_default();
+            let key = crate::core::propagation::decide::federated_key(&t.ty, &member);
+            ObjectRef::Orphan(FederatedRef::new(&t.name, key))
+        }
+    }
+}
+
+impl Finished {
+    /// What its requests did to the object: whether one failed, whether a
+    /// member copy changed.
+    pub fn failed_and_changed(&self) -> (bool, bool) {
+        let mut failed = self.refused.is_some() || self.write_failed.is_some();
+        let mut changed = false;
+        for (w, result) in &self.results {
+            match result {
+                Err(_) => failed = true,
+                Ok(done) => {
+                    let polled = matches!(done.effect, Effect::Deleted { .. })
+                        && w.decision.action == Action::AwaitRemoval;
+                    changed |= !polled;
+                }
+            }
+        }
+        (failed, changed)
+    }
+}
+
+/// The jobs of each object the progress follows that have not ended yet,
+/// and what the ended ones did: an object is settled once all of its jobs
+/// are (its own and its orphans' may be two).
+struct Tally {
+    open: HashMap<FederatedRef, (usize, Settled)>,
+}
+
+impl Tally {
+    fn of<'j>(seen: &Observation, jobs: impl Iterator<Item = &'j Job<'j>>) -> Tally {
+        let mut open: HashMap<FederatedRef, (usize, Settled)> = HashMap::new();
+        for j in jobs {
+            let object = object_ref(seen, j.type_index, j.target, j.work.first());
+            let object = object.federated().clone();
+            let entry = open.entry(object.clone()).or_insert_with(|| {
+                let at = Instant::now();
+                let settled = Settled {
+                    object,
+                    failed: false,
+                    changed: false,
+                    wrote: false,
+                    at,
+                };
+                (0, settled)
+            });
+            entry.0 += 1;
+        }
+        Tally { open }
+    }
+
+    /// A job ended: the object's outcome once it was its last.
+    fn done(&mut self, seen: &Observation, f: &Finished) -> Option<Settled> {
+        let first = f.results.first().map(|(w, _)| w);
+        let object = object_ref(seen, f.type_index, f.target, first);
+        let (left, settled) = self.open.get_mut(object.federated())?;
+        let (failed, changed) = f.failed_and_changed();
+        settled.failed |= failed;
+        settled.changed |= changed;
+        settled.wrote |= changed || f.host_writes > 0;
+        settled.at = settled.at.max(f.settled);
+        *left -= 1;
+        if *left > 0 {
+            return None;
+        }
+        self.open.remove(object.federated()).map(|(_, s)| s)
+    }
 }

@@ -52,12 +52,13 @@ use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::queue::WorkQueue;
 use crate::parallel::locked;
 use crate::sync::live;
+use crate::sync::live::progress::Settled;
 use crate::sync::lock::{self, LockState, RunLock};
 use crate::terminal::signals::Signals;
 use anyhow::{Result, bail};
 use cache::{Cache, WorkKey};
 use metrics::Metrics;
-use rounds::{ROUNDS_IN_FLIGHT, RoundDone};
+use rounds::{ROUNDS_IN_FLIGHT, RoundDone, SettledSender, Settling};
 use sources::{Event, Sources};
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -221,6 +222,12 @@ struct Controller<'a> {
     reported: HashMap<String, Instant>,
     /// Rounds running, each a task.
     rounds: JoinSet<RoundDone>,
+    /// The rounds running, by number: their keys not settled yet.
+    settling: HashMap<u64, Settling>,
+    next_round_id: u64,
+    /// Objects the rounds are done with, as they go (`rounds::settled`).
+    settled_tx: SettledSender,
+    settled_rx: UnboundedReceiver<(u64, Settled)>,
     /// A full round under way (it runs alone).
     full: Option<rounds::FullRound>,
     /// A probe of every member, beside the loop: (generation, task).
@@ -247,6 +254,7 @@ impl<'a> Controller<'a> {
         metrics: Arc<Metrics>,
     ) -> Controller<'a> {
         let (tx, rx) = unbounded_channel();
+        let (settled_tx, settled_rx) = unbounded_channel();
         Controller {
             host,
             shared,
@@ -261,6 +269,10 @@ impl<'a> Controller<'a> {
             health: Vec::new(),
             reported: HashMap::new(),
             rounds: JoinSet::new(),
+            settling: HashMap::new(),
+            next_round_id: 0,
+            settled_tx,
+            settled_rx,
             full: None,
             probing: None,
             suspended: false,
@@ -308,6 +320,10 @@ impl Controller<'_> {
                         return Ok(Ended::Lost { holder });
                     }
                 },
+                Some((round, settled)) = self.settled_rx.recv() => {
+                    active = true;
+                    self.settled(round, settled);
+                }
                 Some(done) = self.rounds.join_next(), if !self.rounds.is_empty() => {
                     active = true;
                     if let Ok(done) = done {
@@ -355,6 +371,8 @@ impl Controller<'_> {
         *locked(&self.metrics.lock_suspended_since) = Some(since);
         self.rounds.abort_all();
         while self.rounds.join_next().await.is_some() {}
+        self.settling.clear();
+        while self.settled_rx.try_recv().is_ok() {}
         self.full = None;
         self.metrics.rounds_in_flight.store(0, Ordering::Relaxed);
         self.queue.abandon_in_flight();

@@ -4,8 +4,11 @@
 //! loop: keys succeed or wait their backoff, and the metrics count it. A
 //! round covers at most `--round-size` keys: a burst is taken in several
 //! rounds, and a full round over more runs as slices, one after another,
-//! with queue rounds between them for the keys no running slice holds (a
-//! change made during a full round waits for no more than its own slice).
+//! with queue rounds between them for the keys no running slice holds.
+//! A round lets each object go as soon as its requests are answered
+//! (`Progress::object_settled`, then `Controller::settled`), not at its
+//! end: a change made meanwhile waits for its own object, not for the
+//! whole slice or round.
 //! Kept apart from the loop (`mod.rs`) as kube-runtime keeps its runner
 //! and scheduler apart from the reconcile.
 
@@ -16,6 +19,7 @@ use super::sources::Source;
 use crate::core::run::scope::RunScope;
 use crate::parallel::locked;
 use crate::sync::live::observe::{self, Observation};
+use crate::sync::live::progress::Settled;
 use crate::sync::live::{self, Passes, RoundOutcome};
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,23 +64,48 @@ enum Round {
     Slice { nth: usize, last: bool },
 }
 
-/// What a round tells the metrics as it goes: each member write's time.
-struct RoundProgress<'a>(&'a Metrics);
+/// What a round tells the loop as it goes: each member write's time (to
+/// the metrics), each object it is done with (to the loop, by `settled`).
+struct RoundProgress<'a> {
+    metrics: &'a Metrics,
+    round: u64,
+    settled: &'a SettledSender,
+}
+
+/// Objects a round is done with, to the loop: (round, object).
+pub(super) type SettledSender = tokio::sync::mpsc::UnboundedSender<(u64, Settled)>;
 
 impl crate::sync::live::progress::Progress for RoundProgress<'_> {
     fn requests(&self, _: u64) {}
     fn request_done(&self) {}
     fn member_write(&self, effect: &crate::core::propagation::record::Effect, took: Duration) {
-        self.0.member_write(effect, took);
+        self.metrics.member_write(effect, took);
+    }
+    fn follows_objects(&self) -> bool {
+        true
+    }
+    fn object_settled(&self, settled: &Settled) {
+        // The loop is gone only when the controller is.
+        let _ = self.settled.send((self.round, settled.clone()));
     }
 }
 
 /// A round's result, back in the loop.
 pub(super) struct RoundDone {
+    /// Its number (`Controller::settling`).
+    id: u64,
+    result: Result<RoundResult>,
+}
+
+/// A round in flight, as the loop keeps it: the queue's keys it took that
+/// it has not settled yet, with when they were first marked, and those it
+/// settled (the rest of its result leaves them alone).
+#[derive(Default)]
+pub(super) struct Settling {
     /// The number of a full round's slice.
     slice: Option<usize>,
-    taken: Vec<(WorkKey, Instant)>,
-    result: Result<RoundResult>,
+    taken: BTreeMap<WorkKey, Instant>,
+    released: BTreeSet<WorkKey>,
 }
 
 struct RoundResult {
@@ -321,6 +350,15 @@ impl Controller<'_> {
             Round::Slice { nth, .. } => Some(nth),
             Round::Keys => None,
         };
+        self.next_round_id += 1;
+        let id = self.next_round_id;
+        let settling = Settling {
+            slice,
+            taken: taken.into_iter().collect(),
+            released: BTreeSet::new(),
+        };
+        self.settling.insert(id, settling);
+        let settled = self.settled_tx.clone();
         let dns = matches!(round, Round::Slice { last: true, .. });
         let passes = Passes {
             cluster_health: false,
@@ -338,7 +376,11 @@ impl Controller<'_> {
             let timeout = shared.run.selection.timeout;
             let result = async {
                 observe::finish_from_cache(&shared.host, &mut seen, timeout, dns).await?;
-                let progress = RoundProgress(&metrics);
+                let progress = RoundProgress {
+                    metrics: &metrics,
+                    round: id,
+                    settled: &settled,
+                };
                 live::round_in_order(&shared.host, &mut seen, &shared.run, passes, &progress).await
             }
             .await
@@ -355,60 +397,94 @@ impl Controller<'_> {
             let took = started.elapsed();
             locked(&metrics.round_time.0).observe(took);
             locked(&metrics.round_time_upstream.0).observe(took);
-            RoundDone {
-                slice,
-                taken,
-                result,
-            }
+            RoundDone { id, result }
         });
     }
 
-    /// A round ended: its keys succeed, or wait their backoff.
-    pub(super) fn finish(&mut self, done: RoundDone) {
+    /// A round is done with an object: the queue may give it to another
+    /// round from now on, and a running slice no longer holds it.
+    pub(super) fn settled(&mut self, round: u64, settled: Settled) {
+        let Some(r) = self.settling.get_mut(&round) else {
+            return;
+        };
+        let k = &settled.object;
+        r.released.insert(k.clone());
+        let since = r.taken.remove(k);
+        let slice = r.slice;
+        if let (Some(nth), Some(f)) = (slice, self.full.as_mut()) {
+            if let Some(keys) = f.running.get_mut(&nth) {
+                keys.remove(k);
+            }
+            if since.is_some() {
+                f.taken = f.taken.saturating_sub(1);
+            }
+        }
+        self.settle_key(slice, since, settled);
+    }
+
+    /// An object's key once its round is done with it: it succeeds or
+    /// waits its backoff (`since`: when the queue first marked it, if the
+    /// round took it from the queue), and its next round waits its write
+    /// interval from its last answer.
+    fn settle_key(&mut self, slice: Option<usize>, since: Option<Instant>, settled: Settled) {
         let now = Instant::now();
+        let k = settled.object;
+        // A slice's writes come back as events on its keys: their next
+        // round waits as a queue round's would (`queue::MIN_WRITE_INTERVAL`).
+        if settled.wrote && (slice.is_some() || !settled.failed) {
+            self.queue.wrote(k.clone(), settled.at);
+        }
+        match since {
+            Some(since) if settled.failed => {
+                self.queue.failed(k, since, now);
+            }
+            Some(since) => {
+                self.queue.succeeded(&k);
+                if settled.changed {
+                    locked(&self.metrics.latency).observe(now.saturating_duration_since(since));
+                }
+            }
+            // A full round's key that the queue had not marked is retried
+            // after its backoff too when it fails, not at the next full round.
+            None if slice.is_some() && settled.failed => {
+                self.queue.failed(k, now, now);
+            }
+            None => {}
+        }
+    }
+
+    /// A round ended: the keys it did not settle as it went succeed, or
+    /// wait their backoff.
+    pub(super) fn finish(&mut self, done: RoundDone) {
+        // What it settled comes first (sent before it ended).
+        while let Ok((round, settled)) = self.settled_rx.try_recv() {
+            self.settled(round, settled);
+        }
         self.metrics.rounds.fetch_add(1, Ordering::Relaxed);
         self.metrics
             .rounds_in_flight
             .fetch_sub(1, Ordering::Relaxed);
-        let slice_keys = (done.slice)
-            .and_then(|nth| {
-                let f = self.full.as_mut()?;
-                f.taken = f.taken.saturating_sub(done.taken.len());
-                f.running.remove(&nth)
-            })
-            .unwrap_or_default();
-        let full_done = done.slice.is_some()
-            && (self.full.as_ref()).is_some_and(|f| f.left.is_empty() && f.running.is_empty());
-        if full_done {
-            self.full = None;
-            self.metrics.synced.store(true, Ordering::Relaxed);
-        }
-        // A full round's keys that the queue had not marked are retried
-        // after their backoff too when they fail, not at the next full round.
-        let marked: BTreeSet<&WorkKey> = done.taken.iter().map(|(k, _)| k).collect();
-        let unmarked = |failed: &BTreeSet<WorkKey>| -> Vec<WorkKey> {
-            let unmarked = failed.iter().filter(|k| !marked.contains(k));
-            unmarked.cloned().collect()
-        };
+        let Settling {
+            slice,
+            mut taken,
+            released,
+        } = self.settling.remove(&done.id).unwrap_or_default();
+        let slice_keys = self.end_slice(slice, taken.len());
         let mut r = match done.result {
             Ok(r) => r,
             Err(e) => {
+                let now = Instant::now();
                 self.metrics.failures.fetch_add(1, Ordering::Relaxed);
                 self.report_failure(crate::error::one_line(&e));
-                for k in unmarked(&slice_keys) {
+                for k in slice_keys.into_iter().filter(|k| !taken.contains_key(k)) {
                     self.queue.failed(k, now, now);
                 }
-                for (k, since) in done.taken {
+                for (k, since) in taken {
                     self.queue.failed(k, since, now);
                 }
                 return;
             }
         };
-        if done.slice.is_some() {
-            for k in unmarked(&r.failed) {
-                self.queue.failed(k, now, now);
-            }
-        }
         // A type its CRD made served in a member: its watch there lists now,
         // not after its backoff (`live::crd_first`).
         let served = std::mem::take(&mut r.outcome.served);
@@ -417,32 +493,44 @@ impl Controller<'_> {
                 matches!(s, Source::Member(c, t) if served.iter().any(|(sc, st)| sc == c && st == t))
             });
         }
-        if done.slice.is_some() {
-            // Its writes come back as events on its keys: their next round
-            // waits as a queue round's would (`queue::MIN_WRITE_INTERVAL`),
-            // whether between the full round's slices or after them. The
-            // second counts from each object's last answer, not from the
-            // slice's end: a slice of 1,000 objects runs for seconds, and
-            // the echoes of its first writes are cached long before it
-            // ends (a change made meanwhile waited a second more).
-            for (k, at) in &r.wrote {
-                self.queue.wrote(k.clone(), *at);
-            }
+        let with_outcome: BTreeSet<&WorkKey> = (r.failed.iter())
+            .chain(&r.changed)
+            .chain(r.wrote.keys())
+            .filter(|k| !released.contains(*k))
+            .collect();
+        for k in with_outcome {
+            let settled = Settled {
+                object: k.clone(),
+                failed: r.failed.contains(k),
+                changed: r.changed.contains(k),
+                wrote: r.wrote.contains_key(k),
+                at: r.wrote.get(k).copied().unwrap_or_else(Instant::now),
+            };
+            self.settle_key(slice, taken.remove(k), settled);
         }
-        for (k, since) in done.taken {
-            if r.failed.contains(&k) {
-                self.queue.failed(k, since, now);
-            } else {
-                self.queue.succeeded(&k);
-                if let Some(at) = r.wrote.get(&k) {
-                    self.queue.wrote(k.clone(), *at);
-                }
-                if r.changed.contains(&k) {
-                    locked(&self.metrics.latency).observe(now.saturating_duration_since(since));
-                }
-            }
+        for k in taken.into_keys() {
+            self.queue.succeeded(&k);
         }
         self.report_outcome(&r.outcome);
+    }
+
+    /// A full round's slice ended (`slice`, with `taken` of the queue's
+    /// keys not settled yet): its keys not settled yet; the full round is
+    /// over once it was the last.
+    fn end_slice(&mut self, slice: Option<usize>, taken: usize) -> BTreeSet<WorkKey> {
+        let Some(nth) = slice else {
+            return BTreeSet::new();
+        };
+        let Some(f) = self.full.as_mut() else {
+            return BTreeSet::new();
+        };
+        f.taken = f.taken.saturating_sub(taken);
+        let keys = f.running.remove(&nth).unwrap_or_default();
+        if f.left.is_empty() && f.running.is_empty() {
+            self.full = None;
+            self.metrics.synced.store(true, Ordering::Relaxed);
+        }
+        keys
     }
 
     /// A round's changes, failures and warnings into the log (a failure or

@@ -10,9 +10,11 @@
 //!   cut its wait short (a broken object changed by someone is still broken;
 //!   the full resync retries everything anyway).
 //! - A key is worked on by one round at a time: taken keys are in flight
-//!   until their round ends; a key marked meanwhile waits for that end (as
-//!   client-go's workqueue holds a key that is dirty while processing), so
-//!   concurrent rounds never decide the same object.
+//!   until their round is done with them (`succeeded` or `failed`, each
+//!   key as its requests are answered, not all at the round's end); a key
+//!   marked meanwhile waits for that (as client-go's workqueue holds a key
+//!   that is dirty while processing), so concurrent rounds never decide
+//!   the same object.
 //! - A key whose round wrote something waits [`MIN_WRITE_INTERVAL`] before
 //!   its next round: under churn (a member status changing many times a
 //!   second), its writes are coalesced to at most one a second; the last
