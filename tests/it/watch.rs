@@ -1206,58 +1206,79 @@ fn a_change_during_a_full_round_waits_only_for_its_own_slice() {
     assert!(status.success(), "{status:?}\n{}", log(&log_path));
 }
 
-/// A slice lets each object go once its requests are answered, not at
-/// the slice's end: a change to an object the running slice is done with
-/// is taken by a round of its own meanwhile. Here member1 answers each
-/// ConfigMap create after a second, one at a time (`--concurrency 1`), so
-/// the slice of 8 ConfigMaps takes 8 s or more; the first one, changed as
-/// soon as its copy exists, reaches both members while the same slice is
-/// still creating the others. (Before, it waited for the slice's end.)
+/// A slice lets each object it has nothing to write for go at once, not
+/// at the slice's end: a change to it is taken by a round of its own
+/// meanwhile. Here a first watch syncs 8 ConfigMaps and stops; 7 of them
+/// change on the host; member1 then answers each ConfigMap update after a
+/// second, one at a time (`--concurrency 1`), so the next watch's first
+/// slice (the 8 ConfigMaps) takes 7 s or more. The unchanged one, changed
+/// once that slice has written its first update, reaches both members
+/// while the slice is still updating the others. (Before, it waited for
+/// the slice's end.)
 #[test]
-fn a_change_during_a_slice_waits_only_for_its_own_object() {
+fn a_change_during_a_slice_to_an_object_it_left_alone_waits_for_no_slice() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "wt-settle", &["configmaps"]);
     let names = f.create_configmaps(env, "settle", 8);
+    let at = |m: &str, n: &str, v: &str| cm(env, m, f.ns, n).is_some_and(|o| o["data"]["v"] == v);
+    let first_log = env.dir().join("watch-settle-first.log");
+    let mut watch = spawn_watch(&f.kc, &f, &first_log, &[]);
+    wait_until("every copy in both members", || {
+        (names.iter()).all(|n| cm(env, "member1", f.ns, n).is_some())
+            && (names.iter()).all(|n| cm(env, "member2", f.ns, n).is_some())
+    });
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&first_log));
+
+    let (alone, changed) = names.split_first().unwrap();
+    for n in changed {
+        patch(
+            env,
+            "host",
+            &fed_path(&f, "federatedconfigmaps", n),
+            json!({"spec": {"template": {"data": {"v": "2"}}}}),
+        );
+    }
     f.m1.set_faults(Faults {
         latency: std::time::Duration::from_secs(1),
         only: Some(std::sync::Arc::new(|r: &testenv::RequestRecord| {
-            r.verb == "create" && r.resource == "configmaps"
+            r.verb == "update" && r.resource == "configmaps"
         })),
         ..Faults::default()
     });
     let log_path = env.dir().join("watch-settle.log");
     let flags = ["--round-size", "8", "--concurrency", "1", "-v", "2"];
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &flags);
-    let first = &names[0];
-    wait_until("the first object's copy in member1", || {
-        cm(env, "member1", f.ns, first).is_some()
+    wait_until("a first update in member1", || {
+        changed.iter().any(|n| at("member1", n, "2"))
     });
     patch(
         env,
         "host",
-        &fed_path(&f, "federatedconfigmaps", first),
-        json!({"spec": {"template": {"data": {"n": "changed"}}}}),
+        &fed_path(&f, "federatedconfigmaps", alone),
+        json!({"spec": {"template": {"data": {"v": "3"}}}}),
     );
-    let changed = |m: &str| cm(env, m, f.ns, first).is_some_and(|o| o["data"]["n"] == "changed");
     wait_until("the change in both members", || {
-        changed("member1") && changed("member2")
+        at("member1", alone, "3") && at("member2", alone, "3")
     });
-    let created: Vec<&String> = (names.iter())
-        .filter(|n| cm(env, "member1", f.ns, n).is_some())
-        .collect();
+    let updated: Vec<&String> = changed.iter().filter(|n| at("member1", n, "2")).collect();
     let text = log(&log_path);
     assert!(
         text.contains("full round, slice 2 of 2: 8 object(s)"),
         "the ConfigMaps were one slice: {text}"
     );
     assert!(
-        created.len() < names.len(),
-        "the change waited for the slice's end: {created:?} were all created first\n{text}"
+        updated.len() < changed.len(),
+        "the change waited for the slice's end: {updated:?} were all updated first\n{text}"
     );
-    wait_until("every copy in member1", || {
-        names.iter().all(|n| cm(env, "member1", f.ns, n).is_some())
+    wait_until("every update in member1", || {
+        changed.iter().all(|n| at("member1", n, "2"))
     });
-    assert!(changed("member1"), "the slice did not undo the change");
+    assert!(
+        at("member1", alone, "3"),
+        "the slice did not undo the change"
+    );
     sigterm(&watch);
     let status = watch.wait().unwrap();
     assert!(status.success(), "{status:?}\n{}", log(&log_path));

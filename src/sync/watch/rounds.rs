@@ -5,10 +5,10 @@
 //! round covers at most `--round-size` keys: a burst is taken in several
 //! rounds, and a full round over more runs as slices, one after another,
 //! with queue rounds between them for the keys no running slice holds.
-//! A round lets each object go as soon as its requests are answered
-//! (`Progress::object_settled`, then `Controller::settled`), not at its
-//! end: a change made meanwhile waits for its own object, not for the
-//! whole slice or round.
+//! A round lets each object it did not write go as soon as it has decided
+//! it (`Progress::object_settled`, then `Controller::settled`), not at its
+//! end: a change made meanwhile to an object that needed nothing waits for
+//! no slice or round.
 //! Kept apart from the loop (`mod.rs`) as kube-runtime keeps its runner
 //! and scheduler apart from the reconcile.
 
@@ -401,12 +401,21 @@ impl Controller<'_> {
         });
     }
 
-    /// A round is done with an object: the queue may give it to another
-    /// round from now on, and a running slice no longer holds it.
+    /// A round is done with an object that it did not write: the queue
+    /// may give it to another round from now on, and a running slice no
+    /// longer holds it. An object it wrote stays its own to its end, as
+    /// before: the echoes of its writes come back meanwhile, and a round
+    /// that decided it from a cache without them would write again (a
+    /// create answered 409 and read back). Letting written objects go too
+    /// made the first sync at 10,000 × 10 twice as slow
+    /// (docs/performance.md, *Faults at 10,000 × 10*, run 9).
     pub(super) fn settled(&mut self, round: u64, settled: Settled) {
         let Some(r) = self.settling.get_mut(&round) else {
             return;
         };
+        if settled.wrote {
+            return;
+        }
         let k = &settled.object;
         r.released.insert(k.clone());
         let since = r.taken.remove(k);

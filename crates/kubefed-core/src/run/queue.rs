@@ -10,8 +10,8 @@
 //!   cut its wait short (a broken object changed by someone is still broken;
 //!   the full resync retries everything anyway).
 //! - A key is worked on by one round at a time: taken keys are in flight
-//!   until their round is done with them (`succeeded` or `failed`, each
-//!   key as its requests are answered, not all at the round's end); a key
+//!   until their round is done with them (`succeeded` or `failed`: at its
+//!   end, or as soon as it decided a key it had nothing to write for); a key
 //!   marked meanwhile waits for that (as client-go's workqueue holds a key
 //!   that is dirty while processing), so concurrent rounds never decide
 //!   the same object.
