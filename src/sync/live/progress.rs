@@ -21,7 +21,8 @@ pub trait Progress: Sync {
     }
     /// Every request of one federated object in this round was answered
     /// (its member writes and write-back, its orphans' too): the watch lets
-    /// another round take it from then on, not from the round's end.
+    /// another round take one it did not write from then on, not from the
+    /// round's end.
     fn object_settled(&self, _settled: &Settled) {}
 }
 
