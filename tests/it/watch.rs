@@ -1154,6 +1154,17 @@ fn a_full_round_larger_than_the_round_size_runs_in_slices() {
     assert!(rounds.iter().all(|n| *n <= 2), "{rounds:?}\n{text}");
 }
 
+/// Faults that answer each ConfigMap request of `verb` after a second.
+fn configmap_writes_after_a_second(verb: &'static str) -> Faults {
+    Faults {
+        latency: std::time::Duration::from_secs(1),
+        only: Some(std::sync::Arc::new(move |r: &testenv::RequestRecord| {
+            r.verb == verb && r.resource == "configmaps"
+        })),
+        ..Faults::default()
+    }
+}
+
 /// A change made during a full round waits for its own slice only, not
 /// for the round's end: queue rounds run between the slices for the keys
 /// no running slice holds. Here member1 answers each ConfigMap create after
@@ -1166,13 +1177,7 @@ fn a_change_during_a_full_round_waits_only_for_its_own_slice() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "wt-hold", &["configmaps"]);
     let names = f.create_configmaps(env, "hold", 16);
-    f.m1.set_faults(Faults {
-        latency: std::time::Duration::from_secs(1),
-        only: Some(std::sync::Arc::new(|r: &testenv::RequestRecord| {
-            r.verb == "create" && r.resource == "configmaps"
-        })),
-        ..Faults::default()
-    });
+    f.m1.set_faults(configmap_writes_after_a_second("create"));
     let log_path = env.dir().join("watch-hold.log");
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &["--round-size", "1", "-v", "2"]);
     let first = &names[0];
@@ -1240,13 +1245,7 @@ fn a_change_during_a_slice_to_an_object_it_left_alone_waits_for_no_slice() {
             json!({"spec": {"template": {"data": {"v": "2"}}}}),
         );
     }
-    f.m1.set_faults(Faults {
-        latency: std::time::Duration::from_secs(1),
-        only: Some(std::sync::Arc::new(|r: &testenv::RequestRecord| {
-            r.verb == "update" && r.resource == "configmaps"
-        })),
-        ..Faults::default()
-    });
+    f.m1.set_faults(configmap_writes_after_a_second("update"));
     let log_path = env.dir().join("watch-settle.log");
     let flags = ["--round-size", "8", "--concurrency", "1", "-v", "2"];
     let mut watch = spawn_watch(&f.kc, &f, &log_path, &flags);
