@@ -519,10 +519,16 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
             .filter_map(|r| r.answered.filter(|a| *a >= after))
             .max()
     };
+    // A wait that fails keeps the watch's log: the environment, and the
+    // log in it, are deleted as the bench unwinds.
     let wait = |what: &str, limit: Duration, mut done: Box<dyn FnMut() -> bool + '_>| {
         let deadline = Instant::now() + limit;
         while !done() {
-            assert!(Instant::now() < deadline, "faults bench: {what}");
+            if Instant::now() >= deadline {
+                let kept = std::env::temp_dir().join("kubefedctl-faults-watch.log");
+                let copied = std::fs::copy(&log, &kept).map(|_| kept.display().to_string());
+                panic!("faults bench: {what} (the watch's log: {copied:?})");
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     };
