@@ -338,7 +338,7 @@ impl Controller<'_> {
         if let Some(f) = &mut self.full {
             f.let_go(&keys);
         }
-        tracing::debug!("round over {} object(s)", keys.len());
+        tracing::debug!("round over {} object(s){}", keys.len(), few_named(&keys));
         let seen = self.observe(Cover::Keys(&keys));
         self.spawn_round(seen, taken, Round::Keys);
         true
@@ -595,6 +595,24 @@ impl FullRound {
             slice.retain(|k| !keys.contains(k));
         }
     }
+}
+
+/// The objects of a small round, named for `-v 2` (a burst's rounds are
+/// counted only).
+fn few_named(keys: &BTreeSet<WorkKey>) -> String {
+    if keys.len() > 3 {
+        return String::new();
+    }
+    let named: Vec<String> = (keys.iter())
+        .map(|k| {
+            format!(
+                "{} {}",
+                k.type_name,
+                crate::core::describe::qualified_key(&k.key)
+            )
+        })
+        .collect();
+    format!(": {}", named.join(", "))
 }
 
 /// An observation from the cache, its federated objects and versions
