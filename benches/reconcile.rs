@@ -504,6 +504,9 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         .arg("--kubeconfig")
         .arg(&f.kc)
         .args(["reconcile", "--watch", "-n", ns])
+        // KUBEFEDCTL_BENCH_WATCH_V: the watch's -v, to read its rounds in
+        // the log a failed wait keeps.
+        .args(["-v", &env_usize("KUBEFEDCTL_BENCH_WATCH_V", 0).to_string()])
         .arg("--metrics-bind-address")
         .arg(format!("127.0.0.1:{metrics_port}"))
         .stdout(std::process::Stdio::null())
@@ -521,17 +524,30 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     };
     // A wait that fails keeps the watch's log: the environment, and the
     // log in it, are deleted as the bench unwinds.
-    let wait = |what: &str, limit: Duration, mut done: Box<dyn FnMut() -> bool + '_>| {
-        let deadline = Instant::now() + limit;
-        while !done() {
-            if Instant::now() >= deadline {
-                let kept = std::env::temp_dir().join("kubefedctl-faults-watch.log");
-                let copied = std::fs::copy(&log, &kept).map(|_| kept.display().to_string());
-                panic!("faults bench: {what} (the watch's log: {copied:?})");
+    // `what` is told when the wait fails, as things are then.
+    let wait =
+        |what: &dyn Fn() -> String, limit: Duration, mut done: Box<dyn FnMut() -> bool + '_>| {
+            let deadline = Instant::now() + limit;
+            while !done() {
+                if Instant::now() >= deadline {
+                    let kept = std::env::temp_dir().join("kubefedctl-faults-watch.log");
+                    let copied = std::fs::copy(&log, &kept).map(|_| kept.display().to_string());
+                    // What the watch was doing: stuck keys show as a queue
+                    // that is not empty with no round in flight.
+                    let metrics: Vec<String> = watch_metrics(metrics_port)
+                        .into_iter()
+                        .filter(|(k, _)| !k.contains("_bucket") && !k.contains("latency"))
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect();
+                    panic!(
+                        "faults bench: {} (the watch's log: {copied:?}); its metrics:\n{}",
+                        what(),
+                        metrics.join("\n")
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+        };
     let placed = Duration::from_millis((objects * n_members) as u64 * 10);
     // Creates name no object in their path: count them (a create answered
     // 409 after a timed-out try stored the object counts too).
@@ -550,16 +566,46 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         std::thread::sleep(Duration::from_millis(100));
     }
     let synced = started.elapsed();
+    // Writes the sync should not make, counted once its echoes are in:
+    // member copies updated after their create, and host writes answered
+    // 409 (both from a round deciding from a cache that its own writes'
+    // events had not reached yet).
+    std::thread::sleep(Duration::from_secs(5));
+    let updates: usize = (f.members.iter())
+        .map(|p| p.count(|r| r.verb == "update" && r.resource == "configmaps"))
+        .sum();
+    let conflicts = f.host.count(|r| r.is_write() && r.status == 409);
     // From here on the proxies hold only what the faults cause.
     f.reset();
+    // A change, through the host's proxy: returns when it was sent. A
+    // member write answered after that is the change's (each object changes
+    // once a phase). Its latency counts from the PATCH answered at the host
+    // proxy (`answered`): the bench's thread, on the same 2 cores, may read
+    // the answer after the watch's member writes (as `watch::changes`).
     let change = |env: &TestEnv, i: usize, v: &str| -> Instant {
         let path = format!("{}/f-{i:05}", fed("federatedconfigmaps"));
         let body = json!({"spec": {"template": {"data": {"v": v}}}});
-        let r = env
-            .request("host", "PATCH", &path, Some(&body.to_string()))
-            .unwrap();
+        let token = &env.cluster("host").admin_token;
+        let sent = Instant::now();
+        let r = testenv::http::request(
+            "PATCH",
+            &format!("{}{path}", f.host.url()),
+            env.ca_pem(),
+            Some(token),
+            Some(&body.to_string()),
+            Duration::from_secs(30),
+        )
+        .unwrap();
         assert_eq!(r.status, 200, "{}", r.body);
-        Instant::now()
+        sent
+    };
+    let answered = |i: usize, sent: Instant| -> Instant {
+        let name = format!("f-{i:05}");
+        (f.host.records().iter())
+            .filter(|r| r.verb == "patch" && r.resource == "federatedconfigmaps")
+            .filter(|r| r.name == name && r.received.is_some_and(|t| t >= sent))
+            .find_map(|r| r.answered)
+            .expect("the host proxy saw the PATCH")
     };
     let (frozen_member, healthy) = f.members.split_last().unwrap();
     // The last write of `name` on every healthy member after `after`.
@@ -587,14 +633,27 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
             .iter()
             .map(|(i, at)| {
                 let n = format!("f-{i:05}");
+                let missing = || {
+                    let names = f.member_names.iter();
+                    (healthy.iter().zip(names))
+                        .filter(|(m, _)| written(m, &n, *at).is_none())
+                        .map(|(_, name)| name.clone())
+                        .collect::<Vec<_>>()
+                };
                 wait(
-                    what,
+                    &|| {
+                        format!(
+                            "{what}: {n}, changed {:?} ago, not written to {:?}",
+                            at.elapsed(),
+                            missing()
+                        )
+                    },
                     Duration::from_secs(60),
                     Box::new(|| on_healthy(&n, *at).is_some()),
                 );
                 on_healthy(&n, *at)
                     .unwrap()
-                    .duration_since(*at)
+                    .saturating_duration_since(answered(*i, *at))
                     .as_secs_f64()
             })
             .collect();
@@ -610,7 +669,6 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         latencies
     };
     let pct = |l: &[f64], p: f64| l[((l.len() as f64 * p).ceil() as usize).saturating_sub(1)];
-    std::thread::sleep(Duration::from_secs(5));
     let calm = latencies_on_healthy(
         &burst(&f.env, 51, 50, "calm"),
         "the changes with nothing wrong",
@@ -631,7 +689,7 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let ready = restarted.elapsed();
     let text = || std::fs::read_to_string(&log).unwrap_or_default();
     wait(
-        "the lock renewed after the outage",
+        &|| "the lock renewed after the outage".into(),
         Duration::from_secs(120),
         Box::new(|| text().contains("; resuming")),
     );
@@ -647,13 +705,13 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let at = change(&f.env, 0, "after-outage");
     let mut propagated = Duration::ZERO;
     wait(
-        "a change after the outage",
+        &|| "a change after the outage".into(),
         Duration::from_secs(120),
         Box::new(|| {
             let everywhere = on_healthy("f-00000", at).zip(written(frozen_member, "f-00000", at));
             match everywhere {
                 Some((a, b)) => {
-                    propagated = a.max(b).duration_since(at);
+                    propagated = a.max(b).saturating_duration_since(answered(0, at));
                     true
                 }
                 None => false,
@@ -672,7 +730,7 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     // flight (100-200 ms at this size): the watch must stay idle for 2 s.
     let mut idle_since: Option<Instant> = None;
     wait(
-        "the full round after the outage",
+        &|| "the full round after the outage".into(),
         Duration::from_secs(300),
         Box::new(|| {
             let m = watch_metrics(metrics_port);
@@ -718,7 +776,7 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let full_rounds_in_burst = full_rounds().unwrap_or(0.0) - full_rounds_at_cont;
     let mut caught_up = Duration::ZERO;
     wait(
-        "the frozen member catches up",
+        &|| "the frozen member catches up".into(),
         Duration::from_secs(180),
         Box::new(|| {
             let last: Option<Vec<Instant>> = changed
@@ -743,6 +801,11 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         format!("watch under faults, {size}: initial sync / peak RSS"),
         format!("{:.1} s / {rss:.0} MiB", synced.as_secs_f64()),
         "process start → every member's creates answered; VmHWM before SIGTERM".into(),
+    ));
+    rows.push((
+        format!("watch under faults, {size}: initial sync: member updates / host writes answered 409"),
+        format!("{updates} / {conflicts}"),
+        "5 s after the last create; target 0 / 0: a copy just created needs no update, and no round writes from a cache behind its own writes".into(),
     ));
     rows.push((
         format!("watch under faults, {size}: nothing wrong, 50 changes (10/s): the same members' latency p50 / p99"),
