@@ -461,7 +461,8 @@ fn plan_of_files(rows: &mut Vec<(String, String, String)>) {
 /// as the frozen member is let go, during its catch-up full round: none
 /// waits for that round's end.
 /// KUBEFEDCTL_BENCH_FAULT_OBJECTS (201 FederatedConfigMaps) and
-/// KUBEFEDCTL_BENCH_FAULT_MEMBERS (2) set its size (issue 37: 10000 × 10).
+/// KUBEFEDCTL_BENCH_FAULT_MEMBERS (2) set its size (issue 37: 10000 × 10);
+/// KUBEFEDCTL_BENCH_WATCH_V the watch's `-v` (0).
 fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let objects = env_usize("KUBEFEDCTL_BENCH_FAULT_OBJECTS", 201).max(201);
     let n_members = env_usize("KUBEFEDCTL_BENCH_FAULT_MEMBERS", 2).max(2);
