@@ -584,29 +584,12 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     // proxy (`answered`): the bench's thread, on the same 2 cores, may read
     // the answer after the watch's member writes (as `watch::changes`).
     let change = |env: &TestEnv, i: usize, v: &str| -> Instant {
-        let path = format!("{}/f-{i:05}", fed("federatedconfigmaps"));
-        let body = json!({"spec": {"template": {"data": {"v": v}}}});
-        let token = &env.cluster("host").admin_token;
-        let sent = Instant::now();
-        let r = testenv::http::request(
-            "PATCH",
-            &format!("{}{path}", f.host.url()),
-            env.ca_pem(),
-            Some(token),
-            Some(&body.to_string()),
-            Duration::from_secs(30),
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", r.body);
-        sent
+        patch_through(env, &f.host, (ns, &format!("f-{i:05}")), json!({"v": v}))
     };
     let answered = |i: usize, sent: Instant| -> Instant {
-        let name = format!("f-{i:05}");
-        (f.host.records().iter())
-            .filter(|r| r.verb == "patch" && r.resource == "federatedconfigmaps")
-            .filter(|r| r.name == name && r.received.is_some_and(|t| t >= sent))
-            .find_map(|r| r.answered)
-            .expect("the host proxy saw the PATCH")
+        let records = f.host.records();
+        let r = patch_answered(&records, (ns, &format!("f-{i:05}")), sent);
+        r.answered.unwrap()
     };
     let (frozen_member, healthy) = f.members.split_last().unwrap();
     // The last write of `name` on every healthy member after `after`.

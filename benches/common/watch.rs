@@ -4,7 +4,7 @@
 
 use super::federation::FEDNS;
 use super::{Usage, cpu_seconds};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -84,6 +84,49 @@ pub struct Latency {
     pub missing: usize,
 }
 
+/// A FederatedConfigMap's template data set to `data`, through the host's
+/// proxy (whose records time its answer: `patch_answered`); returns when
+/// it was sent.
+pub fn patch_through(
+    env: &TestEnv,
+    host: &Proxy,
+    (ns, name): (&str, &str),
+    data: Value,
+) -> Instant {
+    let url = format!(
+        "{}/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps/{name}",
+        host.url()
+    );
+    let body = json!({"spec": {"template": {"data": data}}});
+    let sent = Instant::now();
+    let r = testenv::http::request(
+        "PATCH",
+        &url,
+        env.ca_pem(),
+        Some(&env.cluster("host").admin_token),
+        Some(&body.to_string()),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    sent
+}
+
+/// The host proxy's record of the first PATCH of FederatedConfigMap
+/// `ns/name` received at `sent` or later.
+pub fn patch_answered<'r>(
+    records: &'r [RequestRecord],
+    (ns, name): (&str, &str),
+    sent: Instant,
+) -> &'r RequestRecord {
+    records
+        .iter()
+        .filter(|r| r.verb == "patch" && r.resource == "federatedconfigmaps")
+        .filter(|r| r.subresource.is_empty() && r.namespace == ns && r.name == name)
+        .find(|r| r.received.is_some_and(|t| t >= sent) && r.answered.is_some())
+        .expect("the host proxy saw the PATCH")
+}
+
 /// `rate` template changes a second for `seconds`, to the
 /// FederatedConfigMaps `targets` (namespace, name) in turn, sent through
 /// the host's proxy. The latency of each is from its PATCH answered at the
@@ -104,7 +147,6 @@ pub fn changes(
     members.iter().for_each(Proxy::reset_records);
     let n = rate * seconds;
     let interval = Duration::from_secs_f64(1.0 / rate.max(1) as f64);
-    let token = &env.cluster("host").admin_token;
     let began = Instant::now();
     // (index in `targets`, PATCH sent).
     let mut sent: Vec<(usize, Instant)> = Vec::with_capacity(n);
@@ -112,43 +154,20 @@ pub fn changes(
         let due = began + interval * i as u32;
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
         let (ns, name) = &targets[i % targets.len()];
-        let url = format!(
-            "{}/apis/types.kubefed.io/v1beta1/namespaces/{ns}/federatedconfigmaps/{name}",
-            host.url()
-        );
-        let body = json!({"spec": {"template": {"data": {"i": format!("changed-{i}")}}}});
-        let at = Instant::now();
-        let r = testenv::http::request(
-            "PATCH",
-            &url,
-            env.ca_pem(),
-            Some(token),
-            Some(&body.to_string()),
-            Duration::from_secs(30),
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", r.body);
-        sent.push((i % targets.len(), at));
+        let data = json!({"i": format!("changed-{i}")});
+        sent.push((
+            i % targets.len(),
+            patch_through(env, host, (ns, name), data),
+        ));
     }
     let rate = n as f64 / began.elapsed().as_secs_f64();
     // The PATCHes as the host proxy saw them: (target, received, answered).
-    let patches: Vec<RequestRecord> = host
-        .records()
-        .into_iter()
-        .filter(|r| {
-            r.verb == "patch" && r.resource == "federatedconfigmaps" && r.subresource.is_empty()
-        })
-        .collect();
+    let records = host.records();
     let written: Vec<(&(String, String), Instant, Instant)> = sent
         .iter()
         .map(|(t, at)| {
             let (ns, name) = &targets[*t];
-            let r = patches
-                .iter()
-                .find(|r| {
-                    &r.name == name && &r.namespace == ns && r.received.is_some_and(|t| t >= *at)
-                })
-                .expect("the host proxy saw the PATCH");
+            let r = patch_answered(&records, (ns, name), *at);
             (&targets[*t], r.received.unwrap(), r.answered.unwrap())
         })
         .collect();
