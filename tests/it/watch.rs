@@ -11,6 +11,7 @@ use crate::fixtures::{
 use serde_json::json;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 use testenv::{Faults, Mode, RequestRecord, TestEnv};
 
 /// A free loopback port for `--metrics-bind-address`.
@@ -1474,4 +1475,80 @@ fn three_watch_shards_split_the_work_and_one_killed_catches_up_alone() {
     for (mut child, _) in shards {
         assert!(child.wait().unwrap().success());
     }
+}
+
+/// Waits until the watch is idle: no round in flight, nothing queued, and
+/// no round started for 3 s (longer than the second an object that wrote
+/// waits before its next round).
+fn wait_idle(port: u16) {
+    let mut last: Option<(f64, Instant)> = None;
+    wait_until("the watch idle for 3 s", || {
+        let now = samples(&http_get(port, "/metrics").1);
+        let rounds = now["kubefedctl_reconcile_rounds_total"];
+        let quiet =
+            now["kubefedctl_rounds_in_flight"] == 0.0 && now["kubefedctl_queue_depth"] == 0.0;
+        last = match last {
+            Some((r, since)) if quiet && r == rounds => Some((r, since)),
+            _ if quiet => Some((rounds, Instant::now())),
+            _ => None,
+        };
+        last.is_some_and(|(_, since)| since.elapsed() >= Duration::from_secs(3))
+    });
+}
+
+/// A change takes one round: the events of that round's own writes (its
+/// member copies updated, the status and PropagatedVersion written) are
+/// no news, since the cache holds what each write answered as soon as it
+/// is answered (`Cache::hold_own_write`). Before, each change took a second
+/// round, a second after the first, to decide again what it had written.
+#[test]
+fn the_events_of_a_rounds_own_writes_start_no_round() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-echo", &["configmaps"]);
+    let names = f.create_configmaps(env, "echo", 4);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let log_path = env.dir().join("watch-echo.log");
+    let flags = ["--metrics-bind-address", &addr, "-v", "2"];
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &flags);
+    let at = |m: &str, n: &str, v: &str| cm(env, m, f.ns, n).is_some_and(|o| o["data"]["v"] == v);
+    wait_until("every copy in both members", || {
+        (names.iter()).all(|n| cm(env, "member1", f.ns, n).is_some())
+            && (names.iter()).all(|n| cm(env, "member2", f.ns, n).is_some())
+    });
+    wait_idle(port);
+    // The rounds over these objects, from the log (`-v 2` names the objects
+    // of a small round): the shared environment's other federations have
+    // rounds of their own.
+    let rounds_over_ours = |from: usize| {
+        let ours = format!("{}/echo-", f.ns);
+        (log(&log_path).lines().skip(from))
+            .filter(|l| l.starts_with("round over") && l.contains(&ours))
+            .count()
+    };
+    let before = log(&log_path).lines().count();
+    for n in &names {
+        patch(
+            env,
+            "host",
+            &fed_path(&f, "federatedconfigmaps", n),
+            json!({"spec": {"template": {"data": {"v": "changed"}}}}),
+        );
+        wait_until("the change in both members", || {
+            at("member1", n, "changed") && at("member2", n, "changed")
+        });
+        wait_idle(port);
+    }
+    let rounds = rounds_over_ours(before);
+    // One round per change, whether each write's event or its answer
+    // reached the watch first.
+    assert!(
+        rounds == names.len(),
+        "{rounds} rounds for {} changes\n{}",
+        names.len(),
+        log(&log_path)
+    );
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
 }

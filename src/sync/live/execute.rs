@@ -82,6 +82,20 @@ pub async fn apply_one(
     limits: Limits,
     stalled: Option<&Stall>,
 ) -> MemberResult {
+    apply_one_answered(client, t, w, limits, stalled)
+        .await
+        .map(|(done, _)| done)
+}
+
+/// [`apply_one`], with the member copy as the server answered a create or
+/// update (the watch holds it at once: `progress::Answer`).
+pub async fn apply_one_answered(
+    client: &kube::Client,
+    t: &ObservedType,
+    w: &Work,
+    limits: Limits,
+    stalled: Option<&Stall>,
+) -> Result<(Done, Option<Value>), (ClusterStatus, String)> {
     let (ns, name) = w.key();
     let api = crate::apply::dynamic_api(client, Some(&ns), &t.target);
     let failed = w
@@ -202,36 +216,38 @@ fn body(obj: &Value) -> Result<DynamicObject, kube::Error> {
     serde_json::from_value(obj.clone()).map_err(kube::Error::SerdeError)
 }
 
+/// A request's effect, and the object the server answered a create or
+/// update with.
 async fn run_action(
     api: &Api<DynamicObject>,
     name: &str,
     action: &Action,
-) -> Result<Done, kube::Error> {
-    let version = |o: DynamicObject| {
-        Some(member_version(
-            &serde_json::to_value(o).expect("objects serialize"),
-        ))
+) -> Result<(Done, Option<Value>), kube::Error> {
+    let answered = |effect, o: DynamicObject| {
+        let v = serde_json::to_value(o).expect("objects serialize");
+        let done = Done {
+            effect,
+            version: Some(member_version(&v)),
+        };
+        (done, Some(v))
     };
-    let done = |effect| Done {
-        effect,
-        version: None,
+    let done = |effect| {
+        let done = Done {
+            effect,
+            version: None,
+        };
+        (done, None)
     };
     match action {
         Action::Create(obj) => {
             let created = api.create(&PostParams::default(), &body(obj)?).await?;
-            Ok(Done {
-                effect: Effect::Created,
-                version: version(created),
-            })
+            Ok(answered(Effect::Created, created))
         }
         Action::Update { object, .. } => {
             let updated = api
                 .replace(name, &PostParams::default(), &body(object)?)
                 .await?;
-            Ok(Done {
-                effect: Effect::Updated,
-                version: version(updated),
-            })
+            Ok(answered(Effect::Updated, updated))
         }
         Action::Delete { options } => {
             let dp = delete_params(options.as_ref());

@@ -14,9 +14,9 @@ use crate::core::describe::{FederatedRef, ObjectRef, describe, describe_key, key
 use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
-use crate::sync::live::execute::{Limits, Target, Work, apply_one};
+use crate::sync::live::execute::{Limits, Target, Work, apply_one_answered};
 use crate::sync::live::observe::Observation;
-use crate::sync::live::progress::Settled;
+use crate::sync::live::progress::{Answer, Settled};
 use crate::sync::live::record::{self, HOST_WRITES_IN_FLIGHT};
 use futures::StreamExt;
 use serde_json::Value;
@@ -168,7 +168,7 @@ impl<'a> Pipeline<'a> {
                     break;
                 };
                 if let Some(settled) = tally.as_mut().and_then(|t| t.done(self.seen, &finished)) {
-                    self.progress.object_settled(&settled);
+                    self.progress.object_settled(settled);
                 }
                 out.push(finished);
             }
@@ -208,6 +208,7 @@ impl<'a> Pipeline<'a> {
             done.results = self.member_requests(job.work).await;
             return done;
         };
+        let object = object_ref(self.seen, job.type_index, job.target, None);
         // 1. The finalizer before any member write.
         let mut fed = Cow::Borrowed(&t.objects[oi]);
         if plan.finalizer != FinalizerStep::Keep {
@@ -215,6 +216,7 @@ impl<'a> Pipeline<'a> {
             match record::finalizer_first(self.host, &t.federated, &fed, plan.finalizer).await {
                 Ok(Some(updated)) => {
                     done.host_writes += 1;
+                    self.answered(&object, || Answer::Federated(updated.clone()));
                     fed = Cow::Owned(updated);
                 }
                 Ok(None) => {}
@@ -259,8 +261,7 @@ impl<'a> Pipeline<'a> {
             done.events = object_events(t, &fed, plan, &results, &write.pending);
         }
         if write != decide_record::WriteBack::default() {
-            let _lane = self.host_lane.acquire().await.expect("open");
-            match record::write_back(self.host, &t.federated, &fed, plan, write).await {
+            match self.write_back(&object, t, &fed, plan, write).await {
                 Ok(n) => done.host_writes += n,
                 Err(e) => done.write_failed = Some(e),
             }
@@ -269,9 +270,37 @@ impl<'a> Pipeline<'a> {
         done
     }
 
+    /// An object's write-back in the host's lane; its answers to the
+    /// progress that follows objects.
+    async fn write_back(
+        &self,
+        object: &ObjectRef,
+        t: &crate::sync::live::observe::ObservedType,
+        fed: &Value,
+        plan: &ObjectPlan,
+        write: decide_record::WriteBack,
+    ) -> anyhow::Result<usize> {
+        let _lane = self.host_lane.acquire().await.expect("open");
+        let mut answers = Vec::new();
+        let keep = self.progress.follows_objects().then_some(&mut answers);
+        let written = record::write_back(self.host, &t.federated, fed, plan, write, keep).await;
+        for answer in answers {
+            self.answered(object, || answer);
+        }
+        written
+    }
+
     /// Requests of one job, each in its member's lane.
     async fn member_requests(&self, work: Vec<Work>) -> Vec<(Work, MemberResult)> {
         futures::future::join_all(work.into_iter().map(|w| self.member_request(w))).await
+    }
+
+    /// Tells the progress, when it follows objects, what one of `object`'s
+    /// writes left (`Progress::answered`), as soon as it is answered.
+    fn answered(&self, object: &ObjectRef, answer: impl FnOnce() -> Answer) {
+        if self.progress.follows_objects() {
+            self.progress.answered(object.federated(), answer());
+        }
     }
 
     async fn member_request(&self, w: Work) -> (Work, MemberResult) {
@@ -284,10 +313,11 @@ impl<'a> Pipeline<'a> {
             }) => {
                 let _lane = lane.acquire().await.expect("open");
                 let started = Instant::now();
-                let result = apply_one(client, t, &w, self.limits, stalled.as_deref()).await;
+                let result =
+                    apply_one_answered(client, t, &w, self.limits, stalled.as_deref()).await;
                 // A poll for a removal is no write.
                 let polled = matches!(w.decision.action, Action::AwaitRemoval);
-                if let (Ok(done), false) = (&result, polled) {
+                if let (Ok((done, _)), false) = (&result, polled) {
                     self.progress.member_write(&done.effect, started.elapsed());
                 }
                 result
@@ -298,7 +328,21 @@ impl<'a> Pipeline<'a> {
             )),
         };
         self.progress.request_done();
-        (w, result)
+        match result {
+            Ok((done, answer)) => {
+                if let (Some(copy), true) = (answer, self.progress.follows_objects()) {
+                    let object = object_ref(self.seen, w.type_index, w.target, Some(&w));
+                    let cluster = w.decision.cluster.clone();
+                    let answer = Answer::Member {
+                        cluster,
+                        object: copy,
+                    };
+                    self.progress.answered(object.federated(), answer);
+                }
+                (w, Ok(done))
+            }
+            Err(e) => (w, Err(e)),
+        }
     }
 
     /// `--wait`: polls member copies still terminating (one GET per copy per

@@ -23,7 +23,10 @@ pub trait Progress: Sync {
     /// (its member writes and write-back, its orphans' too): the watch lets
     /// another round take one it did not write from then on, not from the
     /// round's end.
-    fn object_settled(&self, _settled: &Settled) {}
+    fn object_settled(&self, _settled: Settled) {}
+    /// One of a federated object's writes was answered with `answer`
+    /// (when [`Self::follows_objects`]): the watch holds it at once.
+    fn answered(&self, _object: &FederatedRef, _answer: Answer) {}
 }
 
 /// What became of one federated object once its round is done with it.
@@ -38,4 +41,26 @@ pub struct Settled {
     pub wrote: bool,
     /// When its last request was answered.
     pub at: Instant,
+}
+
+/// An object as one of a round's own writes left it: the server's answer.
+/// The watch holds it at once, ahead of the write's event: a busy host's
+/// watch can bring that event seconds later, and a round deciding the
+/// object meanwhile would write again from the version before (a finalizer
+/// added twice, answered 409; member copies updated again for want of their
+/// PropagatedVersion), and the event itself, once it comes, is no news.
+/// KubeFed's sync controller keeps its versions so
+/// (`pkg/controller/sync/version/manager.go` stores each version it
+/// writes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The federated object: its finalizer added, its status written.
+    Federated(serde_json::Value),
+    /// Its PropagatedVersion or ClusterPropagatedVersion.
+    Version(serde_json::Value),
+    /// Its copy in a member, created or updated.
+    Member {
+        cluster: String,
+        object: serde_json::Value,
+    },
 }

@@ -13,6 +13,7 @@ use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::deletion::SYNC_FINALIZER;
 use crate::core::propagation::record::WriteBack;
+use crate::sync::live::progress::Answer;
 use anyhow::{Context, Result};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -75,12 +76,15 @@ pub async fn finalizer_first(
 
 /// Status, PropagatedVersion and finalizer release of one federated
 /// object. Returns the number of host writes.
+/// `answers`: where to keep the objects as the server answered the writes
+/// (the watch holds them at once; see `progress::Answer`).
 pub async fn write_back(
     host: &Host,
     ar: &ApiResource,
     fed: &Value,
     plan: &ObjectPlan,
     w: WriteBack,
+    mut answers: Option<&mut Vec<Answer>>,
 ) -> Result<usize> {
     let mut writes = 0;
     let api = federated_api(host, ar, &plan.key);
@@ -103,27 +107,46 @@ pub async fn write_back(
             .replace_status(name, &PostParams::default(), &serde_json::from_value(obj)?)
             .await
         {
-            Ok(_) => writes += 1,
+            Ok(written) => {
+                keep(&mut answers, Answer::Federated, written)?;
+                writes += 1;
+            }
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 // Changed meanwhile: write the status onto the current object.
                 let mut current = serde_json::to_value(api.get(name).await.map_err(api_error)?)?;
                 current["status"] = status;
-                api.replace_status(
-                    name,
-                    &PostParams::default(),
-                    &serde_json::from_value(current)?,
-                )
-                .await
-                .map_err(api_error)?;
+                let written = api
+                    .replace_status(
+                        name,
+                        &PostParams::default(),
+                        &serde_json::from_value(current)?,
+                    )
+                    .await
+                    .map_err(api_error)?;
+                keep(&mut answers, Answer::Federated, written)?;
                 writes += 1;
             }
             Err(e) => return Err(api_error(e)).context("writing status"),
         }
     }
     if let Some(versions) = w.versions {
-        writes += write_versions(host, ar, fed, plan, versions, w.create_versions).await?;
+        let (n, written) = write_versions(host, ar, fed, plan, versions, w.create_versions).await?;
+        keep(&mut answers, Answer::Version, written)?;
+        writes += n;
     }
     Ok(writes)
+}
+
+/// Keeps a write's answer, when answers are kept.
+fn keep(
+    answers: &mut Option<&mut Vec<Answer>>,
+    as_answer: fn(Value) -> Answer,
+    written: DynamicObject,
+) -> Result<()> {
+    if let Some(answers) = answers {
+        answers.push(as_answer(serde_json::to_value(written)?));
+    }
+    Ok(())
 }
 
 /// Creates the (Cluster)PropagatedVersion when missing (owned by the
@@ -135,7 +158,7 @@ async fn write_versions(
     plan: &ObjectPlan,
     status: Value,
     create: bool,
-) -> Result<usize> {
+) -> Result<(usize, DynamicObject)> {
     let (ns, pv_name) = (&plan.key.0, &plan.pv_name);
     let ar = if ns.is_empty() {
         resource_of::<ClusterPropagatedVersion>()
@@ -168,26 +191,28 @@ async fn write_versions(
     } else {
         // An update needs no read first: the status is merged whole (its
         // list replaced), as the status subresource takes it.
-        api.patch_status(
+        let written = api
+            .patch_status(
+                pv_name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": status})),
+            )
+            .await
+            .map_err(api_error)
+            .context("writing the propagated version")?;
+        return Ok((1, written));
+    };
+    obj["status"] = status;
+    let written = api
+        .replace_status(
             pv_name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"status": status})),
+            &PostParams::default(),
+            &serde_json::from_value(obj)?,
         )
         .await
         .map_err(api_error)
         .context("writing the propagated version")?;
-        return Ok(1);
-    };
-    obj["status"] = status;
-    api.replace_status(
-        pv_name,
-        &PostParams::default(),
-        &serde_json::from_value(obj)?,
-    )
-    .await
-    .map_err(api_error)
-    .context("writing the propagated version")?;
-    Ok(writes + 1)
+    Ok((writes + 1, written))
 }
 
 /// Writes each KubeFedCluster's status when its readiness changed (the

@@ -14,6 +14,7 @@ use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::core::run::shard;
 use crate::sync::live::observe::{self, Observation, ObservedType};
+use crate::sync::live::progress::Answer;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -53,6 +54,19 @@ pub struct Dirt {
     /// Objects that could not be read (named, with the field path): they
     /// are left out until they are fixed.
     pub warnings: Vec<String>,
+    /// Keys touched by a change of one object the controller writes, with
+    /// that object and its resourceVersion (not in `keys`): while a round
+    /// holds the key, the change may be that round's own write, whose
+    /// answer then names it ([`Cache::hold_own_write`]) and makes it no news.
+    pub written: Vec<(WorkKey, Written, u64)>,
+}
+
+impl Dirt {
+    /// Every key it touches, `written`'s too.
+    pub fn touched(&self) -> BTreeSet<WorkKey> {
+        let written = self.written.iter().map(|(k, _, _)| k.clone());
+        self.keys.iter().cloned().chain(written).collect()
+    }
 }
 
 /// What a round's observation covers.
@@ -90,6 +104,36 @@ pub struct Cache {
     pub members: BTreeMap<(String, String), Store>,
     /// Host sources that have been listed.
     listed: BTreeSet<Source>,
+    /// Host objects held as this controller's writes left them, ahead of
+    /// those writes' events → the resourceVersion written. An event older
+    /// than that is dropped (`behind_own_write`); the first one as new or
+    /// newer takes over.
+    own_writes: HashMap<Written, u64>,
+}
+
+/// An object the controller writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Written {
+    /// A federated object of a type (FTC name).
+    Federated(String, ObjectKey),
+    /// A (Cluster)PropagatedVersion.
+    Version(ObjectKey),
+    /// A member copy: (cluster, FTC name, key).
+    Member(String, String, ObjectKey),
+}
+
+impl Written {
+    /// Whether it is held by `source`'s store.
+    fn of(&self, source: &Source) -> bool {
+        match (self, source) {
+            (Written::Federated(t, _), Source::Federated(s)) => t == s,
+            (Written::Version(k), Source::Versions(cluster_scoped)) => {
+                k.0.is_empty() == *cluster_scoped
+            }
+            (Written::Member(c, t, _), Source::Member(sc, st)) => c == sc && t == st,
+            _ => false,
+        }
+    }
 }
 
 impl Cache {
@@ -164,6 +208,7 @@ impl Cache {
     /// act on the objects seen before).
     pub fn forget(&mut self, source: &Source) {
         self.listed.remove(source);
+        self.own_writes.retain(|w, _| !w.of(source));
         match source {
             Source::Federated(t) => {
                 self.federated.remove(t);
@@ -173,6 +218,119 @@ impl Cache {
             }
             _ => {}
         }
+    }
+
+    /// Holds an object as the controller's own write for `object` left it
+    /// (the server's answer, `progress::Answer`): unless its event, or a
+    /// later change, came first, or `object` is gone from the cache
+    /// (deleted meanwhile: what it had is not brought back). Returns the
+    /// object written and its resourceVersion: a change seen before with
+    /// these was this write's own.
+    pub fn hold_own_write(
+        &mut self,
+        object: &FederatedRef,
+        answer: Answer,
+    ) -> Option<(Written, u64)> {
+        let (mut v, written) = match answer {
+            Answer::Federated(v) => {
+                let w = Written::Federated(object.type_name.clone(), key_of(&v));
+                (v, w)
+            }
+            Answer::Version(v) => {
+                let w = Written::Version(key_of(&v));
+                (v, w)
+            }
+            Answer::Member { cluster, object: v } => {
+                let w = Written::Member(cluster, object.type_name.clone(), key_of(&v));
+                (v, w)
+            }
+        };
+        let rv = resource_version(&v)?;
+        let id = Some((written.clone(), rv));
+        // As its watch holds it (`sources`): without managedFields.
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        let Some(fed) = self.federated.get_mut(&object.type_name) else {
+            return id;
+        };
+        if !fed.objects.contains_key(&object.key) {
+            return id;
+        }
+        let older =
+            |held: Option<&ObjectText>| held.and_then(|t| resource_version(&t.value())) < Some(rv);
+        match &written {
+            Written::Federated(_, key) => {
+                // Only over what its watch has brought (never a new one).
+                if !fed.objects.get(key).is_some_and(|h| older(Some(&h.text))) {
+                    return id;
+                }
+                fed.objects.insert(key.clone(), Held::whole(&v));
+            }
+            Written::Version(key) => {
+                if !older(self.versions.get(key)) {
+                    return id;
+                }
+                self.versions.insert(key.clone(), ObjectText::of(&v));
+            }
+            Written::Member(cluster, ftc, key) => {
+                let Some(store) = self.members.get_mut(&(cluster.clone(), ftc.clone())) else {
+                    return id;
+                };
+                if !older(store.objects.get(key).map(|h| &h.text)) {
+                    return id;
+                }
+                store.objects.insert(key.clone(), Held::member_copy(&v));
+            }
+        }
+        let at = self.own_writes.entry(written).or_insert(rv);
+        *at = (*at).max(rv);
+        id
+    }
+
+    /// Whether `change` of `source` is older than the controller's own
+    /// write of its object, held already: then it is dropped. A change as
+    /// new or newer ends the hold (as does a deletion or a new list).
+    fn behind_own_write(&mut self, source: &Source, change: &Change) -> bool {
+        if self.own_writes.is_empty() {
+            return false;
+        }
+        let written = |key: ObjectKey| match source {
+            Source::Federated(t) => Some(Written::Federated(t.clone(), key)),
+            Source::Versions(_) => Some(Written::Version(key)),
+            Source::Member(c, t) => Some(Written::Member(c.clone(), t.clone(), key)),
+            _ => None,
+        };
+        // The event's object, only read when its own write is held.
+        let (w, event): (Option<Written>, Box<dyn Fn() -> Option<u64> + '_>) = match change {
+            Change::Applied(v) => (written(key_of(v)), Box::new(|| resource_version(v))),
+            Change::Kept(key, held) => (
+                written(key.clone()),
+                Box::new(|| resource_version(&held.text.value())),
+            ),
+            Change::Deleted(v) => {
+                if let Some(w) = written(key_of(v)) {
+                    self.own_writes.remove(&w);
+                }
+                return false;
+            }
+            Change::Replaced(_) => {
+                self.own_writes.retain(|w, _| !w.of(source));
+                return false;
+            }
+            Change::Failed { .. } => return false,
+        };
+        let Some(w) = w else {
+            return false;
+        };
+        let Some(&rv) = self.own_writes.get(&w) else {
+            return false;
+        };
+        if event().is_some_and(|event| event < rv) {
+            return true;
+        }
+        self.own_writes.remove(&w);
+        false
     }
 
     /// Takes in one change; says what it touches.
@@ -202,9 +360,41 @@ impl Cache {
             }
             _ => {}
         }
+        let written = self.written_by(&source, &change);
         let mut dirt = self.apply_change(&source, change);
         dirt.warnings.extend(failure);
+        // A change of one object the controller writes: perhaps the event of
+        // a round's own write, which the loop learns from the write's answer.
+        if let Some((key, written, rv)) = written
+            && dirt.keys.remove(&key)
+        {
+            dirt.written.push((key, written, rv));
+        }
         dirt
+    }
+
+    /// The federated object an applied change of a store the controller
+    /// writes (federated objects, member copies) touches, the object
+    /// written and its resourceVersion.
+    fn written_by(&self, source: &Source, change: &Change) -> Option<(WorkKey, Written, u64)> {
+        match (source, change) {
+            (Source::Federated(t), Change::Applied(v)) => {
+                let key = key_of(v);
+                let work = FederatedRef::new(t, key.clone());
+                Some((
+                    work,
+                    Written::Federated(t.clone(), key),
+                    resource_version(v)?,
+                ))
+            }
+            (Source::Member(c, t), Change::Kept(key, held)) => {
+                let ty = ObservedType::of(self.ftcs.get(t)?).ty;
+                let work = FederatedRef::new(t, federated_key(&ty, key));
+                let rv = resource_version(&held.text.value())?;
+                Some((work, Written::Member(c.clone(), t.clone(), key.clone()), rv))
+            }
+            _ => None,
+        }
     }
 
     /// One change of one source → the cache updated, and what it touches.
@@ -299,6 +489,9 @@ impl Cache {
 
     /// (Cluster)PropagatedVersions.
     fn apply_versions(&mut self, cluster_scoped: bool, change: Change) -> Dirt {
+        if self.behind_own_write(&Source::Versions(cluster_scoped), &change) {
+            return Dirt::default();
+        }
         // Our own write-backs: what the next round compares against,
         // never a reason for one.
         match change {
@@ -365,6 +558,9 @@ impl Cache {
 
     /// Federated objects touch themselves (a FederatedNamespace: everything in it).
     fn apply_federated(&mut self, ftc: &str, change: Change) -> Dirt {
+        if self.behind_own_write(&Source::Federated(ftc.to_string()), &change) {
+            return Dirt::default();
+        }
         let store = self.federated.entry(ftc.to_string()).or_default();
         // Status updates are our own write-backs: no news.
         let (touched, _) = apply_store(store, change);
@@ -386,6 +582,10 @@ impl Cache {
 
     /// A member's objects touch their federated objects.
     fn apply_member(&mut self, cluster: &str, ftc: &str, change: Change) -> Dirt {
+        let source = Source::Member(cluster.to_string(), ftc.to_string());
+        if self.behind_own_write(&source, &change) {
+            return Dirt::default();
+        }
         let store = self
             .members
             .entry((cluster.to_string(), ftc.to_string()))
@@ -412,10 +612,7 @@ impl Cache {
         // object: its replicas follow the members' ready ones (as
         // upstream's RSP controller, which watches member status).
         // Where the type's status is collected, a member's status is news too.
-        let collected = self.settings.collects_remote_status(t.status_collection)
-            || self
-                .settings
-                .writes_service_status(t.service_status.is_some());
+        let collected = self.reads_member_status(&t);
         for key in status_only {
             let fed_key = federated_key(&t.ty, &key);
             if collected || self.schedulings.contains_key(&fed_key) {
@@ -430,6 +627,21 @@ impl Cache {
             dirt.keys.extend(self.type_keys(ftc));
         }
         dirt
+    }
+
+    /// Whether the federated objects of `t` record their member copies'
+    /// status (remote status collection, a FederatedServiceStatus).
+    fn reads_member_status(&self, t: &ObservedType) -> bool {
+        self.settings.collects_remote_status(t.status_collection)
+            || (self.settings).writes_service_status(t.service_status.is_some())
+    }
+
+    /// Whether a member copy the controller wrote is news all the same: its
+    /// type records the copies' status, which the round that wrote it read
+    /// from before its write (the copy's event started the next round,
+    /// which records it, as KubeFed's informers start its).
+    pub fn own_member_write_is_news(&self, ftc: &str) -> bool {
+        (self.ftcs.get(ftc)).is_some_and(|f| self.reads_member_status(&ObservedType::of(f)))
     }
 
     fn type_keys(&self, ftc: &str) -> Vec<WorkKey> {
@@ -715,6 +927,13 @@ fn specs(m: &BTreeMap<String, FederatedTypeConfig>) -> Vec<(String, Value)> {
     m.iter()
         .map(|(k, f)| (k.clone(), serde_json::to_value(&f.spec).unwrap_or_default()))
         .collect()
+}
+
+/// An object's resourceVersion as a number: etcd's are, and for one
+/// object they grow with each write (client-go's MutationCache compares
+/// them so too). `None` when it is not one.
+fn resource_version(v: &Value) -> Option<u64> {
+    v["metadata"]["resourceVersion"].as_str()?.parse().ok()
 }
 
 fn name_of(v: &Value) -> String {
@@ -1133,7 +1352,7 @@ mod tests {
         let mut edited = written_back;
         edited["metadata"]["labels"] = json!({"team": "x"});
         assert_eq!(
-            c.apply(ev(fed.clone(), Change::Applied(edited))).keys,
+            c.apply(ev(fed.clone(), Change::Applied(edited))).touched(),
             [key("configmaps", "shop", "a")].into()
         );
         let member = Source::Member("m1".into(), "configmaps".into());
@@ -1182,6 +1401,140 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "a", "namespace": "shop"}})
         );
+    }
+
+    /// A busy host's watch brings a round's own writes back late: the
+    /// cache holds them from the round's answers, and their older events
+    /// (the finalizer's before the status's) do not take it back.
+    #[test]
+    fn own_writes_are_held_ahead_of_their_late_events() {
+        let mut c = cache();
+        let fed = Source::Federated("configmaps".into());
+        let at = |v: &Value, rv: &str| {
+            let mut v = v.clone();
+            v["metadata"]["resourceVersion"] = json!(rv);
+            v
+        };
+        let a = at(&obj("FederatedConfigMap", "shop", "a", "1"), "10");
+        c.apply(ev(fed.clone(), Change::replaced(vec![a.clone()])));
+        c.apply(ev(Source::Versions(false), Change::replaced(vec![])));
+        let held = |c: &Cache| {
+            c.federated["configmaps"].objects[&("shop".to_string(), "a".to_string())]
+                .text
+                .value()
+        };
+        // The round added the finalizer (11), wrote the status (12) and the
+        // version (5, another object's count).
+        let mut finalized = at(&a, "11");
+        finalized["metadata"]["finalizers"] = json!(["kubefed.io/sync-controller"]);
+        let mut statused = at(&finalized, "12");
+        statused["status"] = json!({"clusters": [{"name": "m1"}]});
+        statused["metadata"]["managedFields"] = json!([{"manager": "kubefedctl"}]);
+        let pv = json!({"metadata": {"name": "configmap-a", "namespace": "shop", "resourceVersion": "5"}, "status": {"clusterVersions": []}});
+        let (obj_a, obj_b) = (
+            key("configmaps", "shop", "a"),
+            key("configmaps", "shop", "b"),
+        );
+        for answer in [
+            Answer::Federated(finalized.clone()),
+            Answer::Federated(statused.clone()),
+            Answer::Version(pv.clone()),
+        ] {
+            c.hold_own_write(&obj_a, answer);
+        }
+        statused["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(held(&c), statused, "held as its watch holds it");
+        assert_eq!(
+            c.versions[&("shop".to_string(), "configmap-a".to_string())].value(),
+            pv
+        );
+        // The finalizer's event, late: dropped, and no news.
+        assert_eq!(
+            c.apply(ev(fed.clone(), Change::Applied(finalized.clone()))),
+            Dirt::default()
+        );
+        assert_eq!(held(&c), statused);
+        // The status's event: the same object, no news; the hold ends.
+        assert_eq!(
+            c.apply(ev(fed.clone(), Change::Applied(statused.clone()))),
+            Dirt::default()
+        );
+        assert_eq!(c.own_writes.len(), 1, "the version's event is to come");
+        let versions = Source::Versions(false);
+        assert_eq!(
+            c.apply(ev(versions.clone(), Change::Applied(pv.clone()))),
+            Dirt::default()
+        );
+        assert!(c.own_writes.is_empty());
+        // A member copy created: held as its member's watch holds it; its
+        // event is no news, nor is an older one (a round's update before).
+        let member = Source::Member("m1".into(), "configmaps".into());
+        c.apply(ev(member.clone(), Change::replaced(vec![])));
+        let copy = at(&obj("ConfigMap", "shop", "a", "1"), "3");
+        let answer = Answer::Member {
+            cluster: "m1".into(),
+            object: copy.clone(),
+        };
+        c.hold_own_write(&obj_a, answer);
+        let kept = |v: &Value| Change::Kept(key_of(v), member.hold(v));
+        assert_eq!(
+            c.apply(ev(member.clone(), kept(&at(&copy, "2")))),
+            Dirt::default()
+        );
+        assert_eq!(c.own_writes.len(), 1);
+        assert_eq!(c.apply(ev(member.clone(), kept(&copy))), Dirt::default());
+        assert!(c.own_writes.is_empty());
+        let mut by_hand = at(&copy, "4");
+        by_hand["data"]["d"] = json!("by hand");
+        assert_eq!(
+            c.apply(ev(member.clone(), kept(&by_hand))).touched(),
+            [obj_a.clone()].into(),
+            "a change by someone else is news"
+        );
+        // A round's write whose event comes before its answer: the event
+        // is news, named by the object written and its version, which the
+        // answer names too (the loop then drops that news: `rounds`).
+        let mut rewritten = at(&copy, "5");
+        rewritten["data"]["d"] = json!("put back");
+        let dirt = c.apply(ev(member.clone(), kept(&rewritten)));
+        let answer = Answer::Member {
+            cluster: "m1".into(),
+            object: rewritten,
+        };
+        let (written, rv) = c.hold_own_write(&obj_a, answer).unwrap();
+        assert_eq!(dirt.written, [(obj_a.clone(), written, rv)]);
+        assert!(dirt.keys.is_empty() && c.own_writes.is_empty());
+        // A change after it is news as ever, and an answer older than what
+        // is held changes nothing.
+        let mut edited = at(&statused, "13");
+        edited["metadata"]["labels"] = json!({"team": "x"});
+        assert_eq!(
+            c.apply(ev(fed.clone(), Change::Applied(edited.clone())))
+                .written,
+            [(
+                obj_a.clone(),
+                Written::Federated("configmaps".into(), ("shop".into(), "a".into())),
+                13
+            )]
+        );
+        c.hold_own_write(&obj_a, Answer::Federated(statused.clone()));
+        assert_eq!(held(&c), edited);
+        assert!(c.own_writes.is_empty());
+        // A version whose federated object is gone is not brought back,
+        // and a new list ends every hold of its store.
+        c.apply(ev(fed.clone(), Change::Deleted(edited)));
+        c.apply(ev(versions, Change::Deleted(pv.clone())));
+        c.hold_own_write(&obj_a, Answer::Version(at(&pv, "6")));
+        assert!(c.versions.is_empty());
+        let b = at(&obj("FederatedConfigMap", "shop", "b", "1"), "20");
+        c.apply(ev(fed.clone(), Change::Applied(b.clone())));
+        c.hold_own_write(&obj_b, Answer::Federated(at(&b, "21")));
+        assert_eq!(c.own_writes.len(), 1);
+        c.apply(ev(fed, Change::replaced(vec![b])));
+        assert!(c.own_writes.is_empty());
     }
 
     #[test]

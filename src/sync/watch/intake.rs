@@ -53,6 +53,14 @@ impl Controller<'_> {
         for k in dirt.keys {
             self.queue.add(k, now);
         }
+        for (k, written, rv) in dirt.written {
+            if self.held_by_round(&k) {
+                let (_, changes) = self.held_changes.entry(k).or_insert((now, Vec::new()));
+                changes.push((written, rv));
+            } else {
+                self.queue.add(k, now);
+            }
+        }
         self.catching_up.extend(dirt.listed);
         self.caught_up() || dirt.structure
     }
@@ -120,4 +128,5 @@ fn merge(into: &mut Dirt, more: Dirt) {
     into.warnings.extend(more.warnings);
     into.structure |= more.structure;
     into.listed.extend(more.listed);
+    into.written.extend(more.written);
 }

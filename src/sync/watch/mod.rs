@@ -52,13 +52,12 @@ use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::queue::WorkQueue;
 use crate::parallel::locked;
 use crate::sync::live;
-use crate::sync::live::progress::Settled;
 use crate::sync::lock::{self, LockState, RunLock};
 use crate::terminal::signals::Signals;
 use anyhow::{Result, bail};
 use cache::{Cache, WorkKey};
 use metrics::Metrics;
-use rounds::{ROUNDS_IN_FLIGHT, RoundDone, SettledSender, Settling};
+use rounds::{FromRound, ROUNDS_IN_FLIGHT, RoundDone, SettledSender, Settling};
 use sources::{Event, Sources};
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -225,11 +224,17 @@ struct Controller<'a> {
     /// The rounds running, by number: their keys not settled yet.
     settling: HashMap<u64, Settling>,
     next_round_id: u64,
-    /// Objects the rounds are done with, as they go (`rounds::settled`).
+    /// What the rounds tell as they go: objects they are done with, their
+    /// writes' answers (`rounds::take_round_news`).
     settled_tx: SettledSender,
-    settled_rx: UnboundedReceiver<(u64, Settled)>,
+    settled_rx: UnboundedReceiver<(u64, FromRound)>,
     /// A full round under way (it runs alone).
     full: Option<rounds::FullRound>,
+    /// Keys a round holds that a change of an object the controller
+    /// writes touched meanwhile (`Dirt::written`), since when: queued once
+    /// no round holds them, unless each change was a round's own write,
+    /// which its answer names (`rounds::take_round_news`).
+    held_changes: HashMap<WorkKey, (Instant, Vec<(cache::Written, u64)>)>,
     /// A probe of every member, beside the loop: (generation, task).
     probing: Option<(u64, JoinHandle<Vec<Health>>)>,
     /// The lock is not renewed: no round, no write.
@@ -274,6 +279,7 @@ impl<'a> Controller<'a> {
             settled_tx,
             settled_rx,
             full: None,
+            held_changes: HashMap::new(),
             probing: None,
             suspended: false,
             rebuild_due: None,
@@ -320,9 +326,9 @@ impl Controller<'_> {
                         return Ok(Ended::Lost { holder });
                     }
                 },
-                Some((round, settled)) = self.settled_rx.recv() => {
+                Some((round, news)) = self.settled_rx.recv() => {
                     active = true;
-                    self.settled(round, settled);
+                    self.take_round_news(round, news);
                 }
                 Some(done) = self.rounds.join_next(), if !self.rounds.is_empty() => {
                     active = true;
@@ -347,6 +353,7 @@ impl Controller<'_> {
                     full = true;
                 }
                 _ = tick.tick() => {
+                    self.queue_held_changes();
                     if self.rebuild_due.is_some_and(|at| at <= Instant::now()) {
                         self.try_rebuild().await;
                     }
@@ -376,6 +383,7 @@ impl Controller<'_> {
         self.full = None;
         self.metrics.rounds_in_flight.store(0, Ordering::Relaxed);
         self.queue.abandon_in_flight();
+        self.queue_held_changes();
     }
 
     /// The lock is renewed after a suspension: every watch lists again (what

@@ -8,7 +8,8 @@
 //! A round lets each object it did not write go as soon as it has decided
 //! it (`Progress::object_settled`, then `Controller::settled`), not at its
 //! end: a change made meanwhile to an object that needed nothing waits for
-//! no slice or round.
+//! no slice or round. What each of its writes left goes into the cache as
+//! soon as it is answered (`Cache::hold_own_write`), ahead of its event.
 //! Kept apart from the loop (`mod.rs`) as kube-runtime keeps its runner
 //! and scheduler apart from the reconcile.
 
@@ -19,7 +20,7 @@ use super::sources::Source;
 use crate::core::run::scope::RunScope;
 use crate::parallel::locked;
 use crate::sync::live::observe::{self, Observation};
-use crate::sync::live::progress::Settled;
+use crate::sync::live::progress::{Answer, Settled};
 use crate::sync::live::{self, Passes, RoundOutcome};
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,8 +73,17 @@ struct RoundProgress<'a> {
     settled: &'a SettledSender,
 }
 
-/// Objects a round is done with, to the loop: (round, object).
-pub(super) type SettledSender = tokio::sync::mpsc::UnboundedSender<(u64, Settled)>;
+/// What a round tells the loop as it goes: (round, news).
+pub(super) type SettledSender = tokio::sync::mpsc::UnboundedSender<(u64, FromRound)>;
+
+/// A round's news for the loop, as it goes.
+pub(super) enum FromRound {
+    /// It is done with an object.
+    Settled(Settled),
+    /// One of its writes for an object was answered: the cache holds the
+    /// answer at once (`Cache::hold_own_write`).
+    Answered(crate::core::describe::FederatedRef, Answer),
+}
 
 impl crate::sync::live::progress::Progress for RoundProgress<'_> {
     fn requests(&self, _: u64) {}
@@ -84,9 +94,13 @@ impl crate::sync::live::progress::Progress for RoundProgress<'_> {
     fn follows_objects(&self) -> bool {
         true
     }
-    fn object_settled(&self, settled: &Settled) {
+    fn object_settled(&self, settled: Settled) {
         // The loop is gone only when the controller is.
-        let _ = self.settled.send((self.round, settled.clone()));
+        let _ = self.settled.send((self.round, FromRound::Settled(settled)));
+    }
+    fn answered(&self, object: &crate::core::describe::FederatedRef, answer: Answer) {
+        let news = FromRound::Answered(object.clone(), answer);
+        let _ = self.settled.send((self.round, news));
     }
 }
 
@@ -401,15 +415,58 @@ impl Controller<'_> {
         });
     }
 
+    /// What a round tells as it goes, in the loop.
+    pub(super) fn take_round_news(&mut self, round: u64, news: FromRound) {
+        match news {
+            FromRound::Settled(settled) => self.settled(round, settled),
+            FromRound::Answered(object, answer) => {
+                let member = matches!(answer, Answer::Member { .. });
+                if member && self.cache.own_member_write_is_news(&object.type_name) {
+                    // Its next round records the copy's status.
+                    self.queue.add(object.clone(), Instant::now());
+                }
+                let Some(id) = self.cache.hold_own_write(&object, answer) else {
+                    return;
+                };
+                // A change seen while the round held it was this write.
+                if let Some((_, changes)) = self.held_changes.get_mut(&object) {
+                    changes.retain(|c| c != &id);
+                    if changes.is_empty() {
+                        self.held_changes.remove(&object);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether a round holds `k`: the queue's key in flight, or a running
+    /// slice's.
+    pub(super) fn held_by_round(&self, k: &WorkKey) -> bool {
+        self.queue.is_in_flight(k) || self.full.as_ref().is_some_and(|f| f.holds(k))
+    }
+
+    /// Queues the keys whose changes were held while a round held them,
+    /// now that none does (each was not that round's own write).
+    pub(super) fn queue_held_changes(&mut self) {
+        let free: Vec<WorkKey> = (self.held_changes.keys())
+            .filter(|k| !self.held_by_round(k))
+            .cloned()
+            .collect();
+        for k in free {
+            if let Some((since, _)) = self.held_changes.remove(&k) {
+                self.queue.add(k, since);
+            }
+        }
+    }
+
     /// A round is done with an object that it did not write: the queue
     /// may give it to another round from now on, and a running slice no
     /// longer holds it. An object it wrote stays its own to its end, as
-    /// before: the echoes of its writes come back meanwhile, and a round
-    /// that decided it from a cache without them would write again (a
-    /// create answered 409 and read back). Letting written objects go too
-    /// made the first sync at 10,000 × 10 twice as slow
-    /// (docs/performance.md, *Faults at 10,000 × 10*, run 9).
-    pub(super) fn settled(&mut self, round: u64, settled: Settled) {
+    /// before: letting written objects go too made the first sync at
+    /// 10,000 × 10 twice as slow (docs/performance.md, *Faults at 10,000 ×
+    /// 10*, run 9), when the echoes of a round's writes were still news
+    /// (before `Cache::hold_own_write`); not measured again since.
+    fn settled(&mut self, round: u64, settled: Settled) {
         let Some(r) = self.settling.get_mut(&round) else {
             return;
         };
@@ -429,6 +486,7 @@ impl Controller<'_> {
             }
         }
         self.settle_key(slice, since, settled);
+        self.queue_held_changes();
     }
 
     /// An object's key once its round is done with it: it succeeds or
@@ -466,8 +524,8 @@ impl Controller<'_> {
     /// wait their backoff.
     pub(super) fn finish(&mut self, done: RoundDone) {
         // What it settled comes first (sent before it ended).
-        while let Ok((round, settled)) = self.settled_rx.try_recv() {
-            self.settled(round, settled);
+        while let Ok((round, news)) = self.settled_rx.try_recv() {
+            self.take_round_news(round, news);
         }
         self.metrics.rounds.fetch_add(1, Ordering::Relaxed);
         self.metrics
@@ -491,6 +549,7 @@ impl Controller<'_> {
                 for (k, since) in taken {
                     self.queue.failed(k, since, now);
                 }
+                self.queue_held_changes();
                 return;
             }
         };
@@ -520,6 +579,7 @@ impl Controller<'_> {
         for k in taken.into_keys() {
             self.queue.succeeded(&k);
         }
+        self.queue_held_changes();
         self.report_outcome(&r.outcome);
     }
 

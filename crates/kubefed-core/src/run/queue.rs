@@ -70,6 +70,11 @@ impl<K: Ord + Clone + std::hash::Hash> WorkQueue<K> {
         self.in_flight.len()
     }
 
+    /// Whether a round is working on `key`.
+    pub fn is_in_flight(&self, key: &K) -> bool {
+        self.in_flight.contains_key(key)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
     }
@@ -268,11 +273,13 @@ mod tests {
         q.add("b", t0);
         assert_eq!(q.take_ready(t0).len(), 2);
         assert_eq!((q.len(), q.in_flight()), (0, 2));
+        assert!(q.is_in_flight(&"a"));
         q.add("a", t1);
         assert!(q.take_ready(t1).is_empty(), "a is still in flight");
         assert!(!q.has_ready(t1));
         assert_eq!(q.next_retry(t1), None, "it waits for its round, not a time");
         q.succeeded(&"a");
+        assert!(!q.is_in_flight(&"a"));
         assert_eq!(
             q.take_ready(t1),
             [("a", t1)],
