@@ -9,7 +9,7 @@ use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::action::{Action, ClusterStatus, Decision};
 use crate::core::propagation::desired::MANAGED_LABEL;
 use crate::core::propagation::member::{self, SyncSettings};
-use crate::core::propagation::record::{Done, Effect, MemberResult};
+use crate::core::propagation::record::{Done, Effect};
 use crate::core::propagation::retry::{self, Attempt, Failure, Next};
 use crate::core::propagation::version::member_version;
 use crate::sync::live::observe::ObservedType;
@@ -74,22 +74,10 @@ impl Work {
 /// connection errors are retried with backoff; a conflict re-reads the
 /// member object and lets the core decide the update again. `stalled`
 /// (the watch's): a timeout marks the member as not answering, and while it
-/// is marked every attempt gives up at once with a timed-out status.
+/// is marked every attempt gives up at once with a timed-out status. With
+/// the member copy as the server answered a create or update (the watch
+/// holds it at once: `progress::Answer`).
 pub async fn apply_one(
-    client: &kube::Client,
-    t: &ObservedType,
-    w: &Work,
-    limits: Limits,
-    stalled: Option<&Stall>,
-) -> MemberResult {
-    apply_one_answered(client, t, w, limits, stalled)
-        .await
-        .map(|(done, _)| done)
-}
-
-/// [`apply_one`], with the member copy as the server answered a create or
-/// update (the watch holds it at once: `progress::Answer`).
-pub async fn apply_one_answered(
     client: &kube::Client,
     t: &ObservedType,
     w: &Work,

@@ -14,7 +14,7 @@ use crate::core::describe::{FederatedRef, ObjectRef, describe, describe_key, key
 use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
-use crate::sync::live::execute::{Limits, Target, Work, apply_one_answered};
+use crate::sync::live::execute::{Limits, Target, Work, apply_one};
 use crate::sync::live::observe::Observation;
 use crate::sync::live::progress::{Answer, Settled};
 use crate::sync::live::record::{self, HOST_WRITES_IN_FLIGHT};
@@ -314,7 +314,7 @@ impl<'a> Pipeline<'a> {
                 let _lane = lane.acquire().await.expect("open");
                 let started = Instant::now();
                 let result =
-                    apply_one_answered(client, t, &w, self.limits, stalled.as_deref()).await;
+                    apply_one(client, t, &w, self.limits, stalled.as_deref()).await;
                 // A poll for a removal is no write.
                 let polled = matches!(w.decision.action, Action::AwaitRemoval);
                 if let (Ok((done, _)), false) = (&result, polled) {
