@@ -14,11 +14,15 @@ use crate::object_text::ObjectText;
 use serde_json::{Map, Value};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-/// An object's text and its essence's digest.
+/// An object's text, its essence's digest and its resourceVersion.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Held {
     pub text: ObjectText,
     pub essence: u64,
+    /// Its resourceVersion as a number (`None` when it is not one), read
+    /// once here: the watch compares it with its own writes' answers on
+    /// every event, and the text would have to be parsed for it.
+    pub version: Option<u64>,
 }
 
 impl Held {
@@ -27,6 +31,7 @@ impl Held {
         Held {
             text: ObjectText::of(v),
             essence: essence_digest(v),
+            version: resource_version(v),
         }
     }
 
@@ -35,6 +40,7 @@ impl Held {
         Held {
             text: ObjectText::of(&member_view(v)),
             essence: essence_digest(v),
+            version: resource_version(v),
         }
     }
 
@@ -49,6 +55,13 @@ impl Held {
             None
         }
     }
+}
+
+/// An object's resourceVersion as a number: etcd's are, and for one
+/// object they grow with each write (client-go's MutationCache compares
+/// them so too). `None` when it is not one.
+pub fn resource_version(v: &Value) -> Option<u64> {
+    v["metadata"]["resourceVersion"].as_str()?.parse().ok()
 }
 
 /// The fields of a member copy's `spec` that are read: `retain` keeps

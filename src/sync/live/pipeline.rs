@@ -216,7 +216,7 @@ impl<'a> Pipeline<'a> {
             match record::finalizer_first(self.host, &t.federated, &fed, plan.finalizer).await {
                 Ok(Some(updated)) => {
                     done.host_writes += 1;
-                    self.answered(&object, || Answer::Federated(updated.clone()));
+                    self.answered(&object, || Answer::federated(updated.clone()));
                     fed = Cow::Owned(updated);
                 }
                 Ok(None) => {}
@@ -313,8 +313,7 @@ impl<'a> Pipeline<'a> {
             }) => {
                 let _lane = lane.acquire().await.expect("open");
                 let started = Instant::now();
-                let result =
-                    apply_one(client, t, &w, self.limits, stalled.as_deref()).await;
+                let result = apply_one(client, t, &w, self.limits, stalled.as_deref()).await;
                 // A poll for a removal is no write.
                 let polled = matches!(w.decision.action, Action::AwaitRemoval);
                 if let (Ok((done, _)), false) = (&result, polled) {
@@ -332,11 +331,7 @@ impl<'a> Pipeline<'a> {
             Ok((done, answer)) => {
                 if let (Some(copy), true) = (answer, self.progress.follows_objects()) {
                     let object = object_ref(self.seen, w.type_index, w.target, Some(&w));
-                    let cluster = w.decision.cluster.clone();
-                    let answer = Answer::Member {
-                        cluster,
-                        object: copy,
-                    };
+                    let answer = Answer::member(&w.decision.cluster, &copy);
                     self.progress.answered(object.federated(), answer);
                 }
                 (w, Ok(done))

@@ -108,7 +108,7 @@ pub async fn write_back(
             .await
         {
             Ok(written) => {
-                keep(&mut answers, Answer::Federated, written)?;
+                keep(&mut answers, Answer::federated, written)?;
                 writes += 1;
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
@@ -123,7 +123,7 @@ pub async fn write_back(
                     )
                     .await
                     .map_err(api_error)?;
-                keep(&mut answers, Answer::Federated, written)?;
+                keep(&mut answers, Answer::federated, written)?;
                 writes += 1;
             }
             Err(e) => return Err(api_error(e)).context("writing status"),
@@ -131,7 +131,7 @@ pub async fn write_back(
     }
     if let Some(versions) = w.versions {
         let (n, written) = write_versions(host, ar, fed, plan, versions, w.create_versions).await?;
-        keep(&mut answers, Answer::Version, written)?;
+        keep(&mut answers, Answer::version, written)?;
         writes += n;
     }
     Ok(writes)

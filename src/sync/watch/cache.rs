@@ -7,14 +7,14 @@ use crate::api::core::FederatedTypeConfig;
 use crate::clients::members::{Health, Member};
 use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
-use crate::core::held::Held;
+use crate::core::held::{Held, resource_version};
 use crate::core::object_text::ObjectText;
 use crate::core::propagation::decide::{Listing, federated_key, in_reach, member_key};
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::core::run::shard;
 use crate::sync::live::observe::{self, Observation, ObservedType};
-use crate::sync::live::progress::Answer;
+use crate::sync::live::progress::{Answer, Answered};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -231,56 +231,46 @@ impl Cache {
         object: &FederatedRef,
         answer: Answer,
     ) -> Option<(Written, u64)> {
-        let (mut v, written) = match answer {
-            Answer::Federated(v) => {
-                let w = Written::Federated(object.type_name.clone(), key_of(&v));
-                (v, w)
-            }
-            Answer::Version(v) => {
-                let w = Written::Version(key_of(&v));
-                (v, w)
-            }
-            Answer::Member { cluster, object: v } => {
-                let w = Written::Member(cluster, object.type_name.clone(), key_of(&v));
-                (v, w)
-            }
+        let Answer { of, key, held } = answer;
+        let rv = held.version?;
+        let written = match of {
+            Answered::Federated => Written::Federated(object.type_name.clone(), key),
+            Answered::Version => Written::Version(key),
+            Answered::Member(cluster) => Written::Member(cluster, object.type_name.clone(), key),
         };
-        let rv = resource_version(&v)?;
         let id = Some((written.clone(), rv));
-        // As its watch holds it (`sources`): without managedFields.
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("managedFields");
-        }
         let Some(fed) = self.federated.get_mut(&object.type_name) else {
             return id;
         };
         if !fed.objects.contains_key(&object.key) {
             return id;
         }
-        let older =
-            |held: Option<&ObjectText>| held.and_then(|t| resource_version(&t.value())) < Some(rv);
+        let older = |held: Option<&Held>| held.and_then(|h| h.version) < Some(rv);
         match &written {
             Written::Federated(_, key) => {
                 // Only over what its watch has brought (never a new one).
-                if !fed.objects.get(key).is_some_and(|h| older(Some(&h.text))) {
+                if !fed.objects.get(key).is_some_and(|h| older(Some(h))) {
                     return id;
                 }
-                fed.objects.insert(key.clone(), Held::whole(&v));
+                fed.objects.insert(key.clone(), held);
             }
             Written::Version(key) => {
-                if !older(self.versions.get(key)) {
+                // Versions are held as text: parsed for their version (a
+                // tenth of the answers).
+                let version = |t: &ObjectText| resource_version(&t.value());
+                if self.versions.get(key).and_then(version) >= Some(rv) {
                     return id;
                 }
-                self.versions.insert(key.clone(), ObjectText::of(&v));
+                self.versions.insert(key.clone(), held.text);
             }
             Written::Member(cluster, ftc, key) => {
                 let Some(store) = self.members.get_mut(&(cluster.clone(), ftc.clone())) else {
                     return id;
                 };
-                if !older(store.objects.get(key).map(|h| &h.text)) {
+                if !older(store.objects.get(key)) {
                     return id;
                 }
-                store.objects.insert(key.clone(), Held::member_copy(&v));
+                store.objects.insert(key.clone(), held);
             }
         }
         let at = self.own_writes.entry(written).or_insert(rv);
@@ -301,13 +291,9 @@ impl Cache {
             Source::Member(c, t) => Some(Written::Member(c.clone(), t.clone(), key)),
             _ => None,
         };
-        // The event's object, only read when its own write is held.
-        let (w, event): (Option<Written>, Box<dyn Fn() -> Option<u64> + '_>) = match change {
-            Change::Applied(v) => (written(key_of(v)), Box::new(|| resource_version(v))),
-            Change::Kept(key, held) => (
-                written(key.clone()),
-                Box::new(|| resource_version(&held.text.value())),
-            ),
+        let (w, event) = match change {
+            Change::Applied(v) => (written(key_of(v)), resource_version(v)),
+            Change::Kept(key, held) => (written(key.clone()), held.version),
             Change::Deleted(v) => {
                 if let Some(w) = written(key_of(v)) {
                     self.own_writes.remove(&w);
@@ -326,7 +312,7 @@ impl Cache {
         let Some(&rv) = self.own_writes.get(&w) else {
             return false;
         };
-        if event().is_some_and(|event| event < rv) {
+        if event.is_some_and(|event| event < rv) {
             return true;
         }
         self.own_writes.remove(&w);
@@ -390,7 +376,7 @@ impl Cache {
             (Source::Member(c, t), Change::Kept(key, held)) => {
                 let ty = ObservedType::of(self.ftcs.get(t)?).ty;
                 let work = FederatedRef::new(t, federated_key(&ty, key));
-                let rv = resource_version(&held.text.value())?;
+                let rv = held.version?;
                 Some((work, Written::Member(c.clone(), t.clone(), key.clone()), rv))
             }
             _ => None,
@@ -929,13 +915,6 @@ fn specs(m: &BTreeMap<String, FederatedTypeConfig>) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// An object's resourceVersion as a number: etcd's are, and for one
-/// object they grow with each write (client-go's MutationCache compares
-/// them so too). `None` when it is not one.
-fn resource_version(v: &Value) -> Option<u64> {
-    v["metadata"]["resourceVersion"].as_str()?.parse().ok()
-}
-
 fn name_of(v: &Value) -> String {
     v["metadata"]["name"].as_str().unwrap_or("").to_string()
 }
@@ -1436,9 +1415,9 @@ mod tests {
             key("configmaps", "shop", "b"),
         );
         for answer in [
-            Answer::Federated(finalized.clone()),
-            Answer::Federated(statused.clone()),
-            Answer::Version(pv.clone()),
+            Answer::federated(finalized.clone()),
+            Answer::federated(statused.clone()),
+            Answer::version(pv.clone()),
         ] {
             c.hold_own_write(&obj_a, answer);
         }
@@ -1474,10 +1453,7 @@ mod tests {
         let member = Source::Member("m1".into(), "configmaps".into());
         c.apply(ev(member.clone(), Change::replaced(vec![])));
         let copy = at(&obj("ConfigMap", "shop", "a", "1"), "3");
-        let answer = Answer::Member {
-            cluster: "m1".into(),
-            object: copy.clone(),
-        };
+        let answer = Answer::member("m1", &copy);
         c.hold_own_write(&obj_a, answer);
         let kept = |v: &Value| Change::Kept(key_of(v), member.hold(v));
         assert_eq!(
@@ -1500,10 +1476,7 @@ mod tests {
         let mut rewritten = at(&copy, "5");
         rewritten["data"]["d"] = json!("put back");
         let dirt = c.apply(ev(member.clone(), kept(&rewritten)));
-        let answer = Answer::Member {
-            cluster: "m1".into(),
-            object: rewritten,
-        };
+        let answer = Answer::member("m1", &rewritten);
         let (written, rv) = c.hold_own_write(&obj_a, answer).unwrap();
         assert_eq!(dirt.written, [(obj_a.clone(), written, rv)]);
         assert!(dirt.keys.is_empty() && c.own_writes.is_empty());
@@ -1520,18 +1493,18 @@ mod tests {
                 13
             )]
         );
-        c.hold_own_write(&obj_a, Answer::Federated(statused.clone()));
+        c.hold_own_write(&obj_a, Answer::federated(statused.clone()));
         assert_eq!(held(&c), edited);
         assert!(c.own_writes.is_empty());
         // A version whose federated object is gone is not brought back,
         // and a new list ends every hold of its store.
         c.apply(ev(fed.clone(), Change::Deleted(edited)));
         c.apply(ev(versions, Change::Deleted(pv.clone())));
-        c.hold_own_write(&obj_a, Answer::Version(at(&pv, "6")));
+        c.hold_own_write(&obj_a, Answer::version(at(&pv, "6")));
         assert!(c.versions.is_empty());
         let b = at(&obj("FederatedConfigMap", "shop", "b", "1"), "20");
         c.apply(ev(fed.clone(), Change::Applied(b.clone())));
-        c.hold_own_write(&obj_b, Answer::Federated(at(&b, "21")));
+        c.hold_own_write(&obj_b, Answer::federated(at(&b, "21")));
         assert_eq!(c.own_writes.len(), 1);
         c.apply(ev(fed, Change::replaced(vec![b])));
         assert!(c.own_writes.is_empty());

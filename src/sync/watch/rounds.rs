@@ -20,7 +20,7 @@ use super::sources::Source;
 use crate::core::run::scope::RunScope;
 use crate::parallel::locked;
 use crate::sync::live::observe::{self, Observation};
-use crate::sync::live::progress::{Answer, Settled};
+use crate::sync::live::progress::{Answer, Answered, Settled};
 use crate::sync::live::{self, Passes, RoundOutcome};
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
@@ -420,7 +420,7 @@ impl Controller<'_> {
         match news {
             FromRound::Settled(settled) => self.settled(round, settled),
             FromRound::Answered(object, answer) => {
-                let member = matches!(answer, Answer::Member { .. });
+                let member = matches!(answer.of, Answered::Member(_));
                 if member && self.cache.own_member_write_is_news(&object.type_name) {
                     // Its next round records the copy's status.
                     self.queue.add(object.clone(), Instant::now());
