@@ -209,6 +209,7 @@ impl Cache {
     pub fn forget(&mut self, source: &Source) {
         self.listed.remove(source);
         self.own_writes.retain(|w, _| !w.of(source));
+        super::memory::shrink_when_sparse(&mut self.own_writes);
         match source {
             Source::Federated(t) => {
                 self.federated.remove(t);
@@ -302,6 +303,7 @@ impl Cache {
             }
             Change::Replaced(_) => {
                 self.own_writes.retain(|w, _| !w.of(source));
+                super::memory::shrink_when_sparse(&mut self.own_writes);
                 return false;
             }
             Change::Failed { .. } => return false,
@@ -316,6 +318,7 @@ impl Cache {
             return true;
         }
         self.own_writes.remove(&w);
+        super::memory::shrink_when_sparse(&mut self.own_writes);
         false
     }
 

@@ -30,3 +30,35 @@ pub(super) fn release_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// Gives back the table of a map that grew in a burst and is now mostly
+/// empty: a `HashMap` keeps its largest table. The watch's own writes in
+/// flight (`Cache::hold_own_write`) number tens of thousands in a first
+/// sync at 10,000 × 10 and a handful at idle.
+pub(super) fn shrink_when_sparse<K: Eq + std::hash::Hash, V>(
+    map: &mut std::collections::HashMap<K, V>,
+) {
+    if map.capacity() > 1024 && map.len() < map.capacity() / 8 {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn a_map_mostly_emptied_gives_its_table_back_and_a_small_one_keeps_it() {
+        let mut m: HashMap<u32, u64> = (0..50_000).map(|i| (i, 0)).collect();
+        m.retain(|k, _| *k < 10);
+        shrink_when_sparse(&mut m);
+        assert!(m.capacity() < 100, "{} slots for 10 entries", m.capacity());
+        assert_eq!(m.len(), 10);
+        let mut small: HashMap<u32, u64> = (0..500).map(|i| (i, 0)).collect();
+        let cap = small.capacity();
+        small.clear();
+        shrink_when_sparse(&mut small);
+        assert_eq!(small.capacity(), cap, "a small table is not worth it");
+    }
+}

@@ -457,6 +457,7 @@ impl Controller<'_> {
                 self.queue.add(k, since);
             }
         }
+        super::memory::shrink_when_sparse(&mut self.held_changes);
     }
 
     /// A round is done with an object that it did not write: the queue
