@@ -1552,3 +1552,74 @@ fn the_events_of_a_rounds_own_writes_start_no_round() {
     let status = watch.wait().unwrap();
     assert!(status.success(), "{status:?}\n{}", log(&log_path));
 }
+
+/// The host's Namespaces are watched cluster-wide (a FederatedNamespace
+/// reads its own): a namespace created outside a `-n` watch's reach starts
+/// no round. Each one used to start a round over the FederatedNamespace key
+/// of its name, which the watch does not hold (in the shared environment,
+/// every other test's namespaces).
+#[test]
+fn a_namespace_outside_the_watch_starts_no_round() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "wt-nsout", &["configmaps"]);
+    let names = f.create_configmaps(env, "nsout", 1);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let log_path = env.dir().join("watch-nsout.log");
+    let flags = ["--metrics-bind-address", &addr, "-v", "2"];
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &flags);
+    let at = |m: &str, v: &str| cm(env, m, f.ns, &names[0]).is_some_and(|o| o["data"]["v"] == v);
+    wait_until("the copy in both members", || {
+        cm(env, "member1", f.ns, &names[0]).is_some()
+            && cm(env, "member2", f.ns, &names[0]).is_some()
+    });
+    wait_idle(port);
+    let before = log(&log_path).lines().count();
+    let other = format!("{}-other", f.ns);
+    let r = env
+        .request(
+            "host",
+            "POST",
+            "/api/v1/namespaces",
+            Some(&json!({"metadata": {"name": other}}).to_string()),
+        )
+        .unwrap();
+    assert!(r.status == 201 || r.status == 409, "{}", r.body);
+    // A change of the watch's own after it: once it is everywhere and the
+    // watch is idle, the namespace's event (a second earlier) is in too.
+    std::thread::sleep(Duration::from_secs(1));
+    patch(
+        env,
+        "host",
+        &fed_path(&f, "federatedconfigmaps", &names[0]),
+        json!({"spec": {"template": {"data": {"v": "changed"}}}}),
+    );
+    wait_until("the change in both members", || {
+        at("member1", "changed") && at("member2", "changed")
+    });
+    wait_idle(port);
+    let rounds: Vec<String> = (log(&log_path).lines().skip(before))
+        .filter(|l| l.starts_with("round over"))
+        .map(str::to_string)
+        .collect();
+    let ours = format!("{}/{}", f.ns, names[0]);
+    assert!(
+        rounds.iter().any(|l| l.contains(&ours)),
+        "the change's round is logged: {rounds:?}"
+    );
+    let theirs = format!("{other}/{other}");
+    assert!(
+        !rounds.iter().any(|l| l.contains(&theirs)),
+        "a round over {theirs}: {rounds:?}"
+    );
+    env.request(
+        "host",
+        "DELETE",
+        &format!("/api/v1/namespaces/{other}"),
+        None,
+    )
+    .unwrap();
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+}

@@ -536,10 +536,19 @@ impl Cache {
             Change::Failed { .. } | Change::Kept(..) => Vec::new(),
         };
         let mut dirt = Dirt::default();
-        if let Some(ns_type) = self.namespaces_type() {
-            for name in touched {
-                dirt.keys
-                    .insert(FederatedRef::new(&ns_type, (name.clone(), name)));
+        let Some(ns_type) = self.namespaces_type() else {
+            return dirt;
+        };
+        // Only a namespace whose FederatedNamespace is held: the host's
+        // Namespaces are watched cluster-wide, and every other one (outside
+        // `-n`, another shard's, one nothing federates) used to start a
+        // round over a key no FederatedNamespace of the watch's has. Its
+        // member copies' events and its FederatedNamespace's own touch it.
+        let held = self.federated.get(&ns_type);
+        for name in touched {
+            let key = (name.clone(), name);
+            if held.is_some_and(|s| s.objects.contains_key(&key)) {
+                dirt.keys.insert(FederatedRef::new(&ns_type, key));
             }
         }
         dirt
@@ -1511,6 +1520,33 @@ mod tests {
         assert_eq!(c.own_writes.len(), 1);
         c.apply(ev(fed, Change::replaced(vec![b])));
         assert!(c.own_writes.is_empty());
+    }
+
+    /// The host's Namespaces touch only the FederatedNamespaces the watch
+    /// holds: one outside its reach (`-n`, a shard) or federated by nothing
+    /// starts no round.
+    #[test]
+    fn a_host_namespace_touches_only_a_held_federated_namespace() {
+        let mut c = cache();
+        let fed_ns = Source::Federated("namespaces".into());
+        let shop = obj("FederatedNamespace", "shop", "shop", "");
+        c.apply(ev(fed_ns.clone(), Change::replaced(vec![shop.clone()])));
+        let ns = |name: &str, uid: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "uid": uid}});
+        let d = c.apply(ev(
+            Source::Namespaces,
+            Change::replaced(vec![ns("shop", "1"), ns("other", "2")]),
+        ));
+        assert_eq!(d.keys, [key("namespaces", "shop", "shop")].into());
+        assert_eq!(c.namespaces.len(), 2, "every namespace is still known");
+        let d = c.apply(ev(Source::Namespaces, Change::Applied(ns("new", "3"))));
+        assert!(d.keys.is_empty(), "{:?}", d.keys);
+        let d = c.apply(ev(Source::Namespaces, Change::Deleted(ns("other", "2"))));
+        assert!(d.keys.is_empty(), "{:?}", d.keys);
+        let d = c.apply(ev(Source::Namespaces, Change::Applied(ns("shop", "4"))));
+        assert_eq!(d.keys, [key("namespaces", "shop", "shop")].into());
+        c.apply(ev(fed_ns, Change::Deleted(shop)));
+        let d = c.apply(ev(Source::Namespaces, Change::Deleted(ns("shop", "4"))));
+        assert!(d.keys.is_empty(), "{:?}", d.keys);
     }
 
     #[test]
