@@ -54,6 +54,7 @@ pub struct Settled {
 /// KubeFed's sync controller keeps its versions so
 /// (`pkg/controller/sync/version/manager.go` stores each version it
 /// writes).
+///
 /// Built where the write was answered (the round's task), as the cache
 /// holds it: a member copy as its view (`core::held`), so that what travels
 /// to the watch's loop is small and the loop only compares versions. The
