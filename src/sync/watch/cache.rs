@@ -61,8 +61,10 @@ pub struct Dirt {
     pub written: Vec<(WorkKey, Written, u64)>,
 }
 
+#[cfg(test)]
 impl Dirt {
-    /// Every key it touches, `written`'s too.
+    /// Every key it touches, `written`'s too (the tests' view: the loop
+    /// takes `keys` and `written` apart).
     pub fn touched(&self) -> BTreeSet<WorkKey> {
         let written = self.written.iter().map(|(k, _, _)| k.clone());
         self.keys.iter().cloned().chain(written).collect()
