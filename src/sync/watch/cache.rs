@@ -364,9 +364,8 @@ impl Cache {
         dirt
     }
 
-    /// The federated object an applied change of a store the controller
-    /// writes (federated objects, member copies) touches, the object
-    /// written and its resourceVersion.
+    /// The federated object an applied change of a federated object
+    /// touches, the object written and its resourceVersion.
     fn written_by(&self, source: &Source, change: &Change) -> Option<(WorkKey, Written, u64)> {
         match (source, change) {
             (Source::Federated(t), Change::Applied(v)) => {
@@ -378,12 +377,7 @@ impl Cache {
                     resource_version(v)?,
                 ))
             }
-            (Source::Member(c, t), Change::Kept(key, held)) => {
-                let ty = ObservedType::of(self.ftcs.get(t)?).ty;
-                let work = FederatedRef::new(t, federated_key(&ty, key));
-                let rv = held.version?;
-                Some((work, Written::Member(c.clone(), t.clone(), key.clone()), rv))
-            }
+            // A member copy's: `apply_member`, which knows its type.
             _ => None,
         }
     }
@@ -592,6 +586,11 @@ impl Cache {
             .or_default();
         let was_usable = store.state == StoreState::Listed;
         let replaced = matches!(change, Change::Replaced(_));
+        // A copy the controller may have written itself (`Dirt::written`).
+        let kept = match &change {
+            Change::Kept(key, held) => held.version.map(|rv| (key.clone(), rv)),
+            _ => None,
+        };
         let (touched, status_only) = apply_store(store, change);
         if replaced && !was_usable {
             // Rounds left this member out until now.
@@ -625,6 +624,13 @@ impl Cache {
         ) {
             // Failing now: every object of the type shows it there.
             dirt.keys.extend(self.type_keys(ftc));
+        }
+        if let Some((key, rv)) = kept {
+            let work = FederatedRef::new(ftc, federated_key(&t.ty, &key));
+            if dirt.keys.remove(&work) {
+                let written = Written::Member(cluster.to_string(), ftc.to_string(), key);
+                dirt.written.push((work, written, rv));
+            }
         }
         dirt
     }
