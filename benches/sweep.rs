@@ -397,6 +397,19 @@ fn watch(cfg: &Config, members: usize, objects: usize, shards: u32) -> Vec<Row> 
                 .map(move |(ns, _)| (ns.clone(), format!("cfg-{i:05}")))
         })
         .collect();
+    // Where the cores went during the burst: the watch, the clusters'
+    // control planes (API servers, controller managers, the one etcd they
+    // share), this bench (its senders and the proxies).
+    let control_planes: Vec<u32> = (fed.env.clusters().iter())
+        .flat_map(|c| [Some(c.apiserver_pid()), c.controller_manager_pid()])
+        .flatten()
+        .chain([fed.env.etcd_pid()])
+        .collect();
+    let own = std::process::id();
+    let cpu_of = |p: &[u32]| p.iter().map(|p| process_cpu(*p)).sum::<f64>();
+    let cpu_before = (cpu_of(&pids), cpu_of(&control_planes), process_cpu(own));
+    let busy_before = machine_cpu();
+    let burst_from = Instant::now();
     let lat = changes(
         &fed.env,
         &fed.host,
@@ -404,6 +417,15 @@ fn watch(cfg: &Config, members: usize, objects: usize, shards: u32) -> Vec<Row> 
         &targets,
         (cfg.rate, cfg.seconds),
         Duration::from_secs(120),
+    );
+    // Over the sending and the wait for the last changes alike.
+    let burst_s = burst_from.elapsed().as_secs_f64();
+    let cores = |before: f64, after: f64| (after - before) / burst_s;
+    let burst_cores = (
+        cores(cpu_before.0, cpu_of(&pids)),
+        cores(cpu_before.1, cpu_of(&control_planes)),
+        cores(cpu_before.2, process_cpu(own)),
+        cores(busy_before, machine_cpu()),
     );
     watchers.iter_mut().for_each(Watcher::alive);
     let peak: Vec<f64> = pids.iter().map(|p| status_mib(*p, "VmHWM:")).collect();
@@ -434,6 +456,10 @@ fn watch(cfg: &Config, members: usize, objects: usize, shards: u32) -> Vec<Row> 
         row("watch.reaction_p99_s", lat.reaction.1, "s"),
         row("watch.member_answer_p50_s", lat.member_answer.0, "s"),
         row("watch.member_answer_p99_s", lat.member_answer.1, "s"),
+        row("watch.burst_watch_cores", burst_cores.0, "cores"),
+        row("watch.burst_control_plane_cores", burst_cores.1, "cores"),
+        row("watch.burst_bench_cores", burst_cores.2, "cores"),
+        row("watch.burst_machine_cores", burst_cores.3, "cores"),
         row("watch.exit_ok", f64::from(u8::from(exits_ok)), "bool"),
     ]
 }

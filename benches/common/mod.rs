@@ -97,6 +97,26 @@ pub fn cpu_seconds(usage: &libc::rusage) -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
+/// The machine's busy CPU time so far (s, all cores), from `/proc/stat`:
+/// user to steal, but idle and iowait (guest time is counted in user).
+pub fn machine_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let total: f64 = ticks.iter().sum();
+    let idle = ticks.get(3).unwrap_or(&0.0) + ticks.get(4).unwrap_or(&0.0);
+    (total - idle) / hz
+}
+
 /// CPU seconds (user + system) a running process has used so far
 /// (/proc/PID/stat, fields 14 and 15).
 pub fn process_cpu(pid: u32) -> f64 {

@@ -127,6 +127,9 @@ pub fn patch_answered<'r>(
         .expect("the host proxy saw the PATCH")
 }
 
+/// How many threads send a burst's changes.
+const SENDERS: usize = 4;
+
 /// `rate` template changes a second for `seconds`, to the
 /// FederatedConfigMaps `targets` (namespace, name) in turn, sent through
 /// the host's proxy. The latency of each is from its PATCH answered at the
@@ -148,19 +151,39 @@ pub fn changes(
     let n = rate * seconds;
     let interval = Duration::from_secs_f64(1.0 / rate.max(1) as f64);
     let began = Instant::now();
-    // (index in `targets`, PATCH sent).
-    let mut sent: Vec<(usize, Instant)> = Vec::with_capacity(n);
-    for i in 0..n {
-        let due = began + interval * i as u32;
-        std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        let (ns, name) = &targets[i % targets.len()];
-        let data = json!({"i": format!("changed-{i}")});
-        sent.push((
-            i % targets.len(),
-            patch_through(env, host, (ns, name), data),
-        ));
-    }
+    // (index in `targets`, PATCH sent). Each change is sent when it is due,
+    // by one of a few senders: one PATCH (a fresh TLS connection) takes
+    // ~30 ms on a busy host, so one sender alone could not keep 50/s, and a
+    // late change must not delay the next (an open-loop load).
+    let senders = SENDERS.min(n.max(1));
+    let mut sent: Vec<(usize, Instant)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..senders)
+            .map(|first| {
+                s.spawn(move || {
+                    (first..n)
+                        .step_by(senders)
+                        .map(|i| {
+                            let due = began + interval * i as u32;
+                            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                            let (ns, name) = &targets[i % targets.len()];
+                            let data = json!({"i": format!("changed-{i}")});
+                            (i, patch_through(env, host, (ns, name), data))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a sender panicked"))
+            .collect()
+    });
     let rate = n as f64 / began.elapsed().as_secs_f64();
+    sent.sort_by_key(|(i, _)| *i);
+    let sent: Vec<(usize, Instant)> = sent
+        .into_iter()
+        .map(|(i, at)| (i % targets.len(), at))
+        .collect();
     // The PATCHes as the host proxy saw them: (target, received, answered).
     let records = host.records();
     let written: Vec<(&(String, String), Instant, Instant)> = sent

@@ -156,6 +156,12 @@ impl Table {
             ("reaction p99 s", "watch.reaction_p99_s"),
             ("member answer p99 s", "watch.member_answer_p99_s"),
             ("changes/s", "watch.rate_per_s"),
+            ("burst cores: watch", "watch.burst_watch_cores"),
+            (
+                "burst cores: control planes",
+                "watch.burst_control_plane_cores",
+            ),
+            ("burst cores: machine", "watch.burst_machine_cores"),
             ("idle RSS MiB", "watch.idle_rss_mib"),
             ("peak RSS MiB", "watch.peak_rss_mib"),
             ("idle CPU %", "watch.idle_cpu_pct"),
