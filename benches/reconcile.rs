@@ -462,7 +462,8 @@ fn plan_of_files(rows: &mut Vec<(String, String, String)>) {
 /// waits for that round's end.
 /// KUBEFEDCTL_BENCH_FAULT_OBJECTS (201 FederatedConfigMaps) and
 /// KUBEFEDCTL_BENCH_FAULT_MEMBERS (2) set its size (issue 37: 10000 × 10);
-/// KUBEFEDCTL_BENCH_WATCH_V the watch's `-v` (0).
+/// KUBEFEDCTL_BENCH_WATCH_V the watch's `-v` (0), KUBEFEDCTL_BENCH_KEEP_LOG
+/// a path to keep its log in.
 fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let objects = env_usize("KUBEFEDCTL_BENCH_FAULT_OBJECTS", 201).max(201);
     let n_members = env_usize("KUBEFEDCTL_BENCH_FAULT_MEMBERS", 2).max(2);
@@ -575,6 +576,18 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let updates: usize = (f.members.iter())
         .map(|p| p.count(|r| r.verb == "update" && r.resource == "configmaps"))
         .sum();
+    // Which copies, and when: to be read beside the watch's log.
+    for (m, name) in f.members.iter().zip(&f.member_names) {
+        for r in m.records().iter() {
+            if r.verb == "update" && r.resource == "configmaps" {
+                let at = r.received.map(|t| t.duration_since(started).as_secs_f64());
+                eprintln!(
+                    "faults bench: initial sync updated {name}'s {}/{} at {at:.3?} s → {}",
+                    r.namespace, r.name, r.status
+                );
+            }
+        }
+    }
     let conflicts = f.host.count(|r| r.is_write() && r.status == 409);
     // From here on the proxies hold only what the faults cause.
     f.reset();
@@ -781,6 +794,14 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         .args(["-TERM", &child.id().to_string()])
         .status();
     let exit = child.wait().unwrap();
+    // KUBEFEDCTL_BENCH_KEEP_LOG: where to keep the watch's log of a run
+    // that passed (the environment is deleted as the bench ends).
+    if let Ok(keep) = std::env::var("KUBEFEDCTL_BENCH_KEEP_LOG") {
+        match std::fs::copy(&log, &keep) {
+            Ok(_) => eprintln!("faults bench: the watch's log kept in {keep}"),
+            Err(e) => eprintln!("faults bench: the watch's log not kept in {keep}: {e}"),
+        }
+    }
     rows.push((
         format!("watch under faults, {size}: initial sync / peak RSS"),
         format!("{:.1} s / {rss:.0} MiB", synced.as_secs_f64()),
