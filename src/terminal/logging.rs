@@ -1,10 +1,10 @@
 //! Diagnostics on stderr, through `tracing`: the levels `-v` chooses, and
 //! two formats. `text` prints what a person reads (`warning: …`,
 //! `error: …`, plain lines for information); `json` prints one object per
-//! event and line (`time`, `level`, `target`, `message` and the event's
-//! fields) for the watch and in-cluster runs, whose logs a collector reads.
-//! Messages never carry tokens or Secret data: they name objects, not
-//! their contents.
+//! event and line (`time` to the millisecond, `level`, `target`, `message`
+//! and the event's fields) for the watch and in-cluster runs, whose logs a
+//! collector reads. Messages never carry tokens or Secret data: they name
+//! objects, not their contents.
 
 use std::fmt;
 use tracing::{Event, Level, Subscriber};
@@ -83,7 +83,7 @@ where
         event.record(&mut fields);
         if self.json {
             let line = json_line(
-                &crate::clock::now_rfc3339(),
+                &crate::clock::now_rfc3339_millis(),
                 *meta.level(),
                 meta.target(),
                 fields,

@@ -1219,7 +1219,12 @@ fn a_second_run_is_told_who_holds_the_federation_and_can_wait_for_it() {
         })
         .unwrap_or_else(|| panic!("{}", run.stderr));
     assert_eq!(took_over["level"], "info");
-    assert!(took_over["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+    // RFC 3339 in UTC, to the millisecond: `2026-01-01T00:00:00.000Z`.
+    let time = took_over["time"].as_str().unwrap_or_default();
+    assert!(
+        time.len() == 24 && time.ends_with('Z') && time.as_bytes()[19] == b'.',
+        "{time}"
+    );
 
     // --dry-run and --no-lock do not take it.
     patch(
