@@ -462,8 +462,9 @@ fn plan_of_files(rows: &mut Vec<(String, String, String)>) {
 /// waits for that round's end.
 /// KUBEFEDCTL_BENCH_FAULT_OBJECTS (201 FederatedConfigMaps) and
 /// KUBEFEDCTL_BENCH_FAULT_MEMBERS (2) set its size (issue 37: 10000 × 10);
-/// KUBEFEDCTL_BENCH_WATCH_V the watch's `-v` (0), KUBEFEDCTL_BENCH_KEEP_LOG
-/// a path to keep its log in.
+/// KUBEFEDCTL_BENCH_WATCH_V the watch's `-v` (0), KUBEFEDCTL_BENCH_WATCH_JSON
+/// (1: its log as JSON lines), KUBEFEDCTL_BENCH_KEEP_LOG a path to keep its
+/// log in.
 fn watch_faults(rows: &mut Vec<(String, String, String)>) {
     let objects = env_usize("KUBEFEDCTL_BENCH_FAULT_OBJECTS", 201).max(201);
     let n_members = env_usize("KUBEFEDCTL_BENCH_FAULT_MEMBERS", 2).max(2);
@@ -509,6 +510,13 @@ fn watch_faults(rows: &mut Vec<(String, String, String)>) {
         // KUBEFEDCTL_BENCH_WATCH_V: the watch's -v, to read its rounds in
         // the log a failed wait keeps.
         .args(["-v", &env_usize("KUBEFEDCTL_BENCH_WATCH_V", 0).to_string()])
+        // KUBEFEDCTL_BENCH_WATCH_JSON=1: its log as JSON lines, timed.
+        .args(
+            match std::env::var("KUBEFEDCTL_BENCH_WATCH_JSON").as_deref() {
+                Ok("1") => &["--log-format", "json"][..],
+                _ => &[][..],
+            },
+        )
         .arg("--metrics-bind-address")
         .arg(format!("127.0.0.1:{metrics_port}"))
         .stdout(std::process::Stdio::null())
