@@ -58,7 +58,7 @@ use anyhow::{Result, bail};
 use cache::{Cache, WorkKey};
 use metrics::Metrics;
 use rounds::{FromRound, ROUNDS_IN_FLIGHT, RoundDone, SettledSender, Settling};
-use sources::{Event, Sources};
+use sources::{Event, Source, Sources};
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -386,18 +386,22 @@ impl Controller<'_> {
         self.queue_held_changes();
     }
 
-    /// The lock is renewed after a suspension: every watch lists again (what
-    /// they missed while the host was away) and everything is re-decided.
+    /// The lock is renewed after a suspension: every host watch lists again
+    /// (what it missed while the host was away) and everything is
+    /// re-decided. The members' watches go on: they missed nothing, and one
+    /// that failed meanwhile restarts itself; listing them all again cost
+    /// the catch-up after a host outage at 10,000 objects × 10 members the
+    /// relist of 100,000 member copies.
     fn resume(&mut self) {
         if !self.suspended {
             return;
         }
         self.suspended = false;
         *locked(&self.metrics.lock_suspended_since) = None;
-        // Started again at once (not at the rebuild): until each has listed
-        // no round runs, and a host source that is not running would
-        // count as synced.
-        self.restart_sources(|_| true);
+        // Started again at once (not at the rebuild, nor after their
+        // backoff): until each has listed no round runs, and a host source
+        // that is not running would count as synced.
+        self.restart_sources(|s| !matches!(s, Source::Member(..)));
         self.rebuild_due = Some(Instant::now());
     }
 
