@@ -61,6 +61,17 @@ pub struct Dirt {
     pub written: Vec<(WorkKey, Written, u64)>,
 }
 
+impl Dirt {
+    /// A change of an object the controller writes: `key` moves from
+    /// `keys` to `written` (perhaps the event of a round's own write, which
+    /// the loop learns from the write's answer); untouched, nothing moves.
+    fn maybe_own_write(&mut self, key: WorkKey, written: Written, rv: u64) {
+        if self.keys.remove(&key) {
+            self.written.push((key, written, rv));
+        }
+    }
+}
+
 #[cfg(test)]
 impl Dirt {
     /// Every key it touches, `written`'s too (the tests' view: the loop
@@ -354,12 +365,8 @@ impl Cache {
         let written = self.written_by(&source, &change);
         let mut dirt = self.apply_change(&source, change);
         dirt.warnings.extend(failure);
-        // A change of one object the controller writes: perhaps the event of
-        // a round's own write, which the loop learns from the write's answer.
-        if let Some((key, written, rv)) = written
-            && dirt.keys.remove(&key)
-        {
-            dirt.written.push((key, written, rv));
+        if let Some((key, written, rv)) = written {
+            dirt.maybe_own_write(key, written, rv);
         }
         dirt
     }
@@ -627,10 +634,8 @@ impl Cache {
         }
         if let Some((key, rv)) = kept {
             let work = FederatedRef::new(ftc, federated_key(&t.ty, &key));
-            if dirt.keys.remove(&work) {
-                let written = Written::Member(cluster.to_string(), ftc.to_string(), key);
-                dirt.written.push((work, written, rv));
-            }
+            let written = Written::Member(cluster.to_string(), ftc.to_string(), key);
+            dirt.maybe_own_write(work, written, rv);
         }
         dirt
     }
