@@ -51,31 +51,37 @@ pub enum LockState {
 }
 
 /// Who holds KubeFed's own controller-manager leader lock in the
-/// federation namespace, if anyone does now (its Lease, ConfigMap or
-/// Endpoints lock, whichever `leaderElect.resourceLock` chose): a migration
-/// must not have both propagating.
+/// federation namespace, if anyone does now: a migration must not have
+/// both propagating. Only the objects the KubeFedConfig's
+/// `leaderElect.resourceLock` names are read (`LeaderLock`): never a v1
+/// Endpoints nobody locks with, which 1.33+ servers warn about.
 pub async fn kubefed_controller_holder(host: &Host) -> Result<Option<String>> {
-    use crate::core::run::lease::{KUBEFED_LEADER_LOCK, LEADER_ANNOTATION, live_holder};
+    use crate::core::run::lease::{
+        KUBEFED_LEADER_LOCK, LEADER_ANNOTATION, LockObject, live_holder,
+    };
+    use k8s_openapi::api::core::v1::{ConfigMap, Endpoints};
     let now = crate::clock::now_unix();
-    let lease = host
-        .object(resource_of::<Lease>(), true, KUBEFED_LEADER_LOCK)
-        .get()
-        .await?;
-    if let Some(holder) = lease.and_then(|l| live_holder(&l["spec"], now)) {
-        return Ok(Some(holder));
-    }
-    for resource in [
-        resource_of::<k8s_openapi::api::core::v1::ConfigMap>(),
-        resource_of::<k8s_openapi::api::core::v1::Endpoints>(),
-    ] {
-        let lock = host
+    for object in host.settings().await?.kubefed_leader_lock.objects() {
+        let resource = match object {
+            LockObject::Lease => resource_of::<Lease>(),
+            LockObject::ConfigMap => resource_of::<ConfigMap>(),
+            LockObject::Endpoints => resource_of::<Endpoints>(),
+        };
+        let Some(lock) = host
             .object(resource, true, KUBEFED_LEADER_LOCK)
             .get()
-            .await?;
-        let record = lock
-            .as_ref()
-            .and_then(|l| l["metadata"]["annotations"][LEADER_ANNOTATION].as_str())
-            .and_then(|text| serde_json::from_str::<Value>(text).ok());
+            .await?
+        else {
+            continue;
+        };
+        // A Lease keeps client-go's record as its spec; a ConfigMap or an
+        // Endpoints as JSON in an annotation.
+        let record = match object {
+            LockObject::Lease => Some(lock["spec"].clone()),
+            _ => lock["metadata"]["annotations"][LEADER_ANNOTATION]
+                .as_str()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok()),
+        };
         if let Some(holder) = record.and_then(|r| live_holder(&r, now)) {
             return Ok(Some(holder));
         }

@@ -2703,7 +2703,10 @@ fn the_ci_recipe_plans_then_applies() {
 }
 
 /// A migration: KubeFed's own controller-manager still holds its leader
-/// lock, so reconcile refuses to propagate beside it (unless --force).
+/// lock, so reconcile refuses to propagate beside it (unless --force). The
+/// check reads only the lock the KubeFedConfig's `leaderElect.resourceLock`
+/// names: one of each kind KubeFed's client-go can keep is tried, and a
+/// run never reads a v1 Endpoints lock unless that is the configured one.
 #[test]
 fn a_live_kubefed_controller_manager_is_not_run_beside() {
     let env = TestEnv::shared();
@@ -2716,15 +2719,25 @@ fn a_live_kubefed_controller_manager_is_not_run_beside() {
             + offset;
         kubefedctl::core::time::rfc3339(t)
     };
+    let endpoint_reads = || {
+        f.host
+            .records()
+            .iter()
+            .filter(|r| r.resource == "endpoints")
+            .count()
+    };
     // client-go's ConfigMap lock, KubeFed v0.10's default, renewed now.
     let record = json!({"holderIdentity": "kubefed-cm-7d9_abc", "leaseDurationSeconds": 15,
         "acquireTime": now(-100), "renewTime": now(0), "leaderTransitions": 0});
+    let annotated = |name: &str, record: &Value| {
+        json!({"metadata": {"name": name,
+            "annotations": {"control-plane.alpha.kubernetes.io/leader": record.to_string()}}})
+    };
     post(
         env,
         "host",
         &format!("/api/v1/namespaces/{}/configmaps", f.fedns),
-        json!({"metadata": {"name": "kubefed-controller-manager",
-            "annotations": {"control-plane.alpha.kubernetes.io/leader": record.to_string()}}}),
+        annotated("kubefed-controller-manager", &record),
     );
     f.reset();
     let run = f.reconcile(&[]).fails();
@@ -2744,7 +2757,8 @@ fn a_live_kubefed_controller_manager_is_not_run_beside() {
     // A plan writes nothing, so it is allowed; --force runs.
     f.reconcile(&["--dry-run"]).ok();
     f.reconcile(&["--force"]).ok();
-    // Once its lease has expired, nobody is propagating: a run goes ahead.
+    // Once its lease has expired, nobody is propagating: a run goes ahead,
+    // without reading (or being warned about) a v1 Endpoints lock.
     let stale = json!({"holderIdentity": "kubefed-cm-7d9_abc", "leaseDurationSeconds": 15,
         "acquireTime": now(-600), "renewTime": now(-300)});
     patch(
@@ -2756,25 +2770,56 @@ fn a_live_kubefed_controller_manager_is_not_run_beside() {
         ),
         json!({"metadata": {"annotations": {"control-plane.alpha.kubernetes.io/leader": stale.to_string()}}}),
     );
-    f.reconcile(&[]).ok();
+    f.reset();
+    let run = f.reconcile(&[]).ok();
+    assert_eq!(endpoint_reads(), 0, "{:?}", f.host.records());
+    assert!(!run.stderr.contains("Warning:"), "{}", run.stderr);
     // `resourceLock: leases` (and `configmapsleases`, which writes both):
-    // the Lease client-go 0.22 keeps, renewed now.
+    // the Lease client-go keeps, renewed now.
     let micro = |offset: i64| now(offset).replace('Z', ".000000Z");
     post(
         env,
         "host",
         &format!("/apis/coordination.k8s.io/v1/namespaces/{}/leases", f.fedns),
         json!({"metadata": {"name": "kubefed-controller-manager"},
-               "spec": {"holderIdentity": "kubefed-lease-5f6_def", "leaseDurationSeconds": 15,
+               "spec": {"holderIdentity": "kubefed-lease-5f6_def", "leaseDurationSeconds": 600,
                         "acquireTime": micro(-100), "renewTime": micro(0), "leaseTransitions": 0}}),
     );
+    // Not the configured lock (configmaps): nobody is propagating by it.
+    f.reconcile(&[]).ok();
+    for lock in ["leases", "configmapsleases"] {
+        f.configure(env, json!({"leaderElect": {"resourceLock": lock}}));
+        let run = f.reconcile(&[]).fails();
+        assert!(
+            run.stderr.contains(
+                "KubeFed's controller-manager (kubefed-lease-5f6_def) holds its leader lock"
+            ),
+            "{lock}: {}",
+            run.stderr
+        );
+    }
+    // `resourceLock: endpoints`: the one configuration that reads Endpoints.
+    f.configure(env, json!({"leaderElect": {"resourceLock": "endpoints"}}));
+    f.reconcile(&[]).ok();
+    post(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{}/endpoints", f.fedns),
+        annotated(
+            "kubefed-controller-manager",
+            &json!({"holderIdentity": "kubefed-ep-1a2_ghi",
+            "leaseDurationSeconds": 15, "acquireTime": now(-100), "renewTime": now(0)}),
+        ),
+    );
+    f.reset();
     let run = f.reconcile(&[]).fails();
     assert!(
         run.stderr
-            .contains("KubeFed's controller-manager (kubefed-lease-5f6_def) holds its leader lock"),
+            .contains("KubeFed's controller-manager (kubefed-ep-1a2_ghi) holds its leader lock"),
         "{}",
         run.stderr
     );
+    assert!(endpoint_reads() > 0);
 }
 
 /// Remote status collection (the FTC's statusCollection and the

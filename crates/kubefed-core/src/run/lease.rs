@@ -111,6 +111,65 @@ pub fn acquire(lease: Option<&Value>, now: i64) -> Acquire {
 /// federation namespace (`cmd/controller-manager/app/leaderelection`).
 pub const KUBEFED_LEADER_LOCK: &str = "kubefed-controller-manager";
 
+/// The objects KubeFed's controller-manager keeps its leader lock in, as
+/// its KubeFedConfig's `spec.leaderElect.resourceLock` names them (passed
+/// to client-go's `resourcelock.New` by upstream's
+/// `cmd/controller-manager/app/leaderelection/leaderelection.go`). A check
+/// for a live controller-manager reads these and no others: reading a v1
+/// Endpoints lock that nobody uses makes 1.33+ servers warn about an API
+/// only this tool touched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaderLock {
+    /// `configmaps`: KubeFed v0.10's default (`pkg/apis/core/v1beta1/defaults`).
+    ConfigMaps,
+    /// `endpoints`.
+    Endpoints,
+    /// `leases`.
+    Leases,
+    /// `configmapsleases`: client-go's migration lock, kept in both.
+    ConfigMapsLeases,
+    /// `endpointsleases`: likewise.
+    EndpointsLeases,
+    /// A value client-go does not know: KubeFed's controller-manager
+    /// cannot run with it, but a check stays safe and reads all three.
+    Unknown,
+}
+
+/// Which of the three objects a [`LeaderLock`] keeps its record in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockObject {
+    Lease,
+    ConfigMap,
+    Endpoints,
+}
+
+impl LeaderLock {
+    /// `resourceLock`'s value (None: absent, KubeFed's default).
+    pub fn parse(value: Option<&str>) -> LeaderLock {
+        match value.unwrap_or("configmaps") {
+            "configmaps" => LeaderLock::ConfigMaps,
+            "endpoints" => LeaderLock::Endpoints,
+            "leases" => LeaderLock::Leases,
+            "configmapsleases" => LeaderLock::ConfigMapsLeases,
+            "endpointsleases" => LeaderLock::EndpointsLeases,
+            _ => LeaderLock::Unknown,
+        }
+    }
+
+    /// The objects to read, the Lease first where there is one.
+    pub fn objects(self) -> &'static [LockObject] {
+        use LockObject::*;
+        match self {
+            LeaderLock::ConfigMaps => &[ConfigMap],
+            LeaderLock::Endpoints => &[Endpoints],
+            LeaderLock::Leases => &[Lease],
+            LeaderLock::ConfigMapsLeases => &[Lease, ConfigMap],
+            LeaderLock::EndpointsLeases => &[Lease, Endpoints],
+            LeaderLock::Unknown => &[Lease, ConfigMap, Endpoints],
+        }
+    }
+}
+
 /// Where client-go's ConfigMap and Endpoints locks keep their record.
 pub const LEADER_ANNOTATION: &str = "control-plane.alpha.kubernetes.io/leader";
 
@@ -205,6 +264,21 @@ pub fn ago(secs: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kubefeds_leader_lock_is_read_only_where_its_config_keeps_it() {
+        use LockObject::*;
+        let objects = |v: Option<&str>| LeaderLock::parse(v).objects();
+        // KubeFed v0.10's default when resourceLock is absent.
+        assert_eq!(objects(None), &[ConfigMap]);
+        assert_eq!(objects(Some("configmaps")), &[ConfigMap]);
+        assert_eq!(objects(Some("leases")), &[Lease]);
+        assert_eq!(objects(Some("endpoints")), &[Endpoints]);
+        assert_eq!(objects(Some("configmapsleases")), &[Lease, ConfigMap]);
+        assert_eq!(objects(Some("endpointsleases")), &[Lease, Endpoints]);
+        // Only a value client-go does not know reads Endpoints unasked.
+        assert_eq!(objects(Some("Leases")), &[Lease, ConfigMap, Endpoints]);
+    }
+
     use super::*;
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::cluster::membership::Scope;
 use crate::propagation::member::SyncSettings;
-use crate::run::lease::LeaseTimings;
+use crate::run::lease::{LeaderLock, LeaseTimings};
 
 /// The feature gates KubeFed v0.10 knows, with their defaults
 /// (`pkg/features/features.go`).
@@ -32,8 +32,11 @@ pub struct Settings {
     pub raw_resource_status_collection: bool,
     /// `clusterHealthCheck`.
     pub health: HealthCheck,
-    /// `leaderElect` (`resourceLock` is not read: the run lock is always a Lease).
+    /// `leaderElect`'s timings (our own run lock is always a Lease).
     pub leader_elect: LeaseTimings,
+    /// `leaderElect.resourceLock`: where KubeFed's own controller-manager
+    /// keeps its leader lock, the one a run checks before it writes.
+    pub kubefed_leader_lock: LeaderLock,
     /// `syncController.maxConcurrentReconciles`: the default of
     /// `--concurrency` under `--watch`; None when the config does not say.
     pub max_concurrent_reconciles: Option<usize>,
@@ -76,6 +79,7 @@ impl Default for Settings {
             raw_resource_status_collection: gate_default("RawResourceStatusCollection"),
             health: HealthCheck::default(),
             leader_elect: LeaseTimings::default(),
+            kubefed_leader_lock: LeaderLock::parse(None),
             max_concurrent_reconciles: None,
         }
     }
@@ -176,6 +180,7 @@ pub fn settings(spec: Option<&Value>) -> Result<Settings, SettingsError> {
     }
     s.health = health_check(&spec["clusterHealthCheck"])?;
     s.leader_elect = leader_elect(&spec["leaderElect"])?;
+    s.kubefed_leader_lock = LeaderLock::parse(spec["leaderElect"]["resourceLock"].as_str());
     match &spec["syncController"]["maxConcurrentReconciles"] {
         Value::Null => {}
         n => {
@@ -367,6 +372,7 @@ mod tests {
                     raw_resource_status_collection: true,
                     health: HealthCheck::default(),
                     leader_elect: LeaseTimings::default(),
+                    kubefed_leader_lock: LeaderLock::ConfigMaps,
                     max_concurrent_reconciles: None,
                 }),
             ),
@@ -432,6 +438,22 @@ mod tests {
                         retry_period: Duration::from_secs(5),
                     },
                     max_concurrent_reconciles: Some(4),
+                    ..Settings::default()
+                }),
+            ),
+            (
+                "KubeFed's controller-manager on a Lease",
+                Some(json!({"leaderElect": {"resourceLock": "leases"}})),
+                Ok(Settings {
+                    kubefed_leader_lock: LeaderLock::Leases,
+                    ..Settings::default()
+                }),
+            ),
+            (
+                "KubeFed's controller-manager on Endpoints",
+                Some(json!({"leaderElect": {"resourceLock": "endpoints"}})),
+                Ok(Settings {
+                    kubefed_leader_lock: LeaderLock::Endpoints,
                     ..Settings::default()
                 }),
             ),
