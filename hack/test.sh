@@ -56,6 +56,7 @@ compat=(
   in_cluster::reconciler_manifests_are_accepted_then_unchanged_and_follow_the_types
   dns::service_records_follow_load_balancers_and_fail_over
   events::a_run_records_creates_and_updates_and_a_no_op_run_records_nothing
+  quiet::
   busy_servers::
   handover::
 )

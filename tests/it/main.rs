@@ -23,6 +23,7 @@ mod kubefed_e2e;
 mod kubefed_ref;
 mod membership;
 mod parity;
+mod quiet;
 mod reconcile;
 mod schemas;
 mod server_warnings;

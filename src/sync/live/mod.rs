@@ -722,7 +722,11 @@ async fn dns(host: &Host, seen: &Observation, o: &Options, report: &mut Report) 
     if seen.dns_installed {
         crate::sync::passes::dns::dns_pass(host, seen, o.dry_run, report).await
     } else {
-        report.notes.push("multi-cluster DNS is not installed in the host (kubefedctl init --with-dns): DNS records skipped".into());
+        // Most federations never want DNS: said at -v 2, not on every run
+        // (`status dns` says it where it matters).
+        tracing::debug!(
+            "multi-cluster DNS is not installed in the host (kubefedctl init --with-dns): DNS records skipped"
+        );
         Ok(())
     }
 }

@@ -1,0 +1,81 @@
+//! A quiet run (issue 59): every line a command prints on stderr is one the
+//! user can act on. A federation's first-time steps repeated, and a
+//! reconcile and a status with nothing to do, print nothing on stderr:
+//! no `Warning:` about an API only the tool itself read (the KubeFed lock
+//! check reads only the lock its KubeFedConfig names), no note about an
+//! optional feature that is simply not set up (DNS).
+
+use crate::fixtures::{Federation, Run};
+use serde_json::json;
+use testenv::TestEnv;
+
+/// Its stderr is empty, or the test says what it printed.
+fn silent(what: &str, run: &Run) {
+    assert!(
+        run.stderr.is_empty(),
+        "{what} printed on stderr:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn no_op_commands_print_nothing_on_stderr() {
+    let env = TestEnv::shared();
+    // init, join, enable (configmaps and namespaces), as a user's first steps.
+    let f = Federation::new(env, "quiet", &["configmaps"]);
+    let (m1, group) = (f.cluster("m1"), f.group);
+
+    silent("a repeated init", &f.run(&["init"]).ok());
+    silent(
+        "a repeated enable",
+        &f.run(&["enable", "configmaps", "--federated-group", group])
+            .ok(),
+    );
+    // A repeated join keeps its one error, as KubeFed's --error-on-existing
+    // decides; with =false it updates in place, silently.
+    let again = f
+        .run(&["join", &m1, "--cluster-context", "member1"])
+        .fails();
+    assert_eq!(again.stderr.lines().count(), 1, "{}", again.stderr);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    silent(
+        "join --error-on-existing=false",
+        &f.run(&[
+            "join",
+            &m1,
+            "--cluster-context",
+            "member1",
+            "--error-on-existing=false",
+        ])
+        .ok(),
+    );
+
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "web",
+        json!({"template": {"data": {"a": "1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    // The first run propagates; it has nothing to warn about either.
+    let first = f.run(&["reconcile", "-n", f.ns]).ok();
+    silent("the first reconcile", &first);
+    assert!(first.stdout.contains("CREATED"), "{}", first.stdout);
+    f.reset();
+    let again = f.run(&["reconcile", "-n", f.ns]).ok();
+    silent("a no-op reconcile", &again);
+    assert_eq!(f.member_writes(), 0, "a no-op writes nothing");
+    // The KubeFed lock check read no v1 Endpoints (1.33+ warns about them).
+    assert!(
+        f.host.records().iter().all(|r| r.resource != "endpoints"),
+        "{:?}",
+        f.host.records()
+    );
+    let plan = f.run(&["reconcile", "-n", f.ns, "--dry-run"]).ok();
+    silent("a no-op plan", &plan);
+
+    silent("status", &f.run(&["status"]).ok());
+    silent(
+        "status of a type",
+        &f.run(&["status", "configmaps", "-n", f.ns]).ok(),
+    );
+}
