@@ -23,8 +23,8 @@ use std::io::IsTerminal;
 #[derive(Args, Debug)]
 #[command(
     after_help = "NAME is the FederatedTypeConfig's name (deployments.apps) or anything enable
-accepts (deploy, Deployment); a name with a dot is used as it is, so a type whose
-API is gone can still be disabled.
+accepts (deploy, Deployment); a name with a dot is used as it is, so a type
+whose API is gone can still be disabled.
 
 Objects already propagated to member clusters are left where they are.
 
@@ -57,8 +57,10 @@ pub struct DisableOptions {
     #[arg(short = 'y', long)]
     pub yes: bool,
 
-    /// Show what would change, writing nothing
-    #[arg(long)]
+    /// Show what would change, writing nothing (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
     pub dry_run: bool,
 
     /// How long to wait for a running controller (reconcile --watch, or KubeFed's) to stop propagating the type

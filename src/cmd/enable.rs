@@ -26,8 +26,10 @@ plural.group (deployments, deploy, Deployment, deployments.apps, etcdclusters).
 Examples:
   kubefedctl enable deployments.apps
   kubefedctl enable etcdclusters --template-schema embed
-  kubefedctl enable -f testdata/enabletypedirectives.yaml     # KubeFed's ten default types
-  kubefedctl enable configmaps -o yaml                        # print, write nothing"
+  # KubeFed's ten default types
+  kubefedctl enable -f testdata/enabletypedirectives.yaml
+  # Print, write nothing
+  kubefedctl enable configmaps -o yaml"
 )]
 pub struct EnableOptions {
     /// The API type to federate
@@ -62,8 +64,10 @@ pub struct EnableOptions {
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
 
-    /// Show what would change, writing nothing
-    #[arg(long)]
+    /// Show what would change, writing nothing (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
     pub dry_run: bool,
 }
 

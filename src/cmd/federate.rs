@@ -40,7 +40,8 @@ use std::time::Duration;
 #[command(after_help = "Examples:
   kubefedctl federate deployments web -n demo
   kubefedctl federate namespaces demo --contents --enable-type -s pods
-  kubefedctl federate -f app.yaml > federated.yaml       # offline: no cluster, no kubeconfig
+  # Offline: no cluster, no kubeconfig
+  kubefedctl federate -f app.yaml > federated.yaml
   kubectl get cm settings -o yaml | kubefedctl federate -f -
   kubefedctl federate configmaps settings --placement-clusters member1,member2")]
 pub struct FederateOptions {
@@ -98,8 +99,10 @@ pub struct FederateOptions {
     #[arg(long)]
     pub overwrite: bool,
 
-    /// Show what would change, writing nothing
-    #[arg(long)]
+    /// Show what would change, writing nothing (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
     pub dry_run: bool,
 }
 
@@ -118,7 +121,7 @@ impl FederateOptions {
 }
 
 pub async fn run(global: &GlobalOptions, o: &FederateOptions) -> Result<()> {
-    let placement = validate(o)?;
+    let placement = validate(o).map_err(crate::error::usage_of)?;
     if let Some(path) = &o.filename {
         return federate_file(
             path,
@@ -213,6 +216,10 @@ pub fn federate_documents(
             else {
                 bail!("{at}: apiVersion and kind are required");
             };
+            let group = api_version.split_once('/').map_or("", |(g, _)| g);
+            if let Some(why) = crate::core::types::convert::not_federatable(group, kind) {
+                bail!("{at}: {kind} ({api_version}) {why}");
+            }
             if obj["metadata"]["name"].as_str().is_none_or(str::is_empty) {
                 bail!("{at}: {kind} has no metadata.name");
             }
@@ -304,6 +311,9 @@ async fn objects_to_federate(
     let type_name = o.type_name.as_deref().expect("clap requires TYPE");
     let name = o.name.as_deref().expect("clap requires NAME");
     let target = lookup::find(served, type_name, None)?;
+    if let Some(why) = crate::core::types::convert::not_federatable(&target.group, &target.kind) {
+        bail!("{} {why}", target.qualified_name());
+    }
 
     // (resource, objects) to federate, the named object first.
     let first = get_object(host, &target, namespace, name).await?;

@@ -23,11 +23,13 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
-  kubefedctl init                         # cluster-wide federation in kube-federation-system
+  # A cluster-wide federation in kube-federation-system
+  kubefedctl init
   kubefedctl init --scope Namespaced --kubefed-namespace team-a
-  kubefedctl init -o yaml > kubefed.yaml  # review or apply with kubectl; nothing is written
-  kubefedctl init --reconciler cronjob --image registry.example/kubefedctl:0.1 --shards 3
-                                          # reconcile every 5 minutes inside the host, in 3 shards")]
+  # Review, or apply with kubectl; nothing is written
+  kubefedctl init -o yaml > kubefed.yaml
+  # Reconcile every 5 minutes inside the host, in 3 shards
+  kubefedctl init --reconciler cronjob --image IMAGE --shards 3")]
 pub struct InitOptions {
     /// Scope of the federation: Cluster (all namespaces) or Namespaced (the kubefed namespace only) [default: Cluster]
     #[arg(long, value_enum)]
@@ -37,8 +39,10 @@ pub struct InitOptions {
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
 
-    /// Show what would change, writing nothing
-    #[arg(long)]
+    /// Show what would change, writing nothing (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
     pub dry_run: bool,
 
     /// Also install the multi-cluster DNS CRDs (Domain, ServiceDNSRecord, IngressDNSRecord, DNSEndpoint)

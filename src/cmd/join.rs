@@ -35,14 +35,19 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
-  kubefedctl join member1                                  # context member1, host = current context
-  kubefedctl join prod --cluster-context arn:aws:eks:eu-west-1:123456789012:cluster/prod
-  kubefedctl join member1 --error-on-existing=false        # update an existing join in place
-  kubefedctl join member1 --rbac admin                     # KubeFed's `*` identity (hand-over to KubeFed)
-  kubefedctl join member1 -o yaml                          # print what would be written
+  # Context member1 joins the host (the current context)
+  kubefedctl join member1
+  kubefedctl join prod \\
+      --cluster-context arn:aws:eks:eu-west-1:123456789012:cluster/prod
+  # Update an existing join in place
+  kubefedctl join member1 --error-on-existing=false
+  # KubeFed's `*` identity (a hand-over to KubeFed's controller-manager)
+  kubefedctl join member1 --rbac admin
+  # Print what would be written
+  kubefedctl join member1 -o yaml
 
-A member endpoint on 127.0.0.1/localhost works for kubefedctl reconcile run on this
-machine, but a controller running in the host cluster could not reach it.")]
+A member endpoint on 127.0.0.1/localhost works for kubefedctl reconcile run on
+this machine, but a controller running in the host cluster could not reach it.")]
 pub struct JoinOptions {
     /// Name of the member cluster (the KubeFedCluster's name)
     #[arg(value_name = "CLUSTER_NAME", add = ArgValueCompleter::new(complete_context))]
@@ -74,8 +79,10 @@ pub struct JoinOptions {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub token_timeout: Duration,
 
-    /// Show what would change, writing nothing
-    #[arg(long)]
+    /// Show what would change, writing nothing (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
     pub dry_run: bool,
 
     /// Print the objects (yaml or json) instead of writing them
@@ -84,6 +91,12 @@ pub struct JoinOptions {
 }
 
 pub async fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
+    validate(o).map_err(crate::error::usage_of)?;
+    join(global, o).await
+}
+
+/// Flag checks that need no cluster: a usage error before anything is read.
+fn validate(o: &JoinOptions) -> Result<()> {
     validate_cluster_name(&o.cluster_name)?;
     if let Some(ttl) = o.token_ttl {
         check_ttl(ttl.as_secs() as i64)?;
@@ -93,7 +106,7 @@ pub async fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
     {
         bail!("invalid --secret-name {s:?}: {e}");
     }
-    join(global, o).await
+    Ok(())
 }
 
 /// Everything a join needs to know before writing anything.

@@ -20,8 +20,10 @@ use std::time::Duration;
 /// The default kubefed system namespace, as KubeFed's.
 pub use crate::api::DEFAULT_KUBEFED_NAMESPACE;
 
-/// Options every command accepts, spelled as kubectl and KubeFed spell them.
+/// Options every command accepts, spelled as kubectl and KubeFed spell them;
+/// listed apart in each command's help, as `kubectl options` keeps them.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalOptions {
     /// Path to the kubeconfig file (default: $KUBECONFIG, merged, else ~/.kube/config)
     #[arg(long, global = true, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
@@ -211,6 +213,41 @@ mod tests {
 /// `init --scope`: [`membership::Scope`] as the flag spells it
 /// (KubeFedConfig's spelling; lower case accepted). Flags are the shell's:
 /// the core knows no clap.
+/// `--dry-run[=STRATEGY]`, spelled as kubectl spells it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DryRun {
+    /// Not a dry run (kubectl's default spelled out).
+    None,
+    /// Decide here what would change, and print it; send no write.
+    Client,
+    /// As client, and send each planned write as a server-side dry run
+    /// (`reconcile`; the other commands refuse it).
+    Server,
+}
+
+impl DryRun {
+    /// A plan rather than writes.
+    pub fn plans(self) -> bool {
+        self != DryRun::None
+    }
+}
+
+/// `--dry-run[=client|none]` of a command that plans on the client only:
+/// true for a dry run. `=server` is refused as a usage error naming what
+/// to use instead.
+pub fn client_dry_run(text: &str) -> std::result::Result<bool, String> {
+    match text {
+        "client" | "true" => Ok(true),
+        "none" | "false" => Ok(false),
+        "server" => Err(
+            "this command plans on the client only: use --dry-run (=client); \
+             reconcile --dry-run=server sends its writes as server-side dry runs"
+                .into(),
+        ),
+        other => Err(format!("expected client or none, not {other:?}")),
+    }
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScopeFlag {
     /// Federate across all namespaces (cluster-wide RBAC in members).

@@ -13,13 +13,13 @@ use serde_json::json;
 use crate::core::propagation::deletion::ORPHAN_ANNOTATION;
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "TYPE is the federated type: FederatedDeployment, federateddeployments.types.kubefed.io, fdeploy.
+#[command(after_help = "TYPE is the federated type: FederatedDeployment,
+federateddeployments.types.kubefed.io, fdeploy.
 
 Examples:
   kubefedctl orphaning-deletion enable FederatedDeployment web -n demo
-  kubefedctl orphaning-deletion status fdeploy web -n demo"
-)]
+  kubefedctl orphaning-deletion status fdeploy web -n demo
+  kubefedctl orphaning-deletion disable fdeploy web -n demo --dry-run")]
 pub struct OrphaningOptions {
     #[command(subcommand)]
     pub action: OrphaningAction,
@@ -28,9 +28,9 @@ pub struct OrphaningOptions {
 #[derive(Subcommand, Debug)]
 pub enum OrphaningAction {
     /// Keep the member copies when the federated object is deleted
-    Enable(Target),
+    Enable(Change),
     /// Delete the member copies with the federated object (the default)
-    Disable(Target),
+    Disable(Change),
     /// Print Enabled or Disabled
     Status(Target),
 }
@@ -48,15 +48,27 @@ pub struct Target {
     pub namespace: Option<String>,
 }
 
+/// `enable` and `disable`: the object, and whether only to say what would change.
+#[derive(Args, Debug)]
+pub struct Change {
+    #[command(flatten)]
+    pub target: Target,
+    /// Say what would change, writing nothing (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
+    pub dry_run: bool,
+}
+
 pub async fn run(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
     orphaning(global, o).await
 }
 
 async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
-    let (target, set) = match &o.action {
-        OrphaningAction::Enable(t) => (t, Some(true)),
-        OrphaningAction::Disable(t) => (t, Some(false)),
-        OrphaningAction::Status(t) => (t, None),
+    let (target, set, dry_run) = match &o.action {
+        OrphaningAction::Enable(c) => (&c.target, Some(true), c.dry_run),
+        OrphaningAction::Disable(c) => (&c.target, Some(false), c.dry_run),
+        OrphaningAction::Status(t) => (t, None, false),
     };
     let (factory, host) = global.connect_host().await?;
     let resource = discovery::find_resource(&host.client, &target.type_name, None).await?;
@@ -94,6 +106,11 @@ async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
     match set {
         None => println!("{}", if enabled { "Enabled" } else { "Disabled" }),
         Some(want) if want == enabled => {}
+        Some(want) if dry_run => println!(
+            "{} {qualified}: orphaning deletion would be {} (dry run)",
+            resource.kind,
+            if want { "enabled" } else { "disabled" }
+        ),
         Some(want) => {
             let value = if want { json!("true") } else { json!(null) };
             let patch = json!({"metadata": {"annotations": {ORPHAN_ANNOTATION: value}}});

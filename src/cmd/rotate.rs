@@ -15,12 +15,19 @@ use std::time::Duration;
 #[command(after_help = "Examples:
   kubefedctl rotate                 # every member joined with --token-ttl
   kubefedctl rotate member1 member2
+  kubefedctl rotate --dry-run       # which tokens would be rotated
 
 reconcile --watch rotates by itself once 80 % of a token's lifetime has passed.")]
 pub struct RotateOptions {
     /// Members to rotate [default: every member whose token expires]
     #[arg(value_name = "CLUSTER")]
     pub clusters: Vec<String>,
+
+    /// Say which members' tokens would be rotated, issuing none (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
+    pub dry_run: bool,
 }
 
 pub async fn run(global: &GlobalOptions, o: &RotateOptions) -> Result<()> {
@@ -47,6 +54,15 @@ pub async fn run(global: &GlobalOptions, o: &RotateOptions) -> Result<()> {
         println!(
             "No member has a short-lived token (kubefedctl join CLUSTER --token-ttl DURATION)."
         );
+        return Ok(());
+    }
+    if o.dry_run {
+        for m in &due {
+            println!(
+                "kubefedcluster.core.kubefed.io/{}: token would be rotated (dry run)",
+                m.name
+            );
+        }
         return Ok(());
     }
     let rotations = due.iter().map(|m| {

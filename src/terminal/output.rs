@@ -12,6 +12,16 @@ pub enum DocumentFormat {
     Json,
 }
 
+impl DocumentFormat {
+    /// A file's extension for documents in this format.
+    pub fn extension(self) -> &'static str {
+        match self {
+            DocumentFormat::Yaml => "yaml",
+            DocumentFormat::Json => "json",
+        }
+    }
+}
+
 /// A document as text in `format`, ending with a newline.
 pub fn render<T: Serialize>(value: &T, format: DocumentFormat) -> Result<String> {
     Ok(match format {

@@ -220,6 +220,8 @@ fn printing_commands_stop_quietly_when_the_reader_goes_away() {
     let demo = demo.to_str().unwrap();
     let seed = root.join("testdata/seeds/federated-deployment.yaml");
     let seed = seed.to_str().unwrap();
+    let app = root.join("testdata/federate/app.yaml");
+    let app = app.to_str().unwrap();
     for args in [
         &["version"][..],
         &["version", "-o", "json"],
@@ -228,8 +230,8 @@ fn printing_commands_stop_quietly_when_the_reader_goes_away() {
         &["reconcile", "--from", demo],
         &["reconcile", "--from", demo, "-o", "json"],
         &["reconcile", "--from", seed, "--cluster", "c1"],
-        &["federate", "-f", seed],
-        &["federate", "-f", seed, "-o", "json"],
+        &["federate", "-f", app],
+        &["federate", "-f", app, "-o", "json"],
         &["init", "-o", "yaml"],
         &["--help"],
     ] {
@@ -292,4 +294,211 @@ fn man_pages_are_current() {
     )
     .into_owned();
     assert!(reconcile.contains("lock\\-timeout"), "flags are documented");
+}
+
+/// A scratch folder of this test's own under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One meaning per flag (issue 53): a flag that does not apply to the mode
+/// is a usage error naming the mode, every malformed value exits 2 before
+/// any connection (the kubeconfig does not even exist), and the plan flags
+/// never write.
+#[test]
+fn flags_that_do_not_apply_are_usage_errors_before_any_connection() {
+    let demo = crate::fixtures::root().join("testdata/demo");
+    let demo = demo.to_str().unwrap();
+    let nowhere = ["--kubeconfig", "/nonexistent/kubeconfig"];
+    for extra in [
+        &["-n", "shop"][..],
+        &["-A"],
+        &["-l", "app=web"],
+        &["--type", "configmaps"],
+        &["--wait-ready"],
+        &["--exit-code"],
+        &["--diff"],
+        &["--dry-run"],
+        &["--leader-elect"],
+        &["--lock-timeout", "1m"],
+        &["--concurrency", "2"],
+    ] {
+        let mut args = vec!["reconcile", "--from", demo];
+        args.extend_from_slice(extra);
+        let o = run(KUBEFEDCTL, &args, &[]);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--from"), "{extra:?}: {}", stderr(&o));
+    }
+    for args in [
+        &["reconcile", "--concurrency", "0"][..],
+        &["reconcile", "-l", "tier in web"],
+        &["reconcile", "--cluster", "Bad_Name"],
+        &["reconcile", "-o", "markdown"],
+        &["reconcile", "--dry-run=bogus"],
+        &["reconcile", "--diff", "--wait-ready"],
+        &["join", "Bad_Name", "--cluster-context", "member1"],
+        &["join", "m1", "--token-ttl", "1s"],
+        &["join", "m1", "--dry-run=server"],
+        &["unjoin", "Bad_Name"],
+        &["federate", "configmaps", "x", "--contents"],
+        &["rotate", "--dry-run=server"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(nowhere);
+        let o = run(KUBEFEDCTL, &all, &[]);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("/nonexistent"),
+            "{args:?}: refused before the kubeconfig is read: {}",
+            stderr(&o)
+        );
+    }
+    // kubectl's spellings are accepted (then the missing kubeconfig stops it).
+    for args in [
+        &["reconcile", "--dry-run=client"][..],
+        &["reconcile", "--dry-run=server"],
+        &["reconcile", "--diff"],
+        &["join", "m1", "--dry-run=client"],
+        &[
+            "orphaning-deletion",
+            "enable",
+            "fdeploy",
+            "web",
+            "--dry-run",
+        ],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(nowhere);
+        let o = run(KUBEFEDCTL, &all, &[]);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/nonexistent"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// Offline: `--output-dir` honours `-o`, `federate -f` refuses what is
+/// federated already, and a name a cluster would refuse is an error naming
+/// its file before anything is written.
+#[test]
+fn offline_output_follows_o_and_bad_input_writes_nothing() {
+    let dir = scratch("offline-output");
+    let demo = crate::fixtures::root().join("testdata/demo");
+    let out = dir.join("out");
+    let o = run(
+        KUBEFEDCTL,
+        &[
+            "reconcile",
+            "--from",
+            demo.to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut files = Vec::new();
+    let mut stack = vec![out.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()) {
+            if e.is_dir() {
+                stack.push(e);
+            } else if !e.ends_with(".kubefedctl-render") {
+                files.push(e);
+            }
+        }
+    }
+    assert!(!files.is_empty());
+    for f in &files {
+        assert_eq!(f.extension().unwrap(), "json", "{}", f.display());
+        let text = std::fs::read_to_string(f).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
+
+    let federated = dir.join("federated.yaml");
+    std::fs::write(
+        &federated,
+        "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {name: web, namespace: shop}\nspec: {template: {data: {a: '1'}}}\n",
+    )
+    .unwrap();
+    let o = run(
+        KUBEFEDCTL,
+        &["federate", "-f", federated.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(
+            "document 1: FederatedConfigMap (types.kubefed.io/v1beta1) is federated already"
+        ),
+        "{}",
+        stderr(&o)
+    );
+
+    let input = dir.join("input");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::copy(demo.join("clusters.yaml"), input.join("clusters.yaml")).unwrap();
+    std::fs::write(
+        input.join("evil.yaml"),
+        "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {name: ../../x/pwned, namespace: shop}\nspec: {template: {data: {a: '1'}}, placement: {clusterSelector: {}}}\n",
+    )
+    .unwrap();
+    let rendered = dir.join("rendered");
+    let o = run(
+        KUBEFEDCTL,
+        &[
+            "reconcile",
+            "--from",
+            input.to_str().unwrap(),
+            "--output-dir",
+            rendered.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "evil.yaml: document 1: FederatedConfigMap metadata.name \"../../x/pwned\" is not valid"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!rendered.exists(), "nothing written");
+    assert!(!dir.join("x").exists() && !Path::new("x/pwned").exists());
+}
+
+/// Help as kubectl's: commands in groups, a command's flags under headings
+/// with the global options apart, and the exit-code table.
+#[test]
+fn help_groups_commands_and_flags() {
+    let o = run(KUBEFEDCTL, &["--help"], &[]);
+    let help = stdout(&o);
+    for heading in [
+        "Membership:",
+        "Federated types:",
+        "Propagation:",
+        "Inspection:",
+    ] {
+        assert!(help.contains(heading), "{heading}\n{help}");
+    }
+    assert_eq!(help.matches("  reconcile ").count(), 1, "{help}");
+    let o = run(KUBEFEDCTL, &["reconcile", "--help"], &[]);
+    let help = stdout(&o);
+    let at = |h: &str| help.find(h).unwrap_or_else(|| panic!("{h}\n{help}"));
+    assert!(
+        at("Plan (writes nothing):") < at("Global options:"),
+        "{help}"
+    );
+    assert!(at("Selection:") < at("--kubeconfig"), "{help}");
+    assert!(at("Global options:") < at("--kubeconfig"), "{help}");
+    assert!(help.contains("4 changes pending"), "{help}");
 }

@@ -387,7 +387,7 @@ fn a_namespace_with_contents_skips_types_that_are_not_federated() {
         &kc,
         &["federate", "configmaps", "a-config", "-n", ns, "--contents"],
     )
-    .fails();
+    .usage();
     assert!(
         wrong
             .stderr

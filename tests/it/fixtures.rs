@@ -40,9 +40,18 @@ impl Run {
     }
 
     pub fn fails(self) -> Run {
+        self.exits(1)
+    }
+
+    /// A usage error: exit 2, one line on stderr, before any connection.
+    pub fn usage(self) -> Run {
+        self.exits(2)
+    }
+
+    pub fn exits(self, code: i32) -> Run {
         assert_eq!(
-            self.code, 1,
-            "expected exit 1\nstdout:\n{}\nstderr:\n{}",
+            self.code, code,
+            "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
             self.stdout, self.stderr
         );
         self

@@ -131,6 +131,11 @@ fn partial(run: Run) {
     assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
 }
 
+/// A run whose --wait-ready ran out of time (exit 5).
+fn not_ready(run: Run) {
+    assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
+}
+
 #[test]
 fn argo_cd_reads_the_ready_condition_wait_ready_records() {
     let env = TestEnv::shared();
@@ -145,7 +150,7 @@ fn argo_cd_reads_the_ready_condition_wait_ready_records() {
     f.create_deployment(env, "web");
 
     // No deployment controller runs here: nothing becomes available.
-    partial(f.reconcile(&["--wait-ready=4s"]));
+    not_ready(f.reconcile(&["--wait-ready=4s"]));
     let web = host();
     assert_eq!(condition(&web, "Propagation")["status"], "True");
     let ready = condition(&web, "Ready");
@@ -180,7 +185,7 @@ fn argo_cd_reads_the_ready_condition_wait_ready_records() {
         json!({"replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1,
         "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]}),
     );
-    partial(f.reconcile(&["--wait-ready=30s", "--all"]));
+    not_ready(f.reconcile(&["--wait-ready=30s", "--all"]));
     let (status, message) = argo_health(&host());
     assert_eq!(status, "Degraded", "{message}");
     assert!(message.contains("MembersFailed"), "{message}");

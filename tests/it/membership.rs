@@ -842,7 +842,7 @@ fn names_are_validated_and_contexts_sanitised() {
             .alias("admin@hub", "host"),
     );
 
-    let bad = kubefedctl(&kc, &["join", "Bad_Name", "--cluster-context", "member1"]).fails();
+    let bad = kubefedctl(&kc, &["join", "Bad_Name", "--cluster-context", "member1"]).usage();
     assert!(
         bad.stderr
             .starts_with("error: invalid cluster name \"Bad_Name\""),

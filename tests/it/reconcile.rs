@@ -29,7 +29,7 @@ fn converges_with_overrides_and_rsp_then_writes_nothing() {
 
     f.reset();
     let dry = f.reconcile(&["--dry-run", "--exit-code"]);
-    assert_eq!(dry.code, 1, "changes pending: {}{}", dry.stdout, dry.stderr);
+    assert_eq!(dry.code, 4, "changes pending: {}{}", dry.stdout, dry.stderr);
     assert!(
         dry.stdout
             .contains(&format!("{m2}: create ConfigMap rc-a-objs/settings")),
@@ -1922,7 +1922,7 @@ fn cluster_scoped_federated_objects_are_taken_from_files_as_they_are() {
     // planned, then applied and propagated in one run, then nothing to do.
     std::fs::write(&file, serde_json::to_string(&role(None)).unwrap()).unwrap();
     let plan = f.reconcile(&["-f", path, "--dry-run", "--exit-code"]);
-    assert_eq!(plan.code, 1, "{}\n{}", plan.stdout, plan.stderr);
+    assert_eq!(plan.code, 4, "{}\n{}", plan.stdout, plan.stderr);
     assert!(
         plan.stdout
             .contains("host: create FederatedClusterRole rc-cs-reader"),
@@ -2209,7 +2209,7 @@ fn files_under_review_are_planned_then_applied_in_one_run() {
         "--diff",
         "--exit-code",
     ]);
-    assert_eq!(plan.code, 1, "{}\n{}", plan.stdout, plan.stderr);
+    assert_eq!(plan.code, 4, "{}\n{}", plan.stdout, plan.stderr);
     for line in [
         format!("host: update FederatedConfigMap {ns}/change"),
         format!("host: create FederatedConfigMap {ns}/new"),
@@ -2512,7 +2512,7 @@ fn wait_ready_waits_for_rollouts_and_ready_conditions() {
     );
     assert!(stderr.contains("member object(s) ready"), "{stderr}");
 
-    // Pods that never run (no kubelet here): time runs out, exit 3, and
+    // Pods that never run (no kubelet here): time runs out, exit 5, and
     // only what this run wrote is waited for.
     f.create(env, "FederatedDeployment", "web", deployment(1));
     let child = spawn(&["--wait-ready=8s"]);
@@ -2521,7 +2521,7 @@ fn wait_ready_waits_for_rollouts_and_ready_conditions() {
         json!({"replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1}),
     );
     let (code, stderr) = finish(child);
-    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(code, Some(5), "{stderr}");
     for m in [f.cluster("m1"), f.cluster("m2")] {
         assert!(
             stderr.contains(&format!(
@@ -3280,7 +3280,7 @@ fn wait_ready_names_pods_that_pod_security_refuses() {
     } else {
         "--wait-ready=5s"
     }]);
-    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.code, 5, "{}", run.stderr);
     let line = format!("not ready: {}: deployment {}/root", f.cluster("m1"), f.ns);
     if psa {
         assert!(run.stderr.contains(&line), "{}", run.stderr);

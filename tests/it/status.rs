@@ -94,7 +94,7 @@ fn overview_tables_json_and_a_cluster_that_is_down() {
             "--exit-code",
         ]),
     );
-    assert_eq!(gate.code, 3, "a cluster is down: {}", gate.stderr);
+    assert_eq!(gate.code, 5, "a cluster is down: {}", gate.stderr);
     down.clear_faults();
     let gate = kubefedctl(
         &kc,
@@ -214,7 +214,7 @@ fn objects_show_placement_and_per_cluster_propagation() {
     );
     assert_eq!(rows[0]["propagation"], "False");
     let gate = kubefedctl(&kc, &with(&["status", "configmaps", "-A", "--exit-code"]));
-    assert_eq!(gate.code, 3);
+    assert_eq!(gate.code, 5);
     let missing = kubefedctl(&kc, &with(&["status", "widgets"])).fails();
     assert!(
         missing.stderr.contains("no federated type \"widgets\""),
@@ -311,7 +311,7 @@ fn live_status_finds_drifted_and_missing_member_objects() {
         "{}",
         table.stdout
     );
-    assert_eq!(live(&["--exit-code"]).code, 3);
+    assert_eq!(live(&["--exit-code"]).code, 5);
 
     // A reconcile repairs both.
     fed(&["reconcile", "-n", ns]).ok();
@@ -386,13 +386,13 @@ fn live_status_agrees_with_a_dry_run_under_namespace_narrowing_and_an_rsp() {
         json!({"data": {"k": "edited"}}),
     );
     let (status, dry) = agree("configmaps");
-    assert_eq!(status.code, 3, "{}", status.stdout);
+    assert_eq!(status.code, 5, "{}", status.stdout);
     assert!(
         status.stdout.contains(&format!("{m1}:drifted")),
         "{}",
         status.stdout
     );
-    assert_eq!(dry.code, 1);
+    assert_eq!(dry.code, 4);
     assert!(
         dry.stdout
             .contains(&format!("{m1}: update ConfigMap {}/both", f.ns)),

@@ -20,6 +20,7 @@ use std::time::Duration;
 /// What a run reads besides the host: files to render offline (`--from`)
 /// or a change under review (`-f`).
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Files (--from offline, -f live)")]
 pub struct InputFlags {
     /// Render offline from these files or directories (- for stdin): federated objects, FederatedNamespaces, RSPs, KubeFedClusters
     #[arg(long = "from", value_name = "PATH")]
@@ -40,23 +41,24 @@ pub struct InputFlags {
     pub prune: bool,
 
     /// With -f: take over fields another field manager owns (as kubectl apply --server-side)
-    #[arg(long, requires = "filenames", conflicts_with = "dry_run")]
+    #[arg(long, requires = "filenames", conflicts_with = "plan")]
     pub force_conflicts: bool,
 
-    /// With --from: write DIR/<cluster>/<namespace>/<kind>-<name>.yaml instead of printing
+    /// With --from: write DIR/<cluster>/<namespace>/<kind>-<name>.yaml (.json with -o json) instead of printing
     #[arg(long, value_name = "DIR", requires = "from")]
     pub output_dir: Option<PathBuf>,
 }
 
 /// Which federated objects and members a run covers.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Selection")]
 pub struct SelectionFlags {
     /// Live: only touch these members; with --from: clusters to render for, as NAME[:key=value,...]
     #[arg(long = "cluster", value_name = "CLUSTER")]
     pub clusters: Vec<String>,
 
     /// Only these federated types (FederatedTypeConfig name, plural or kind); repeatable
-    #[arg(long = "type", value_name = "TYPE")]
+    #[arg(long = "type", value_name = "TYPE", conflicts_with = "from")]
     pub types: Vec<String>,
 
     /// Only federated objects in this namespace
@@ -64,16 +66,16 @@ pub struct SelectionFlags {
         short = 'n',
         long,
         value_name = "NAMESPACE",
-        conflicts_with = "all_namespaces"
+        conflicts_with_all = ["all_namespaces", "from"]
     )]
     pub namespace: Option<String>,
 
     /// Federated objects in every namespace (the default)
-    #[arg(short = 'A', long)]
+    #[arg(short = 'A', long, conflicts_with = "from")]
     pub all_namespaces: bool,
 
     /// Only federated objects with these labels (e.g. app=web)
-    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "from")]
     pub selector: Option<String>,
 
     /// Only shard I of N (0 <= I < N): objects partitioned by namespace
@@ -104,30 +106,57 @@ fn shard_from_hostname(count: &str) -> Result<Shard, String> {
 
 /// A plan instead of a run (`--dry-run`) and what it shows.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Plan (writes nothing)")]
+#[group(id = "plan", multiple = true, conflicts_with = "from")]
 pub struct PlanFlags {
-    /// Print the plan, write nothing
-    #[arg(long)]
-    pub dry_run: bool,
+    /// Print the plan, write nothing: =client (the default) plans here;
+    /// =server also sends each planned create and update to its member as a
+    /// server-side dry run (as --validate)
+    #[arg(
+        id = "dry_run",
+        long = "dry-run",
+        value_name = "STRATEGY",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "client"
+    )]
+    pub strategy: Option<crate::cmd::options::DryRun>,
 
-    /// With --dry-run: show a diff of every member object that would change
-    /// (created and deleted objects whole)
+    /// Plan with a diff of every member object that would change (created
+    /// and deleted objects whole); implies --dry-run, as kubectl diff
     #[arg(long)]
     pub diff: bool,
 
-    /// With --dry-run: send each planned create and update to its member as
-    /// a server-side dry run with strict field validation, so that unknown
+    /// Plan, sending each planned create and update to its member as a
+    /// server-side dry run with strict field validation, so that unknown
     /// fields and values the member refuses fail the plan (one request per
-    /// planned change)
-    #[arg(long, requires = "dry_run")]
+    /// planned change); implies --dry-run
+    #[arg(long)]
     pub validate: bool,
 
-    /// With --dry-run: exit 1 when changes are pending
+    /// Plan, and exit 4 when changes are pending; implies --dry-run
     #[arg(long)]
     pub exit_code: bool,
 }
 
+impl PlanFlags {
+    /// A plan, not a run: `--dry-run` (=client or =server), or a flag that
+    /// only makes sense for a plan and so implies it (kubectl diff never
+    /// writes either), so that none of them ever writes to a member.
+    pub fn dry_run(&self) -> bool {
+        self.strategy.is_some_and(|s| s.plans()) || self.diff || self.validate || self.exit_code
+    }
+
+    /// Planned writes are sent as server-side dry runs.
+    pub fn validates(&self) -> bool {
+        self.validate || self.strategy == Some(crate::cmd::options::DryRun::Server)
+    }
+}
+
 /// How a run talks to the members, and what it records on the host.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Requests")]
+#[group(id = "requests", multiple = true, conflicts_with = "from")]
 pub struct RequestFlags {
     /// Requests in flight per member cluster [default: 8; with --watch, the KubeFedConfig's syncController.maxConcurrentReconciles when it sets one]
     #[arg(long, value_name = "N")]
@@ -161,6 +190,8 @@ pub struct RequestFlags {
 
 /// What a run waits for after its writes.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Waits")]
+#[group(id = "waits", multiple = true, conflicts_with = "from")]
 pub struct WaitFlags {
     /// Wait up to DURATION (default 5m) for member copies of deleted
     /// federated objects that are still terminating, then complete the deletion
@@ -171,7 +202,7 @@ pub struct WaitFlags {
         require_equals = true,
         default_missing_value = "5m",
         value_parser = parse_duration,
-        conflicts_with = "dry_run"
+        conflicts_with = "plan"
     )]
     pub wait: Option<Duration>,
 
@@ -185,7 +216,7 @@ pub struct WaitFlags {
         require_equals = true,
         default_missing_value = "5m",
         value_parser = parse_duration,
-        conflicts_with = "dry_run"
+        conflicts_with = "plan"
     )]
     pub wait_ready: Option<Duration>,
 
@@ -196,6 +227,8 @@ pub struct WaitFlags {
 
 /// The federation lock, and KubeFed's own.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Locks")]
+#[group(id = "lock", multiple = true, conflicts_with = "from")]
 pub struct LockFlags {
     /// Wait up to DURATION for the federation lock another run holds (0: fail at once)
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
@@ -212,9 +245,11 @@ pub struct LockFlags {
 
 /// `--watch`: the run as a controller.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Watch (a controller)")]
+#[group(id = "watching", multiple = true, conflicts_with = "from")]
 pub struct WatchFlags {
     /// Keep running: watch the host and the members and propagate every change (a controller)
-    #[arg(long, conflicts_with_all = ["from", "dry_run", "wait", "output", "wait_ready"])]
+    #[arg(long, conflicts_with_all = ["from", "plan", "wait", "output", "wait_ready"])]
     pub watch: bool,
 
     /// With --watch: wait for the federation lock and take over when its holder stops (high availability)
@@ -285,11 +320,11 @@ impl ReconcileOptions {
                 timeout: self.requests.timeout,
                 probe_timeout: self.requests.probe_timeout,
                 settings: None,
-                whole_copies: self.plan.dry_run,
+                whole_copies: self.plan.dry_run(),
             },
             proposal,
-            dry_run: self.plan.dry_run,
-            validate: self.plan.validate,
+            dry_run: self.plan.dry_run(),
+            validate: self.plan.validates(),
             concurrency: self
                 .requests
                 .concurrency
@@ -297,7 +332,7 @@ impl ReconcileOptions {
                 .unwrap_or(DEFAULT_CONCURRENCY),
             attempts: self.requests.attempts,
             wait: self.waits.wait,
-            events: (self.requests.events && !self.plan.dry_run)
+            events: (self.requests.events && !self.plan.dry_run())
                 .then(|| Arc::new(crate::sync::passes::events::Recorder::new())),
             wait_ready: self.waits.wait_ready.is_some(),
         }

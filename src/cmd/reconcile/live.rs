@@ -6,7 +6,7 @@ use super::ReconcileOptions;
 use super::print::{exit_status, print_report};
 use crate::cmd::options::GlobalOptions;
 use crate::core::run::lease::RECONCILE_LEASE;
-use crate::error::{EXIT_PARTIAL, ExitWith};
+use crate::error::{EXIT_NOT_READY, ExitWith};
 use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, lock};
 use anyhow::Result;
@@ -28,10 +28,10 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
     };
     let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
-    if !o.plan.dry_run {
+    if !o.plan.dry_run() {
         lock::refuse_beside_kubefed(&host, o.lock.force).await?;
     }
-    let mut opts = o.live_options(proposal.clone().filter(|_| o.plan.dry_run), None);
+    let mut opts = o.live_options(proposal.clone().filter(|_| o.plan.dry_run()), None);
     let progress = progress_bar(o);
     let lock = take_run_lock(&host, o, &mut opts).await?;
     // From here on a signal releases the lock (while waiting for it, the
@@ -40,7 +40,7 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
     let bar = Bar(&progress);
     let run = async {
         // Applied under the lock, then propagated by the same run.
-        if let (Some(p), false) = (&proposal, o.plan.dry_run) {
+        if let (Some(p), false) = (&proposal, o.plan.dry_run()) {
             for line in apply_files(&host, &opts, p, o).await? {
                 eprintln!("{line}");
             }
@@ -106,7 +106,7 @@ async fn take_run_lock(
     o: &ReconcileOptions,
     opts: &mut live::Options,
 ) -> Result<Option<lock::RunLock>> {
-    if o.plan.dry_run || o.lock.no_lock {
+    if o.plan.dry_run() || o.lock.no_lock {
         return Ok(None);
     }
     let name = crate::core::run::shard::lease_of(o.selection.scope().shard, RECONCILE_LEASE);
@@ -180,7 +180,7 @@ async fn wait_ready(
         )
     });
     Err(ExitWith {
-        code: EXIT_PARTIAL,
+        code: EXIT_NOT_READY,
         message: if failed {
             format!("{} member object(s) will not become ready", left.len())
         } else {

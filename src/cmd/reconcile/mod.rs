@@ -21,21 +21,28 @@ use clap::Args;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit codes: 0 converged (or, with --dry-run --exit-code, nothing to do);
-1 error before any change (the federation lock held by another run included),
-  or changes pending with --dry-run --exit-code;
-3 partial: some objects or clusters failed (listed on stderr);
-130/143 interrupted by Ctrl-C/SIGTERM (the lock is released).
+    after_help = "Exit codes: 0 converged (or, with --exit-code, nothing to do); 1 error
+before any change (the federation lock held by another run included); 2 usage
+error; 3 some objects or clusters failed (listed on stderr); 4 changes pending
+(--exit-code); 5 not ready (--wait-ready); 130/143 interrupted by Ctrl-C or
+SIGTERM (the lock is released).
 
 Examples:
-  kubefedctl reconcile --from testdata/demo                    # offline: print member manifests
+  # Offline: print the member manifests of the bundled demo
+  kubefedctl reconcile --from testdata/demo
   kubefedctl reconcile --from app/ --cluster eu1:region=eu --output-dir out/
-  kubefedctl reconcile                                         # live: every enabled type, every member
-  kubefedctl reconcile --type deployments.apps -n shop --dry-run --diff
-  kubefedctl reconcile --cluster member2 -o json               # only touch member2; JSON summary for CI
-  kubefedctl reconcile --shard 1/3                             # one of three runs that split the work
-  kubefedctl reconcile --watch --leader-elect --metrics-bind-address :8080   # a controller
-  kubefedctl reconcile --watch --leader-elect --shard-from-hostname 3        # a StatefulSet pod's shard"
+  # Live: every enabled type, every member
+  kubefedctl reconcile
+  # A plan with a diff (writes nothing, as kubectl diff)
+  kubefedctl reconcile --type deployments.apps -n shop --diff
+  # Only touch member2; a JSON summary for CI
+  kubefedctl reconcile --cluster member2 -o json
+  # One of three runs that split the work
+  kubefedctl reconcile --shard 1/3
+  # A controller
+  kubefedctl reconcile --watch --leader-elect --metrics-bind-address :8080
+  # A StatefulSet pod's shard
+  kubefedctl reconcile --watch --leader-elect --shard-from-hostname 3"
 )]
 pub struct ReconcileOptions {
     #[command(flatten)]
@@ -54,7 +61,12 @@ pub struct ReconcileOptions {
     pub watch: WatchFlags,
 
     /// Summary (live) or manifests (--from) as yaml or json; a dry run's plan as markdown (for a pull request)
-    #[arg(short = 'o', long = "output", value_name = "FORMAT")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        help_heading = "Output"
+    )]
     pub output: Option<ReconcileOutput>,
 }
 
@@ -78,7 +90,7 @@ impl ReconcileOutput {
 }
 
 pub async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
-    let clusters = validate(o)?;
+    let clusters = validate(o).map_err(crate::error::usage_of)?;
     if !o.input.from.is_empty() {
         return render::run(o, &clusters);
     }
@@ -99,7 +111,7 @@ fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::propagation::placem
         crate::core::propagation::placement::Selector::parse_flag(sel)
             .map_err(|e| anyhow::anyhow!("-l {sel:?}: {e}"))?;
     }
-    if o.output == Some(ReconcileOutput::Markdown) && !o.plan.dry_run {
+    if o.output == Some(ReconcileOutput::Markdown) && !o.plan.dry_run() {
         anyhow::bail!("-o markdown prints a plan: use it with --dry-run");
     }
     if o.input.from.is_empty() {

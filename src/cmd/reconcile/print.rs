@@ -15,7 +15,7 @@ pub(super) fn print_report(
     o: &ReconcileOptions,
     report: &crate::sync::live::report::Report,
 ) -> Result<()> {
-    if o.plan.dry_run && o.output != Some(ReconcileOutput::Markdown) {
+    if o.plan.dry_run() && o.output != Some(ReconcileOutput::Markdown) {
         for change in &report.changes {
             println!("{change}");
         }
@@ -26,11 +26,11 @@ pub(super) fn print_report(
         }
     }
     match o.output {
-        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(report, o.plan.dry_run)),
+        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(report, o.plan.dry_run())),
         Some(format) => {
             crate::terminal::output::print(report, format.document().expect("yaml or json"))?
         }
-        None => print!("{}", summary_table(report, o.plan.dry_run)),
+        None => print!("{}", summary_table(report, o.plan.dry_run())),
     }
     for n in &report.notes {
         eprintln!("note: {n}");
@@ -59,7 +59,7 @@ pub(super) fn exit_status(
         }
         .into());
     }
-    if o.plan.dry_run && o.plan.exit_code && report.pending_changes() > 0 {
+    if o.plan.exit_code && report.pending_changes() > 0 {
         return Err(ExitWith {
             code: EXIT_CHANGES_PENDING,
             message: format!("{} change(s) pending", report.pending_changes()),

@@ -19,7 +19,11 @@ pub(super) fn run(
     }
     match (&o.input.output_dir, o.output) {
         (Some(dir), _) => {
-            let count = render::write_dir(&plan, dir)?;
+            let format = o
+                .output
+                .and_then(ReconcileOutput::document)
+                .unwrap_or(crate::terminal::output::DocumentFormat::Yaml);
+            let count = render::write_dir(&plan, dir, format)?;
             eprintln!(
                 "wrote {count} object(s) for {} cluster(s) under {}",
                 plan.clusters.len(),

@@ -24,15 +24,25 @@ mod tables;
 pub use data::{ClusterPropagation, ClusterRow, ObjectRow, TypeRow};
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:
-  kubefedctl status                          # clusters, types and a propagation summary
-  kubefedctl status clusters --probe         # probe every member now
+#[command(
+    after_help = "Without WHAT: the host, every cluster, every type and a summary.
+
+Examples:
+  # Clusters, types and a propagation summary
+  kubefedctl status
+  # Probe every member now
+  kubefedctl status clusters --probe
   kubefedctl status types
-  kubefedctl status deployments.apps -A      # one row per FederatedDeployment
+  # Multi-cluster DNS: Domains, ServiceDNSRecords and IngressDNSRecords
+  kubefedctl status dns
+  # One row per FederatedDeployment
+  kubefedctl status deployments.apps -A
   kubefedctl status configmaps web -n demo -o yaml
-  kubefedctl status --exit-code              # exit 3 when anything is not ready or not propagated")]
+  # Exit 5 when anything is not ready or not propagated (a CI gate)
+  kubefedctl status --exit-code"
+)]
 pub struct StatusOptions {
-    /// clusters, types, or a federated type by its target's name (deployments.apps, configmaps)
+    /// clusters, types, dns, or a federated type by its target's name (deployments.apps, configmaps)
     #[arg(value_name = "WHAT")]
     pub what: Option<String>,
 
@@ -69,7 +79,7 @@ pub struct StatusOptions {
     #[arg(long)]
     pub live: bool,
 
-    /// Exit with 3 when a cluster is not ready or an object is not propagated
+    /// Exit 5 when a cluster is not ready or an object is not propagated (with --live: not in sync)
     #[arg(long)]
     pub exit_code: bool,
 }
@@ -141,7 +151,7 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
     };
     if o.exit_code && unhealthy {
         return Err(ExitWith {
-            code: crate::error::EXIT_PARTIAL,
+            code: crate::error::EXIT_NOT_READY,
             message: "not everything is ready and propagated".into(),
         }
         .into());

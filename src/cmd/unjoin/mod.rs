@@ -30,18 +30,21 @@ use std::io::IsTerminal;
 #[command(
     after_help = "Without --cleanup, workloads already propagated to the member stay there.
 With --cleanup, every object the federation manages in the member (labelled
-kubefed.io/managed=true, of an enabled type) is deleted first, as the reconcile
-deletes it, namespaces last; one whose federated object says kubefed.io/orphan: \"true\",
-or that no federated object accounts for, is only unlabelled. Then the host's federated
-objects and PropagatedVersions stop naming the cluster.
-The member's kubefed namespace is deleted only when join created it and it is now
-empty (nothing but the default service account, its token, kube-root-ca.crt and events).
+kubefed.io/managed=true, of an enabled type) is deleted first, as the
+reconcile deletes it, namespaces last; one whose federated object says
+kubefed.io/orphan: \"true\", or that no federated object accounts for, is
+only unlabelled. Then the host's federated objects and PropagatedVersions stop
+naming the cluster. The member's kubefed namespace is deleted only when join
+created it and it is now empty (nothing but the default service account, its
+token, kube-root-ca.crt and events).
 
 Examples:
   kubefedctl unjoin member1
-  kubefedctl unjoin member1 --cleanup --dry-run   # list what would go, type by type
+  # List what would go, type by type
+  kubefedctl unjoin member1 --cleanup --dry-run
   kubefedctl unjoin member1 --cleanup --yes
-  kubefedctl unjoin member1 --force --yes    # member unreachable: remove the host records anyway"
+  # The member is unreachable: remove the host records anyway
+  kubefedctl unjoin member1 --force --yes"
 )]
 pub struct UnjoinOptions {
     /// Name of the member cluster (the KubeFedCluster's name)
@@ -63,13 +66,15 @@ pub struct UnjoinOptions {
     #[arg(short = 'y', long)]
     pub yes: bool,
 
-    /// Show what would be removed, removing nothing
-    #[arg(long)]
+    /// Show what would be removed, removing nothing (=client: decided here)
+    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
+          default_value = "none", default_missing_value = "client", hide_default_value = true,
+          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
     pub dry_run: bool,
 }
 
 pub async fn run(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
-    validate(o)?;
+    validate(o).map_err(crate::error::usage_of)?;
     unjoin(global, o).await
 }
 

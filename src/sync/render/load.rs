@@ -109,6 +109,7 @@ fn add_object(inputs: &mut Inputs, at: &str, obj: Value) -> Result<()> {
             if kind.is_empty() { "the object" } else { kind }
         );
     }
+    check_names(at, kind, &object)?;
     let member = object["metadata"]["annotations"][CLUSTER_ANNOTATION]
         .as_str()
         .is_some();
@@ -150,6 +151,34 @@ fn add_object(inputs: &mut Inputs, at: &str, obj: Value) -> Result<()> {
         source: at.to_string(),
         object,
     });
+    Ok(())
+}
+
+/// The kind, name and namespace as the API server checks them (every
+/// object read here is a custom resource, a Service or an Ingress: a
+/// DNS-1123 subdomain name in a DNS-1123 label namespace), so that nothing
+/// is rendered, or written under `--output-dir`, for an object a cluster
+/// would refuse (`../../x` would leave the output folder).
+fn check_names(at: &str, kind: &str, object: &Value) -> Result<()> {
+    use crate::core::names::{label_error, subdomain_error};
+    let valid_kind = kind.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && kind.chars().all(|c| c.is_ascii_alphanumeric());
+    if !valid_kind {
+        bail!("{at}: kind {kind:?} is not a valid kind (letters and digits)");
+    }
+    let name = object["metadata"]["name"].as_str().unwrap_or("");
+    if let Some(e) = subdomain_error(name) {
+        bail!("{at}: {kind} metadata.name {name:?} is not valid: {e}");
+    }
+    match &object["metadata"]["namespace"] {
+        Value::Null => {}
+        Value::String(ns) => {
+            if let Some(e) = label_error(ns) {
+                bail!("{at}: {kind} {name}: metadata.namespace {ns:?} is not valid: {e}");
+            }
+        }
+        other => bail!("{at}: {kind} {name}: metadata.namespace must be a string, not {other}"),
+    }
     Ok(())
 }
 

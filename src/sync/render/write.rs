@@ -123,9 +123,14 @@ impl std::io::Write for Indented<'_> {
 /// Marks a directory as ours, so a re-render may replace it.
 pub const RENDER_MARKER: &str = ".kubefedctl-render";
 
-/// Writes `DIR/<cluster>/<namespace or _cluster>/<kind>-<name>.yaml`,
-/// all or nothing: into a new directory, renamed into place at the end.
-pub fn write_dir(plan: &RenderPlan, dir: &Path) -> Result<usize> {
+/// Writes `DIR/<cluster>/<namespace or _cluster>/<kind>-<name>.yaml`
+/// (`.json` in JSON), all or nothing: into a new directory, renamed into place at the end.
+pub fn write_dir(
+    plan: &RenderPlan,
+    dir: &Path,
+    format: crate::terminal::output::DocumentFormat,
+) -> Result<usize> {
+    let extension = format.extension();
     if dir.exists() {
         let ours = dir.join(RENDER_MARKER).exists();
         let empty = std::fs::read_dir(dir)
@@ -155,32 +160,26 @@ pub fn write_dir(plan: &RenderPlan, dir: &Path) -> Result<usize> {
             staging.join(RENDER_MARKER),
             "rendered by kubefedctl reconcile --from\n",
         )?;
-        let write = |cluster: &str, obj: &Value, yaml: &str| -> Result<()> {
+        let write = |cluster: &str, obj: &Value, text: &str| -> Result<()> {
             let ns = obj["metadata"]["namespace"].as_str().unwrap_or("_cluster");
             let file = staging.join(cluster).join(ns).join(format!(
-                "{}-{}.yaml",
+                "{}-{}.{extension}",
                 obj["kind"].as_str().unwrap_or("object").to_lowercase(),
                 obj["metadata"]["name"].as_str().unwrap_or("")
             ));
             std::fs::create_dir_all(file.parent().expect("has a parent"))?;
-            Ok(std::fs::write(&file, yaml)?)
+            Ok(std::fs::write(&file, text)?)
         };
+        let render = |obj: &Value| crate::terminal::output::render(obj, format);
         let mut count = 0;
         for obj in &plan.host {
-            let yaml = crate::terminal::output::render(
-                obj,
-                crate::terminal::output::DocumentFormat::Yaml,
-            )?;
-            write("_host", obj, &yaml)?;
+            write("_host", obj, &render(obj)?)?;
             count += 1;
         }
-        let yaml = |obj: &Value| {
-            crate::terminal::output::render(obj, crate::terminal::output::DocumentFormat::Yaml)
-        };
-        let shared = plan.shared_texts(yaml)?;
+        let shared = plan.shared_texts(render)?;
         for written in plan.per_cluster(|cluster, objects| {
             for obj in &objects {
-                write(cluster, obj.value(), &obj.text(&shared, yaml)?)?;
+                write(cluster, obj.value(), &obj.text(&shared, render)?)?;
             }
             Ok(objects.len())
         })? {

@@ -231,6 +231,21 @@ pub const CONTROLLER_CREATED: &[&str] = &[
 /// them; its scripts pass `-s endpointslices`).
 pub const ALSO_CONTROLLER_CREATED: &[&str] = &["endpointslices.discovery.k8s.io"];
 
+/// Why an object of `group` and `kind` cannot be federated, or None: a
+/// federated object is federated already (its federated form would be a
+/// `FederatedFederatedConfigMap`), and KubeFed's own objects (clusters,
+/// type configs, RSPs, DNS records) are the federation itself.
+pub fn not_federatable(group: &str, kind: &str) -> Option<&'static str> {
+    let kubefed = ["kubefed.io", "kubefed.k8s.io"]
+        .iter()
+        .any(|g| group == *g || group.ends_with(&format!(".{g}")));
+    match (kubefed, kind.starts_with("Federated")) {
+        (false, _) => None,
+        (true, true) => Some("is federated already"),
+        (true, false) => Some("is one of KubeFed's own objects, not a resource to federate"),
+    }
+}
+
 /// Whether `federate --contents` leaves the resource type out. Upstream
 /// (`namespacedAPIResourceMap` in `pkg/kubefedctl/federate/util.go`): a
 /// group named by `-s`, the `extensions` group, cluster-scoped types,
@@ -338,6 +353,25 @@ mod federating_tests {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn federated_and_kubefed_objects_are_not_federated_again() {
+        assert_eq!(
+            not_federatable("types.kubefed.io", "FederatedConfigMap"),
+            Some("is federated already")
+        );
+        assert_eq!(
+            not_federatable("types.kubefed.k8s.io", "FederatedDeployment"),
+            Some("is federated already")
+        );
+        assert!(not_federatable("core.kubefed.io", "KubeFedCluster").is_some());
+        assert!(not_federatable("scheduling.kubefed.io", "ReplicaSchedulingPreference").is_some());
+        assert_eq!(not_federatable("", "ConfigMap"), None);
+        assert_eq!(not_federatable("apps", "Deployment"), None);
+        // A CRD of someone else's whose kind starts alike.
+        assert_eq!(not_federatable("example.com", "FederatedWidget"), None);
+        assert_eq!(not_federatable("notkubefed.io", "FederatedWidget"), None);
+    }
+
     use super::*;
 
     fn fed(kind: &str, namespaced: bool) -> FederatedResource {
