@@ -49,11 +49,75 @@ pub enum Command {
     Completion(crate::cmd::completion::CompletionOptions),
 }
 
+/// The commands as the top-level help groups them (kubectl groups its
+/// own: basic, deploy, cluster management, ...). Every visible command is
+/// in exactly one group (a unit test keeps it so).
+pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
+    ("Setting up a host", &["init"]),
+    ("Membership", &["join", "unjoin", "rotate"]),
+    (
+        "Federated types",
+        &["enable", "disable", "orphaning-deletion"],
+    ),
+    ("Propagation", &["federate", "reconcile"]),
+    ("Inspection", &["status"]),
+    ("Other", &["version", "completion"]),
+];
+
+/// The command tree with its top-level help grouped by [`COMMAND_GROUPS`].
+pub fn command() -> clap::Command {
+    let cmd = Cli::command();
+    let width = COMMAND_GROUPS
+        .iter()
+        .flat_map(|(_, names)| names.iter())
+        .map(|n| n.len())
+        .max()
+        .unwrap_or(0);
+    let mut groups = String::new();
+    for (heading, names) in COMMAND_GROUPS {
+        groups.push_str(&format!("{heading}:\n"));
+        for name in *names {
+            let about = cmd
+                .find_subcommand(name)
+                .and_then(|s| s.get_about())
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            groups.push_str(&wrap_row(&format!("  {name:width$}  "), &about));
+        }
+        groups.push('\n');
+    }
+    let template = format!(
+        "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{groups}Options:\n{{options}}{{after-help}}"
+    );
+    cmd.help_template(template)
+}
+
+/// `lead` then `text`, wrapped at 80 columns under the text's first column.
+fn wrap_row(lead: &str, text: &str) -> String {
+    let indent = lead.chars().count();
+    let mut out = lead.to_string();
+    let mut column = indent;
+    for word in text.split_whitespace() {
+        if column > indent && column + 1 + word.chars().count() > 80 {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            column = indent;
+        } else if column > indent {
+            out.push(' ');
+            column += 1;
+        }
+        out.push_str(word);
+        column += word.chars().count();
+    }
+    out.push('\n');
+    out
+}
+
 /// Entry point of every binary: `kubefedctl`, or `kubectl fed` as a plugin.
 pub fn main(bin_name: &str) -> ExitCode {
     crate::terminal::output::quiet_broken_pipes();
     crate::terminal::completion::complete_from_env(Cli::command);
-    let mut cmd = Cli::command().bin_name(bin_name);
+    let mut cmd = command().bin_name(bin_name);
     // Bare, as kubefedctl v0.10 (cobra) does: the help, exit 0.
     if std::env::args_os().len() == 1 {
         let _ = cmd.print_help();
@@ -118,6 +182,50 @@ mod tests {
     #[test]
     fn the_command_tree_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_is_in_one_help_group() {
+        let grouped: Vec<&str> = COMMAND_GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        let cmd = Cli::command();
+        let visible: Vec<&str> = cmd
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(|s| s.get_name())
+            .collect();
+        for name in &visible {
+            let times = grouped.iter().filter(|g| *g == name).count();
+            assert_eq!(times, 1, "{name} is in {times} help groups");
+        }
+        assert_eq!(grouped.len(), visible.len(), "{grouped:?} vs {visible:?}");
+        let help = command().render_help().to_string();
+        assert!(help.contains("Membership:\n  join "), "{help}");
+    }
+
+    /// Help texts fit an 80-column terminal, as kubectl's examples do.
+    #[test]
+    fn help_text_fits_80_columns() {
+        fn walk(cmd: &clap::Command, path: &str, long: &mut Vec<String>) {
+            let texts = [cmd.get_after_help(), cmd.get_after_long_help()];
+            for text in texts.into_iter().flatten() {
+                for line in text.to_string().lines().filter(|l| l.chars().count() > 80) {
+                    long.push(format!("{path}: {line}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), long);
+            }
+        }
+        let mut long = Vec::new();
+        walk(&Cli::command(), "kubefedctl", &mut long);
+        assert!(
+            long.is_empty(),
+            "lines over 80 columns:\n{}",
+            long.join("\n")
+        );
     }
 
     #[test]

@@ -7,9 +7,10 @@ use clap::Args;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Install, for example:
-  bash:        kubefedctl completion bash > /etc/bash_completion.d/kubefedctl
-  zsh:         kubefedctl completion zsh > \"${fpath[1]}/_kubefedctl\"
-  fish:        kubefedctl completion fish > ~/.config/fish/completions/kubefedctl.fish
+  bash:  kubefedctl completion bash > /etc/bash_completion.d/kubefedctl
+  zsh:   kubefedctl completion zsh > \"${fpath[1]}/_kubefedctl\"
+  fish:  kubefedctl completion fish \\
+             > ~/.config/fish/completions/kubefedctl.fish
   powershell:  kubefedctl completion powershell >> $PROFILE
 Context names (--host-cluster-context, ...) complete from your kubeconfig.
 `kubectl fed <TAB>` completes through the kubectl_complete-fed helper.")]
