@@ -136,7 +136,7 @@ pub fn main(bin_name: &str) -> ExitCode {
         Ok(()) => ExitCode::from(EXIT_OK),
         Err(err) if err.is::<crate::terminal::output::StdoutClosed>() => ExitCode::from(EXIT_OK),
         Err(err) => {
-            eprintln!("error: {}", one_line(&err));
+            tracing::error!("{}", one_line(&err));
             ExitCode::from(exit_code(&err))
         }
     }

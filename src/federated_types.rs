@@ -75,7 +75,7 @@ pub async fn generate(
         // Only an embedded schema has rules to leave out.
         if mode == TemplateSchema::Embed {
             for line in schema.iter().flat_map(|s| &s.dropped) {
-                eprintln!(
+                tracing::info!(
                     "note: the template of {} leaves out {line}",
                     target.qualified_name()
                 );
@@ -150,7 +150,7 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
     .await;
     if let Err(e) = result {
         for line in journal.rollback().await {
-            eprintln!("rolled back: {line}");
+            tracing::info!("rolled back: {line}");
         }
         return Err(e.context(format!("enabling {ftc_name:?}")));
     }

@@ -25,7 +25,7 @@ pub fn record(cluster: &str, text: &str) {
     let seen = guard.get_or_insert_with(Seen::default);
     *seen.counts.entry(cluster.to_string()).or_default() += 1;
     if seen.shown.insert((cluster.to_string(), text.to_string())) {
-        eprintln!("Warning: {cluster}: {text}");
+        tracing::info!("Warning: {cluster}: {text}");
     }
 }
 

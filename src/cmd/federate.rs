@@ -170,10 +170,10 @@ fn federate_file(
         kubefed_namespace,
     )?;
     for w in &out.warnings {
-        eprintln!("warning: {w}");
+        tracing::warn!("{w}");
     }
     for n in &out.notes {
-        eprintln!("note: {n}");
+        tracing::info!("note: {n}");
     }
     crate::terminal::output::print_objects(&out.objects, format)
 }
@@ -324,11 +324,11 @@ async fn objects_to_federate(
         namespace.to_string()
     };
     if is_namespace && let Some(note) = system_namespace_note(name, &host.namespace) {
-        eprintln!("note: {note}");
+        tracing::info!("note: {note}");
     }
     let mut work: Work = match invalid_name_warning(&first) {
         Some(w) => {
-            eprintln!("warning: {w}");
+            tracing::warn!("{w}");
             Vec::new()
         }
         None => vec![(target.clone(), vec![first])],
@@ -379,7 +379,7 @@ async fn namespace_contents(
         );
     }
     if !controlled.is_empty() {
-        eprintln!(
+        tracing::info!(
             "note: left out {} object(s) made by controllers or the cluster: {}",
             controlled.len(),
             controlled.join(", ")
@@ -402,7 +402,7 @@ fn federatable_items(
         if made_by_cluster(&v) {
             controlled.push(crate::core::describe::describe(&r.kind, &v));
         } else if let Some(w) = invalid_name_warning(&v) {
-            eprintln!("warning: {w}");
+            tracing::warn!("{w}");
         } else {
             items.push(v);
         }
@@ -440,7 +440,7 @@ async fn federated_forms(
         for item in items {
             let (obj, warnings) = federated_object(item, &fed, placement);
             for w in warnings {
-                eprintln!("warning: {w}");
+                tracing::warn!("{w}");
             }
             objects.push((fed.clone(), obj));
         }
@@ -453,7 +453,7 @@ async fn federated_forms(
                 o.type_name.as_deref().expect("clap requires TYPE")
             );
         }
-        eprintln!(
+        tracing::info!(
             "skipped types with no FederatedTypeConfig (enable them, or pass --enable-type): {}",
             unfederated.join(", ")
         );

@@ -168,7 +168,7 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
     if let Err(e) = write_init(&host, o, &objects, &mut journal).await {
         let undone = journal.rollback().await;
         for line in &undone {
-            eprintln!("rolled back: {line}");
+            tracing::info!("rolled back: {line}");
         }
         return Err(e);
     }

@@ -159,7 +159,7 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
         Err(e) => {
             let undone = journal.rollback().await;
             for line in &undone {
-                eprintln!("rolled back: {line}");
+                tracing::info!("rolled back: {line}");
             }
             let note = if undone.is_empty() {
                 "nothing had been created".to_string()
@@ -251,8 +251,8 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         .with_context(|| format!("reading the version of cluster {:?}", o.cluster_name))?;
     let member_minor = membership::minor_version(&member_minor.minor);
     if membership::is_loopback_endpoint(&ep.server) {
-        eprintln!(
-            "warning: member endpoint {} is only reachable from this machine; a controller running in the host cluster could not reach it",
+        tracing::warn!(
+            "member endpoint {} is only reachable from this machine; a controller running in the host cluster could not reach it",
             ep.server
         );
     }
@@ -563,7 +563,7 @@ async fn wait_for_token(secret: &ObjectRef, timeout: Duration) -> Result<Value> 
             return Ok(Some(s["data"].clone()));
         }
         if !told.replace(true) {
-            eprintln!(
+            tracing::info!(
                 "waiting up to {timeout:?} for the token controller to fill {}",
                 secret
             );

@@ -142,7 +142,7 @@ pub fn host_cluster_name(explicit: Option<&str>, host_context: &str) -> Result<S
             "host context {host_context:?} gives no valid Kubernetes name: set --host-cluster-name"
         );
     };
-    eprintln!(
+    tracing::info!(
         "note: host context {host_context:?} is not a valid Kubernetes name; using {clean:?} in the member's object names (set --host-cluster-name to choose)"
     );
     Ok(clean)
@@ -285,7 +285,7 @@ pub fn print_member_outcomes(
         println!("{line}");
     }
     for f in &failures {
-        eprintln!("error: {f}");
+        tracing::error!("{f}");
     }
     if failures.is_empty() {
         return Ok(());

@@ -73,8 +73,8 @@ async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
     let (factory, host) = global.connect_host().await?;
     let resource = discovery::find_resource(&host.client, &target.type_name, None).await?;
     if !resource.kind.starts_with("Federated") {
-        eprintln!(
-            "warning: {}/{} might not be a federated type",
+        tracing::warn!(
+            "{}/{} might not be a federated type",
             resource.qualified_name(),
             resource.version
         );

@@ -502,3 +502,41 @@ fn help_groups_commands_and_flags() {
     assert!(at("Global options:") < at("--kubeconfig"), "{help}");
     assert!(help.contains("4 changes pending"), "{help}");
 }
+
+/// `--log-format json`: every line on stderr is a JSON object, the
+/// command's own notes and its final error included (they were plain text).
+#[test]
+fn json_logs_make_every_diagnostic_line_json() {
+    let demo = crate::fixtures::root().join("testdata/demo");
+    let dir = scratch("json-logs");
+    std::fs::write(dir.join("bad.yaml"), "kind: Nothing\nmetadata: {name: x}\n").unwrap();
+    for (args, code, level) in [
+        (
+            vec!["reconcile", "--from", demo.to_str().unwrap()],
+            0,
+            "info",
+        ),
+        (
+            vec!["reconcile", "--from", dir.to_str().unwrap()],
+            1,
+            "error",
+        ),
+    ] {
+        let mut all = vec!["--log-format", "json"];
+        all.extend(args);
+        let o = run(KUBEFEDCTL, &all, &[]);
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(!err.is_empty());
+        for line in err.lines() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            assert!(v["message"].as_str().is_some(), "{line}");
+        }
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&format!("\"level\":\"{level}\""))),
+            "{err}"
+        );
+    }
+}

@@ -42,7 +42,7 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
         // Applied under the lock, then propagated by the same run.
         if let (Some(p), false) = (&proposal, o.plan.dry_run()) {
             for line in apply_files(&host, &opts, p, o).await? {
-                eprintln!("{line}");
+                tracing::info!("{line}");
             }
         }
         live::reconcile(&host, &opts, &bar).await
@@ -164,14 +164,14 @@ async fn wait_ready(
     }
     let (_, unrecorded) = crate::sync::live::ready::record_ready(host, &objects, &left).await;
     for line in unrecorded {
-        eprintln!("warning: {line}");
+        tracing::warn!("{line}");
     }
     if left.is_empty() {
-        eprintln!("{} member object(s) ready", objects.len());
+        tracing::info!("{} member object(s) ready", objects.len());
         return Ok(());
     }
     for w in &left {
-        eprintln!("not ready: {}", w.line());
+        tracing::info!("not ready: {}", w.line());
     }
     let failed = left.iter().any(|w| {
         matches!(
@@ -205,7 +205,7 @@ impl crate::sync::live::ready::WaitProgress for ReadyBar<'_> {
     fn ready(&self, w: &crate::sync::live::ready::Waiting) {
         match self.0 {
             Some(b) => b.inc(1),
-            None => eprintln!("ready: {}: {}", w.cluster, w.object),
+            None => tracing::info!("ready: {}: {}", w.cluster, w.object),
         }
     }
 }

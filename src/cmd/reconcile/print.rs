@@ -33,16 +33,16 @@ pub(super) fn print_report(
         None => print!("{}", summary_table(report, o.plan.dry_run())),
     }
     for n in &report.notes {
-        eprintln!("note: {n}");
+        tracing::info!("note: {n}");
     }
     for p in &report.pending {
-        eprintln!("pending: {p}");
+        tracing::info!("pending: {p}");
     }
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        tracing::warn!("{w}");
     }
     for f in &report.failures {
-        eprintln!("failed: {f}");
+        tracing::info!("failed: {f}");
     }
     Ok(())
 }

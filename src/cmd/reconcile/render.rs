@@ -12,10 +12,10 @@ pub(super) fn run(
     let inputs = render::load(&o.input.from)?;
     let plan = render::plan(inputs, clusters)?;
     for n in &plan.notes {
-        eprintln!("note: {n}");
+        tracing::info!("note: {n}");
     }
     for s in &plan.scheduling {
-        eprintln!("scheduled {s}");
+        tracing::info!("scheduled {s}");
     }
     match (&o.input.output_dir, o.output) {
         (Some(dir), _) => {
@@ -24,7 +24,7 @@ pub(super) fn run(
                 .and_then(ReconcileOutput::document)
                 .unwrap_or(crate::terminal::output::DocumentFormat::Yaml);
             let count = render::write_dir(&plan, dir, format)?;
-            eprintln!(
+            tracing::info!(
                 "wrote {count} object(s) for {} cluster(s) under {}",
                 plan.clusters.len(),
                 dir.display()

@@ -230,8 +230,8 @@ async fn clean_up_member(
                 true => "the objects the federation manages (labelled kubefed.io/managed=true), ",
                 false => "",
             };
-            eprintln!(
-                "warning: cluster {:?} not cleaned up ({}); left behind there: {managed}service account {ns}/{}, its token secret, and RBAC objects {} / {}",
+            tracing::warn!(
+                "cluster {:?} not cleaned up ({}); left behind there: {managed}service account {ns}/{}, its token secret, and RBAC objects {} / {}",
                 o.cluster_name,
                 one_line(&e),
                 names.service_account,
@@ -265,8 +265,8 @@ async fn clean_up_member(
                 failures.join("; ")
             );
         }
-        eprintln!(
-            "warning: left behind in {:?}: {}",
+        tracing::warn!(
+            "left behind in {:?}: {}",
             o.cluster_name,
             failures.join("; ")
         );
@@ -306,8 +306,8 @@ async fn clean_up_managed(
             failures.join("; ")
         );
     }
-    eprintln!(
-        "warning: managed objects left behind in {cluster:?}: {}",
+    tracing::warn!(
+        "managed objects left behind in {cluster:?}: {}",
         failures.join("; ")
     );
     Ok(done)
