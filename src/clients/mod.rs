@@ -14,6 +14,7 @@ pub mod discovery;
 pub mod host;
 pub mod kubeconfig;
 pub mod members;
+pub mod no_answer;
 pub mod request_metrics;
 pub mod server_retry;
 pub mod tls;
@@ -125,11 +126,14 @@ impl ClientFactory {
 
 /// kube's client for `config`, which retries only what a server asks to
 /// be retried (`crate::clients::server_retry`), shows what it warns about as
-/// coming from `cluster` (`crate::clients::api_warnings`) and counts every attempt
-/// (`crate::clients::request_metrics`).
+/// coming from `cluster` (`crate::clients::api_warnings`), counts every attempt
+/// (`crate::clients::request_metrics`) and says in one line why none was
+/// answered (`crate::clients::no_answer`).
 pub fn build(config: kube::Config, cluster: &str) -> Result<kube::Client> {
     let counted = crate::clients::request_metrics::layer(&config.cluster_url);
+    let server = no_answer::Server::of_context(&config, cluster);
     Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&no_answer::NoAnswerLayer::new(server))
         .with_layer(&counted)
         .with_layer(&crate::clients::api_warnings::layer(cluster))
         .with_layer(&crate::clients::server_retry::RetryAfterLayer)
