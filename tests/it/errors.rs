@@ -1,8 +1,9 @@
 //! Errors a user can act on, through the built binary: a server that
 //! refuses, one that never answers, one whose TLS certificate is wrong
-//! (another CA, another name, expired), a member that is down. Each error
-//! is one `error:` line naming the server, in plain words: no library
-//! names, no second `error:`.
+//! (another CA, another name, expired), a member that is down, a missing
+//! kubeconfig, YAML files with a syntax error. Each error is one `error:`
+//! line naming the server or file, in plain words: no library names, no
+//! second `error:`.
 
 use crate::fixtures::{KUBEFEDCTL, kubefedctl, write_kubeconfig};
 use std::path::{Path, PathBuf};
@@ -263,4 +264,52 @@ fn a_member_that_is_down_is_named_with_its_server() {
         "{doc}"
     );
     down.clear_faults();
+}
+
+#[test]
+fn a_missing_kubeconfig_is_named_once() {
+    let path = "/nonexistent/kubefedctl-errors/config";
+    let (code, stderr) = run(&["--kubeconfig", path, "status"], &[]);
+    let line = error_line(code, &stderr);
+    assert_eq!(
+        line,
+        format!("error: cannot read kubeconfig {path}: no such file")
+    );
+    let (code, stderr) = run(&["status"], &[("KUBECONFIG", path)]);
+    let line = error_line(code, &stderr);
+    assert_eq!(
+        line,
+        format!("error: cannot read kubeconfig {path} (named by KUBECONFIG): no such file")
+    );
+    assert_eq!(line.matches(path).count(), 1, "{line}");
+}
+
+#[test]
+fn yaml_syntax_errors_name_the_file_and_line() {
+    let dir = scratch("yaml");
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: [unclosed\n",
+    )
+    .unwrap();
+    let bad = bad.to_str().unwrap();
+    let want = format!("error: {bad}: invalid YAML: line 6, column 6: unclosed bracket '['");
+    let (code, stderr) = run(&["reconcile", "--from", bad], &[]);
+    assert_eq!(error_line(code, &stderr), want);
+    // Files are read before any connection: a kubeconfig nobody answers.
+    let kc = kubeconfig(&dir, &format!("https://127.0.0.1:{}", free_port()), None);
+    let kc = kc.to_str().unwrap();
+    let (code, stderr) = run(&["--kubeconfig", kc, "federate", "-f", bad], &[]);
+    assert_eq!(error_line(code, &stderr), want);
+    let (code, stderr) = run(&["--kubeconfig", kc, "enable", "-f", bad], &[]);
+    assert_eq!(error_line(code, &stderr), want);
+    // A kubeconfig that is not YAML is named with its line too.
+    let (code, stderr) = run(&["--kubeconfig", bad, "status"], &[]);
+    assert_eq!(
+        error_line(code, &stderr),
+        format!(
+            "error: cannot read kubeconfig {bad}: invalid YAML: line 6, column 6: unclosed bracket '['"
+        )
+    );
 }
