@@ -276,6 +276,7 @@ fn build_client(
     let by_code = crate::clients::request_metrics::layer(&config.cluster_url);
     let warnings = crate::clients::api_warnings::layer(name);
     let server = crate::clients::no_answer::Server::of_member(&config, name);
+    let logged = crate::clients::request_log::RequestLogLayer::new(&server.url);
     let explained = crate::clients::no_answer::NoAnswerLayer::new(server);
     let context = || format!("building a client for cluster {name}");
     Ok(match checks {
@@ -285,6 +286,7 @@ fn build_client(
         } => crate::clients::tls::relaxed_client_builder(&config, subject_name, validity_period)
             .with_context(context)?
             .with_layer(&explained)
+            .with_layer(&logged)
             .with_layer(&by_code)
             .with_layer(&counter)
             .with_layer(&warnings)
@@ -293,6 +295,7 @@ fn build_client(
         TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
             .with_context(context)?
             .with_layer(&explained)
+            .with_layer(&logged)
             .with_layer(&by_code)
             .with_layer(&counter)
             .with_layer(&warnings)

@@ -15,6 +15,7 @@ pub mod host;
 pub mod kubeconfig;
 pub mod members;
 pub mod no_answer;
+pub mod request_log;
 pub mod request_metrics;
 pub mod server_retry;
 pub mod tls;
@@ -127,13 +128,16 @@ impl ClientFactory {
 /// kube's client for `config`, which retries only what a server asks to
 /// be retried (`crate::clients::server_retry`), shows what it warns about as
 /// coming from `cluster` (`crate::clients::api_warnings`), counts every attempt
-/// (`crate::clients::request_metrics`) and says in one line why none was
+/// (`crate::clients::request_metrics`), logs it at `-v 6`
+/// (`crate::clients::request_log`) and says in one line why none was
 /// answered (`crate::clients::no_answer`).
 pub fn build(config: kube::Config, cluster: &str) -> Result<kube::Client> {
     let counted = crate::clients::request_metrics::layer(&config.cluster_url);
     let server = no_answer::Server::of_context(&config, cluster);
+    let logged = request_log::RequestLogLayer::new(&server.url);
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&no_answer::NoAnswerLayer::new(server))
+        .with_layer(&logged)
         .with_layer(&counted)
         .with_layer(&crate::clients::api_warnings::layer(cluster))
         .with_layer(&crate::clients::server_retry::RetryAfterLayer)

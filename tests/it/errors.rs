@@ -1,9 +1,10 @@
-//! Errors a user can act on, through the built binary: a server that
-//! refuses, one that never answers, one whose TLS certificate is wrong
-//! (another CA, another name, expired), a member that is down, a missing
-//! kubeconfig, YAML files with a syntax error. Each error is one `error:`
-//! line naming the server or file, in plain words: no library names, no
-//! second `error:`.
+//! Errors and logs a user can act on, through the built binary: a server
+//! that refuses, one that never answers, one whose TLS certificate is
+//! wrong (another CA, another name, expired), a member that is down, a
+//! missing kubeconfig, YAML files with a syntax error, and `-v 6`'s
+//! request lines (`-v 8`'s bodies, never a token) against the real host.
+//! Each error is one `error:` line naming the server or file, in plain
+//! words: no library names, no second `error:`.
 
 use crate::fixtures::{KUBEFEDCTL, kubefedctl, write_kubeconfig};
 use std::path::{Path, PathBuf};
@@ -312,4 +313,142 @@ fn yaml_syntax_errors_name_the_file_and_line() {
             "error: cannot read kubeconfig {bad}: invalid YAML: line 6, column 6: unclosed bracket '['"
         )
     );
+}
+
+/// `^METHOD https://127.0.0.1:PORT/PATH STATUS REASON in N milliseconds$`
+fn is_request_line(line: &str, method: &str, status: &str) -> bool {
+    let Some(rest) = line.strip_prefix(&format!("{method} https://127.0.0.1:")) else {
+        return false;
+    };
+    let Some((url, tail)) = rest.split_once(' ') else {
+        return false;
+    };
+    let Some(ms) = tail
+        .strip_prefix(&format!("{status} in "))
+        .and_then(|t| t.strip_suffix(" milliseconds"))
+    else {
+        return false;
+    };
+    url.contains('/') && !ms.is_empty() && ms.chars().all(|c| c.is_ascii_digit())
+}
+
+#[test]
+fn verbose_runs_log_each_request_as_kubectl_and_never_a_token() {
+    let env = TestEnv::shared();
+    let kc = write_kubeconfig(
+        env,
+        "errors-verbose",
+        env.kubeconfig().current_context("host"),
+    );
+    let token = std::fs::read_to_string(&kc)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: ").map(str::to_string))
+        .expect("a token in the kubeconfig");
+    let ns = ["--kubefed-namespace", "errors-verbose"];
+    let with = |args: &[&'static str]| -> Vec<&'static str> { [args, &ns[..]].concat() };
+    kubefedctl(&kc, &with(&["init"])).ok();
+    kubefedctl(&kc, &with(&["join", "member1"])).ok();
+    kubefedctl(&kc, &with(&["join", "member2"])).ok();
+
+    let run = kubefedctl(&kc, &with(&["status", "-v", "6"])).ok();
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert!(
+        lines.iter().any(|l| is_request_line(l, "GET", "200 OK")),
+        "a `GET https://... 200 OK in N milliseconds` line:\n{}",
+        run.stderr
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("/kubefedclusters") && is_request_line(l, "GET", "200 OK")),
+        "{}",
+        run.stderr
+    );
+    for noise in [
+        "tower::",
+        "kube_client::",
+        "hyper_util::",
+        "Response Body:",
+        &token,
+    ] {
+        assert!(
+            !run.stderr.contains(noise),
+            "{noise:?} at -v 6:\n{}",
+            run.stderr
+        );
+    }
+    // Below -v 6, no request lines.
+    let quiet = kubefedctl(&kc, &with(&["status", "-v", "4"])).ok();
+    assert!(
+        !quiet
+            .stderr
+            .lines()
+            .any(|l| is_request_line(l, "GET", "200 OK")),
+        "{}",
+        quiet.stderr
+    );
+
+    // -v 8: bodies too, but never the members' tokens (their Secrets are read).
+    let run = kubefedctl(&kc, &with(&["status", "--probe", "-v", "8"])).ok();
+    assert!(run.stderr.contains("Response Body: {"), "{}", run.stderr);
+    // The members' clients log theirs too (the probes), no URL ends in `?`.
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("/healthz ") && is_request_line(l, "GET", "200 OK")),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("? 200"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Response Body: <")
+            && run.stderr.contains("not shown: Secret or token data>"),
+        "{}",
+        run.stderr
+    );
+    let secrets = crate::fixtures::get(env, "host", "/api/v1/namespaces/errors-verbose/secrets")
+        .expect("the federation's secrets");
+    let member_tokens: Vec<String> = secrets["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["data"]["token"].as_str().map(str::to_string))
+        .collect();
+    assert!(!member_tokens.is_empty(), "{secrets}");
+    for secret in member_tokens.iter().chain([&token]) {
+        let plain = String::from_utf8(
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, secret)
+                .unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        assert!(!run.stderr.contains(secret.as_str()), "a token at -v 8");
+        assert!(
+            plain.is_empty() || !run.stderr.contains(&plain),
+            "a token at -v 8"
+        );
+    }
+
+    // A request that got no answer: its line, then the one error line,
+    // without kube's own `failed with error client error (Connect)`.
+    let dir = scratch("verbose-refused");
+    let server = format!("https://127.0.0.1:{}", free_port());
+    let kc = kubeconfig(&dir, &server, None);
+    let (code, stderr) = self::run(
+        &["--kubeconfig", kc.to_str().unwrap(), "status", "-v", "6"],
+        &[],
+    );
+    assert!(
+        error_line(code, &stderr).contains("was refused"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with(&format!("GET {server}/"))
+                && l.ends_with(" milliseconds")
+                && l.contains(" failed in ")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("kube_client"), "{stderr}");
 }
