@@ -92,7 +92,19 @@ pub fn one_line(err: &anyhow::Error) -> String {
         parts.push(line);
         return parts.join(": ");
     }
-    format!("{err:#}").replace('\n', " ")
+    // A library error that quotes its source (kube's `auth error: {0}`)
+    // would say that source twice: each text is said once.
+    let mut out = String::new();
+    for text in err.chain().map(|l| l.to_string().replace('\n', " ")) {
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// An error and its sources on one line, without repeating a source that
@@ -180,8 +192,21 @@ mod tests {
             .unwrap();
         let io = std::error::Error::source(found).unwrap();
         assert!(io.downcast_ref::<std::io::Error>().is_some());
-        // Other chains are as before.
+        // Other chains are as before, each cause said once.
         let plain = Wrapper("boom".into());
         assert_eq!(source_chain(&plain), "ServiceError: boom");
+        let quoted = Err::<(), _>(anyhow::Error::new(Wrapper(Box::new(Wrapper(
+            "boom".into(),
+        )))))
+        .context("building a client")
+        .unwrap_err();
+        assert_eq!(
+            format!("{quoted:#}"),
+            "building a client: ServiceError: ServiceError: boom: ServiceError: boom: boom"
+        );
+        assert_eq!(
+            one_line(&quoted),
+            "building a client: ServiceError: ServiceError: boom"
+        );
     }
 }

@@ -71,12 +71,7 @@ fn read_error(e: &KubeconfigError, named: &dyn std::fmt::Display) -> anyhow::Err
     let env = named.starts_with("KUBECONFIG=");
     match e {
         KubeconfigError::ReadConfig(io, path) => {
-            let what = match io.kind() {
-                std::io::ErrorKind::NotFound => "no such file".to_string(),
-                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-                std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
-                _ => without_os_code(&io.to_string()),
-            };
+            let what = file_error(io);
             let via = if env { " (named by KUBECONFIG)" } else { "" };
             anyhow!("cannot read kubeconfig {}{via}: {what}", path.display())
         }
@@ -91,6 +86,58 @@ fn read_error(e: &KubeconfigError, named: &dyn std::fmt::Display) -> anyhow::Err
             crate::error::source_chain(other)
         ),
     }
+}
+
+/// Why a file could not be read, in a few words: `no such file`.
+pub fn file_error(io: &std::io::Error) -> String {
+    match io.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+        _ => without_os_code(&io.to_string()),
+    }
+}
+
+/// kube's error making a context's configuration, in one line: a file
+/// the kubeconfig names that cannot be read is named once, with what it
+/// is for (`cannot read the certificate-authority /x/ca.crt: no such
+/// file`), not as kube's `failed to read file '"/x/ca.crt"': No such file
+/// or directory (os error 2)`.
+pub fn context_error(context: &str, e: &(dyn std::error::Error + 'static)) -> anyhow::Error {
+    unreadable_file(context, e)
+        .unwrap_or_else(|| anyhow!("context {context:?}: {}", crate::error::source_chain(e)))
+}
+
+/// [`context_error`]'s line when `e` is about a file the kubeconfig names.
+pub fn unreadable_file(
+    context: &str,
+    e: &(dyn std::error::Error + 'static),
+) -> Option<anyhow::Error> {
+    use kube::config::LoadDataError;
+    let mut link = Some(e);
+    while let Some(l) = link {
+        let file = match l.downcast_ref::<KubeconfigError>() {
+            Some(KubeconfigError::LoadCertificateAuthority(LoadDataError::ReadFile(io, path))) => {
+                Some(("certificate-authority", io, path))
+            }
+            Some(KubeconfigError::LoadClientCertificate(LoadDataError::ReadFile(io, path))) => {
+                Some(("client-certificate", io, path))
+            }
+            Some(KubeconfigError::LoadClientKey(LoadDataError::ReadFile(io, path))) => {
+                Some(("client-key", io, path))
+            }
+            _ => None,
+        };
+        if let Some((what, io, path)) = file {
+            return Some(anyhow!(
+                "context {context:?}: cannot read the {what} {}: {}",
+                path.display(),
+                file_error(io)
+            ));
+        }
+        link = l.source();
+    }
+    None
 }
 
 /// `Is a directory` of `Is a directory (os error 21)`.
@@ -192,6 +239,21 @@ impl LoadedKubeconfig {
             );
         }
         Ok(name)
+    }
+
+    /// The credential plugin (`exec` command) of `context`'s user, if any.
+    pub fn exec_command(&self, context: &str) -> Option<String> {
+        let user = self
+            .config
+            .contexts
+            .iter()
+            .find(|c| c.name == context)?
+            .context
+            .as_ref()?
+            .user
+            .clone()?;
+        let info = self.config.auth_infos.iter().find(|a| a.name == user)?;
+        info.auth_info.as_ref()?.exec.as_ref()?.command.clone()
     }
 
     fn available(&self) -> String {
