@@ -82,7 +82,7 @@ impl ObjectRef {
     pub async fn get(&self) -> Result<Option<Value>> {
         match self.api().get_opt(&self.name).await {
             Ok(o) => Ok(o.map(|o| serde_json::to_value(o).expect("objects serialize"))),
-            Err(e) => Err(api_error(e)).with_context(|| format!("reading {self}")),
+            Err(e) => Err(read_error(e, || format!("reading {self}"))),
         }
     }
 
@@ -252,7 +252,27 @@ pub fn api_error(e: kube::Error) -> anyhow::Error {
             anyhow!("the server answered {}: {}", s.code, s.message.trim())
         }
         kube::Error::Api(s) => anyhow!("{} ({} {})", s.message, s.code, s.reason),
-        other => anyhow!(crate::error::source_chain(&other)),
+        // A server that did not answer: its line, the library's error below.
+        other => match crate::error::no_answer(&other) {
+            Some(found) => anyhow::Error::new(crate::error::NoAnswer {
+                line: found.line.clone(),
+                source: Some(Box::new(other)),
+            }),
+            None => anyhow!(crate::error::source_chain(&other)),
+        },
+    }
+}
+
+/// [`api_error`] for a read, with what was read as its context; of a
+/// server that gave no answer, its line alone says it all (`the connection
+/// to the server ... was refused`), as kubectl says it, whichever object
+/// the command happened to read first.
+pub fn read_error(e: kube::Error, what: impl FnOnce() -> String) -> anyhow::Error {
+    let e = api_error(e);
+    if e.is::<crate::error::NoAnswer>() {
+        e
+    } else {
+        e.context(what())
     }
 }
 

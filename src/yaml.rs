@@ -12,7 +12,52 @@
 /// Large streams are cut at document markers and the pieces parsed on all
 /// cores; any error re-parses the whole stream, so errors and their line
 /// numbers are exactly those of a sequential parse.
-pub fn yaml_documents(text: &str) -> Result<Vec<serde_json::Value>, serde_saphyr::Error> {
+pub fn yaml_documents(text: &str) -> Result<Vec<serde_json::Value>, YamlError> {
+    documents(text).map_err(|e| YamlError::of(&e))
+}
+
+/// A YAML syntax error in one line, for a message that names its file
+/// first (`bad.yaml: invalid YAML: line 6, column 6: unclosed bracket '['`):
+/// the parser's own words and position, without its source excerpt (which
+/// calls the file `<input>` and spans lines).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YamlError {
+    /// `(line, column)`, both from 1, when known.
+    pub at: Option<(u64, u64)>,
+    pub message: String,
+}
+
+impl YamlError {
+    /// The line of the parser's error.
+    pub fn of(e: &serde_saphyr::Error) -> YamlError {
+        let at = e.location().map(|l| (l.line(), l.column()));
+        let mut message = e.without_snippet().to_string();
+        if let Some((line, column)) = at
+            && let Some(bare) = message.strip_suffix(&format!(" at line {line}, column {column}"))
+        {
+            message = bare.to_string();
+        }
+        // The parser's advice is to its own caller, not to the file's author.
+        let message = message
+            .replace(", set DuplicateKeyPolicy in Options if acceptable", "")
+            .replace('\n', " ");
+        YamlError { at, message }
+    }
+}
+
+impl std::fmt::Display for YamlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.at {
+            Some((line, column)) => write!(f, "line {line}, column {column}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for YamlError {}
+
+/// [`yaml_documents`] with the parser's own error.
+fn documents(text: &str) -> Result<Vec<serde_json::Value>, serde_saphyr::Error> {
     let pieces = split_documents(text, crate::parallel::workers());
     if pieces.len() < 2 {
         return parse_stream(text);
@@ -144,7 +189,26 @@ mod stream_tests {
         // A bad document late in the stream: the error is the whole
         // stream's, with its own line number.
         let bad = format!("{text}---\nkind: [unclosed\n");
-        let sequential = parse_stream(&bad).unwrap_err().to_string();
-        assert_eq!(yaml_documents(&bad).unwrap_err().to_string(), sequential);
+        let sequential = YamlError::of(&parse_stream(&bad).unwrap_err());
+        assert_eq!(yaml_documents(&bad).unwrap_err(), sequential);
+        assert_eq!(sequential.at.map(|(line, _)| line), Some(80_002));
+    }
+
+    #[test]
+    fn a_syntax_error_is_one_line_with_its_position() {
+        let e = yaml_documents("kind: ConfigMap\ndata:\n  a: [unclosed\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 3, column 6: unclosed bracket '['");
+        let e = yaml_documents("a: 1\n   b: 2\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 2, column 5: mapping values are not allowed in this context"
+        );
+        let e = yaml_documents("---\na: 1\n---\nb: 1\nb: 2\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 5, column 1: duplicate mapping key: b");
+        for text in ["a: [x\n", "a: 'x\n", "a: *nope\n"] {
+            let line = yaml_documents(text).unwrap_err().to_string();
+            assert!(!line.contains('\n') && !line.contains("<input>"), "{line}");
+            assert!(!line.contains("error"), "{line}");
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! kube's own.
 
 use anyhow::{Result, anyhow, bail};
-use kube::config::Kubeconfig;
+use kube::config::{Kubeconfig, KubeconfigError};
 use std::path::{Path, PathBuf};
 
 /// A loaded kubeconfig and a description of where it came from, for errors.
@@ -20,13 +20,7 @@ pub struct LoadedKubeconfig {
 /// Loads the kubeconfig: `explicit` path, else `KUBECONFIG`, else `~/.kube/config`.
 pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
     if let Some(path) = explicit {
-        let config = Kubeconfig::read_from(path).map_err(|e| {
-            anyhow!(
-                "cannot read kubeconfig {}: {}",
-                path.display(),
-                crate::error::source_chain(&e)
-            )
-        })?;
+        let config = Kubeconfig::read_from(path).map_err(|e| read_error(&e, &path.display()))?;
         return Ok(LoadedKubeconfig {
             config,
             source: path.display().to_string(),
@@ -40,10 +34,11 @@ pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
             });
         }
         Ok(None) => {}
-        Err(e) => bail!(
-            "cannot read kubeconfig from $KUBECONFIG: {}",
-            crate::error::source_chain(&e)
-        ),
+        Err(e) => {
+            let value = std::env::var_os("KUBECONFIG").unwrap_or_default();
+            let named = format!("KUBECONFIG={}", value.to_string_lossy());
+            return Err(read_error(&e, &named));
+        }
     }
     let default = default_path().filter(|p| p.exists());
     if default.is_none()
@@ -60,17 +55,97 @@ pub fn load(explicit: Option<&Path>) -> Result<LoadedKubeconfig> {
             default.display()
         );
     }
-    let config = Kubeconfig::read_from(&default).map_err(|e| {
-        anyhow!(
-            "cannot read kubeconfig {}: {}",
-            default.display(),
-            crate::error::source_chain(&e)
-        )
-    })?;
+    let config = Kubeconfig::read_from(&default).map_err(|e| read_error(&e, &default.display()))?;
     Ok(LoadedKubeconfig {
         config,
         source: default.display().to_string(),
     })
+}
+
+/// kube's error reading a kubeconfig, in one line that names the file once:
+/// `cannot read kubeconfig /nope: no such file`. `named` is what was asked
+/// for (a path, or `KUBECONFIG=a:b`); a file kube names is the one that
+/// failed.
+fn read_error(e: &KubeconfigError, named: &dyn std::fmt::Display) -> anyhow::Error {
+    let named = named.to_string();
+    let env = named.starts_with("KUBECONFIG=");
+    match e {
+        KubeconfigError::ReadConfig(io, path) => {
+            let what = file_error(io);
+            let via = if env { " (named by KUBECONFIG)" } else { "" };
+            anyhow!("cannot read kubeconfig {}{via}: {what}", path.display())
+        }
+        KubeconfigError::Parse(y) => anyhow!(
+            "cannot read kubeconfig {}{named}: invalid YAML: {}",
+            if env { "from " } else { "" },
+            crate::yaml::YamlError::of(y)
+        ),
+        other => anyhow!(
+            "cannot read kubeconfig {}{named}: {}",
+            if env { "from " } else { "" },
+            crate::error::source_chain(other)
+        ),
+    }
+}
+
+/// Why a file could not be read, in a few words: `no such file`.
+pub fn file_error(io: &std::io::Error) -> String {
+    match io.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+        _ => without_os_code(&io.to_string()),
+    }
+}
+
+/// kube's error making a context's configuration, in one line: a file
+/// the kubeconfig names that cannot be read is named once, with what it
+/// is for (`cannot read the certificate-authority /x/ca.crt: no such
+/// file`), not as kube's `failed to read file '"/x/ca.crt"': No such file
+/// or directory (os error 2)`.
+pub fn context_error(context: &str, e: &(dyn std::error::Error + 'static)) -> anyhow::Error {
+    unreadable_file(context, e)
+        .unwrap_or_else(|| anyhow!("context {context:?}: {}", crate::error::source_chain(e)))
+}
+
+/// [`context_error`]'s line when `e` is about a file the kubeconfig names.
+pub fn unreadable_file(
+    context: &str,
+    e: &(dyn std::error::Error + 'static),
+) -> Option<anyhow::Error> {
+    use kube::config::LoadDataError;
+    let mut link = Some(e);
+    while let Some(l) = link {
+        let file = match l.downcast_ref::<KubeconfigError>() {
+            Some(KubeconfigError::LoadCertificateAuthority(LoadDataError::ReadFile(io, path))) => {
+                Some(("certificate-authority", io, path))
+            }
+            Some(KubeconfigError::LoadClientCertificate(LoadDataError::ReadFile(io, path))) => {
+                Some(("client-certificate", io, path))
+            }
+            Some(KubeconfigError::LoadClientKey(LoadDataError::ReadFile(io, path))) => {
+                Some(("client-key", io, path))
+            }
+            _ => None,
+        };
+        if let Some((what, io, path)) = file {
+            return Some(anyhow!(
+                "context {context:?}: cannot read the {what} {}: {}",
+                path.display(),
+                file_error(io)
+            ));
+        }
+        link = l.source();
+    }
+    None
+}
+
+/// `Is a directory` of `Is a directory (os error 21)`.
+fn without_os_code(text: &str) -> String {
+    match text.rsplit_once(" (os error ") {
+        Some((words, _)) => words.to_string(),
+        None => text.to_string(),
+    }
 }
 
 /// The context name of the in-cluster configuration.
@@ -166,6 +241,21 @@ impl LoadedKubeconfig {
         Ok(name)
     }
 
+    /// The credential plugin (`exec` command) of `context`'s user, if any.
+    pub fn exec_command(&self, context: &str) -> Option<String> {
+        let user = self
+            .config
+            .contexts
+            .iter()
+            .find(|c| c.name == context)?
+            .context
+            .as_ref()?
+            .user
+            .clone()?;
+        let info = self.config.auth_infos.iter().find(|a| a.name == user)?;
+        info.auth_info.as_ref()?.exec.as_ref()?.command.clone()
+    }
+
     fn available(&self) -> String {
         let names = self.context_names();
         if names.is_empty() {
@@ -230,9 +320,30 @@ contexts:
         let err = load(Some(Path::new("/nonexistent/kc.yaml")))
             .unwrap_err()
             .to_string();
+        assert_eq!(
+            err,
+            "cannot read kubeconfig /nonexistent/kc.yaml: no such file"
+        );
+        assert_eq!(err.matches("/nonexistent/kc.yaml").count(), 1, "{err}");
+        let err = load(Some(Path::new("/"))).unwrap_err().to_string();
+        assert_eq!(err, "cannot read kubeconfig /: it is a directory");
+    }
+
+    #[test]
+    fn a_kubeconfig_that_is_not_yaml_names_the_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("kubefedctl-kc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad-config");
+        std::fs::write(&path, "apiVersion: v1\nclusters: [unclosed\n").unwrap();
+        let err = load(Some(&path)).unwrap_err().to_string();
         assert!(
-            err.starts_with("cannot read kubeconfig /nonexistent/kc.yaml"),
+            err.starts_with(&format!(
+                "cannot read kubeconfig {}: invalid YAML: line ",
+                path.display()
+            )),
             "{err}"
         );
+        assert!(!err.contains("<input>") && !err.contains('\n'), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

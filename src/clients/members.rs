@@ -275,6 +275,9 @@ fn build_client(
     let counter = CountRequests(requests.clone());
     let by_code = crate::clients::request_metrics::layer(&config.cluster_url);
     let warnings = crate::clients::api_warnings::layer(name);
+    let server = crate::clients::no_answer::Server::of_member(&config, name);
+    let logged = crate::clients::request_log::RequestLogLayer::new(&server.url);
+    let explained = crate::clients::no_answer::NoAnswerLayer::new(server);
     let context = || format!("building a client for cluster {name}");
     Ok(match checks {
         TlsChecks::Relaxed {
@@ -282,6 +285,8 @@ fn build_client(
             validity_period,
         } => crate::clients::tls::relaxed_client_builder(&config, subject_name, validity_period)
             .with_context(context)?
+            .with_layer(&explained)
+            .with_layer(&logged)
             .with_layer(&by_code)
             .with_layer(&counter)
             .with_layer(&warnings)
@@ -289,6 +294,8 @@ fn build_client(
             .build(),
         TlsChecks::Full | TlsChecks::None => kube::client::ClientBuilder::try_from(config)
             .with_context(context)?
+            .with_layer(&explained)
+            .with_layer(&logged)
             .with_layer(&by_code)
             .with_layer(&counter)
             .with_layer(&warnings)
@@ -387,7 +394,11 @@ pub async fn probe(member: &Member, timeout: Duration) -> Health {
     }
     match answer {
         Err(_) => Health::Offline {
-            message: format!("cluster is not reachable: no answer within {timeout:?}"),
+            message: format!(
+                "cluster is not reachable: the server {} did not answer within {}",
+                member.cluster.spec.api_endpoint.trim_end_matches('/'),
+                crate::clients::no_answer::human(timeout)
+            ),
         },
         Ok(Err(kube::Error::Api(s))) if s.code == 401 => Health::NotReady {
             message: format!(

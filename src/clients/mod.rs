@@ -14,12 +14,14 @@ pub mod discovery;
 pub mod host;
 pub mod kubeconfig;
 pub mod members;
+pub mod no_answer;
+pub mod request_log;
 pub mod request_metrics;
 pub mod server_retry;
 pub mod tls;
 
 use crate::clients::kubeconfig::LoadedKubeconfig;
-use anyhow::{Context, Result, anyhow};
+use anyhow::Result;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::time::Duration;
 
@@ -78,7 +80,7 @@ impl ClientFactory {
         };
         let mut config = kube::Config::from_custom_kubeconfig(self.raw().clone(), &options)
             .await
-            .map_err(|e| anyhow!("context {context:?}: {}", crate::error::source_chain(&e)))?;
+            .map_err(|e| kubeconfig::context_error(&context, &e))?;
         config.connect_timeout = Some(self.timeouts.connect);
         config.read_timeout = Some(self.timeouts.read);
         config.write_timeout = Some(self.timeouts.read);
@@ -92,7 +94,23 @@ impl ClientFactory {
     /// A client for `context`.
     pub async fn client(&self, context: &str) -> Result<kube::Client> {
         let config = self.config(context).await?;
-        build(config, context).with_context(|| format!("building a client for context {context:?}"))
+        build(config, context).map_err(|e| {
+            let unreadable = e
+                .chain()
+                .find_map(|link| kubeconfig::unreadable_file(context, link));
+            let plugin = e.chain().find_map(|link| match link.downcast_ref() {
+                Some(kube::client::AuthError::AuthExecStart(io)) => Some(io),
+                _ => None,
+            });
+            match (unreadable, plugin, self.kubeconfig.exec_command(context)) {
+                (Some(line), _, _) => line,
+                (None, Some(io), Some(command)) => anyhow::anyhow!(
+                    "context {context:?}: cannot run its credential plugin {command}: {}",
+                    kubeconfig::file_error(io)
+                ),
+                _ => e.context(format!("building a client for context {context:?}")),
+            }
+        })
     }
 
     /// Where `context` points, as written in the kubeconfig.
@@ -125,11 +143,17 @@ impl ClientFactory {
 
 /// kube's client for `config`, which retries only what a server asks to
 /// be retried (`crate::clients::server_retry`), shows what it warns about as
-/// coming from `cluster` (`crate::clients::api_warnings`) and counts every attempt
-/// (`crate::clients::request_metrics`).
+/// coming from `cluster` (`crate::clients::api_warnings`), counts every attempt
+/// (`crate::clients::request_metrics`), logs it at `-v 6`
+/// (`crate::clients::request_log`) and says in one line why none was
+/// answered (`crate::clients::no_answer`).
 pub fn build(config: kube::Config, cluster: &str) -> Result<kube::Client> {
     let counted = crate::clients::request_metrics::layer(&config.cluster_url);
+    let server = no_answer::Server::of_context(&config, cluster);
+    let logged = request_log::RequestLogLayer::new(&server.url);
     Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&no_answer::NoAnswerLayer::new(server))
+        .with_layer(&logged)
         .with_layer(&counted)
         .with_layer(&crate::clients::api_warnings::layer(cluster))
         .with_layer(&crate::clients::server_retry::RetryAfterLayer)
@@ -207,5 +231,66 @@ contexts:
             .expect("unknown context")
             .to_string();
         assert!(err.contains(r#"context "zzz" not found"#), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_file_the_kubeconfig_names_and_nobody_can_read_is_named_once() {
+        let f = factory(
+            r#"
+current-context: a
+clusters:
+- name: a
+  cluster: {server: "https://10.1.2.3:6443", certificate-authority: /nonexistent/ca.crt}
+users:
+- name: u
+  user: {client-certificate: /nonexistent/c.crt, client-key: /nonexistent/c.key}
+contexts:
+- name: a
+  context: {cluster: a, user: u}
+"#,
+        );
+        let err = crate::error::one_line(&f.client("a").await.err().expect("no CA file"));
+        assert_eq!(
+            err,
+            r#"context "a": cannot read the certificate-authority /nonexistent/ca.crt: no such file"#
+        );
+        let f = factory(
+            r#"
+current-context: a
+clusters:
+- name: a
+  cluster: {server: "https://10.1.2.3:6443"}
+users:
+- name: u
+  user: {client-certificate: /nonexistent/c.crt, client-key: /nonexistent/c.key}
+contexts:
+- name: a
+  context: {cluster: a, user: u}
+"#,
+        );
+        let err = crate::error::one_line(&f.client("a").await.err().expect("no certificate"));
+        assert_eq!(
+            err,
+            r#"context "a": cannot read the client-certificate /nonexistent/c.crt: no such file"#
+        );
+        let f = factory(
+            r#"
+current-context: a
+clusters:
+- name: a
+  cluster: {server: "https://10.1.2.3:6443"}
+users:
+- name: u
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /nonexistent/plugin}}
+contexts:
+- name: a
+  context: {cluster: a, user: u}
+"#,
+        );
+        let err = crate::error::one_line(&f.client("a").await.err().expect("no plugin"));
+        assert_eq!(
+            err,
+            r#"context "a": cannot run its credential plugin /nonexistent/plugin: no such file"#
+        );
     }
 }

@@ -24,14 +24,28 @@ pub enum LogFormat {
 
 /// The levels `-v N` shows: kubefedctl's own events, and other crates'.
 /// 0: what the tool has to say (information, warnings); 2: progress;
-/// 4: debug, kube's own request errors included; 6: every request.
+/// 4: debug, kube's own request errors included; 6: every request, one
+/// line each (`clients::request_log`), failures included, in place of
+/// kube's; 8: their bodies; 10: the HTTP libraries' own traces, for a bug
+/// report.
 pub fn levels(verbosity: u8) -> (Level, Option<Level>) {
     match verbosity {
         0 | 1 => (Level::INFO, None),
-        2 | 3 => (Level::DEBUG, None),
-        4 | 5 => (Level::DEBUG, Some(Level::DEBUG)),
+        2 | 3 | 6..=9 => (Level::DEBUG, None),
+        4 | 5 => (Level::DEBUG, Some(Level::WARN)),
         _ => (Level::TRACE, Some(Level::TRACE)),
     }
+}
+
+/// What `-v N` shows of the requests: their lines from 6, their bodies
+/// from 8 (cut), whole from 9.
+fn request_levels(verbosity: u8) -> [(&'static str, bool); 3] {
+    use crate::clients::request_log::{BODY_TARGET, FULL_BODY_TARGET, TARGET};
+    [
+        (TARGET, verbosity >= 6),
+        (BODY_TARGET, verbosity >= 8),
+        (FULL_BODY_TARGET, verbosity >= 9),
+    ]
 }
 
 /// Installs the global subscriber (once; later calls do nothing).
@@ -41,14 +55,25 @@ pub fn init(verbosity: u8, format: LogFormat) {
     let (ours, kube) = levels(verbosity);
     // kube's client logs every failed request itself (`ERROR failed with
     // status 502`, `WARN eof in poll`); kubefedctl reports failures in its
-    // own words, once, so those lines are shown only from `-v 4` on.
-    let filter = Targets::new()
+    // own words, once, so those lines are shown only at `-v 4` and 5, and
+    // its request-by-request traces (spans, `requesting`) only from `-v 10`:
+    // from `-v 6` on a line of ours says each request and how it ended.
+    // Other crates say only their warnings below `-v 10`.
+    let mut filter = Targets::new()
         .with_default(kube.map_or(LevelFilter::WARN, LevelFilter::from_level))
         .with_target(
             "kube_client",
             kube.map_or(LevelFilter::OFF, LevelFilter::from_level),
         )
         .with_target("kubefedctl", LevelFilter::from_level(ours));
+    for (target, on) in request_levels(verbosity) {
+        let level = if on {
+            LevelFilter::DEBUG
+        } else {
+            LevelFilter::OFF
+        };
+        filter = filter.with_target(target, level);
+    }
     let fmt = tracing_subscriber::fmt()
         .with_max_level(Level::TRACE)
         .with_writer(std::io::stderr)
@@ -95,7 +120,12 @@ where
             Level::WARN => write!(w, "warning: ")?,
             _ => {}
         }
-        if self.with_target {
+        // A request's line is kubectl's, without a target before it.
+        if self.with_target
+            && !meta
+                .target()
+                .starts_with(crate::clients::request_log::TARGET)
+        {
             write!(w, "{}: ", meta.target())?;
         }
         write!(w, "{}", fields.message)?;
@@ -154,8 +184,16 @@ mod tests {
     fn verbosity_chooses_levels() {
         assert_eq!(levels(0), (Level::INFO, None));
         assert_eq!(levels(2), (Level::DEBUG, None));
-        assert_eq!(levels(4), (Level::DEBUG, Some(Level::DEBUG)));
-        assert_eq!(levels(9), (Level::TRACE, Some(Level::TRACE)));
+        assert_eq!(levels(4), (Level::DEBUG, Some(Level::WARN)));
+        // -v 6 to 9: our request lines, not kube's or tower's traces.
+        assert_eq!(levels(6), (Level::DEBUG, None));
+        assert_eq!(levels(9), (Level::DEBUG, None));
+        assert_eq!(levels(10), (Level::TRACE, Some(Level::TRACE)));
+        let on = |v| request_levels(v).map(|(_, on)| on);
+        assert_eq!(on(4), [false, false, false]);
+        assert_eq!(on(6), [true, false, false]);
+        assert_eq!(on(8), [true, true, false]);
+        assert_eq!(on(9), [true, true, true]);
     }
 
     #[test]

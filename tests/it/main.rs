@@ -14,6 +14,7 @@ mod busy_servers;
 mod cli;
 mod dns;
 mod environment;
+mod errors;
 mod events;
 mod federate;
 mod gitops;
