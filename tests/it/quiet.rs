@@ -9,13 +9,22 @@ use crate::fixtures::{Federation, Run};
 use serde_json::json;
 use testenv::TestEnv;
 
-/// Its stderr is empty, or the test says what it printed.
+/// Its stderr is empty but for the one line a test environment on
+/// loopback earns (`join` warns that a member on 127.0.0.1 cannot be
+/// reached from a controller in the host: true, and actionable), or the
+/// test says what it printed.
 fn silent(what: &str, run: &Run) {
+    let other: Vec<&str> = run.stderr.lines().filter(|l| !loopback(l)).collect();
     assert!(
-        run.stderr.is_empty(),
+        other.is_empty(),
         "{what} printed on stderr:\n{}",
         run.stderr
     );
+}
+
+fn loopback(line: &str) -> bool {
+    line.starts_with("warning: member endpoint https://127.0.0.1:")
+        && line.ends_with("is only reachable from this machine; a controller running in the host cluster could not reach it")
 }
 
 #[test]
@@ -36,7 +45,8 @@ fn no_op_commands_print_nothing_on_stderr() {
     let again = f
         .run(&["join", &m1, "--cluster-context", "member1"])
         .fails();
-    assert_eq!(again.stderr.lines().count(), 1, "{}", again.stderr);
+    let lines: Vec<&str> = again.stderr.lines().filter(|l| !loopback(l)).collect();
+    assert_eq!(lines.len(), 1, "{}", again.stderr);
     assert!(again.stderr.contains("already exists"), "{}", again.stderr);
     silent(
         "join --error-on-existing=false",

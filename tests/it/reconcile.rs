@@ -2665,7 +2665,7 @@ fn the_ci_recipe_plans_then_applies() {
 
     // The pull request: a plan in the step summary, the check "changes pending".
     let (code, stderr) = step(plan);
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(4), "changes pending: {stderr}");
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(
         md.contains(&format!("| create | `ConfigMap {}/web` |", f.ns)),
