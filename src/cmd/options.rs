@@ -210,9 +210,6 @@ mod tests {
     }
 }
 
-/// `init --scope`: [`membership::Scope`] as the flag spells it
-/// (KubeFedConfig's spelling; lower case accepted). Flags are the shell's:
-/// the core knows no clap.
 /// `--dry-run[=STRATEGY]`, spelled as kubectl spells it.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DryRun {
@@ -248,6 +245,9 @@ pub fn client_dry_run(text: &str) -> std::result::Result<bool, String> {
     }
 }
 
+/// `init --scope`: [`membership::Scope`] as the flag spells it
+/// (KubeFedConfig's spelling; lower case accepted). Flags are the shell's:
+/// the core knows no clap.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScopeFlag {
     /// Federate across all namespaces (cluster-wide RBAC in members).
