@@ -540,3 +540,102 @@ fn json_logs_make_every_diagnostic_line_json() {
         );
     }
 }
+
+/// Every `kubefedctl` (or `kubectl fed`) command line in the README's and
+/// docs/'s shell blocks parses with the command tree as it is: a renamed
+/// or removed flag, a value it refuses, or two flags that cannot go
+/// together fail here, naming the page and line. (What the examples do
+/// on clusters is for the tests of each command.)
+#[test]
+fn every_command_line_in_the_docs_parses() {
+    use clap::Parser;
+    let root = crate::fixtures::root();
+    let mut pages = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    let (mut checked, mut broken) = (0, Vec::new());
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let mut in_shell = false;
+        let mut pending = String::new();
+        for (i, line) in text.lines().enumerate() {
+            if let Some(lang) = line.trim_start().strip_prefix("```") {
+                in_shell = !in_shell && matches!(lang, "" | "sh" | "bash" | "console" | "shell");
+                continue;
+            }
+            if !in_shell {
+                continue;
+            }
+            let line = line.trim().trim_start_matches("$ ");
+            if let Some(start) = line.strip_suffix('\\') {
+                pending.push_str(start);
+                continue;
+            }
+            let whole = std::mem::take(&mut pending) + line;
+            let Some(words) = command_words(&whole) else {
+                continue;
+            };
+            checked += 1;
+            let mut argv = vec!["kubefedctl".to_string()];
+            argv.extend(words);
+            if let Err(e) = kubefedctl::cli::Cli::try_parse_from(&argv) {
+                if !matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) {
+                    let first = e.to_string().lines().next().unwrap_or("").to_string();
+                    broken.push(format!(
+                        "{}:{}: {whole}\n    {first}",
+                        page.display(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} command lines found");
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The words of a `kubefedctl ...` or `kubectl fed ...` command line after
+/// the program's name, up to a comment or a shell operator; None for any
+/// other line, a synopsis, or one that needs the shell (`$(...)`).
+fn command_words(line: &str) -> Option<Vec<String>> {
+    let rest = line
+        .strip_prefix("kubefedctl ")
+        .or_else(|| line.strip_prefix("kubectl fed "))?;
+    // A synopsis (`status TYPE [NAME] [-n NS | -A]`, `--kubefed-namespace
+    // <ns>`), not a command to run.
+    let synopsis = rest
+        .split_whitespace()
+        .any(|w| w.starts_with('[') || (w.starts_with('<') && w.ends_with('>')));
+    if synopsis || rest.contains("$(") || rest.contains('`') {
+        return None;
+    }
+    let (mut words, mut word, mut quote) = (Vec::new(), String::new(), None::<char>);
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '#') if word.is_empty() => break,
+            (None, '|' | '>' | '<' | ';' | '&') => break,
+            (None, c) if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    Some(words)
+}
