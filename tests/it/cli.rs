@@ -583,18 +583,18 @@ fn every_command_line_in_the_docs_parses() {
             checked += 1;
             let mut argv = vec!["kubefedctl".to_string()];
             argv.extend(words);
-            if let Err(e) = kubefedctl::cli::Cli::try_parse_from(&argv) {
-                if !matches!(
+            if let Err(e) = kubefedctl::cli::Cli::try_parse_from(&argv)
+                && !matches!(
                     e.kind(),
                     clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
-                ) {
-                    let first = e.to_string().lines().next().unwrap_or("").to_string();
-                    broken.push(format!(
-                        "{}:{}: {whole}\n    {first}",
-                        page.display(),
-                        i + 1
-                    ));
-                }
+                )
+            {
+                let first = e.to_string().lines().next().unwrap_or("").to_string();
+                broken.push(format!(
+                    "{}:{}: {whole}\n    {first}",
+                    page.display(),
+                    i + 1
+                ));
             }
         }
     }
@@ -618,8 +618,7 @@ fn command_words(line: &str) -> Option<Vec<String>> {
         return None;
     }
     let (mut words, mut word, mut quote) = (Vec::new(), String::new(), None::<char>);
-    let mut chars = rest.chars().peekable();
-    while let Some(c) = chars.next() {
+    for c in rest.chars() {
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
             (Some(_), c) => word.push(c),
