@@ -83,6 +83,19 @@ fn no_op_commands_print_nothing_on_stderr() {
     let plan = f.run(&["reconcile", "-n", f.ns, "--dry-run"]).ok();
     silent("a no-op plan", &plan);
 
+    // federate, as a user turns an existing object into a federated one.
+    crate::fixtures::post(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{}/configmaps", f.ns),
+        json!({"metadata": {"name": "existing"}, "data": {"b": "2"}}),
+    );
+    silent(
+        "federate",
+        &f.run(&["federate", "configmaps", "existing", "-n", f.ns])
+            .ok(),
+    );
+
     silent("status", &f.run(&["status"]).ok());
     silent(
         "status of a type",
