@@ -91,6 +91,31 @@ impl Release {
     }
 }
 
+/// `cmd` with the environment a user's shell would give it: without what
+/// `cargo test` adds for the test binary (its own build script's
+/// KUBEFEDCTL_* stamps, OUT_DIR, CARGO_*, a LD_LIBRARY_PATH into target/),
+/// which cargo would take for changed inputs and rebuild everything that
+/// depends on them each time the tests and a shell take turns.
+fn as_in_a_shell(cmd: &mut Command) -> &mut Command {
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if (key.starts_with("CARGO") && key != "CARGO_HOME")
+            || key.starts_with("KUBEFEDCTL_GIT")
+            || key.starts_with("KUBEFEDCTL_BUILD")
+            || [
+                "OUT_DIR",
+                "LD_LIBRARY_PATH",
+                "RUST_RECURSION_COUNT",
+                "RUSTFLAGS",
+            ]
+            .contains(&key)
+        {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
 /// Where the install tests build (the release build, the packaged crate):
 /// in the test environment's cache, outside the checkout, as the cached
 /// Kubernetes, so that a fresh checkout (CI) rebuilds only what changed.
@@ -105,13 +130,14 @@ fn release() -> &'static Release {
     RELEASE.get_or_init(|| {
         let dist = root().join("target/install-test/dist");
         let _ = std::fs::remove_dir_all(&dist);
-        let out = ok(Command::new(root().join("hack/release.sh"))
-            .arg(TARGET)
-            .env("DIST_DIR", &dist)
-            .env_remove("KUBEFEDCTL_RELEASE_URL")
-            .env_remove("GITHUB_REPOSITORY")
-            .env_remove("RUSTFLAGS")
-            .env("CARGO_TARGET_DIR", cargo_target()));
+        let out = ok(
+            as_in_a_shell(&mut Command::new(root().join("hack/release.sh")))
+                .arg(TARGET)
+                .env("DIST_DIR", &dist)
+                .env_remove("KUBEFEDCTL_RELEASE_URL")
+                .env_remove("GITHUB_REPOSITORY")
+                .env("CARGO_TARGET_DIR", cargo_target()),
+        );
         let archive = dist.join(format!("kubefedctl-{VERSION}-{TARGET}.tar.gz"));
         let checksum = dist.join(format!("kubefedctl-{VERSION}-{TARGET}.tar.gz.sha256"));
         let printed: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
@@ -230,7 +256,7 @@ fn the_release_archive_is_static_complete_and_checksummed() {
 fn both_crates_package_and_the_packaged_crate_builds_and_runs() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let target = cargo_target();
-    ok(Command::new(&cargo)
+    ok(as_in_a_shell(&mut Command::new(&cargo))
         .args(["package", "--workspace", "--locked", "--allow-dirty"])
         .arg("--target-dir")
         .arg(&target)
