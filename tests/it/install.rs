@@ -544,6 +544,12 @@ fn images() -> &'static (String, String) {
     static IMAGES: OnceLock<(String, String)> = OnceLock::new();
     IMAGES.get_or_init(|| {
         let r = release();
+        // The last run's images go, rather than staying behind untagged.
+        let _ = Command::new(program("podman"))
+            .env("CONTAINERS_CONF", containers_conf())
+            .args(["rmi", "--force", "--ignore"])
+            .args(["", "-ci"].map(|t| format!("localhost/kubefedctl-test:{VERSION}{t}")))
+            .output();
         let out = ok(Command::new(root().join("hack/image.sh"))
             .arg(&r.archive)
             .env("IMAGE", "localhost/kubefedctl-test")
