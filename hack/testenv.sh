@@ -19,12 +19,18 @@
 #            run against it; 1.5 to 4 minutes on 2 cores, built whatever
 #            VERSIONs are named.
 #
+#   Install tools (tests/it/install.rs): krew v0.4.3 (`krew`, and `kubectl-krew`
+#            so that `kubectl krew` works), its validate-krew-manifest and
+#            actionlint v1.7.12, from the Go module proxy with the machine's
+#            Go, seconds once; Debian's buildah, podman, runc, busybox-static
+#            and ca-certificates (the image and its CI variant).
+#
 #   hack/testenv.sh [VERSION...]          build the missing ones (default: both
 #                                         releases), print their bin directories
 #   hack/testenv.sh --check [VERSION...]  exit 0 when they are all in place
 #
-# Cache: ${KUBEFEDCTL_TESTENV_CACHE:-$HOME/.cache/kubefedctl/testenv}/<version>/bin
-#        and .../kubefed-v0.10.0/bin
+# Cache: ${KUBEFEDCTL_TESTENV_CACHE:-$HOME/.cache/kubefedctl/testenv}/<version>/bin,
+#        .../kubefed-v0.10.0/bin and .../tools/bin
 set -euo pipefail
 
 CURRENT_VERSION=v1.37.2
@@ -71,11 +77,65 @@ for v in "${versions[@]}"; do
     *) die "unknown version $v (this script builds $CURRENT_VERSION and $OLD_VERSION)" ;;
   esac
 done
+# The install tests' tools: krew and its manifest validator (the krew
+# plugin), actionlint (the release workflow), an OCI builder and runtime
+# (the image). Required like the rest: tests/it/install.rs fails without
+# them, it never skips.
+KREW_VERSION=v0.4.3
+ACTIONLINT_VERSION=v1.7.12
+TOOLS_BIN="$CACHE_ROOT/tools/bin"
+TOOL_PACKAGES="buildah podman runc busybox-static ca-certificates"
+have_tools() {
+  [ -x "$TOOLS_BIN/krew" ] && [ -x "$TOOLS_BIN/kubectl-krew" ] &&
+    [ -x "$TOOLS_BIN/validate-krew-manifest" ] && [ -x "$TOOLS_BIN/actionlint" ] &&
+    [ "$(cat "$TOOLS_BIN/.versions" 2>/dev/null)" = "$KREW_VERSION $ACTIONLINT_VERSION" ] &&
+    command -v buildah >/dev/null 2>&1 && command -v podman >/dev/null 2>&1 &&
+    command -v runc >/dev/null 2>&1 && have_static_busybox &&
+    [ -f /etc/ssl/certs/ca-certificates.crt ]
+}
+
+# Debian's busybox package is dynamically linked; the image needs
+# busybox-static's (ldd names a loader or libraries only for a dynamic one).
+have_static_busybox() {
+  [ -x /bin/busybox ] && ! ldd /bin/busybox 2>&1 | grep -q -e '=>' -e 'ld-linux'
+}
+
+install_tools() {
+  if ! command -v buildah >/dev/null 2>&1 || ! command -v podman >/dev/null 2>&1 ||
+    ! command -v runc >/dev/null 2>&1 || ! have_static_busybox || [ ! -f /etc/ssl/certs/ca-certificates.crt ]; then
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 ||
+      die "the install tests need $TOOL_PACKAGES (Debian packages): run as root on Debian, or install them"
+    log "installing $TOOL_PACKAGES (Debian)"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TOOL_PACKAGES >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TOOL_PACKAGES >/dev/null; } ||
+      die "could not install $TOOL_PACKAGES"
+  fi
+  command -v go >/dev/null 2>&1 || die "the install tests' tools need Go on PATH (the machine's Go toolchain)"
+  log "building krew $KREW_VERSION, validate-krew-manifest and actionlint $ACTIONLINT_VERSION (Go module proxy)"
+  rm -rf "$TOOLS_BIN.tmp" && mkdir -p "$TOOLS_BIN.tmp"
+  (
+    export GOBIN="$TOOLS_BIN.tmp" GOMODCACHE="$CACHE_ROOT/gomod" GOCACHE="$CACHE_ROOT/go-build-cache"
+    export GOFLAGS="-modcacherw -buildvcs=false" GOTOOLCHAIN=local CGO_ENABLED=0
+    go install -trimpath "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
+    go install -trimpath "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
+    go install -trimpath "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+  ) || die "building the install tests' tools failed"
+  # `kubectl krew ...` runs kubectl-krew from PATH, as krew's own installer
+  # arranges; validate-krew-manifest calls it so.
+  ln -sf krew "$TOOLS_BIN.tmp/kubectl-krew"
+  echo "$KREW_VERSION $ACTIONLINT_VERSION" >"$TOOLS_BIN.tmp/.versions"
+  rm -rf "$TOOLS_BIN" && mv "$TOOLS_BIN.tmp" "$TOOLS_BIN"
+}
+
 if [ "$check" = 1 ]; then
   for v in "${versions[@]}"; do have_binaries "$v" || exit 1; done
   have_kubefed || exit 1
+  have_tools || exit 1
   exit 0
 fi
+
+have_tools || install_tools
 
 # kubectl: a test (kubectl finds the plugin) and the benchmark's side-by-side
 # comparison run it; Debian's kubernetes-client when none is installed.
@@ -345,3 +405,4 @@ if ! have_kubefed; then
   log "KubeFed $KUBEFED_VERSION ready in $(( (SECONDS - started) / 60 )) min: $("$KUBEFED_BIN/kubefedctl" version)"
 fi
 echo "$KUBEFED_BIN"
+echo "$TOOLS_BIN"

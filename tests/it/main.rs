@@ -20,6 +20,7 @@ mod federate;
 mod gitops;
 mod handover;
 mod in_cluster;
+mod install;
 mod kubefed_e2e;
 mod kubefed_ref;
 mod membership;
