@@ -150,6 +150,19 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
     for g in &generated {
         write_type(&host, g, o.dry_run).await?;
     }
+    follow_new_types(&host, &factory, &generated, o.dry_run).await
+}
+
+/// What follows types newly written (by `enable`, or `federate
+/// --enable-type`): the in-cluster reconciler's rules and the roles of
+/// least-privilege members gain their resources, so that the next
+/// reconcile may propagate them.
+pub(crate) async fn follow_new_types(
+    host: &crate::clients::host::Host,
+    factory: &crate::clients::ClientFactory,
+    generated: &[crate::federated_types::Generated],
+    dry_run: bool,
+) -> Result<()> {
     let added = generated.iter().map(|g| {
         let fd = &g.type_config["spec"]["federatedType"];
         FederatedResource {
@@ -158,7 +171,7 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
         }
     });
     let lines =
-        crate::reconciler::refresh_rules(&host, o.dry_run, |types| types.extend(added)).await?;
+        crate::reconciler::refresh_rules(host, dry_run, |types| types.extend(added)).await?;
     for line in lines {
         println!("{line}");
     }
@@ -172,7 +185,7 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
             namespaced: t["scope"] == "Namespaced",
         }
     });
-    let refreshed = crate::member_rbac::refresh(&host, &factory, o.dry_run, |resources| {
+    let refreshed = crate::member_rbac::refresh(host, factory, dry_run, |resources| {
         resources.extend(targets)
     })
     .await?;

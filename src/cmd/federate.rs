@@ -298,7 +298,7 @@ async fn federate_live(
         let docs: Vec<Value> = prepared.objects.into_iter().map(|(_, v)| v).collect();
         return crate::terminal::output::print_objects(&docs, format);
     }
-    write_all(&host, o, &prepared).await
+    write_all(&host, &factory, o, &prepared).await
 }
 
 /// What to federate: the named object (unless its name is unusable), then --contents.
@@ -508,12 +508,21 @@ async fn federated_type(
 }
 
 /// Types first (objects need them served), then objects; differing ones fail once all are done.
-async fn write_all(host: &Host, o: &FederateOptions, prepared: &Prepared) -> Result<()> {
+async fn write_all(
+    host: &Host,
+    factory: &crate::clients::ClientFactory,
+    o: &FederateOptions,
+    prepared: &Prepared,
+) -> Result<()> {
     let to_enable = &prepared.to_enable;
     if !to_enable.is_empty() {
-        for g in generate(host, to_enable, TemplateSchema::Preserve).await? {
-            write_type(host, &g, o.dry_run).await?;
+        let generated = generate(host, to_enable, TemplateSchema::Preserve).await?;
+        for g in &generated {
+            write_type(host, g, o.dry_run).await?;
         }
+        // As `enable` does: without it least-privilege members could not
+        // be written the new types (403 on the next reconcile).
+        crate::cmd::enable::follow_new_types(host, factory, &generated, o.dry_run).await?;
     }
     let mut differing = Vec::new();
     let pending: Vec<String> = to_enable.iter().map(|d| d.name.clone()).collect();

@@ -1163,6 +1163,31 @@ fn a_least_privilege_member_gets_the_types_verbs_and_follows_enable_and_disable(
         )
         .is_some()
     );
+    // A type federate enables on its way (--enable-type) is followed too.
+    post(
+        env,
+        "host",
+        "/api/v1/namespaces/lp-objs/podtemplates",
+        json!({"metadata": {"name": "pt"}, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}),
+    );
+    assert!(!can("create", "podtemplates"));
+    let federated = fed(&[
+        "federate",
+        "podtemplates",
+        "pt",
+        "-n",
+        "lp-objs",
+        "--enable-type",
+    ])
+    .ok();
+    assert!(
+        federated.stdout.contains("(m1lp)"),
+        "the member's role is updated: {}",
+        federated.stdout
+    );
+    assert!(can("create", "podtemplates"));
+    fed(&["reconcile", "-n", "lp-objs"]).ok();
+    assert!(get(env, "member1", "/api/v1/namespaces/lp-objs/podtemplates/pt").is_some());
 
     // A role that lags behind the types (cut here by hand): the run names
     // the member and what it may not do before any write, and the command
