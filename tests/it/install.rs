@@ -256,6 +256,45 @@ fn the_release_archive_is_static_complete_and_checksummed() {
 fn both_crates_package_and_the_packaged_crate_builds_and_runs() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let target = cargo_target();
+    // The packaged kubefedctl resolves the core as a registry crate of the
+    // same version (cargo's overlay of the packaged core), which cargo
+    // never unpacks or rebuilds again (a registry crate cannot change): a
+    // core packaged by an earlier run from other sources would be used.
+    // Its unpacked sources and fingerprints go, so the core is built from
+    // this package (seconds).
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cargo"));
+    for registry in std::fs::read_dir(cargo_home.join("registry/src"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if registry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("index.crates.io")
+        {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(registry.path().join(format!("kubefed-core-{VERSION}")));
+    }
+    for profile in ["debug", "release"] {
+        let fingerprints = target.join(profile).join(".fingerprint");
+        for entry in std::fs::read_dir(&fingerprints)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("kubefed-core-")
+            {
+                std::fs::remove_dir_all(entry.path()).unwrap();
+            }
+        }
+    }
     ok(as_in_a_shell(&mut Command::new(&cargo))
         .args(["package", "--workspace", "--locked", "--allow-dirty"])
         .arg("--target-dir")
