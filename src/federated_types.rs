@@ -293,3 +293,45 @@ pub fn crd_object(host: &Host, names: &FederatedNames) -> ObjectRef {
         &names.crd_name(),
     )
 }
+
+/// What follows types newly written (by `enable`, or `federate
+/// --enable-type`): the in-cluster reconciler's rules and the roles of
+/// least-privilege members gain their resources, so that the next
+/// reconcile may propagate them. Returns the reconciler's lines and the
+/// members' outcome, for the command to print.
+pub async fn follow_new_types(
+    host: &Host,
+    factory: &crate::clients::ClientFactory,
+    generated: &[Generated],
+    dry_run: bool,
+) -> Result<(
+    Vec<String>,
+    (Vec<String>, Vec<crate::core::outcome::Failure>),
+)> {
+    use crate::core::cluster::rbac::SyncedResource;
+    use crate::core::run::reconciler::FederatedResource;
+    let added = generated.iter().map(|g| {
+        let fd = &g.type_config["spec"]["federatedType"];
+        FederatedResource {
+            group: fd["group"].as_str().unwrap_or_default().to_string(),
+            plural: fd["pluralName"].as_str().unwrap_or_default().to_string(),
+        }
+    });
+    let lines =
+        crate::reconciler::refresh_rules(host, dry_run, |types| types.extend(added)).await?;
+    // Least-privilege members gain the types' resources (a dry run has not
+    // written them yet).
+    let targets = generated.iter().map(|g| {
+        let t = &g.type_config["spec"]["targetType"];
+        SyncedResource {
+            group: t["group"].as_str().unwrap_or_default().to_string(),
+            plural: t["pluralName"].as_str().unwrap_or_default().to_string(),
+            namespaced: t["scope"] == "Namespaced",
+        }
+    });
+    let members = crate::member_rbac::refresh(host, factory, dry_run, |resources| {
+        resources.extend(targets)
+    })
+    .await?;
+    Ok((lines, members))
+}

@@ -8,8 +8,6 @@
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::apply::resource_of;
 use crate::cmd::options::{GlobalOptions, TemplateSchemaFlag};
-use crate::core::cluster::rbac::SyncedResource;
-use crate::core::run::reconciler::FederatedResource;
 use crate::federated_types::{DEFAULT_FEDERATED_VERSION, Directive, generate, write_type};
 use crate::terminal::output::DocumentFormat;
 use anyhow::{Context, Result, anyhow, bail};
@@ -150,46 +148,9 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
     for g in &generated {
         write_type(&host, g, o.dry_run).await?;
     }
-    follow_new_types(&host, &factory, &generated, o.dry_run).await
-}
-
-/// What follows types newly written (by `enable`, or `federate
-/// --enable-type`): the in-cluster reconciler's rules and the roles of
-/// least-privilege members gain their resources, so that the next
-/// reconcile may propagate them.
-pub(crate) async fn follow_new_types(
-    host: &crate::clients::host::Host,
-    factory: &crate::clients::ClientFactory,
-    generated: &[crate::federated_types::Generated],
-    dry_run: bool,
-) -> Result<()> {
-    let added = generated.iter().map(|g| {
-        let fd = &g.type_config["spec"]["federatedType"];
-        FederatedResource {
-            group: fd["group"].as_str().unwrap_or_default().to_string(),
-            plural: fd["pluralName"].as_str().unwrap_or_default().to_string(),
-        }
-    });
-    let lines =
-        crate::reconciler::refresh_rules(host, dry_run, |types| types.extend(added)).await?;
-    for line in lines {
-        println!("{line}");
-    }
-    // Least-privilege members gain the types' resources (a dry run has not
-    // written them yet).
-    let targets = generated.iter().map(|g| {
-        let t = &g.type_config["spec"]["targetType"];
-        SyncedResource {
-            group: t["group"].as_str().unwrap_or_default().to_string(),
-            plural: t["pluralName"].as_str().unwrap_or_default().to_string(),
-            namespaced: t["scope"] == "Namespaced",
-        }
-    });
-    let refreshed = crate::member_rbac::refresh(host, factory, dry_run, |resources| {
-        resources.extend(targets)
-    })
-    .await?;
-    crate::cmd::options::print_member_rbac(refreshed)
+    crate::cmd::options::print_followers(
+        crate::federated_types::follow_new_types(&host, &factory, &generated, o.dry_run).await?,
+    )
 }
 
 #[cfg(test)]

@@ -522,7 +522,9 @@ async fn write_all(
         }
         // As `enable` does: without it least-privilege members could not
         // be written the new types (403 on the next reconcile).
-        crate::cmd::enable::follow_new_types(host, factory, &generated, o.dry_run).await?;
+        crate::cmd::options::print_followers(
+            crate::federated_types::follow_new_types(host, factory, &generated, o.dry_run).await?,
+        )?;
     }
     let mut differing = Vec::new();
     let pending: Vec<String> = to_enable.iter().map(|d| d.name.clone()).collect();

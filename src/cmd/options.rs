@@ -274,6 +274,15 @@ pub fn print_member_rbac(outcome: (Vec<String>, Vec<Failure>)) -> Result<()> {
     print_member_outcomes(outcome, "least-privilege member(s) not updated")
 }
 
+/// What `federated_types::follow_new_types` did: the reconciler's lines,
+/// then each least-privilege member's.
+pub fn print_followers((lines, members): (Vec<String>, (Vec<String>, Vec<Failure>))) -> Result<()> {
+    for line in lines {
+        println!("{line}");
+    }
+    print_member_rbac(members)
+}
+
 /// What a command did member by member: the lines on stdout, each member
 /// it could not do it for on stderr, and exit 3 (`<count> <not_done>; the
 /// others were`) when there is any.
