@@ -5,6 +5,7 @@
 
 pub mod cleanup;
 pub mod health;
+pub mod inventory;
 pub mod membership;
 pub mod rbac;
 pub mod tls;

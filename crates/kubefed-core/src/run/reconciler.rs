@@ -292,6 +292,18 @@ impl Reconciler<'_> {
             ),
             // Cluster health, version and topology.
             rule("core.kubefed.io", &["kubefedclusters/status"], &["patch"]),
+            // The members' ClusterProfiles in the federation namespace (the
+            // cluster inventory), kept true to the same probe.
+            rule(
+                crate::cluster::inventory::GROUP,
+                &["clusterprofiles"],
+                &["get"],
+            ),
+            rule(
+                crate::cluster::inventory::GROUP,
+                &["clusterprofiles/status"],
+                &["patch"],
+            ),
             // Events on KubeFedClusters (and a namespaced federation's objects).
             rule("", &["events"], &["create", "patch"]),
             // KubeFed's own controller-manager leader lock, read (only that
