@@ -39,6 +39,8 @@ pub enum Command {
     Reconcile(Box<crate::cmd::reconcile::ReconcileOptions>),
     /// Issue new short-lived tokens for members joined with --token-ttl
     Rotate(crate::cmd::rotate::RotateOptions),
+    /// Exec credential plugin for the cluster inventory: a short-lived token of a member's consumer identity
+    Credential(crate::cmd::credential::CredentialOptions),
     /// Show clusters, federated types and per-cluster propagation
     Status(crate::cmd::status::StatusOptions),
     /// Remove a member cluster from the federation
@@ -54,7 +56,7 @@ pub enum Command {
 /// in exactly one group (a unit test keeps it so).
 pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
     ("Setting up a host", &["init"]),
-    ("Membership", &["join", "unjoin", "rotate"]),
+    ("Membership", &["join", "unjoin", "rotate", "credential"]),
     (
         "Federated types",
         &["enable", "disable", "orphaning-deletion"],
@@ -161,6 +163,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Status(o) => crate::cmd::status::run(global, &o).await,
                 Command::Unjoin(o) => crate::cmd::unjoin::run(global, &o).await,
                 Command::Rotate(o) => crate::cmd::rotate::run(global, &o).await,
+                Command::Credential(o) => crate::cmd::credential::run(global, &o).await,
                 Command::Version(_) | Command::Completion(_) => unreachable!("run above"),
             }
         }),

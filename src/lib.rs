@@ -25,6 +25,7 @@ pub mod cmd;
 pub use kubefed_core as core;
 pub mod error;
 pub mod federated_types;
+pub mod inventory;
 pub mod man;
 pub mod member_rbac;
 pub mod member_token;

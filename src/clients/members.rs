@@ -22,6 +22,10 @@ pub struct Member {
     pub name: String,
     pub cluster: KubeFedCluster,
     pub labels: BTreeMap<String, String>,
+    /// The properties of the ClusterProfile the KubeFedCluster is linked to
+    /// (published for it, or joined from it), which a placement's
+    /// `clusterSelector` may also match; its labels win on a shared name.
+    pub profile_properties: BTreeMap<String, String>,
     /// `Err` holds why no client could be built (ConfigMalformed).
     pub client: std::result::Result<kube::Client, String>,
     /// For watches (`reconcile --watch`): the same credentials without a
@@ -148,8 +152,10 @@ pub async fn load_with(
                 .and_then(|m| m.stalled.clone())
                 .unwrap_or_default()
         });
+        let profile_properties = profile_properties(host, &c).await;
         out.push(Member {
             labels: c.metadata.labels.clone().unwrap_or_default(),
+            profile_properties,
             name,
             cluster: c,
             client,
@@ -161,6 +167,33 @@ pub async fn load_with(
         });
     }
     Ok(out)
+}
+
+/// The properties of the ClusterProfile a KubeFedCluster's annotations
+/// link it to: one read, only for such members. Best-effort: a profile
+/// that cannot be read selects on labels alone (said at `-v 2`).
+async fn profile_properties(host: &Host, c: &KubeFedCluster) -> BTreeMap<String, String> {
+    use crate::core::cluster::inventory as inv;
+    let annotations = c.metadata.annotations.as_ref();
+    let Some((ns, name)) = annotations
+        .and_then(|a| {
+            a.get(inv::FROM_PROFILE_ANNOTATION)
+                .or_else(|| a.get(inv::PROFILE_ANNOTATION))
+        })
+        .and_then(|r| inv::parse_ref(r))
+    else {
+        return BTreeMap::new();
+    };
+    let resource = crate::apply::api_resource(inv::GROUP, inv::VERSION, inv::KIND, inv::PLURAL);
+    let target = crate::apply::ObjectRef::new("host", &host.client, resource, Some(ns), name);
+    match target.get().await {
+        Ok(Some(profile)) => inv::selectable_properties(&profile).into_iter().collect(),
+        Ok(None) => BTreeMap::new(),
+        Err(e) => {
+            tracing::debug!("ClusterProfile {ns}/{name}: {}", crate::error::one_line(&e));
+            BTreeMap::new()
+        }
+    }
 }
 
 /// A member's clients and the Secret version they were built from.
@@ -346,7 +379,7 @@ where
 }
 
 /// DER certificates from PEM text.
-fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>> {
     let text = std::str::from_utf8(pem).context("not UTF-8")?;
     let mut out = Vec::new();
     let mut body = String::new();

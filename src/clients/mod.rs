@@ -21,7 +21,7 @@ pub mod server_retry;
 pub mod tls;
 
 use crate::clients::kubeconfig::LoadedKubeconfig;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::time::Duration;
 
@@ -111,6 +111,39 @@ impl ClientFactory {
                 _ => e.context(format!("building a client for context {context:?}")),
             }
         })
+    }
+
+    /// A client with `context`'s credentials for a cluster found elsewhere
+    /// (a ClusterProfile): its server, CA and proxy replace the context's.
+    pub async fn client_at(
+        &self,
+        context: &str,
+        ep: &crate::core::cluster::membership::MemberEndpoint,
+    ) -> Result<kube::Client> {
+        use base64::Engine;
+        let mut config = self.config(context).await?;
+        config.cluster_url = ep
+            .api_endpoint
+            .parse()
+            .with_context(|| format!("invalid server {:?}", ep.api_endpoint))?;
+        config.root_cert = match &ep.ca_bundle {
+            Some(b64) => {
+                let pem = base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .context("certificate-authority-data is not base64")?;
+                Some(members::pem_certificates(&pem).context("certificate-authority-data")?)
+            }
+            None => None,
+        };
+        config.accept_invalid_certs = ep.insecure_skip_tls_verify;
+        config.proxy_url = match &ep.proxy_url {
+            Some(p) => Some(
+                p.parse()
+                    .with_context(|| format!("invalid proxy-url {p:?}"))?,
+            ),
+            None => None,
+        };
+        build(config, context)
     }
 
     /// Where `context` points, as written in the kubeconfig.

@@ -26,6 +26,8 @@ use std::time::Duration;
   # A cluster-wide federation in kube-federation-system
   kubefedctl init
   kubefedctl init --scope Namespaced --kubefed-namespace team-a
+  # Also publish members in SIG Multicluster's cluster inventory
+  kubefedctl init --cluster-inventory
   # Review, or apply with kubectl; nothing is written
   kubefedctl init -o yaml > kubefed.yaml
   # Reconcile every 5 minutes inside the host, in 3 shards
@@ -48,6 +50,11 @@ pub struct InitOptions {
     /// Also install the multi-cluster DNS CRDs (Domain, ServiceDNSRecord, IngressDNSRecord, DNSEndpoint)
     #[arg(long)]
     pub with_dns: bool,
+
+    /// Also install SIG Multicluster's ClusterProfile CRD (the cluster inventory,
+    /// sigs.k8s.io/cluster-inventory-api v0.1.2): join then publishes each member there
+    #[arg(long)]
+    pub cluster_inventory: bool,
 
     /// Also install a reconciler that runs `kubefedctl reconcile` inside the host, with least-privilege RBAC
     /// (deployment: a controller, `reconcile --watch`, 2 replicas with leader election;
@@ -96,16 +103,17 @@ impl InitOptions {
 }
 
 /// Everything init writes, in order.
-pub fn objects(namespace: &str, scope: Scope, with_dns: bool) -> Vec<Value> {
+pub fn objects(namespace: &str, scope: Scope, with_dns: bool, inventory: bool) -> Vec<Value> {
     let mut out =
         vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})];
-    out.extend(all_crds(with_dns));
+    out.extend(all_crds(with_dns, inventory));
     out.push(kubefed_config(namespace, scope));
     out
 }
 
-/// KubeFed's core CRDs, and the multi-cluster DNS ones when asked.
-fn all_crds(with_dns: bool) -> Vec<Value> {
+/// KubeFed's core CRDs, and the multi-cluster DNS ones and the
+/// inventory's ClusterProfile when asked.
+fn all_crds(with_dns: bool, inventory: bool) -> Vec<Value> {
     let mut out: Vec<Value> = core_crds()
         .into_iter()
         .map(|c| serde_json::to_value(c).expect("CRDs serialize"))
@@ -113,6 +121,9 @@ fn all_crds(with_dns: bool) -> Vec<Value> {
     out.push(crate::api::core::federated_service_status_crd());
     if with_dns {
         out.extend(crate::api::dns::dns_crds());
+    }
+    if inventory {
+        out.push(crate::inventory::crd());
     }
     out
 }
@@ -129,7 +140,12 @@ fn kubefed_config(namespace: &str, scope: Scope) -> Value {
 pub async fn run(global: &GlobalOptions, o: &InitOptions) -> Result<()> {
     let scope = o.scope.map_or(Scope::Cluster, Scope::from);
     if let Some(format) = o.output {
-        let mut all = objects(&global.kubefed_namespace, scope, o.with_dns);
+        let mut all = objects(
+            &global.kubefed_namespace,
+            scope,
+            o.with_dns,
+            o.cluster_inventory,
+        );
         // Offline: a fresh federation (no types yet; `enable` adds their
         // rules) on a current Kubernetes.
         let fresh = crate::reconciler::HostFacts {
@@ -198,7 +214,7 @@ struct HostObjects {
 impl HostObjects {
     fn of(host: &Host, o: &InitOptions, scope: Scope) -> HostObjects {
         let ns = &host.namespace;
-        let crds = all_crds(o.with_dns)
+        let crds = all_crds(o.with_dns, o.cluster_inventory)
             .into_iter()
             .map(|c| {
                 let name = c["metadata"]["name"]
@@ -348,11 +364,17 @@ mod tests {
     #[test]
     fn objects_match_kubefed_v0_10() {
         assert_eq!(
-            objects("fed", Scope::Cluster, true).len(),
+            objects("fed", Scope::Cluster, true, false).len(),
             13,
             "with the four DNS CRDs"
         );
-        let objs = objects("fed", Scope::Namespaced, false);
+        let inventory = objects("fed", Scope::Cluster, false, true);
+        assert_eq!(
+            inventory[inventory.len() - 2]["metadata"]["name"],
+            "clusterprofiles.multicluster.x-k8s.io",
+            "the inventory's CRD, before the KubeFedConfig"
+        );
+        let objs = objects("fed", Scope::Namespaced, false, false);
         let names: Vec<&str> = objs
             .iter()
             .map(|o| o["metadata"]["name"].as_str().unwrap())

@@ -17,6 +17,7 @@ use crate::cmd::options::{
     GlobalOptions, MemberOptions, RbacFlag, host_cluster_name, parse_duration,
     validate_cluster_name,
 };
+use crate::core::cluster::inventory;
 use crate::core::cluster::membership::{self, JoinNames, MemberEndpoint, Scope};
 use crate::core::cluster::rbac::MemberRbac;
 use crate::core::cluster::token::{self, Lifetime, check_ttl};
@@ -88,6 +89,47 @@ pub struct JoinOptions {
     /// Print the objects (yaml or json) instead of writing them
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
+
+    #[command(flatten)]
+    pub inventory: InventoryFlags,
+}
+
+/// The cluster inventory (SIG Multicluster's ClusterProfile API).
+#[derive(Args, Debug, Default)]
+#[command(next_help_heading = "Cluster inventory")]
+pub struct InventoryFlags {
+    /// Publish the member as a ClusterProfile when the host serves them (kubefedctl init
+    /// --cluster-inventory); =false: do not
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
+    pub cluster_profile: bool,
+
+    /// Namespace of the member's ClusterProfile in the host [default: the federation namespace]
+    #[arg(long, value_name = "NAMESPACE")]
+    pub inventory_namespace: Option<String>,
+
+    /// Join a member the inventory already knows: its server, CA and proxy from this
+    /// ClusterProfile in the host, the credential from --cluster-context
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub from_cluster_profile: Option<String>,
+
+    /// With --from-cluster-profile: the access provider to read [default: the first listed]
+    #[arg(long, value_name = "NAME", requires = "from_cluster_profile")]
+    pub cluster_profile_provider: Option<String>,
+
+    /// A consumer identity in the member for which `kubefedctl credential` issues short-lived
+    /// tokens (Argo CD, Kueue, ... reading the inventory); repeatable
+    #[arg(long, value_name = "NAME")]
+    pub consumer: Vec<String>,
+
+    /// With --consumer: the ClusterRole the consumers are bound to in the member
+    #[arg(
+        long,
+        value_name = "CLUSTERROLE",
+        default_value = "view",
+        requires = "consumer"
+    )]
+    pub consumer_role: String,
 }
 
 pub async fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
@@ -105,6 +147,22 @@ fn validate(o: &JoinOptions) -> Result<()> {
         && let Some(e) = subdomain_error(s)
     {
         bail!("invalid --secret-name {s:?}: {e}");
+    }
+    let inv = &o.inventory;
+    if let Some(r) = &inv.from_cluster_profile
+        && inventory::parse_ref(r).is_none()
+    {
+        bail!("invalid --from-cluster-profile {r:?}: expected NAMESPACE/NAME");
+    }
+    for (flag, name) in inv
+        .inventory_namespace
+        .iter()
+        .map(|n| ("--inventory-namespace", n))
+        .chain(inv.consumer.iter().map(|n| ("--consumer", n)))
+    {
+        if let Some(e) = subdomain_error(name) {
+            bail!("invalid {flag} {name:?}: {e}");
+        }
     }
     Ok(())
 }
@@ -127,6 +185,13 @@ struct Plan {
     existing_cluster: Option<Value>,
     /// The host Secret to (re)use, when one is known.
     secret_name: Option<String>,
+    /// The member's `gitVersion`, for its ClusterProfile.
+    member_version: String,
+    /// Where the member's ClusterProfile goes, when one is published.
+    profile_namespace: Option<String>,
+    /// `--consumer`s, and the ClusterRole they are bound to.
+    consumers: Vec<String>,
+    consumer_role: String,
 }
 
 async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
@@ -190,6 +255,9 @@ fn print_join(
     ));
     let secret_ref = secret.unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
     all.push(kubefed_cluster(plan, o, &secret_ref, &plan.endpoint, None));
+    if let Some(ns) = &plan.profile_namespace {
+        all.push(inventory::profile(&o.cluster_name, ns));
+    }
     crate::terminal::output::print_objects(&all, format)
 }
 
@@ -224,6 +292,12 @@ async fn preview_join(
         .unwrap_or_else(|| format!("{}-<generated>", o.cluster_name));
     println!("secret/{secret} {what} (host)");
     println!("{} {what} (host)", kfc.short());
+    if let Some(ns) = &plan.profile_namespace {
+        let target = crate::inventory::profile_ref(&plan.host, ns, &o.cluster_name);
+        let body = inventory::profile(&o.cluster_name, ns);
+        let outcome = preview(&target, &body, &OnExisting::Update).await?;
+        println!("{}", outcome_line(&target, outcome, true));
+    }
     Ok(())
 }
 
@@ -241,28 +315,8 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
     let scope = host.scope().await?;
 
     let member_factory = o.member.factory(&factory, global)?;
-    let member_context = o.member.context(&o.cluster_name);
-    let ep = member_factory.endpoint(member_context).await?;
-    let member_client = member_factory.client(member_context).await?;
-    let member_minor = member_client
-        .apiserver_version()
-        .await
-        .map_err(crate::apply::api_error)
-        .with_context(|| format!("reading the version of cluster {:?}", o.cluster_name))?;
-    let member_minor = membership::minor_version(&member_minor.minor);
-    if membership::is_loopback_endpoint(&ep.server) {
-        tracing::warn!(
-            "member endpoint {} is only reachable from this machine; a controller running in the host cluster could not reach it",
-            ep.server
-        );
-    }
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let endpoint = MemberEndpoint {
-        api_endpoint: ep.server.clone(),
-        ca_bundle: ep.ca_pem.as_ref().map(|pem| b64.encode(pem)),
-        insecure_skip_tls_verify: ep.insecure_skip_tls_verify,
-        proxy_url: ep.proxy_url.clone(),
-    };
+    let (endpoint, member_client, version) = connect_member(&host, &member_factory, o).await?;
+    let member_minor = membership::minor_version(&version.minor);
 
     let member_label = o.cluster_name.clone();
     let sa = ObjectRef::new(
@@ -291,7 +345,12 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
             Some(crate::member_rbac::rules(&host, scope, &resources).await?)
         }
     };
+    let profile_namespace = profile_namespace(&host, o).await?;
     Ok(Plan {
+        member_version: version.git_version,
+        profile_namespace,
+        consumers: o.inventory.consumer.clone(),
+        consumer_role: o.inventory.consumer_role.clone(),
         host,
         member_label,
         member_client,
@@ -305,6 +364,108 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         existing_cluster,
         secret_name,
     })
+}
+
+/// The member's endpoint (from the kubeconfig, or from the ClusterProfile
+/// `--from-cluster-profile` names), a client for it, and its version.
+async fn connect_member(
+    host: &Host,
+    member_factory: &crate::clients::ClientFactory,
+    o: &JoinOptions,
+) -> Result<(
+    MemberEndpoint,
+    kube::Client,
+    k8s_openapi::apimachinery::pkg::version::Info,
+)> {
+    let member_context = o.member.context(&o.cluster_name);
+    let (endpoint, member_client) = match &o.inventory.from_cluster_profile {
+        None => {
+            let ep = member_factory.endpoint(member_context).await?;
+            let client = member_factory.client(member_context).await?;
+            (endpoint_of(&ep), client)
+        }
+        Some(r) => {
+            let ep = profile_endpoint(host, r, o).await?;
+            let client = member_factory
+                .client_at(member_context, &ep)
+                .await
+                .with_context(|| format!("reaching the cluster ClusterProfile {r} names"))?;
+            (ep, client)
+        }
+    };
+    let version = member_client
+        .apiserver_version()
+        .await
+        .map_err(crate::apply::api_error)
+        .with_context(|| format!("reading the version of cluster {:?}", o.cluster_name))?;
+    if membership::is_loopback_endpoint(&endpoint.api_endpoint) {
+        tracing::warn!(
+            "member endpoint {} is only reachable from this machine; a controller running in the host cluster could not reach it",
+            endpoint.api_endpoint
+        );
+    }
+    Ok((endpoint, member_client, version))
+}
+
+/// Where the kubeconfig says the member is, as the KubeFedCluster says it.
+fn endpoint_of(ep: &crate::clients::Endpoint) -> MemberEndpoint {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    MemberEndpoint {
+        api_endpoint: ep.server.clone(),
+        ca_bundle: ep.ca_pem.as_ref().map(|pem| b64.encode(pem)),
+        insecure_skip_tls_verify: ep.insecure_skip_tls_verify,
+        proxy_url: ep.proxy_url.clone(),
+    }
+}
+
+/// `--from-cluster-profile`: where the profile's access provider says the
+/// member is.
+async fn profile_endpoint(host: &Host, r: &str, o: &JoinOptions) -> Result<MemberEndpoint> {
+    let (ns, name) = inventory::parse_ref(r).expect("validated");
+    let profile = crate::inventory::profile_ref(host, ns, name)
+        .get()
+        .await?
+        .ok_or_else(|| anyhow!("ClusterProfile {r} not found in host {:?}", host.context))?;
+    let provider = o.inventory.cluster_profile_provider.as_deref();
+    inventory::endpoint_of(&profile, provider).map_err(|e| anyhow!("ClusterProfile {r} {e}"))
+}
+
+/// Where the member's ClusterProfile goes: nowhere when the host serves
+/// none, when the member comes from an inventory already, when asked not
+/// to, or when a profile of that name belongs to another manager (left
+/// alone, said once).
+async fn profile_namespace(host: &Host, o: &JoinOptions) -> Result<Option<String>> {
+    let inv = &o.inventory;
+    if inv.from_cluster_profile.is_some() || !inv.cluster_profile {
+        return Ok(None);
+    }
+    if !crate::inventory::served(host).await? {
+        if let Some(ns) = &inv.inventory_namespace {
+            bail!(
+                "--inventory-namespace {ns}: host {:?} does not serve ClusterProfiles (run kubefedctl init --cluster-inventory)",
+                host.context
+            );
+        }
+        return Ok(None);
+    }
+    let ns = inv
+        .inventory_namespace
+        .clone()
+        .unwrap_or_else(|| host.namespace.clone());
+    let live = crate::inventory::profile_ref(host, &ns, &o.cluster_name)
+        .get()
+        .await?;
+    if let Some(live) = live
+        && !inventory::is_ours(&live)
+    {
+        tracing::warn!(
+            "ClusterProfile {ns}/{} belongs to cluster manager {:?}: left alone, not published",
+            o.cluster_name,
+            inventory::manager_of(&live)
+        );
+        return Ok(None);
+    }
+    Ok(Some(ns))
 }
 
 /// Without `--error-on-existing=false`, a member or host that is already
@@ -380,6 +541,17 @@ fn member_objects(plan: &Plan) -> Vec<(ObjectRef, Value)> {
         Some(_) => token::token_rbac(&plan.names, ns),
     };
     let rbac = membership::rbac(&plan.names, ns, plan.scope, plan.least_rules.as_deref());
+    let consumers = plan.consumers.iter().flat_map(|c| {
+        crate::inventory::consumer_targets(
+            &plan.member_label,
+            &plan.member_client,
+            &plan.names,
+            ns,
+            c,
+            &plan.consumer_role,
+        )
+    });
+    let consumers: Vec<(ObjectRef, Value)> = consumers.collect();
     for obj in rbac.into_iter().chain(token_rbac) {
         let name = obj["metadata"]["name"].as_str().expect("named").to_string();
         let target = match obj["kind"].as_str() {
@@ -390,6 +562,7 @@ fn member_objects(plan: &Plan) -> Vec<(ObjectRef, Value)> {
         };
         out.push((target, obj));
     }
+    out.extend(consumers);
     out
 }
 
@@ -458,9 +631,9 @@ async fn write(
         .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
     // The spec is replaced as upstream's join does (`join.go`): fields no
     // longer wanted (e.g. disabledTLSValidations) disappear.
-    let (outcome, _) = ensure(&kfc, &kfc_body, &OnExisting::Replace, journal).await?;
+    let (outcome, written) = ensure(&kfc, &kfc_body, &OnExisting::Replace, journal).await?;
     println!("{}", outcome_line(&kfc, outcome, false));
-    Ok(())
+    publish_profile(plan, o, &written, journal).await
 }
 
 /// The member's token for the host Secret (`data` with `token`): the token
@@ -526,13 +699,82 @@ fn kubefed_cluster(
     let rbac = plan.rbac.cluster_annotations(sa, context, previous);
     let ttl_asked = plan.token_ttl.is_some();
     let life = token::join_annotations(ttl_asked, lifetime, plan.existing_cluster.as_ref(), sa);
-    for (key, value) in [rbac, life].into_iter().flatten().flat_map(|a| match a {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    }) {
+    let inv = inventory_annotations(plan, o);
+    for (key, value) in [rbac, life, inv]
+        .into_iter()
+        .flatten()
+        .flat_map(|a| match a {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        })
+    {
         kfc["metadata"]["annotations"][key] = value;
     }
     kfc
+}
+
+/// The KubeFedCluster's links to the inventory: the profile published for
+/// it or the one it was joined from, and every consumer made in the member
+/// (earlier joins' too, so that unjoin finds them all).
+fn inventory_annotations(plan: &Plan, o: &JoinOptions) -> Option<Value> {
+    let mut out = serde_json::Map::new();
+    if let Some(ns) = &plan.profile_namespace {
+        let r = format!("{ns}/{}", o.cluster_name);
+        out.insert(inventory::PROFILE_ANNOTATION.into(), json!(r));
+    }
+    if let Some(r) = &o.inventory.from_cluster_profile {
+        out.insert(inventory::FROM_PROFILE_ANNOTATION.into(), json!(r));
+    }
+    let mut consumers = plan
+        .existing_cluster
+        .as_ref()
+        .map(crate::inventory::consumers_of)
+        .unwrap_or_default();
+    consumers.extend(plan.consumers.iter().cloned());
+    consumers.sort();
+    consumers.dedup();
+    if !consumers.is_empty() {
+        out.insert(
+            inventory::CONSUMERS_ANNOTATION.into(),
+            json!(consumers.join(",")),
+        );
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
+}
+
+/// Publishes the member's ClusterProfile with its status from what join
+/// just saw: the member answered, at this version.
+async fn publish_profile(
+    plan: &Plan,
+    o: &JoinOptions,
+    kfc: &Value,
+    journal: &mut Journal,
+) -> Result<()> {
+    let Some(ns) = &plan.profile_namespace else {
+        return Ok(());
+    };
+    let published = crate::inventory::publish(&plan.host, ns, &o.cluster_name, journal).await?;
+    let crate::inventory::Published::Ours(outcome, _) = published else {
+        return Ok(());
+    };
+    let target = crate::inventory::profile_ref(&plan.host, ns, &o.cluster_name);
+    println!("{}", outcome_line(&target, outcome, false));
+    let annotations: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(kfc["metadata"]["annotations"].clone()).unwrap_or_default();
+    let labels: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(kfc["metadata"]["labels"].clone()).unwrap_or_default();
+    let spec: crate::api::core::KubeFedClusterSpec = serde_json::from_value(kfc["spec"].clone())?;
+    let subject = crate::inventory::Subject {
+        cluster: &o.cluster_name,
+        annotations: &annotations,
+        labels: &labels,
+        endpoint: crate::inventory::endpoint_of(&spec),
+    };
+    let health = crate::core::cluster::health::Health::Ready {
+        version: plan.member_version.clone(),
+    };
+    crate::inventory::write_status(&plan.host, &subject, &health, &mut Default::default()).await?;
+    Ok(())
 }
 
 /// Bindings cannot change their roleRef: a binding that points elsewhere

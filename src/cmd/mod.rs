@@ -1,6 +1,7 @@
 //! One module per command: options (clap) → validate → run.
 
 pub mod completion;
+pub mod credential;
 pub mod disable;
 pub mod enable;
 pub mod federate;

@@ -39,6 +39,11 @@ pub struct ClusterRow {
     /// When the member's stored token expires (`join --token-ttl`), or
     /// `never`.
     pub token_expires: String,
+    /// The member in the cluster inventory: `published NAMESPACE/NAME` (its
+    /// ClusterProfile, which `join` wrote), `from NAMESPACE/NAME` (joined
+    /// from one), or empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub inventory: String,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -144,6 +149,7 @@ pub(super) async fn cluster_rows(
                 created: created(&m.cluster.metadata),
                 identity: identity.as_str().to_string(),
                 token_expires,
+                inventory: inventory_of(&cluster),
             }
         })
         .collect::<Vec<_>>();
@@ -696,4 +702,19 @@ pub(super) fn created(meta: &kube::api::ObjectMeta) -> String {
         .as_ref()
         .map(|t| t.0.to_string())
         .unwrap_or_default()
+}
+
+/// Where the member stands in the cluster inventory, from its
+/// KubeFedCluster's annotations.
+fn inventory_of(cluster: &Value) -> String {
+    use crate::core::cluster::inventory::{FROM_PROFILE_ANNOTATION, PROFILE_ANNOTATION};
+    let a = &cluster["metadata"]["annotations"];
+    match (
+        a[FROM_PROFILE_ANNOTATION].as_str(),
+        a[PROFILE_ANNOTATION].as_str(),
+    ) {
+        (Some(from), _) => format!("from {from}"),
+        (None, Some(published)) => format!("published {published}"),
+        (None, None) => String::new(),
+    }
 }

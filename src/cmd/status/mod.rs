@@ -423,6 +423,7 @@ mod tests {
             created: String::new(),
             identity: "least".into(),
             token_expires: "never".into(),
+            inventory: String::new(),
         }];
         let text = clusters_table(&rows, false, false);
         let lines: Vec<&str> = text.lines().collect();

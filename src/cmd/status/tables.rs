@@ -55,7 +55,7 @@ pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
         "REGION/ZONES",
     ];
     if wide {
-        headers.extend(["IDENTITY", "TOKEN EXPIRES", "MESSAGE"]);
+        headers.extend(["IDENTITY", "TOKEN EXPIRES", "INVENTORY", "MESSAGE"]);
     }
     let mut t = table(&headers);
     if colour {
@@ -85,6 +85,11 @@ pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
         if wide {
             cells.push(Cell::new(&r.identity));
             cells.push(Cell::new(&r.token_expires));
+            cells.push(Cell::new(if r.inventory.is_empty() {
+                "-"
+            } else {
+                &r.inventory
+            }));
             cells.push(Cell::new(&r.message));
         }
         t.add_row(cells);

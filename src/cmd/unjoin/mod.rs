@@ -3,7 +3,8 @@
 //! Removes, in the member, the service account, its token secret and the
 //! RBAC objects join made (both scopes' names, whatever the scope), and the
 //! kubefed namespace when join created it and nothing else lives there now;
-//! in the host, the KubeFedCluster and its credentials Secret. Workloads
+//! in the host, the KubeFedCluster, its credentials Secret and the
+//! ClusterProfile join published for it (never another manager's). Workloads
 //! already propagated to the member stay where they are, unless
 //! `--cleanup` deletes them first ([`cleanup`]).
 
@@ -94,6 +95,10 @@ struct HostRecords {
     secret: Option<ObjectRef>,
     /// The KubeFedCluster, when it exists.
     cluster: Option<ObjectRef>,
+    /// The ClusterProfile join published for it, when it is still ours.
+    profile: Option<ObjectRef>,
+    /// The consumer identities join made in the member (`--consumer`).
+    consumers: Vec<String>,
 }
 
 /// Confirms, cleans up the member, then removes the host records, and says what it did.
@@ -131,7 +136,8 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     // The member first: once the host records are gone, nothing points at it.
     let steps = async {
         let work = side.as_ref().zip(plan.as_ref());
-        let mut removed = clean_up_member(global, o, member, work, &host, &names).await?;
+        let member_side = (&names, records.consumers.as_slice());
+        let mut removed = clean_up_member(global, o, member, work, &host, member_side).await?;
         if let Some(side) = &side {
             removed += cleanup::run_host(&host, side, &o.cluster_name, o.dry_run).await?;
         }
@@ -168,8 +174,17 @@ async fn host_records(host: &Host, o: &UnjoinOptions) -> Result<HostRecords> {
         .as_ref()
         .and_then(|c| c["spec"]["secretRef"]["name"].as_str())
         .map(|s| host.object(resource_of::<Secret>(), true, s));
+    let profile = match &cluster {
+        Some(c) => crate::inventory::own_profile(host, c).await?,
+        None => None,
+    };
     Ok(HostRecords {
         secret,
+        profile,
+        consumers: cluster
+            .as_ref()
+            .map(crate::inventory::consumers_of)
+            .unwrap_or_default(),
         cluster: cluster.is_some().then_some(kfc),
     })
 }
@@ -220,7 +235,7 @@ async fn clean_up_member(
     member: Result<kube::Client>,
     work: Option<(&cleanup::HostSide, &cleanup::MemberPlan)>,
     host: &Host,
-    names: &JoinNames,
+    (names, consumers): (&JoinNames, &[String]),
 ) -> Result<usize> {
     let ns = &host.namespace;
     let client = match member {
@@ -251,7 +266,13 @@ async fn clean_up_member(
     if let Some((side, plan)) = work {
         removed += clean_up_managed(global, o, side, plan, &client).await?;
     }
-    let (objects, namespace) = member_objects(o, &client, names, ns);
+    let (mut objects, namespace) = member_objects(o, &client, names, ns);
+    // `join --consumer`'s identities, bindings before the account.
+    for c in consumers {
+        let targets =
+            crate::inventory::consumer_targets(&o.cluster_name, &client, names, ns, c, "");
+        objects.splice(0..0, targets.into_iter().rev().map(|(t, _)| t));
+    }
     let (deleted, failures) = delete_member_objects(o, &objects).await;
     removed += deleted;
     if failures.is_empty() && !o.dry_run {
@@ -339,7 +360,12 @@ async fn delete_member_objects(o: &UnjoinOptions, objects: &[ObjectRef]) -> (usi
 /// The Secret, then the KubeFedCluster (with --dry-run only listed); returns how many were deleted.
 async fn remove_host_records(o: &UnjoinOptions, records: &HostRecords) -> Result<usize> {
     let mut removed = 0usize;
-    for obj in records.secret.iter().chain(records.cluster.iter()) {
+    let records = records
+        .profile
+        .iter()
+        .chain(&records.secret)
+        .chain(&records.cluster);
+    for obj in records {
         if o.dry_run {
             println!("{} would be deleted (host)", obj.short());
         } else if obj.delete().await? {

@@ -178,6 +178,8 @@ pub async fn round(
     if !o.dry_run && passes.cluster_health && seen.scope.writes_cluster_state() {
         report.host_writes +=
             record::write_cluster_health(host, &seen.members, &seen.health).await?;
+        report.host_writes +=
+            crate::inventory::write_statuses(host, &seen.members, &seen.health).await;
         events.extend(cluster_events(&seen.members, &seen.health));
     }
     report.host_writes +=

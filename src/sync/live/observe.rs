@@ -474,15 +474,21 @@ pub fn federated_namespaces(types: &[ObservedType]) -> BTreeMap<String, Value> {
         .collect()
 }
 
-/// The members as placement sees them.
+/// The members as placement sees them: their labels, over the properties
+/// of their ClusterProfile (an extension KubeFed's controller ignores:
+/// docs/membership.md).
 pub fn placement_clusters(members: &[Member], health: &[Health]) -> Vec<Cluster> {
     members
         .iter()
         .zip(health)
-        .map(|(m, h)| Cluster {
-            name: m.name.clone(),
-            labels: m.labels.clone(),
-            ready: h.is_ready(),
+        .map(|(m, h)| {
+            let mut labels = m.profile_properties.clone();
+            labels.extend(m.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Cluster {
+                name: m.name.clone(),
+                labels,
+                ready: h.is_ready(),
+            }
         })
         .collect()
 }

@@ -1630,6 +1630,7 @@ mod tests {
             name: name.into(),
             cluster,
             labels: BTreeMap::new(),
+            profile_properties: BTreeMap::new(),
             client: Err("none in unit tests".into()),
             watch_client: None,
             requests: Default::default(),
