@@ -59,5 +59,6 @@ compat=(
   quiet::
   busy_servers::
   handover::
+  inventory::
 )
 KUBEFEDCTL_TESTENV_VERSION=v1.20.2 cargo test --test it -- "${compat[@]}"

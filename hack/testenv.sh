@@ -25,6 +25,10 @@
 #            Go, seconds once; Debian's buildah, podman, runc, busybox-static
 #            and ca-certificates (the image and its CI variant).
 #
+#   Cluster inventory: a consumer of sigs.k8s.io/cluster-inventory-api v0.1.2's
+#            pkg/access (testenv/go/inventory-consumer), and that module's
+#            ClusterProfile CRD in the module cache; about 2 minutes once.
+#
 #   hack/testenv.sh [VERSION...]          build the missing ones (default: both
 #                                         releases), print their bin directories
 #   hack/testenv.sh --check [VERSION...]  exit 0 when they are all in place
@@ -94,6 +98,35 @@ have_tools() {
     [ -f /etc/ssl/certs/ca-certificates.crt ]
 }
 
+# The cluster inventory's consumer library (tests/it/inventory.rs):
+# testenv/go/inventory-consumer built against sigs.k8s.io/cluster-inventory-api
+# (its pkg/access, as Kueue and the Argo CD syncer use it), with the module's
+# ClusterProfile CRD beside it in the module cache. Built again when its
+# source changes (the stamp is the source's digest).
+INVENTORY_VERSION=v0.1.2
+INVENTORY_DIR="$CACHE_ROOT/cluster-inventory-$INVENTORY_VERSION"
+INVENTORY_SRC="$(cd "$(dirname "$0")/.." && pwd)/testenv/go/inventory-consumer"
+inventory_stamp() { cat "$INVENTORY_SRC/main.go" "$INVENTORY_SRC/go.mod" | sha256sum | cut -d' ' -f1; }
+have_inventory() {
+  [ -x "$INVENTORY_DIR/bin/inventory-consumer" ] &&
+    [ "$(cat "$INVENTORY_DIR/bin/.stamp" 2>/dev/null)" = "$(inventory_stamp)" ] &&
+    [ -f "$CACHE_ROOT/gomod/sigs.k8s.io/cluster-inventory-api@$INVENTORY_VERSION/config/crd/bases/multicluster.x-k8s.io_clusterprofiles.yaml" ]
+}
+build_inventory() {
+  command -v go >/dev/null 2>&1 || die "the inventory consumer needs Go on PATH (the machine's Go toolchain)"
+  export GOMODCACHE="$CACHE_ROOT/gomod" GOCACHE="$CACHE_ROOT/go-build-cache"
+  export GOFLAGS="-modcacherw -mod=mod -buildvcs=false" GOTOOLCHAIN=local CGO_ENABLED=0
+  local work="$INVENTORY_DIR/work"
+  rm -rf "$work" "$INVENTORY_DIR/bin.tmp" && mkdir -p "$work" "$INVENTORY_DIR/bin.tmp"
+  cp "$INVENTORY_SRC/main.go" "$INVENTORY_SRC/go.mod" "$work/"
+  log "building the inventory consumer against sigs.k8s.io/cluster-inventory-api $INVENTORY_VERSION (Go module proxy)"
+  (cd "$work" && go mod download "sigs.k8s.io/cluster-inventory-api@$INVENTORY_VERSION" &&
+    go build -trimpath -ldflags "-s -w" -o "$INVENTORY_DIR/bin.tmp/inventory-consumer" .) ||
+    die "the inventory consumer did not build"
+  inventory_stamp >"$INVENTORY_DIR/bin.tmp/.stamp"
+  rm -rf "$INVENTORY_DIR/bin" && mv "$INVENTORY_DIR/bin.tmp" "$INVENTORY_DIR/bin"
+}
+
 # Debian's busybox package is dynamically linked; the image needs
 # busybox-static's (ldd names a loader or libraries only for a dynamic one).
 have_static_busybox() {
@@ -132,6 +165,7 @@ if [ "$check" = 1 ]; then
   for v in "${versions[@]}"; do have_binaries "$v" || exit 1; done
   have_kubefed || exit 1
   have_tools || exit 1
+  have_inventory || exit 1
   exit 0
 fi
 
@@ -404,5 +438,7 @@ if ! have_kubefed; then
   (build_kubefed)
   log "KubeFed $KUBEFED_VERSION ready in $(( (SECONDS - started) / 60 )) min: $("$KUBEFED_BIN/kubefedctl" version)"
 fi
+have_inventory || (build_inventory)
 echo "$KUBEFED_BIN"
 echo "$TOOLS_BIN"
+echo "$INVENTORY_DIR/bin"

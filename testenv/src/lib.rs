@@ -11,6 +11,7 @@
 
 pub mod env;
 pub mod http;
+pub mod inventory;
 pub mod kubeconfig;
 pub mod kubefed;
 pub mod pki;
@@ -19,6 +20,7 @@ pub mod proxy;
 pub mod version;
 
 pub use env::{Cluster, SHARED_CLUSTERS, TestEnv, binaries_dir};
+pub use inventory::{INVENTORY_VERSION, inventory_consumer, inventory_crd};
 pub use kubeconfig::KubeconfigBuilder;
 pub use kubefed::{KUBEFED_VERSION, kubefed_binary, kubefed_missing, kubefed_source};
 pub use proxy::{Faults, Mode, Proxy, RequestRecord};

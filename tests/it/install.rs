@@ -314,6 +314,8 @@ fn both_crates_package_and_the_packaged_crate_builds_and_runs() {
         "completions/kubefedctl.bash",
         "docs/man/kubefedctl.1",
         "testdata/enabletypedirectives.yaml",
+        "deploy/inventory/multicluster.x-k8s.io_clusterprofiles.yaml",
+        "deploy/inventory/provider.json",
     ] {
         assert!(
             files
