@@ -3,7 +3,9 @@
 //! leaves the object as it was.
 #![no_main]
 
-use kubefedctl::core::propagation::overrides::{apply_overrides, overrides_for_cluster};
+use kubefedctl::core::propagation::overrides::{
+    MemberCluster, apply_overrides, overrides_for_cluster,
+};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -14,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let object = doc.get("object").cloned().unwrap_or(Value::Null);
     let fed = doc.get("fed").cloned().unwrap_or(doc.clone());
-    let Ok(list) = overrides_for_cluster(&fed, "c1") else {
+    let Ok(list) = overrides_for_cluster(&fed, MemberCluster::named("c1")) else {
         return;
     };
     let mut patched = object.clone();

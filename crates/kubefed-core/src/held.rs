@@ -288,8 +288,11 @@ mod tests {
     }
 
     fn state(live: Value) -> MemberState<'static> {
+        static NO_LABELS: std::collections::BTreeMap<String, String> =
+            std::collections::BTreeMap::new();
         MemberState {
             cluster: "a",
+            labels: &NO_LABELS,
             ready: true,
             live: Some(live),
             unobserved: None,

@@ -19,6 +19,9 @@ use crate::propagation::deletion::{self, DeleteOptionsError};
 use crate::propagation::member::{ManagedLabel, MemberState, is_system_namespace, managed_label};
 use crate::propagation::version::propagated_version_name;
 
+/// unjoin's deletions choose no override.
+static NO_LABELS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
 /// What the federation is and holds, as the member cleanup needs it.
 #[derive(Clone, Copy, Debug)]
 pub struct Reach<'a> {
@@ -166,6 +169,7 @@ fn federated_step(
 /// decision (unlabel).
 fn orphan_step(obj: &Value, host_namespace: bool) -> Option<(Action, Reason)> {
     let state = MemberState {
+        labels: &NO_LABELS,
         cluster: "",
         ready: true,
         live: Some(obj.clone()),

@@ -200,6 +200,9 @@ pub fn federated_key(t: &FederatedType, member: &ObjectKey) -> ObjectKey {
     }
 }
 
+/// Orphans are only deleted or unlabelled: no override is chosen for them.
+static NO_LABELS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
 /// The decisions for one federated object (upstream `reconcile` for one
 /// key). `members` holds the listing of every ready touched member.
 pub fn decide_object(
@@ -300,6 +303,7 @@ fn member_states<'a>(
                 });
             MemberState {
                 cluster: &c.name,
+                labels: &c.labels,
                 ready: c.ready,
                 live,
                 is_host_namespace,
@@ -481,6 +485,7 @@ pub fn orphans(
             }
             let state = MemberState {
                 cluster,
+                labels: &NO_LABELS,
                 ready: true,
                 live: Some(obj.clone()),
                 is_host_namespace: false,

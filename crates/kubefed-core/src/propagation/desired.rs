@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::describe::describe_federated;
 
 use crate::propagation::overrides::{
-    OverrideError, ParsedOverrides, apply_cluster_overrides, overrides_by_cluster, patched,
+    ClusterOverride, MemberCluster, OverrideError, ParsedOverrides, SELECTED_OVERRIDES_ANNOTATION,
+    apply_overrides, overrides_by_cluster, patched, selected_digest,
 };
 use crate::propagation::retain::{RetainError, retain_fields};
 
@@ -208,7 +209,7 @@ pub fn rendered_template(
 pub fn desired_for_cluster(
     fed: &Value,
     target: &TargetType,
-    cluster: &str,
+    cluster: MemberCluster,
     live: Option<&Value>,
 ) -> Result<Value, DesiredError> {
     let (mut obj, _) = rendered_template(fed, target)?;
@@ -234,12 +235,33 @@ pub fn desired_for_cluster(
             }
         })?;
     }
-    apply_cluster_overrides(&mut obj, fed, cluster).map_err(|source| DesiredError::Overrides {
+    let overrides_error = |source| DesiredError::Overrides {
         object: describe_federated(fed),
         source,
-    })?;
+    };
+    let parsed = overrides_by_cluster(fed).map_err(overrides_error)?;
+    let list = parsed.for_cluster(cluster);
+    apply_overrides(&mut obj, cluster.name, &list).map_err(overrides_error)?;
     set_managed_label(&mut obj);
+    if parsed.has_selectors() {
+        set_selected_digest(&mut obj, &list);
+    }
     Ok(obj)
+}
+
+/// Records on a member object which overrides it got
+/// ([`SELECTED_OVERRIDES_ANNOTATION`]), for objects whose overrides choose
+/// clusters by label.
+pub fn set_selected_digest(obj: &mut Value, overrides: &[ClusterOverride]) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !annotations.is_object() {
+            *annotations = Value::Object(Map::new());
+        }
+        annotations[SELECTED_OVERRIDES_ANNOTATION] = Value::String(selected_digest(overrides));
+    }
 }
 
 /// One federated object's desired objects for many clusters, each equal to
@@ -261,16 +283,16 @@ pub struct DesiredObjects {
 impl DesiredObjects {
     pub fn new(fed: &Value, target: &TargetType) -> Result<DesiredObjects, DesiredError> {
         let (template, _) = rendered_template(fed, target)?;
-        let overrides: ParsedOverrides = overrides_by_cluster(fed)
-            .map_err(|source| DesiredError::Overrides {
+        let overrides: ParsedOverrides =
+            overrides_by_cluster(fed).map_err(|source| DesiredError::Overrides {
                 object: describe_federated(fed),
                 source,
-            })?
-            .into_iter()
-            .filter(|(_, list)| !list.is_empty())
-            .collect();
+            })?;
         let mut shared = template.clone();
         set_managed_label(&mut shared);
+        if overrides.has_selectors() {
+            set_selected_digest(&mut shared, &[]);
+        }
         Ok(DesiredObjects {
             object: describe_federated(fed),
             shared: Arc::new(shared),
@@ -290,26 +312,30 @@ impl DesiredObjects {
     }
 
     /// The desired object for `cluster`: borrowed when it is the shared one.
-    pub fn for_cluster(&self, cluster: &str) -> Result<Cow<'_, Value>, DesiredError> {
-        let (Some((_, overrides)), Some(template)) = (
-            self.overrides.iter().find(|(c, _)| c == cluster),
-            &self.template,
-        ) else {
+    pub fn for_cluster(&self, cluster: MemberCluster) -> Result<Cow<'_, Value>, DesiredError> {
+        let Some(template) = &self.template else {
             return Ok(Cow::Borrowed(&self.shared));
         };
-        let mut obj = patched(template.clone(), cluster, overrides).map_err(|source| {
+        let overrides = self.overrides.for_cluster(cluster);
+        if overrides.is_empty() {
+            return Ok(Cow::Borrowed(&self.shared));
+        }
+        let mut obj = patched(template.clone(), cluster.name, &overrides).map_err(|source| {
             DesiredError::Overrides {
                 object: self.object.clone(),
                 source,
             }
         })?;
         set_managed_label(&mut obj);
+        if self.overrides.has_selectors() {
+            set_selected_digest(&mut obj, &overrides);
+        }
         Ok(Cow::Owned(obj))
     }
 
     /// [`Self::for_cluster`] as a shared pointer: clusters without overrides
     /// get the one shared object, others their own.
-    pub fn for_cluster_shared(&self, cluster: &str) -> Result<Arc<Value>, DesiredError> {
+    pub fn for_cluster_shared(&self, cluster: MemberCluster) -> Result<Arc<Value>, DesiredError> {
         Ok(match self.for_cluster(cluster)? {
             Cow::Borrowed(_) => Arc::clone(&self.shared),
             Cow::Owned(own) => Arc::new(own),
@@ -349,6 +375,40 @@ mod tests {
 
     fn deployment() -> TargetType {
         TargetType::new("apps", "v1", "Deployment")
+    }
+
+    #[test]
+    fn a_member_chosen_by_label_records_its_overrides_others_do_not_carry_it() {
+        let mut fed = fed_deploy();
+        fed["spec"]["overrides"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"clusterSelector": {"matchLabels": {"region": "eu"}},
+                         "clusterOverrides": [{"path": "/spec/replicas", "value": 7}]}));
+        let eu: std::collections::BTreeMap<String, String> =
+            [("region".to_string(), "eu".to_string())].into();
+        let none = std::collections::BTreeMap::new();
+        let at = |labels| MemberCluster { name: "c1", labels };
+        let chosen = desired_for_cluster(&fed, &deployment(), at(&eu), None).unwrap();
+        let other = desired_for_cluster(&fed, &deployment(), at(&none), None).unwrap();
+        assert_eq!(chosen["spec"]["replicas"], 7);
+        assert_eq!(other["spec"]["replicas"], 2);
+        let digest =
+            |o: &Value| o["metadata"]["annotations"][SELECTED_OVERRIDES_ANNOTATION].clone();
+        assert_ne!(digest(&chosen), digest(&other));
+        assert!(
+            digest(&other).is_string(),
+            "every member of such an object says what it got"
+        );
+        let many = DesiredObjects::new(&fed, &deployment()).unwrap();
+        assert_eq!(*many.for_cluster(at(&eu)).unwrap(), chosen);
+        assert_eq!(*many.for_cluster(at(&none)).unwrap(), other);
+        let plain = desired_for_cluster(&fed_deploy(), &deployment(), at(&eu), None).unwrap();
+        assert!(
+            plain["metadata"]["annotations"]
+                .get(SELECTED_OVERRIDES_ANNOTATION)
+                .is_none()
+        );
     }
 
     fn fed_deploy() -> Value {
@@ -420,27 +480,40 @@ mod tests {
         assert_eq!(obj["metadata"]["annotations"], json!({}));
         let cr = TargetType::new("rbac.authorization.k8s.io", "v1", "ClusterRole");
         let fed_cr = json!({"metadata": {"name": "reader"}, "spec": {"template": {"metadata": {"namespace": "x"}, "rules": []}}});
-        let obj = desired_for_cluster(&fed_cr, &cr, "c1", None).unwrap();
+        let obj = desired_for_cluster(&fed_cr, &cr, MemberCluster::named("c1"), None).unwrap();
         assert!(obj["metadata"].get("namespace").is_none());
         assert_eq!(obj["metadata"]["labels"][MANAGED_LABEL], "true");
     }
 
     #[test]
     fn per_cluster_overrides_then_managed_label() {
-        let c1 = desired_for_cluster(&fed_deploy(), &deployment(), "c1", None).unwrap();
+        let c1 = desired_for_cluster(
+            &fed_deploy(),
+            &deployment(),
+            MemberCluster::named("c1"),
+            None,
+        )
+        .unwrap();
         assert_eq!(c1["spec"]["replicas"], 2);
         assert_eq!(
             c1["metadata"]["labels"],
             json!({"app": "web", MANAGED_LABEL: "true"})
         );
-        let c2 = desired_for_cluster(&fed_deploy(), &deployment(), "c2", None).unwrap();
+        let c2 = desired_for_cluster(
+            &fed_deploy(),
+            &deployment(),
+            MemberCluster::named("c2"),
+            None,
+        )
+        .unwrap();
         assert_eq!(c2["spec"]["replicas"], 5);
         assert_eq!(c2["metadata"]["annotations"], json!({"o": "v"}));
         assert_eq!(c2["metadata"]["labels"], json!({MANAGED_LABEL: "true"}));
         // an override cannot remove the managed label
         let fed = json!({"metadata": {"name": "w"}, "spec": {"template": {"metadata": {"labels": {MANAGED_LABEL: "true"}}},
             "overrides": [{"clusterName": "c1", "clusterOverrides": [{"op": "remove", "path": "/metadata/labels"}]}]}});
-        let obj = desired_for_cluster(&fed, &deployment(), "c1", None).unwrap();
+        let obj =
+            desired_for_cluster(&fed, &deployment(), MemberCluster::named("c1"), None).unwrap();
         assert_eq!(obj["metadata"]["labels"][MANAGED_LABEL], "true");
     }
 
@@ -450,14 +523,16 @@ mod tests {
         fed["spec"]["retainReplicas"] = json!(true);
         let live = json!({"metadata": {"resourceVersion": "9", "annotations": {"deployment.kubernetes.io/revision": "3"}},
             "spec": {"replicas": 8}});
-        let c1 = desired_for_cluster(&fed, &deployment(), "c1", Some(&live)).unwrap();
+        let c1 = desired_for_cluster(&fed, &deployment(), MemberCluster::named("c1"), Some(&live))
+            .unwrap();
         assert_eq!(c1["spec"]["replicas"], 8, "retained");
         assert_eq!(c1["metadata"]["resourceVersion"], "9");
         assert_eq!(
             c1["metadata"]["annotations"],
             json!({"deployment.kubernetes.io/revision": "3"})
         );
-        let c2 = desired_for_cluster(&fed, &deployment(), "c2", Some(&live)).unwrap();
+        let c2 = desired_for_cluster(&fed, &deployment(), MemberCluster::named("c2"), Some(&live))
+            .unwrap();
         assert_eq!(c2["spec"]["replicas"], 5, "override beats retention");
         assert_eq!(
             c2["metadata"]["annotations"],
@@ -469,12 +544,24 @@ mod tests {
     #[test]
     fn errors_carry_upstream_statuses_and_names() {
         let bad_template = json!({"kind": "FederatedDeployment", "metadata": {"name": "w", "namespace": "d"}, "spec": {"template": "x"}});
-        let e = desired_for_cluster(&bad_template, &deployment(), "c1", None).unwrap_err();
+        let e = desired_for_cluster(
+            &bad_template,
+            &deployment(),
+            MemberCluster::named("c1"),
+            None,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), "ComputeResourceFailed");
         assert!(e.to_string().contains("FederatedDeployment \"d/w\""));
         let bad_override = json!({"kind": "FederatedDeployment", "metadata": {"name": "w", "namespace": "d"},
             "spec": {"overrides": [{"clusterName": "c1", "clusterOverrides": [{"path": "/spec/x/y", "value": 1}]}]}});
-        let e = desired_for_cluster(&bad_override, &deployment(), "c1", None).unwrap_err();
+        let e = desired_for_cluster(
+            &bad_override,
+            &deployment(),
+            MemberCluster::named("c1"),
+            None,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), "ApplyOverridesFailed");
         assert!(
             e.to_string().contains("/spec/x/y") && e.to_string().contains("\"c1\""),
@@ -482,8 +569,13 @@ mod tests {
         );
         let live = json!({"spec": {"clusterIP": 5}});
         let svc = TargetType::new("", "v1", "Service");
-        let e = desired_for_cluster(&json!({"metadata": {"name": "s"}}), &svc, "c1", Some(&live))
-            .unwrap_err();
+        let e = desired_for_cluster(
+            &json!({"metadata": {"name": "s"}}),
+            &svc,
+            MemberCluster::named("c1"),
+            Some(&live),
+        )
+        .unwrap_err();
         assert_eq!(e.status(), "FieldRetentionFailed");
     }
 
@@ -507,23 +599,37 @@ mod tests {
         let many = DesiredObjects::new(&fed, &target).unwrap();
         for cluster in ["a", "b", "c", "e"] {
             assert_eq!(
-                *many.for_cluster(cluster).unwrap(),
-                desired_for_cluster(&fed, &target, cluster, None).unwrap(),
+                *many.for_cluster(MemberCluster::named(cluster)).unwrap(),
+                desired_for_cluster(&fed, &target, MemberCluster::named(cluster), None).unwrap(),
                 "cluster {cluster}"
             );
         }
-        assert_eq!(many.for_cluster("a").unwrap()["spec"]["replicas"], 5);
-        // Clusters without overrides (none, or an empty list) share one object.
-        assert!(matches!(many.for_cluster("c").unwrap(), Cow::Borrowed(_)));
-        assert!(matches!(many.for_cluster("e").unwrap(), Cow::Borrowed(_)));
-        assert!(matches!(many.for_cluster("a").unwrap(), Cow::Owned(_)));
         assert_eq!(
-            many.for_cluster("b").unwrap()["metadata"]["labels"],
+            many.for_cluster(MemberCluster::named("a")).unwrap()["spec"]["replicas"],
+            5
+        );
+        // Clusters without overrides (none, or an empty list) share one object.
+        assert!(matches!(
+            many.for_cluster(MemberCluster::named("c")).unwrap(),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(
+            many.for_cluster(MemberCluster::named("e")).unwrap(),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(
+            many.for_cluster(MemberCluster::named("a")).unwrap(),
+            Cow::Owned(_)
+        ));
+        assert_eq!(
+            many.for_cluster(MemberCluster::named("b")).unwrap()["metadata"]["labels"],
             json!({"only": "b", MANAGED_LABEL: "true"})
         );
         assert_eq!(
-            many.for_cluster("d").unwrap_err().to_string(),
-            desired_for_cluster(&fed, &target, "d", None)
+            many.for_cluster(MemberCluster::named("d"))
+                .unwrap_err()
+                .to_string(),
+            desired_for_cluster(&fed, &target, MemberCluster::named("d"), None)
                 .unwrap_err()
                 .to_string()
         );

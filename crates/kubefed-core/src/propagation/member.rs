@@ -16,12 +16,15 @@ use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::desired::{
     DesiredError, DesiredObjects, MANAGED_LABEL, TargetType, desired_for_cluster,
 };
+use crate::propagation::overrides::{MemberCluster, SELECTED_OVERRIDES_ANNOTATION};
 use crate::propagation::version::{member_version, recorded_version};
 
 /// A member cluster's view for one federated object.
 #[derive(Clone, Debug)]
 pub struct MemberState<'a> {
     pub cluster: &'a str,
+    /// Its KubeFedCluster's labels (overrides may choose clusters by label).
+    pub labels: &'a std::collections::BTreeMap<String, String>,
     pub ready: bool,
     /// The member object with the target's name, labelled or not (`None`
     /// when absent). Upstream only *sees* labelled ones; unlabelled ones
@@ -33,6 +36,16 @@ pub struct MemberState<'a> {
     /// Namespace type only: `live` is the host cluster's own namespace
     /// (same UID), which is never deleted, only unlabelled.
     pub is_host_namespace: bool,
+}
+
+impl<'a> MemberState<'a> {
+    /// The member as its overrides are chosen.
+    pub fn member_cluster(&self) -> MemberCluster<'a> {
+        MemberCluster {
+            name: self.cluster,
+            labels: self.labels,
+        }
+    }
 }
 
 /// Settings of the control plane that change decisions.
@@ -173,7 +186,7 @@ impl<'a> SyncInputs<'a> {
             .desired_objects()
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|d| d.for_cluster_shared(m.cluster));
+            .and_then(|d| d.for_cluster_shared(m.member_cluster()));
         match created {
             Ok(obj) => decision(m, Action::Create(obj), Some(ClusterStatus::Ok), None),
             Err(e) => decision(
@@ -220,17 +233,18 @@ impl<'a> SyncInputs<'a> {
 
     /// A manageable live copy: update it when its version or metadata drifted, else unchanged.
     fn update_decision(&self, m: &MemberState, live: &Value, adopt: bool) -> Decision {
-        let desired = match desired_for_cluster(self.fed, self.target, m.cluster, Some(live)) {
-            Ok(d) => d,
-            Err(e) => {
-                return decision(
-                    m,
-                    Action::Skip,
-                    Some(ClusterStatus::from_desired_error(&e)),
-                    Some(e.to_string()),
-                );
-            }
-        };
+        let desired =
+            match desired_for_cluster(self.fed, self.target, m.member_cluster(), Some(live)) {
+                Ok(d) => d,
+                Err(e) => {
+                    return decision(
+                        m,
+                        Action::Skip,
+                        Some(ClusterStatus::from_desired_error(&e)),
+                        Some(e.to_string()),
+                    );
+                }
+            };
         let (template_version, overrides_version) = self.hashes();
         let recorded = recorded_version(
             self.versions,
@@ -240,7 +254,8 @@ impl<'a> SyncInputs<'a> {
         );
         let current = member_version(live);
         let needs_update = recorded.as_deref() != Some(current.as_str())
-            || (current.starts_with("gen:") && !metadata_equivalent(&desired, live));
+            || (current.starts_with("gen:") && !metadata_equivalent(&desired, live))
+            || selection_changed(&desired, live);
         if needs_update {
             decision(
                 m,
@@ -255,6 +270,18 @@ impl<'a> SyncInputs<'a> {
             decision(m, Action::Unchanged, Some(ClusterStatus::Ok), None)
         }
     }
+}
+
+/// Overrides chosen by label no longer those the member got: its labels
+/// (or the selectors) changed since, which the PropagatedVersion, one
+/// overrides version for all members as KubeFed records it, cannot tell.
+fn selection_changed(desired: &Value, live: &Value) -> bool {
+    let digest = |o: &Value| {
+        o.pointer("/metadata/annotations")
+            .and_then(|a| a.get(SELECTED_OVERRIDES_ANNOTATION))
+            .cloned()
+    };
+    digest(desired) != digest(live)
 }
 
 /// The decision for member `m`, as every sync step phrases its outcome.
@@ -328,7 +355,7 @@ fn unplaced_decision(m: &MemberState, managed: Option<&Value>) -> Decision {
 pub fn after_conflict(
     fed: &Value,
     target: &TargetType,
-    cluster: &str,
+    cluster: MemberCluster,
     live: &Value,
     settings: SyncSettings,
 ) -> Result<Action, (ClusterStatus, String)> {

@@ -9,9 +9,11 @@
 //! path replaces the whole object. Matching it matters because
 //! an override that works with the Go controller must work with us.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Number, Value};
+
+use crate::propagation::placement::Selector;
 
 /// Paths no override may touch: name, namespace and kind tie the member
 /// object to its federated object. (`/apiVersion` is allowed on purpose.)
@@ -117,19 +119,40 @@ pub enum PatchError {
     },
 }
 
+/// The member an override list is chosen for: its name and its
+/// KubeFedCluster's labels (for entries with a `clusterSelector`).
+#[derive(Clone, Copy, Debug)]
+pub struct MemberCluster<'a> {
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+impl<'a> MemberCluster<'a> {
+    /// A member known by name alone (no selector entry matches it).
+    pub fn named(name: &'a str) -> MemberCluster<'a> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        MemberCluster {
+            name,
+            labels: &NONE,
+        }
+    }
+}
+
+/// The annotation on a member object of a federated object whose overrides
+/// choose clusters by label: a digest of the overrides that member got, so
+/// that a member whose labels change is updated (the PropagatedVersion,
+/// KubeFed's, records one overrides version for all members). Ours alone:
+/// objects without selector entries never carry it.
+pub const SELECTED_OVERRIDES_ANNOTATION: &str = "kubefedctl.kubefed.io/selected-overrides";
+
 /// The overrides of `cluster`, after upstream's checks of the *whole*
 /// `spec.overrides` (a duplicate anywhere fails every cluster, as upstream).
 /// No entry for the cluster → empty list.
 pub fn overrides_for_cluster(
     fed: &Value,
-    cluster: &str,
+    cluster: MemberCluster,
 ) -> Result<Vec<ClusterOverride>, OverrideError> {
-    let mut all = parse(fed, false)?;
-    Ok(all
-        .iter_mut()
-        .find(|(c, _)| c == cluster)
-        .map(|(_, o)| std::mem::take(o))
-        .unwrap_or_default())
+    Ok(parse(fed, false)?.for_cluster(cluster))
 }
 
 /// Every cluster's overrides, checked as [`overrides_for_cluster`] checks
@@ -144,17 +167,65 @@ pub fn validate_overrides(fed: &Value) -> Result<(), OverrideError> {
     parse(fed, true).map(|_| ())
 }
 
-/// Cluster name → its overrides, in `spec.overrides` order.
-pub type ParsedOverrides = Vec<(String, Vec<ClusterOverride>)>;
+/// `spec.overrides`, parsed: the entries naming a cluster, in list order,
+/// and those choosing clusters by label (ours; KubeFed's controller
+/// ignores `clusterSelector`).
+#[derive(Clone, Debug, Default)]
+pub struct ParsedOverrides {
+    pub named: Vec<(String, Vec<ClusterOverride>)>,
+    pub selected: Vec<(Selector, Vec<ClusterOverride>)>,
+}
+
+impl ParsedOverrides {
+    /// A member's overrides in the order they apply: every selector entry
+    /// that matches its labels, in list order, then the entry naming it,
+    /// which so wins on a path both set.
+    pub fn for_cluster(&self, cluster: MemberCluster) -> Vec<ClusterOverride> {
+        let selected = self
+            .selected
+            .iter()
+            .filter(|(s, _)| s.matches(cluster.labels))
+            .flat_map(|(_, list)| list.iter().cloned());
+        let named = self
+            .named
+            .iter()
+            .filter(|(c, _)| c == cluster.name)
+            .flat_map(|(_, list)| list.iter().cloned());
+        selected.chain(named).collect()
+    }
+
+    /// Whether any entry chooses clusters by label.
+    pub fn has_selectors(&self) -> bool {
+        !self.selected.is_empty()
+    }
+
+    /// Whether no entry holds an override.
+    pub fn is_empty(&self) -> bool {
+        self.named.iter().all(|(_, l)| l.is_empty())
+            && self.selected.iter().all(|(_, l)| l.is_empty())
+    }
+}
+
+/// The digest [`SELECTED_OVERRIDES_ANNOTATION`] holds: of the overrides a
+/// member got, in order.
+pub fn selected_digest(overrides: &[ClusterOverride]) -> String {
+    use md5::{Digest, Md5};
+    let text: Vec<Value> = overrides
+        .iter()
+        .map(|o| serde_json::json!([o.op.as_str(), o.path, o.value]))
+        .collect();
+    let digest = Md5::digest(Value::Array(text).to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 fn parse(fed: &Value, strict: bool) -> Result<ParsedOverrides, OverrideError> {
     let items = match fed.get("spec").and_then(|s| s.get("overrides")) {
-        None | Some(Value::Null) => return Ok(Vec::new()),
+        None | Some(Value::Null) => return Ok(ParsedOverrides::default()),
         Some(Value::Array(items)) => items,
         Some(_) => return Err(OverrideError::Malformed("not a list".into())),
     };
     let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
+    let mut out = ParsedOverrides::default();
     for (n, item) in items.iter().enumerate() {
         let cluster = match item.get("clusterName") {
             None | Some(Value::Null) => "",
@@ -166,66 +237,99 @@ fn parse(fed: &Value, strict: bool) -> Result<ParsedOverrides, OverrideError> {
             }
         }
         .to_string();
-        if !seen.insert(cluster.clone()) {
+        let selector = selector_of(item, n, &cluster)?;
+        if selector.is_none() && !seen.insert(cluster.clone()) {
             return Err(OverrideError::DuplicateCluster(cluster));
         }
-        let list = match item.get("clusterOverrides") {
-            None | Some(Value::Null) => &Vec::new(),
-            Some(Value::Array(l)) => l,
-            Some(_) => {
-                return Err(OverrideError::Malformed(format!(
-                    "clusterOverrides of cluster {cluster:?} is not a list"
-                )));
-            }
+        let label = match &selector {
+            Some(_) => format!("selected by [{n}].clusterSelector"),
+            None => cluster.clone(),
         };
-        let mut paths = BTreeSet::new();
-        let mut overrides = Vec::new();
-        for (index, o) in list.iter().enumerate() {
-            let invalid = |problem: &str| OverrideError::Invalid {
-                index,
-                cluster: cluster.clone(),
-                problem: problem.to_string(),
-            };
-            let path = match o.get("path") {
-                None | Some(Value::Null) => "",
-                Some(Value::String(p)) => p.as_str(),
-                Some(_) => return Err(invalid("path is not a string")),
-            };
-            if FORBIDDEN_PATHS.contains(&path) {
-                return Err(OverrideError::ForbiddenPath {
-                    index,
-                    cluster: cluster.clone(),
-                    path: path.to_string(),
-                });
-            }
-            if !paths.insert(path.to_string()) {
-                return Err(OverrideError::DuplicatePath {
-                    cluster: cluster.clone(),
-                    path: path.to_string(),
-                });
-            }
-            let op_text = match o.get("op") {
-                None | Some(Value::Null) => "",
-                Some(Value::String(s)) => s.as_str(),
-                Some(_) => return Err(invalid("op is not a string")),
-            };
-            let op = Op::parse(op_text).ok_or_else(|| {
-                invalid(&format!(
-                    "op {op_text:?} is not one of \"add\", \"remove\", \"replace\""
-                ))
-            })?;
-            if strict && path.is_empty() {
-                return Err(invalid("path is required"));
-            }
-            overrides.push(ClusterOverride {
-                op,
-                path: path.to_string(),
-                value: o.get("value").cloned().unwrap_or(Value::Null),
-            });
+        let overrides = parse_entry(item, &label, strict)?;
+        match selector {
+            Some(s) => out.selected.push((s, overrides)),
+            None => out.named.push((cluster, overrides)),
         }
-        out.push((cluster, overrides));
     }
     Ok(out)
+}
+
+/// An entry's `clusterSelector`, when it has one instead of a cluster name.
+fn selector_of(item: &Value, n: usize, cluster: &str) -> Result<Option<Selector>, OverrideError> {
+    match item.get("clusterSelector") {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) if !cluster.is_empty() => Err(OverrideError::Malformed(format!(
+            "[{n}] has both clusterName and clusterSelector: one or the other"
+        ))),
+        Some(sel) => Selector::parse(sel)
+            .map(Some)
+            .map_err(|e| OverrideError::Malformed(format!("[{n}].clusterSelector: {e}"))),
+    }
+}
+
+/// One entry's `clusterOverrides`, checked as upstream checks them;
+/// `cluster` names the entry in errors.
+fn parse_entry(
+    item: &Value,
+    cluster: &str,
+    strict: bool,
+) -> Result<Vec<ClusterOverride>, OverrideError> {
+    let cluster = cluster.to_string();
+    let list = match item.get("clusterOverrides") {
+        None | Some(Value::Null) => &Vec::new(),
+        Some(Value::Array(l)) => l,
+        Some(_) => {
+            return Err(OverrideError::Malformed(format!(
+                "clusterOverrides of cluster {cluster:?} is not a list"
+            )));
+        }
+    };
+    let mut paths = BTreeSet::new();
+    let mut overrides = Vec::new();
+    for (index, o) in list.iter().enumerate() {
+        let invalid = |problem: &str| OverrideError::Invalid {
+            index,
+            cluster: cluster.clone(),
+            problem: problem.to_string(),
+        };
+        let path = match o.get("path") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(p)) => p.as_str(),
+            Some(_) => return Err(invalid("path is not a string")),
+        };
+        if FORBIDDEN_PATHS.contains(&path) {
+            return Err(OverrideError::ForbiddenPath {
+                index,
+                cluster: cluster.clone(),
+                path: path.to_string(),
+            });
+        }
+        if !paths.insert(path.to_string()) {
+            return Err(OverrideError::DuplicatePath {
+                cluster: cluster.clone(),
+                path: path.to_string(),
+            });
+        }
+        let op_text = match o.get("op") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return Err(invalid("op is not a string")),
+        };
+        let op = Op::parse(op_text).ok_or_else(|| {
+            invalid(&format!(
+                "op {op_text:?} is not one of \"add\", \"remove\", \"replace\""
+            ))
+        })?;
+        if strict && path.is_empty() {
+            return Err(invalid("path is required"));
+        }
+        overrides.push(ClusterOverride {
+            op,
+            path: path.to_string(),
+            value: o.get("value").cloned().unwrap_or(Value::Null),
+        });
+    }
+    Ok(overrides)
 }
 
 /// Apply `cluster`'s overrides to `obj` in list order, all or nothing.
@@ -279,10 +383,10 @@ pub fn patched(
 pub fn apply_cluster_overrides(
     obj: &mut Value,
     fed: &Value,
-    cluster: &str,
+    cluster: MemberCluster,
 ) -> Result<(), OverrideError> {
     let overrides = overrides_for_cluster(fed, cluster)?;
-    apply_overrides(obj, cluster, &overrides)
+    apply_overrides(obj, cluster.name, &overrides)
 }
 
 /// Numbers as they come out of upstream's path: decoded to float64,
@@ -443,6 +547,112 @@ mod tests {
     fn base() -> Value {
         json!({"kind": "Deployment", "metadata": {"name": "web", "labels": {"a": "1"}},
                "spec": {"replicas": 1, "list": [1, 2, 3], "nested": {"x": null}}})
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Overrides by cluster label (ours): selector entries in list order,
+    /// then the entry naming the cluster, which wins on a path both set.
+    #[test]
+    fn selector_entries_apply_in_order_and_the_named_entry_last() {
+        let fed = json!({"spec": {"overrides": [
+            {"clusterSelector": {"matchLabels": {"region": "eu"}},
+             "clusterOverrides": [{"path": "/spec/replicas", "value": 3}, {"path": "/a", "value": "eu"}]},
+            {"clusterName": "m1", "clusterOverrides": [{"path": "/spec/replicas", "value": 9}]},
+            {"clusterSelector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+             "clusterOverrides": [{"path": "/b", "value": "tiered"}]}]}});
+        let parsed = overrides_by_cluster(&fed).unwrap();
+        assert!(parsed.has_selectors());
+        struct Case {
+            name: &'static str,
+            labels: &'static [(&'static str, &'static str)],
+            paths_and_values: &'static [(&'static str, i64)],
+        }
+        let cases = [
+            Case {
+                name: "m1",
+                labels: &[("region", "eu")],
+                paths_and_values: &[("/spec/replicas", 3), ("/a", 0), ("/spec/replicas", 9)],
+            },
+            Case {
+                name: "m2",
+                labels: &[("region", "eu"), ("tier", "web")],
+                paths_and_values: &[("/spec/replicas", 3), ("/a", 0), ("/b", 0)],
+            },
+            Case {
+                name: "m3",
+                labels: &[("region", "us")],
+                paths_and_values: &[],
+            },
+            Case {
+                name: "m1",
+                labels: &[],
+                paths_and_values: &[("/spec/replicas", 9)],
+            },
+        ];
+        for c in cases {
+            let l = labels(c.labels);
+            let got = parsed.for_cluster(MemberCluster {
+                name: c.name,
+                labels: &l,
+            });
+            let paths: Vec<&str> = got.iter().map(|o| o.path.as_str()).collect();
+            let want: Vec<&str> = c.paths_and_values.iter().map(|(p, _)| *p).collect();
+            assert_eq!(paths, want, "{} {:?}", c.name, c.labels);
+        }
+        let l = labels(&[("region", "eu")]);
+        let mut obj = json!({"kind": "Deployment", "spec": {"replicas": 1}});
+        apply_cluster_overrides(
+            &mut obj,
+            &fed,
+            MemberCluster {
+                name: "m1",
+                labels: &l,
+            },
+        )
+        .unwrap();
+        assert_eq!(obj["spec"]["replicas"], 9, "the named entry wins");
+        assert_eq!(obj["a"], "eu");
+    }
+
+    #[test]
+    fn selector_entries_are_checked_and_named_in_errors() {
+        let both = json!({"spec": {"overrides": [{"clusterName": "m1",
+            "clusterSelector": {}, "clusterOverrides": []}]}});
+        let e = overrides_by_cluster(&both).unwrap_err().to_string();
+        assert!(
+            e.contains("[0] has both clusterName and clusterSelector"),
+            "{e}"
+        );
+        let bad = json!({"spec": {"overrides": [{"clusterSelector": {"matchLabels": {"a": 1}}}]}});
+        let e = overrides_by_cluster(&bad).unwrap_err().to_string();
+        assert!(e.contains("[0].clusterSelector"), "{e}");
+        // Several selector entries are no duplicate (KubeFed would read each
+        // as cluster "", docs/kubefed-differences.md); their paths are
+        // checked per entry, as upstream checks a cluster's.
+        let two = json!({"spec": {"overrides": [
+            {"clusterSelector": {}, "clusterOverrides": [{"path": "/a", "value": 1}]},
+            {"clusterSelector": {}, "clusterOverrides": [{"path": "/a", "value": 2}]}]}});
+        assert!(validate_overrides(&two).is_ok());
+        let dup = json!({"spec": {"overrides": [{"clusterSelector": {}, "clusterOverrides": [
+            {"path": "/a", "value": 1}, {"path": "/a", "value": 2}]}]}});
+        let e = validate_overrides(&dup).unwrap_err().to_string();
+        assert!(e.contains("selected by [0].clusterSelector"), "{e}");
+    }
+
+    #[test]
+    fn the_selection_digest_tells_one_choice_from_another() {
+        let a = [ov("replace", "/spec/replicas", json!(3))];
+        let b = [ov("replace", "/spec/replicas", json!(4))];
+        assert_eq!(selected_digest(&a), selected_digest(&a.clone()));
+        assert_ne!(selected_digest(&a), selected_digest(&b));
+        assert_ne!(selected_digest(&a), selected_digest(&[]));
+        assert_eq!(selected_digest(&[]).len(), 32);
     }
 
     #[test]
@@ -676,7 +886,7 @@ mod tests {
         let fed = json!({"spec": {"overrides": [
             {"clusterName": "c1", "clusterOverrides": [{"path": "/spec/replicas", "value": 3}, {"op": "add", "path": "/a"}]},
             {"clusterName": "c2"}]}});
-        let c1 = overrides_for_cluster(&fed, "c1").unwrap();
+        let c1 = overrides_for_cluster(&fed, MemberCluster::named("c1")).unwrap();
         assert_eq!(
             c1,
             vec![
@@ -684,11 +894,23 @@ mod tests {
                 ov("add", "/a", Value::Null)
             ]
         );
-        assert!(overrides_for_cluster(&fed, "c2").unwrap().is_empty());
-        assert!(overrides_for_cluster(&fed, "c3").unwrap().is_empty());
-        assert!(overrides_for_cluster(&json!({}), "c1").unwrap().is_empty());
+        assert!(
+            overrides_for_cluster(&fed, MemberCluster::named("c2"))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            overrides_for_cluster(&fed, MemberCluster::named("c3"))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            overrides_for_cluster(&json!({}), MemberCluster::named("c1"))
+                .unwrap()
+                .is_empty()
+        );
         let mut obj = base();
-        apply_cluster_overrides(&mut obj, &fed, "c1").unwrap();
+        apply_cluster_overrides(&mut obj, &fed, MemberCluster::named("c1")).unwrap();
         assert_eq!(obj["spec"]["replicas"], json!(3));
         assert_eq!(obj["a"], Value::Null);
     }
@@ -728,7 +950,7 @@ mod tests {
         for (overrides, want) in cases {
             let fed = json!({"spec": {"overrides": overrides}});
             // a problem anywhere fails every cluster, as upstream
-            let err = overrides_for_cluster(&fed, "other")
+            let err = overrides_for_cluster(&fed, MemberCluster::named("other"))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(want), "{err}");
@@ -742,7 +964,7 @@ mod tests {
             "clusterOverrides": [{"path": "/apiVersion", "value": "apps/v1beta2"}]}]}});
         validate_overrides(&fed).unwrap();
         let mut obj = base();
-        apply_cluster_overrides(&mut obj, &fed, "c1").unwrap();
+        apply_cluster_overrides(&mut obj, &fed, MemberCluster::named("c1")).unwrap();
         assert_eq!(obj["apiVersion"], "apps/v1beta2");
         let no_path = json!({"spec": {"overrides": [{"clusterName": "c1", "clusterOverrides": [{"value": 1}]}]}});
         assert!(
@@ -752,7 +974,7 @@ mod tests {
                 .contains("path is required")
         );
         assert!(
-            overrides_for_cluster(&no_path, "c1").is_ok(),
+            overrides_for_cluster(&no_path, MemberCluster::named("c1")).is_ok(),
             "run time tolerates it like upstream"
         );
     }

@@ -41,6 +41,7 @@ fn set(list: &[&str]) -> BTreeSet<String> {
 fn member<'a>(cluster: &'a str, ready: bool, live: Option<&'a Value>) -> MemberState<'a> {
     MemberState {
         cluster,
+        labels: &NO_LABELS,
         ready,
         live: live.cloned(),
         is_host_namespace: false,
@@ -280,6 +281,7 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
     let mut host = json!({"metadata": {"name": "demo", "uid": "h", "resourceVersion": "3", "labels": {MANAGED_LABEL: "true"}}});
     let m = MemberState {
         cluster: "host",
+        labels: &NO_LABELS,
         ready: true,
         live: Some(host.clone()),
         is_host_namespace: true,
@@ -291,6 +293,7 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
     host["metadata"]["labels"] = json!({});
     let m = MemberState {
         cluster: "host",
+        labels: &NO_LABELS,
         ready: true,
         live: Some(host.clone()),
         is_host_namespace: true,
@@ -792,3 +795,6 @@ fn a_ready_condition_goes_unknown_when_copies_or_the_generation_change() {
     assert!(!up.changed);
     assert_eq!(up.status["conditions"].as_array().unwrap().len(), 1);
 }
+
+#[cfg(test)]
+static NO_LABELS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();

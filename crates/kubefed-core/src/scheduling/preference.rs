@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use crate::describe::{FieldError, FieldProblem};
-use crate::propagation::overrides::{OverrideError, overrides_for_cluster};
+use crate::propagation::overrides::{MemberCluster, OverrideError, overrides_for_cluster};
 use crate::propagation::placement::{Cluster, selector_only_clusters};
 use crate::scheduling::replicas::{ClusterPreferences, Preferences, distribute};
 use crate::time::parse_rfc3339;
@@ -217,7 +217,7 @@ pub enum TargetError {
 /// Step 7: write `result` into the federated object as upstream does.
 pub fn apply_result(fed: &Value, result: &BTreeMap<String, i64>) -> Result<Scheduled, TargetError> {
     // Upstream refuses objects whose overrides it cannot read.
-    overrides_for_cluster(fed, "").map_err(TargetError::Overrides)?;
+    overrides_for_cluster(fed, MemberCluster::named("")).map_err(TargetError::Overrides)?;
     let mut out = fed.clone();
     let mut dirty = false;
 

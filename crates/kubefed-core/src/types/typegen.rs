@@ -175,23 +175,32 @@ fn placement_schema() -> Value {
         "clusters": {"type": "array", "items": {
             "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
         }},
-        "clusterSelector": {"type": "object", "properties": {
-            "matchExpressions": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "key": {"type": "string"}, "operator": {"type": "string"},
-                    "values": {"type": "array", "items": {"type": "string"}}
-                },
-                "required": ["key", "operator"]
-            }},
-            "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}
-        }}
+        "clusterSelector": label_selector_schema()
     }})
 }
 
+/// A `metav1.LabelSelector` as KubeFed's placement schema spells it.
+fn label_selector_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "matchExpressions": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "key": {"type": "string"}, "operator": {"type": "string"},
+                "values": {"type": "array", "items": {"type": "string"}}
+            },
+            "required": ["key", "operator"]
+        }},
+        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}
+    }})
+}
+
+/// KubeFed's overrides, and `clusterSelector` (ours: an entry may choose
+/// clusters by label instead of naming one; KubeFed's controller ignores
+/// it, docs/kubefed-differences.md).
 fn overrides_schema() -> Value {
     json!({"type": "array", "items": {"type": "object", "properties": {
         "clusterName": {"type": "string"},
+        "clusterSelector": label_selector_schema(),
         "clusterOverrides": {"type": "array", "items": {
             "type": "object",
             "properties": {
