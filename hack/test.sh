@@ -60,5 +60,6 @@ compat=(
   busy_servers::
   handover::
   inventory::
+  overrides::
 )
 KUBEFEDCTL_TESTENV_VERSION=v1.20.2 cargo test --test it -- "${compat[@]}"

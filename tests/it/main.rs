@@ -25,6 +25,7 @@ mod inventory;
 mod kubefed_e2e;
 mod kubefed_ref;
 mod membership;
+mod overrides;
 mod parity;
 mod quiet;
 mod reconcile;

@@ -296,9 +296,10 @@ pub async fn run_member(
                     },
                     live: w.live.get(&s.key).cloned(),
                 };
-                let result = execute::apply_one(client, t, &work, limits, None)
-                    .await
-                    .map(|(done, _)| done);
+                let result =
+                    execute::apply_one(client, t, (&work, &Default::default()), limits, None)
+                        .await
+                        .map(|(done, _)| done);
                 (describe(&t.target, &s.key), s, result)
             })
             .buffered(IN_FLIGHT)

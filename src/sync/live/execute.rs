@@ -9,12 +9,14 @@ use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::action::{Action, ClusterStatus, Decision};
 use crate::core::propagation::desired::MANAGED_LABEL;
 use crate::core::propagation::member::{self, SyncSettings};
+use crate::core::propagation::overrides::MemberCluster;
 use crate::core::propagation::record::{Done, Effect};
 use crate::core::propagation::retry::{self, Attempt, Failure, Next};
 use crate::core::propagation::version::member_version;
 use crate::sync::live::observe::ObservedType;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How member requests are made.
@@ -80,7 +82,7 @@ impl Work {
 pub async fn apply_one(
     client: &kube::Client,
     t: &ObservedType,
-    w: &Work,
+    (w, labels): (&Work, &BTreeMap<String, String>),
     limits: Limits,
     stalled: Option<&Stall>,
 ) -> Result<(Done, Option<Value>), (ClusterStatus, String)> {
@@ -139,7 +141,7 @@ pub async fn apply_one(
                 };
                 return Err((status, message));
             }
-            Next::Reread => action = redecide(&api, &name, t, w, limits, message).await?,
+            Next::Reread => action = redecide(&api, &name, t, (w, labels), limits, message).await?,
         }
     }
 }
@@ -150,7 +152,7 @@ async fn redecide(
     api: &kube::Api<kube::api::DynamicObject>,
     name: &str,
     t: &ObservedType,
-    w: &Work,
+    (w, labels): (&Work, &BTreeMap<String, String>),
     limits: Limits,
     message: String,
 ) -> Result<Action, (ClusterStatus, String)> {
@@ -168,13 +170,11 @@ async fn redecide(
         Ok(None) => return Err((failed, format!("conflict, then gone: {message}"))),
         Err(e) => return Err((ClusterStatus::RetrievalFailed, api_error_line(e))),
     };
-    member::after_conflict(
-        fed,
-        &t.ty.target,
-        &w.decision.cluster,
-        &live,
-        limits.settings,
-    )
+    let cluster = MemberCluster {
+        name: &w.decision.cluster,
+        labels,
+    };
+    member::after_conflict(fed, &t.ty.target, cluster, &live, limits.settings)
 }
 
 /// A failed request as the retry rule sees it, and its message.

@@ -494,10 +494,14 @@ async fn resolve_creates(
         let Some(fed) = w.target.object(t) else {
             continue;
         };
+        let cluster = crate::core::propagation::overrides::MemberCluster {
+            name: &w.decision.cluster,
+            labels: seen.labels_of(&w.decision.cluster),
+        };
         match crate::core::propagation::member::after_conflict(
             fed,
             &t.ty.target,
-            &w.decision.cluster,
+            cluster,
             &live,
             seen.settings.sync,
         ) {

@@ -101,6 +101,16 @@ pub struct Observation {
 }
 
 impl Observation {
+    /// A member's labels as placement and overrides see them (none for a
+    /// cluster this run does not know).
+    pub fn labels_of(&self, cluster: &str) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.clusters
+            .iter()
+            .find(|c| c.name == cluster)
+            .map_or(&NONE, |c| &c.labels)
+    }
+
     /// An observation of the members and their health, with nothing read
     /// of the types yet: the one-shot observe step and the watch's cache
     /// both start from it and fill in what they read.

@@ -313,7 +313,9 @@ impl<'a> Pipeline<'a> {
             }) => {
                 let _lane = lane.acquire().await.expect("open");
                 let started = Instant::now();
-                let result = apply_one(client, t, &w, self.limits, stalled.as_deref()).await;
+                let labels = self.seen.labels_of(&w.decision.cluster);
+                let result =
+                    apply_one(client, t, (&w, labels), self.limits, stalled.as_deref()).await;
                 // A poll for a removal is no write.
                 let polled = matches!(w.decision.action, Action::AwaitRemoval);
                 if let (Ok((done, _)), false) = (&result, polled) {

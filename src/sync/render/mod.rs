@@ -555,6 +555,7 @@ mod properties {
     use crate::core::propagation::decide::{self, FederatedType, Listing};
     use crate::core::propagation::desired::TargetType;
     use crate::core::propagation::desired::desired_for_cluster;
+    use crate::core::propagation::overrides::MemberCluster;
     use crate::core::run::settings::Settings;
     use proptest::prelude::*;
     use serde_json::json;
@@ -650,7 +651,7 @@ mod properties {
                             .unwrap()
                             .contains(&c.name)
                     })
-                    .map(|f| desired_for_cluster(&f.object, &target, &c.name, None).unwrap())
+                    .map(|f| desired_for_cluster(&f.object, &target, MemberCluster { name: &c.name, labels: &c.labels }, None).unwrap())
                     .collect();
                 // The decide step itself, object by object, with empty members.
                 let federation = crate::core::propagation::decide::Federation {
