@@ -308,6 +308,7 @@ mod tests {
         let placed = BTreeSet::from(["a".to_string()]);
         let settings = SyncSettings {
             adopt_resources: true,
+            force_conflicts: false,
         };
         for (kind, copy) in copies() {
             let view = member_view(&copy);

@@ -139,6 +139,9 @@ pub struct ObjectPlan {
     /// Lines for the report.
     pub failures: Vec<Failure>,
     pub notes: Vec<String>,
+    /// Conflicts with another field manager of a member object
+    /// (`foreign`), one line each.
+    pub warnings: Vec<String>,
 }
 
 impl ObjectPlan {
@@ -157,6 +160,7 @@ impl ObjectPlan {
             placement_error: None,
             failures: Vec::new(),
             notes: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -404,6 +408,14 @@ fn plan_sync(
 /// From the decisions: unchanged copies' versions (recorded as is), skipped members' lines.
 fn note_decisions(p: &mut ObjectPlan, t: &FederatedType, states: &[MemberState]) {
     for d in &p.decisions {
+        // A conflict with another field manager (`foreign`): the update's
+        // (or the unchanged copy's) message.
+        if let (Action::Update { .. } | Action::Unchanged, Some(ClusterStatus::Ok), Some(m)) =
+            (&d.action, d.status, &d.message)
+        {
+            let what = describe_key(&t.target.kind, &p.key);
+            p.warnings.push(format!("{}: {what}: {m}", d.cluster));
+        }
         match (&d.action, d.status) {
             (Action::Unchanged, _) => {
                 if let Some(live) = states
@@ -686,6 +698,7 @@ mod tests {
                 scope: Scope::Cluster,
                 settings: SyncSettings {
                     adopt_resources: true,
+                    force_conflicts: false,
                 },
                 clusters: &self.clusters,
                 run: &self.run,
@@ -1227,7 +1240,7 @@ mod properties {
             let mut f = Federation {
                 kubefed_namespace: "kube-federation-system",
                 scope: Scope::Cluster,
-                settings: SyncSettings { adopt_resources: true },
+                settings: SyncSettings { adopt_resources: true , force_conflicts: false,},
                 clusters: &clusters,
                 run: &RunScope::default(),
                 fed_namespaces: &fed_namespaces,

@@ -25,6 +25,9 @@ pub struct TargetType {
     pub group: String,
     pub version: String,
     pub kind: String,
+    /// The FederatedTypeConfig's annotations (`null` when none): what the
+    /// type keeps of fields other managers own (`foreign::Policy`).
+    pub type_annotations: Value,
 }
 
 impl TargetType {
@@ -33,6 +36,7 @@ impl TargetType {
             group: group.into(),
             version: version.into(),
             kind: kind.into(),
+            type_annotations: Value::Null,
         }
     }
 

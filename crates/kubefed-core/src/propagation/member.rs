@@ -16,6 +16,7 @@ use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::desired::{
     DesiredError, DesiredObjects, MANAGED_LABEL, TargetType, desired_for_cluster,
 };
+use crate::propagation::foreign;
 use crate::propagation::overrides::{MemberCluster, SELECTED_OVERRIDES_ANNOTATION};
 use crate::propagation::version::{member_version, recorded_version};
 
@@ -53,6 +54,9 @@ impl<'a> MemberState<'a> {
 pub struct SyncSettings {
     /// `KubeFedConfig.spec.syncController.adoptResources == Enabled`.
     pub adopt_resources: bool,
+    /// `reconcile --force-conflicts`: where a kept field of another
+    /// manager conflicts with the template, the template's value is written.
+    pub force_conflicts: bool,
 }
 
 /// How a member object is labelled.
@@ -233,18 +237,15 @@ impl<'a> SyncInputs<'a> {
 
     /// A manageable live copy: update it when its version or metadata drifted, else unchanged.
     fn update_decision(&self, m: &MemberState, live: &Value, adopt: bool) -> Decision {
-        let desired =
-            match desired_for_cluster(self.fed, self.target, m.member_cluster(), Some(live)) {
-                Ok(d) => d,
-                Err(e) => {
-                    return decision(
-                        m,
-                        Action::Skip,
-                        Some(ClusterStatus::from_desired_error(&e)),
-                        Some(e.to_string()),
-                    );
-                }
-            };
+        let kept = desired_for_cluster(self.fed, self.target, m.member_cluster(), Some(live))
+            .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
+            .and_then(|d| self.keep_theirs(d, live));
+        let (desired, conflicts) = match kept {
+            Ok(kept) => kept,
+            Err((status, message)) => {
+                return decision(m, Action::Skip, Some(status), Some(message));
+            }
+        };
         let (template_version, overrides_version) = self.hashes();
         let recorded = recorded_version(
             self.versions,
@@ -256,19 +257,35 @@ impl<'a> SyncInputs<'a> {
         let needs_update = recorded.as_deref() != Some(current.as_str())
             || (current.starts_with("gen:") && !metadata_equivalent(&desired, live))
             || selection_changed(&desired, live);
-        if needs_update {
-            decision(
-                m,
-                Action::Update {
-                    object: desired,
-                    adopt,
-                },
-                Some(ClusterStatus::Ok),
-                None,
+        let action = match needs_update {
+            true => Action::Update {
+                object: desired,
+                adopt,
+            },
+            false => Action::Unchanged,
+        };
+        decision(m, action, Some(ClusterStatus::Ok), conflicts)
+    }
+
+    /// `desired` with the fields of other managers kept, as the object's
+    /// and its type's policy say (`foreign`); the conflicts as one line.
+    fn keep_theirs(
+        &self,
+        mut desired: Value,
+        live: &Value,
+    ) -> Result<(Value, Option<String>), (ClusterStatus, String)> {
+        let policy = foreign::Policy::of(&self.target.type_annotations, self.fed).map_err(|e| {
+            (
+                ClusterStatus::ApplyOverridesFailed,
+                format!("{}: {e}", crate::describe::describe_federated(self.fed)),
             )
-        } else {
-            decision(m, Action::Unchanged, Some(ClusterStatus::Ok), None)
+        })?;
+        if !policy.is_active() {
+            return Ok((desired, None));
         }
+        let force = self.settings.force_conflicts;
+        let conflicts = foreign::keep_theirs(&mut desired, live, &policy, force);
+        Ok((desired, foreign::conflicts_line(&conflicts, force)))
     }
 }
 
@@ -372,12 +389,14 @@ pub fn after_conflict(
             "the object exists in the member and adoption is disabled".into(),
         ));
     }
-    desired_for_cluster(fed, target, cluster, Some(live))
-        .map(|object| Action::Update {
-            object,
-            adopt: label == ManagedLabel::Absent,
-        })
+    let sync = SyncInputs::new(fed, target, None, settings);
+    let (object, _) = desired_for_cluster(fed, target, cluster, Some(live))
         .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
+        .and_then(|d| sync.keep_theirs(d, live))?;
+    Ok(Action::Update {
+        object,
+        adopt: label == ManagedLabel::Absent,
+    })
 }
 
 /// Namespaces the FederatedNamespace sync controller never propagates nor

@@ -15,6 +15,7 @@ pub mod decide;
 pub mod deletion;
 pub mod desired;
 pub mod field_owners;
+pub mod foreign;
 pub mod member;
 pub mod overrides;
 pub mod placement;

@@ -310,6 +310,7 @@ mod tests {
             scope: Scope::Cluster,
             settings: SyncSettings {
                 adopt_resources: true,
+                force_conflicts: false,
             },
             clusters: &clusters,
             run: &RunScope::default(),

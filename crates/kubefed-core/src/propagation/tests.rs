@@ -51,9 +51,11 @@ fn member<'a>(cluster: &'a str, ready: bool, live: Option<&'a Value>) -> MemberS
 
 const ADOPT: SyncSettings = SyncSettings {
     adopt_resources: true,
+    force_conflicts: false,
 };
 const NO_ADOPT: SyncSettings = SyncSettings {
     adopt_resources: false,
+    force_conflicts: false,
 };
 
 fn one(

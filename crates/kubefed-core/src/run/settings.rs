@@ -73,6 +73,7 @@ impl Default for Settings {
             scope: Scope::Cluster,
             sync: SyncSettings {
                 adopt_resources: true,
+                force_conflicts: false,
             },
             scheduler_preferences: gate_default("SchedulerPreferences"),
             push_reconciler: gate_default("PushReconciler"),
@@ -366,6 +367,7 @@ mod tests {
                     scope: Scope::Namespaced,
                     sync: SyncSettings {
                         adopt_resources: false,
+                        force_conflicts: false,
                     },
                     scheduler_preferences: false,
                     push_reconciler: true,
