@@ -127,3 +127,229 @@ fn until(log_path: &std::path::Path, what: &str, mut done: impl FnMut() -> bool)
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// A federated object of this federation's group, created as is (its
+/// `metadata` may carry annotations; cluster-scoped when `ns` is `None`).
+fn create_fed(env: &TestEnv, f: &Federation, plural: &str, ns: Option<&str>, body: Value) {
+    let path = match ns {
+        Some(ns) => format!("/apis/{}/v1beta1/namespaces/{ns}/{plural}", f.group),
+        None => format!("/apis/{}/v1beta1/{plural}", f.group),
+    };
+    let mut body = body;
+    body["apiVersion"] = json!(format!("{}/v1beta1", f.group));
+    let (status, answer) = request(env, "host", "POST", &path, Some(body));
+    assert_eq!(status, 201, "{answer}");
+}
+
+fn deployment(
+    env: &TestEnv,
+    f: &Federation,
+    name: &str,
+    annotations: Value,
+    replicas: Option<i64>,
+) {
+    let mut template = json!({"metadata": {"labels": {"app": name}}, "spec": {
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+                     "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+    if let Some(r) = replicas {
+        template["spec"]["replicas"] = json!(r);
+    }
+    create_fed(
+        env,
+        f,
+        "federateddeployments",
+        Some(f.ns),
+        json!({"kind": "FederatedDeployment",
+               "metadata": {"name": name, "namespace": f.ns, "annotations": annotations},
+               "spec": {"template": template, "placement": {"clusterSelector": {}}}}),
+    );
+}
+
+/// As an HPA scales: through the `scale` subresource, as its own manager.
+fn scale(env: &TestEnv, cluster: &str, ns: &str, name: &str, replicas: i64) {
+    patch(
+        env,
+        cluster,
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}/scale?fieldManager=hpa"),
+        json!({"spec": {"replicas": replicas}}),
+    );
+}
+
+fn replicas(env: &TestEnv, cluster: &str, ns: &str, name: &str) -> Value {
+    get(
+        env,
+        cluster,
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
+    )
+    .map_or(Value::Null, |d| d["spec"]["replicas"].clone())
+}
+
+/// A template change, so that the next run updates every member copy.
+fn touch(env: &TestEnv, f: &Federation, plural: &str, ns: Option<&str>, name: &str, value: &str) {
+    let path = match ns {
+        Some(ns) => format!("/apis/{}/v1beta1/namespaces/{ns}/{plural}/{name}", f.group),
+        None => format!("/apis/{}/v1beta1/{plural}/{name}", f.group),
+    };
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": {"template": {"metadata": {"labels": {"rev": value}}}}}),
+    );
+}
+
+const HOOK: &str =
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/ov-b-hook";
+
+/// Member fields that other controllers own are kept when a type or an
+/// object opts in (kubefed#1510's injected caBundle, #1354's HPA replicas),
+/// with no write loop; a field the template sets too is a conflict that
+/// `--force-conflicts` decides; without the opt-in KubeFed's revert stays.
+#[test]
+fn fields_other_managers_own_are_kept_when_asked_and_conflicts_are_reported() {
+    let env = TestEnv::shared();
+    let hooks = "validatingwebhookconfigurations.admissionregistration.k8s.io";
+    let f = Federation::new(env, "ov-b", &["deployments.apps", hooks]);
+    // The type opts in for every Deployment; "plain" opts out.
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/deployments.apps",
+            f.fedns
+        ),
+        json!({"metadata": {"annotations": {"kubefedctl.kubefed.io/retain-foreign-fields": "true"}}}),
+    );
+    // Before 1.22 a write through the scale subresource is recorded in no
+    // managedFields entry: there the HPA's field is listed by path.
+    let tracked = env.cluster("member1").version.minor >= 22;
+    let web = match tracked {
+        true => json!({}),
+        false => json!({"kubefedctl.kubefed.io/retain-fields": "spec.replicas"}),
+    };
+    deployment(env, &f, "web", web, None);
+    deployment(env, &f, "fixed", json!({}), Some(2));
+    deployment(
+        env,
+        &f,
+        "plain",
+        json!({"kubefedctl.kubefed.io/retain-foreign-fields": "false"}),
+        None,
+    );
+    // One webhook configuration opts in by itself.
+    let webhook = json!({"name": "w.example.com", "clientConfig": {"url": "https://127.0.0.1:1/x"},
+        "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["nothings"]}],
+        "sideEffects": "None", "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore"});
+    create_fed(
+        env,
+        &f,
+        "federatedvalidatingwebhookconfigurations",
+        None,
+        json!({"kind": "FederatedValidatingWebhookConfiguration",
+               "metadata": {"name": "ov-b-hook", "annotations": {"kubefedctl.kubefed.io/retain-foreign-fields": "true"}},
+               "spec": {"template": {"webhooks": [webhook]}, "placement": {"clusterSelector": {}}}}),
+    );
+    f.reconcile(&[]).ok();
+
+    // Other managers write into member1: an HPA scales, cert-manager's
+    // cainjector injects the CA.
+    for name in ["web", "fixed", "plain"] {
+        scale(env, "member1", f.ns, name, 4);
+    }
+    let mut hook = get(env, "member1", HOOK).unwrap();
+    hook["webhooks"][0]["clientConfig"]["caBundle"] = json!(b64_encode(env.ca_pem()));
+    let (status, answer) = request(
+        env,
+        "member1",
+        "PUT",
+        &format!("{HOOK}?fieldManager=cainjector"),
+        Some(hook),
+    );
+    assert_eq!(status, 200, "{answer}");
+
+    // The templates change: every copy is updated.
+    for name in ["web", "fixed", "plain"] {
+        touch(env, &f, "federateddeployments", Some(f.ns), name, "2");
+    }
+    touch(
+        env,
+        &f,
+        "federatedvalidatingwebhookconfigurations",
+        None,
+        "ov-b-hook",
+        "2",
+    );
+    let run = f.reconcile(&[]).ok();
+    assert_eq!(
+        replicas(env, "member1", f.ns, "web"),
+        4,
+        "the HPA's replicas stay"
+    );
+    assert_eq!(
+        replicas(env, "member1", f.ns, "plain"),
+        1,
+        "opted out: KubeFed's revert"
+    );
+    let hook = get(env, "member1", HOOK).unwrap();
+    assert_eq!(
+        hook["webhooks"][0]["clientConfig"]["caBundle"],
+        b64_encode(env.ca_pem())
+    );
+    assert_eq!(
+        hook["metadata"]["labels"]["rev"], "2",
+        "the template's change is there"
+    );
+    if tracked {
+        assert_eq!(
+            replicas(env, "member1", f.ns, "fixed"),
+            4,
+            "a conflict keeps theirs"
+        );
+        assert!(
+            run.stderr
+                .contains("conflict: kept the member's value of spec.replicas (owned by hpa)"),
+            "{}",
+            run.stderr
+        );
+    } else {
+        assert_eq!(
+            replicas(env, "member1", f.ns, "fixed"),
+            2,
+            "no owner recorded"
+        );
+    }
+
+    // No fight: nothing is written when nothing changed.
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+
+    // --force-conflicts writes the template's value over theirs.
+    touch(env, &f, "federateddeployments", Some(f.ns), "fixed", "3");
+    f.reconcile(&["--force-conflicts"]).ok();
+    assert_eq!(replicas(env, "member1", f.ns, "fixed"), 2);
+
+    // Under the watch: an HPA scaling in member2 is not reverted, and the
+    // watch does not write in a loop.
+    let log_path = env.dir().join("ov-b-watch.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("the watch runs", || {
+        log(&log_path).contains("watching the federation")
+    });
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    scale(env, "member2", f.ns, "web", 3);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    f.reset();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(
+        replicas(env, "member2", f.ns, "web"),
+        3,
+        "{}",
+        log(&log_path)
+    );
+    assert_eq!(f.member_writes(), 0, "no loop: {:?}", f.writes());
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+}

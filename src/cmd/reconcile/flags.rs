@@ -40,8 +40,9 @@ pub struct InputFlags {
     #[arg(long, requires_all = ["filenames", "selector"])]
     pub prune: bool,
 
-    /// With -f: take over fields another field manager owns (as kubectl apply --server-side)
-    #[arg(long, requires = "filenames", conflicts_with = "plan")]
+    /// Take over fields another field manager owns: with -f, of the host's objects (as kubectl
+    /// apply --server-side); in members, where a kept field conflicts with the template
+    #[arg(long, conflicts_with = "plan")]
     pub force_conflicts: bool,
 
     /// With --from: write DIR/<cluster>/<namespace>/<kind>-<name>.yaml (.json with -o json) instead of printing
@@ -335,6 +336,7 @@ impl ReconcileOptions {
             events: (self.requests.events && !self.plan.dry_run())
                 .then(|| Arc::new(crate::sync::passes::events::Recorder::new())),
             wait_ready: self.waits.wait_ready.is_some(),
+            force_conflicts: self.input.force_conflicts,
         }
     }
 

@@ -424,6 +424,7 @@ pub(super) async fn check_members(
         wait: None,
         events: None,
         wait_ready: false,
+        force_conflicts: false,
     };
     let view = crate::sync::live::member_view(host, &options).await?;
     let kind = &ftc.spec.federated_type.kind;

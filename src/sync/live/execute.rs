@@ -8,6 +8,7 @@ use crate::clients::members::Stall;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::action::{Action, ClusterStatus, Decision};
 use crate::core::propagation::desired::MANAGED_LABEL;
+use crate::core::propagation::foreign;
 use crate::core::propagation::member::{self, SyncSettings};
 use crate::core::propagation::overrides::MemberCluster;
 use crate::core::propagation::record::{Done, Effect};
@@ -226,15 +227,19 @@ async fn run_action(
         };
         (done, None)
     };
+    // Named, so that the fields the federation writes are told from
+    // those other managers own (`core::propagation::foreign`).
+    let params = PostParams {
+        field_manager: Some(foreign::FIELD_MANAGER.to_string()),
+        ..PostParams::default()
+    };
     match action {
         Action::Create(obj) => {
-            let created = api.create(&PostParams::default(), &body(obj)?).await?;
+            let created = api.create(&params, &body(obj)?).await?;
             Ok(answered(Effect::Created, created))
         }
         Action::Update { object, .. } => {
-            let updated = api
-                .replace(name, &PostParams::default(), &body(object)?)
-                .await?;
+            let updated = api.replace(name, &params, &body(object)?).await?;
             Ok(answered(Effect::Updated, updated))
         }
         Action::Delete { options } => {

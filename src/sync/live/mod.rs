@@ -65,6 +65,9 @@ pub struct Options {
     /// it placed (`Report::placed`; one entry per object and member, kept
     /// only when someone waits for them).
     pub wait_ready: bool,
+    /// `--force-conflicts`: where a member field another manager owns
+    /// conflicts with the template, the template's value is written.
+    pub force_conflicts: bool,
 }
 
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
@@ -165,6 +168,7 @@ pub async fn round(
             crate::api::KUBEFED_CONFIG_NAME
         );
     }
+    seen.settings.sync.force_conflicts = o.force_conflicts;
     let mut report = Report {
         shard: seen.scope.shard.map(|s| s.to_string()),
         ..Report::default()
@@ -239,6 +243,7 @@ fn report_decisions(
         for (p, fed) in d.objects.iter().zip(&t.objects) {
             report.failures.extend(p.failures.iter().cloned());
             report.notes.extend(p.notes.iter().cloned());
+            report.warnings.extend(p.warnings.iter().cloned());
             if placed {
                 report.placed.extend(placed_objects(t, p));
             }

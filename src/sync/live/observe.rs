@@ -215,6 +215,9 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     for (i, cluster, listing) in listings {
         seen.types[i].members.insert(cluster, listing);
     }
+    if !o.whole_copies {
+        relist_whole(&mut seen, o.timeout).await;
+    }
     seen.fed_namespaces = federated_namespaces(&seen.types);
     if let Some(sel) = &o.scope.selector {
         retain_selected_namespaces(&mut seen.types, sel)?;
@@ -230,6 +233,37 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     seen.rsps = rsps?;
     seen.dns_installed = dns?;
     Ok(seen)
+}
+
+/// The types whose objects (read beside their copies) keep fields of the
+/// member copies while the type itself does not: their copies are listed
+/// again, whole (`ObservedType::keeps_member_fields`). Nothing is listed
+/// again for a federation that keeps nothing.
+async fn relist_whole(seen: &mut Observation, timeout: Duration) {
+    use crate::core::propagation::foreign::wants_whole_copies;
+    let again: Vec<usize> = (seen.types.iter().enumerate())
+        .filter(|(_, t)| {
+            t.keeps_member_fields() && !wants_whole_copies(&t.ty.target.type_annotations)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mut lists = Vec::new();
+    for i in again {
+        let t = &seen.types[i];
+        let ns = seen.namespace.clone().filter(|_| t.ty.namespaced);
+        for m in seen.ready_members() {
+            let (client, ar, ns) = (m.client.clone(), t.target.clone(), ns.clone());
+            let name = m.name.clone();
+            lists.push(async move {
+                let client = client.expect("ready members have clients");
+                let listing = list_member(&client, ns.as_deref(), &ar, &name, timeout, true).await;
+                (i, name, listing)
+            });
+        }
+    }
+    for (i, cluster, listing) in futures::future::join_all(lists).await {
+        seen.types[i].members.insert(cluster, listing);
+    }
 }
 
 /// What a watch round reads beyond its cache: the pods its RSPs need and,
@@ -399,6 +433,18 @@ async fn federated_objects(
 }
 
 impl ObservedType {
+    /// Whether the type or one of its objects keeps fields of the member
+    /// copies (`core::propagation::foreign`): its copies are then read
+    /// whole, not as the view decide otherwise needs.
+    pub fn keeps_member_fields(&self) -> bool {
+        use crate::core::propagation::foreign::wants_whole_copies;
+        wants_whole_copies(&self.ty.target.type_annotations)
+            || self
+                .objects
+                .iter()
+                .any(|o| wants_whole_copies(&o["metadata"]["annotations"]))
+    }
+
     /// The type a FederatedTypeConfig enables, with nothing read yet.
     pub fn of(f: &FederatedTypeConfig) -> ObservedType {
         let (t, fd) = (&f.spec.target_type, &f.spec.federated_type);
@@ -406,7 +452,11 @@ impl ObservedType {
         ObservedType {
             name: f.metadata.name.clone().unwrap_or_default(),
             ty: FederatedType {
-                target: TargetType::new(&target_group, &t.version, &t.kind),
+                target: TargetType {
+                    type_annotations: serde_json::to_value(&f.metadata.annotations)
+                        .unwrap_or_default(),
+                    ..TargetType::new(&target_group, &t.version, &t.kind)
+                },
                 federated_kind: fd.kind.clone(),
                 target_plural: t.plural_name.clone(),
                 namespaced: t.scope == "Namespaced",
@@ -518,6 +568,7 @@ async fn list_members(
             let ar = t.target.clone();
             let ns = seen.namespace.clone().filter(|_| t.ty.namespaced);
             let name = m.name.clone();
+            let whole = whole || t.keeps_member_fields();
             lists.spawn(async move {
                 let listing = list_member(&client, ns.as_deref(), &ar, &name, timeout, whole).await;
                 (i, name, listing)

@@ -100,6 +100,9 @@ pub struct Pipeline<'a> {
     pub record_events: bool,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
+    /// By type: whether its member copies are held whole
+    /// (`ObservedType::keeps_member_fields`), worked out once per round.
+    whole_copies: Vec<bool>,
 }
 
 /// One member's requests: its client, how many at once, and whether it
@@ -131,6 +134,7 @@ impl<'a> Pipeline<'a> {
             })
             .collect();
         Pipeline {
+            whole_copies: seen.types.iter().map(|t| t.keeps_member_fields()).collect(),
             host,
             seen,
             limits,
@@ -333,7 +337,8 @@ impl<'a> Pipeline<'a> {
             Ok((done, answer)) => {
                 if let (Some(copy), true) = (answer, self.progress.follows_objects()) {
                     let object = object_ref(self.seen, w.type_index, w.target, Some(&w));
-                    let answer = Answer::member(&w.decision.cluster, &copy);
+                    let whole = self.whole_copies[w.type_index];
+                    let answer = Answer::member(&w.decision.cluster, &copy, whole);
                     self.progress.answered(object.federated(), answer);
                 }
                 (w, Ok(done))

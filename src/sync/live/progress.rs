@@ -93,12 +93,17 @@ impl Answer {
         Answer::host(Answered::Version, v)
     }
 
-    /// A member copy as a create or update answered it.
-    pub fn member(cluster: &str, v: &Value) -> Answer {
+    /// A member copy as a create or update answered it: as the view decide
+    /// reads, or `whole` when its type or object keeps fields other
+    /// managers own (`core::propagation::foreign`).
+    pub fn member(cluster: &str, v: &Value, whole: bool) -> Answer {
         Answer {
             of: Answered::Member(cluster.to_string()),
             key: key_of(v),
-            held: Held::member_copy(v),
+            held: match whole {
+                true => Held::whole(v),
+                false => Held::member_copy(v),
+            },
         }
     }
 

@@ -117,6 +117,9 @@ pub struct Cache {
     pub members: BTreeMap<(String, String), Store>,
     /// Host sources that have been listed.
     listed: BTreeSet<Source>,
+    /// Types whose member copies are held whole ([`Cache::keeps_member_fields`]),
+    /// as of the last rebuild.
+    pub whole_copies: BTreeSet<String>,
     /// Host objects held as this controller's writes left them, ahead of
     /// those writes' events → the resourceVersion written. An event older
     /// than that is dropped (`behind_own_write`); the first one as new or
@@ -335,6 +338,25 @@ impl Cache {
         false
     }
 
+    /// Whether the type (its FederatedTypeConfig) or one of its federated
+    /// objects keeps fields of the member copies: they are held whole
+    /// (`core::propagation::foreign`). It reads every federated object of
+    /// the type: asked at rebuilds only ([`Cache::whole_copies`]), so an
+    /// object that starts keeping them is followed from the next one.
+    pub fn keeps_member_fields(&self, ftc: &str) -> bool {
+        use crate::core::propagation::foreign::wants_whole_copies;
+        let typed = self.ftcs.get(ftc).is_some_and(|f| {
+            wants_whole_copies(&serde_json::to_value(&f.metadata.annotations).unwrap_or_default())
+        });
+        typed
+            || self.federated.get(ftc).is_some_and(|store| {
+                store
+                    .objects
+                    .values()
+                    .any(|h| wants_whole_copies(&h.text.value()["metadata"]["annotations"]))
+            })
+    }
+
     /// Takes in one change; says what it touches.
     pub fn apply(&mut self, event: Event) -> Dirt {
         let Event { source, change } = event;
@@ -342,7 +364,11 @@ impl Cache {
         // a host source's objects are read as values (typed, by name).
         let change = match change {
             Change::Applied(v) if matches!(source, Source::Member(..)) => {
-                Change::Kept(key_of(&v), source.hold(&v))
+                let held = match &source {
+                    Source::Member(_, t) if self.whole_copies.contains(t) => Held::whole(&v),
+                    _ => source.hold(&v),
+                };
+                Change::Kept(key_of(&v), held)
             }
             Change::Kept(_, held) if !matches!(source, Source::Member(..)) => {
                 Change::Applied(held.text.value())
@@ -1478,7 +1504,7 @@ mod tests {
         let member = Source::Member("m1".into(), "configmaps".into());
         c.apply(ev(member.clone(), Change::replaced(vec![])));
         let copy = at(&obj("ConfigMap", "shop", "a", "1"), "3");
-        let answer = Answer::member("m1", &copy);
+        let answer = Answer::member("m1", &copy, false);
         c.hold_own_write(&obj_a, answer);
         let kept = |v: &Value| Change::Kept(key_of(v), member.hold(v));
         assert_eq!(
@@ -1501,7 +1527,7 @@ mod tests {
         let mut rewritten = at(&copy, "5");
         rewritten["data"]["d"] = json!("put back");
         let dirt = c.apply(ev(member.clone(), kept(&rewritten)));
-        let answer = Answer::member("m1", &rewritten);
+        let answer = Answer::member("m1", &rewritten, false);
         let (written, rv) = c.hold_own_write(&obj_a, answer).unwrap();
         assert_eq!(dirt.written, [(obj_a.clone(), written, rv)]);
         assert!(dirt.keys.is_empty() && c.own_writes.is_empty());

@@ -65,6 +65,15 @@ impl Controller<'_> {
         mark_stalls(&self.members, &self.health);
         self.write_health().await;
         self.write_type_statuses(true).await;
+        self.cache.whole_copies = (self.types().into_iter())
+            .filter(|t| self.cache.keeps_member_fields(t))
+            .collect();
+        if !self.cache.whole_copies.is_empty() {
+            tracing::debug!(
+                "member copies held whole (their fields kept): {:?}",
+                self.cache.whole_copies
+            );
+        }
         let started = self.sync_sources();
         if !started.is_empty() {
             tracing::debug!("watching {} more source(s)", started.len());

@@ -150,6 +150,10 @@ pub struct Spec {
     pub api_version: String,
     pub kind: String,
     pub fingerprint: String,
+    /// Member copies held whole, `managedFields` included, not as the view
+    /// decide otherwise reads: their type or objects keep fields of the
+    /// copies (`core::propagation::foreign`).
+    pub whole: bool,
 }
 
 /// The running watches.
@@ -323,7 +327,7 @@ impl Watch {
                         // Held as the cache holds it at once (the same as an
                         // applied object's, so the cache compares them as text).
                         let key = object_key(&o);
-                        listing.push((key, self.source.hold(&self.typed(o))));
+                        listing.push((key, self.hold(&self.typed(o))));
                     }
                     continue;
                 }
@@ -338,7 +342,7 @@ impl Watch {
                 }
                 Ok(watcher::Event::Apply(o)) if matches!(self.source, Source::Member(..)) => {
                     let key = object_key(&o);
-                    Change::Kept(key, self.source.hold(&self.typed(o)))
+                    Change::Kept(key, self.hold(&self.typed(o)))
                 }
                 Ok(watcher::Event::Apply(o)) => Change::Applied(self.typed(o)),
                 Ok(watcher::Event::Delete(o)) => Change::Deleted(self.typed(o)),
@@ -362,11 +366,23 @@ impl Watch {
         self.shard.is_none_or(|s| s.owns(&object_key(o)))
     }
 
+    /// An object as the cache holds this source's (whole, for a member
+    /// source whose copies are kept whole).
+    fn hold(&self, v: &Value) -> Held {
+        match self.spec.whole {
+            true => Held::whole(v),
+            false => self.source.hold(v),
+        }
+    }
+
     fn typed(&self, mut o: DynamicObject) -> Value {
         // The API server keeps managedFields itself (an update without them
-        // leaves them as they are) and no decision reads them: not holding
-        // them is most of a Deployment's size in the cache.
-        o.metadata.managed_fields = None;
+        // leaves them as they are) and only the copies of a type that keeps
+        // other managers' fields need them: not holding them is most of a
+        // Deployment's size in the cache.
+        if !self.spec.whole {
+            o.metadata.managed_fields = None;
+        }
         let mut v = serde_json::to_value(o).unwrap_or_default();
         if v.get("apiVersion").is_none() {
             v["apiVersion"] = Value::String(self.spec.api_version.clone());

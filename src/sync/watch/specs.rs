@@ -72,6 +72,7 @@ impl Controller<'_> {
                 api_version: ar.api_version.clone(),
                 kind: ar.kind.clone(),
                 fingerprint: namespace.unwrap_or("").to_string(),
+                whole: false,
             };
         let plain = watcher::Config::default;
         let mut out = BTreeMap::from([
@@ -144,6 +145,7 @@ impl Controller<'_> {
             }
             for (name, t) in self.observed_types() {
                 let in_ns = ns.as_deref().filter(|_| t.ty.namespaced);
+                let whole = self.cache.whole_copies.contains(&name);
                 out.insert(
                     Source::Member(m.name.clone(), name),
                     Spec {
@@ -154,7 +156,8 @@ impl Controller<'_> {
                         )),
                         api_version: t.target.api_version.clone(),
                         kind: t.target.kind.clone(),
-                        fingerprint: format!("{}/{}", m.fingerprint, in_ns.unwrap_or("")),
+                        fingerprint: format!("{}/{}/{whole}", m.fingerprint, in_ns.unwrap_or("")),
+                        whole,
                     },
                 );
             }
