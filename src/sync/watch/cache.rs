@@ -350,10 +350,11 @@ impl Cache {
         });
         typed
             || self.federated.get(ftc).is_some_and(|store| {
-                store
-                    .objects
-                    .values()
-                    .any(|h| wants_whole_copies(&h.text.value()["metadata"]["annotations"]))
+                // Only an object whose text names the annotations is parsed.
+                store.objects.values().any(|h| {
+                    h.text.as_str().contains("kubefedctl.kubefed.io/retain")
+                        && wants_whole_copies(&h.text.value()["metadata"]["annotations"])
+                })
             })
     }
 
