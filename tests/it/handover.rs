@@ -1011,3 +1011,76 @@ fn we_take_over_what_kubefed_propagated_without_a_member_write() {
         Vec::<String>::new()
     );
 }
+
+/// Overrides chosen by cluster label are ours (docs/kubefed-differences.md):
+/// handed over, KubeFed's controller reads a selector entry as one for
+/// cluster "", which applies nowhere: it leaves the copies as they are
+/// (its overrides hash is ours) until the next change, then writes the
+/// template alone there, as docs/reconcile.md says.
+#[test]
+fn kubefed_drops_overrides_chosen_by_label_on_a_hand_over() {
+    let Some((_turn, env)) = private_env() else {
+        return;
+    };
+    let env = &env;
+    let f = Federation::new(env, "ho-sel", &["configmaps"]);
+    short_leases(env, &f);
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{}",
+            f.fedns,
+            f.cluster("m1")
+        ),
+        json!({"metadata": {"labels": {"region": "eu"}}}),
+    );
+    create_in(
+        env,
+        &f,
+        f.ns,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "chosen",
+        json!({"template": {"data": {"color": "plain"}},
+               "placement": {"clusterSelector": {}},
+               "overrides": [{"clusterSelector": {"matchLabels": {"region": "eu"}},
+                              "clusterOverrides": [{"path": "/data/color", "value": "blue"}]}]}),
+    );
+    reconcile_all(&f).ok();
+    let path = format!("/api/v1/namespaces/{}/configmaps/chosen", f.ns);
+    assert_eq!(
+        member_object(env, "member1", &path)["data"]["color"],
+        "blue"
+    );
+
+    let mut kubefed = KubeFed::start(env, &f, "selector").unwrap();
+    kubefed.wait_leading(env, &f);
+    let fed = vec![format!("FederatedConfigMap {}/chosen", f.ns)];
+    kubefed.wait_reconciled(&fed, Duration::from_secs(3));
+    // Its overrides hash is ours (the selector is in neither): it finds the
+    // copies up to date and leaves them.
+    assert_eq!(
+        member_object(env, "member1", &path)["data"]["color"],
+        "blue"
+    );
+    // The next template change: KubeFed writes the template alone.
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/chosen",
+            f.group, f.ns
+        ),
+        json!({"spec": {"template": {"data": {"size": "m"}}}}),
+    );
+    wait_until("KubeFed to write the template", || {
+        member_object(env, "member1", &path)["data"]["size"] == "m"
+    });
+    kubefed.stop();
+    assert_eq!(
+        member_object(env, "member1", &path)["data"]["color"],
+        "plain",
+        "KubeFed ignores clusterSelector in overrides"
+    );
+}
