@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::ingress;
 use super::report::{FindingKind, ObjectReport};
 use crate::cluster::membership::Scope;
 use crate::propagation::overrides::{ClusterOverride, Op, overrides_by_cluster};
@@ -351,7 +352,9 @@ fn federated_object(fed: &Value, ctx: &Context) -> (Vec<Value>, ObjectReport) {
         return (Vec::new(), report);
     };
     let rsp = ctx.rsp(fed);
+    let ty = upgrade_type(ty, &mut report);
     let mut template = resource_template(fed, &ty);
+    upgrade_template(fed, &mut template, &mut report);
     let mut objects = Vec::new();
     let affinity = placement(fed, &ty, rsp, ctx, &mut report);
     let scheduling = rsp.and_then(|r| replica_scheduling(r, &mut template, &mut report));
@@ -367,6 +370,54 @@ fn federated_object(fed: &Value, ctx: &Context) -> (Vec<Value>, ObjectReport) {
     }
     report.produced = objects.iter().map(describe).collect();
     (objects, report)
+}
+
+/// A type of a removed API version (Ingress `v1beta1`) → the served one.
+fn upgrade_type(mut ty: FederatedType, report: &mut ObjectReport) -> FederatedType {
+    if ingress::is_legacy(&ty.target_api_version, &ty.target_kind) {
+        report.add(
+            FindingKind::Note,
+            "",
+            format!(
+                "written as {} Ingress: {} is no longer served",
+                ingress::INGRESS_V1,
+                ty.target_api_version
+            ),
+        );
+        ty.target_api_version = ingress::INGRESS_V1.to_string();
+    }
+    ty
+}
+
+/// An Ingress template of KubeFed's era converted as the API server
+/// converts it; overrides of its old fields cannot follow.
+fn upgrade_template(fed: &Value, template: &mut Value, report: &mut ObjectReport) {
+    if template["kind"] != "Ingress" || template["apiVersion"] != ingress::INGRESS_V1 {
+        return;
+    }
+    if ingress::upgrade(template) {
+        report.add(
+            FindingKind::Note,
+            "spec.template.spec",
+            "serviceName/servicePort backends and paths without pathType converted to networking.k8s.io/v1 as the API server converts them",
+        );
+    }
+    let old_paths = fed["spec"]["overrides"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|o| o["clusterOverrides"].as_array().into_iter().flatten())
+        .filter_map(|o| o["path"].as_str())
+        .filter(|p| {
+            p.contains("serviceName") || p.contains("servicePort") || p.ends_with("/backend")
+        });
+    for path in old_paths {
+        report.add(
+            FindingKind::Approximated,
+            &format!("spec.overrides: {path}"),
+            "an override of an Ingress v1beta1 backend field, written as is: rewrite it for networking.k8s.io/v1 (service.name, service.port)",
+        );
+    }
 }
 
 /// Fields of a federated object's spec that nothing here maps.

@@ -2,6 +2,7 @@
 //! [`karmada`] (KubeFed → Karmada v1.13's API), with a report of every
 //! field that could not be carried over exactly.
 
+mod ingress;
 pub mod karmada;
 mod report;
 
