@@ -3,6 +3,7 @@
 pub mod completion;
 pub mod disable;
 pub mod enable;
+pub mod export;
 pub mod federate;
 pub mod init;
 pub mod join;
