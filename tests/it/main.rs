@@ -21,6 +21,7 @@ mod gitops;
 mod handover;
 mod in_cluster;
 mod install;
+mod karmada;
 mod kubefed_e2e;
 mod kubefed_ref;
 mod membership;

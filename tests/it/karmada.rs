@@ -1,0 +1,394 @@
+//! `export karmada` against Karmada itself: a Karmada API server (a
+//! kube-apiserver of the test environment's current release with Karmada
+//! v1.13.0's CRDs, `hack/testenv.sh` keeps them) takes every exported
+//! object as a server-side dry-run create with strict field validation, so
+//! Karmada's own schemas (and CEL rules) and Kubernetes' validation of the
+//! resource templates judge the output. Namespaces are created for real so
+//! that their contents can be dry-run created in them.
+//!
+//! Clusters (`cluster.karmada.io`) are served by karmada-aggregated-apiserver,
+//! not by a CRD: they are checked field by field here, not by a server.
+
+use crate::fixtures::{Federation, KUBEFEDCTL, Run, get, post, request, root};
+use crate::parity::{TYPES, fixture};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use testenv::TestEnv;
+
+/// The Karmada API server of this test binary, its CRDs Established.
+fn karmada() -> &'static TestEnv {
+    static ENV: OnceLock<TestEnv> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let env = TestEnv::private(&["karmada"]).expect("starting the Karmada API server");
+        let crds = testenv::karmada_crds().unwrap();
+        let mut names = Vec::new();
+        for (file, text) in crds {
+            let crd = kubefedctl::yaml::yaml_documents(&text).unwrap().remove(0);
+            names.push(crd["metadata"]["name"].as_str().unwrap().to_string());
+            let (status, answer) = request(
+                &env,
+                "karmada",
+                "POST",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                Some(crd),
+            );
+            assert!(status == 201 || status == 409, "{file}: {status} {answer}");
+        }
+        for name in names {
+            crate::fixtures::wait_until(&format!("CRD {name} Established"), || {
+                let path =
+                    format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
+                get(&env, "karmada", &path).is_some_and(|crd| {
+                    crd["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c["type"] == "Established" && c["status"] == "True")
+                })
+            });
+        }
+        env
+    })
+}
+
+/// `kubefedctl export karmada ARGS` with no kubeconfig at all (offline).
+fn export(args: &[&str]) -> Run {
+    std::process::Command::new(KUBEFEDCTL)
+        .args(["export", "karmada"])
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("HOME", "/nonexistent")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+        .into()
+}
+
+fn plural(kind: &str) -> String {
+    match kind {
+        "PropagationPolicy" => "propagationpolicies".into(),
+        "ClusterPropagationPolicy" => "clusterpropagationpolicies".into(),
+        "OverridePolicy" => "overridepolicies".into(),
+        "ClusterOverridePolicy" => "clusteroverridepolicies".into(),
+        "Ingress" => "ingresses".into(),
+        k => format!("{}s", k.to_lowercase()),
+    }
+}
+
+/// The collection an object is created in.
+fn collection(obj: &Value) -> String {
+    let api = obj["apiVersion"].as_str().unwrap();
+    let prefix = if api == "v1" {
+        "/api/v1".to_string()
+    } else {
+        format!("/apis/{api}")
+    };
+    let ns = match obj["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("/namespaces/{ns}"),
+        None => String::new(),
+    };
+    format!("{prefix}{ns}/{}", plural(obj["kind"].as_str().unwrap()))
+}
+
+/// Every exported object to the Karmada API server: Namespaces created,
+/// the rest dry-run created; the refusals, one line each. Clusters are
+/// returned apart (no server here serves them).
+fn validate(env: &TestEnv, objects: &[Value]) -> (Vec<String>, Vec<Value>) {
+    let mut refused = Vec::new();
+    let mut clusters = Vec::new();
+    post(
+        env,
+        "karmada",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "karmada-cluster"}}),
+    );
+    for obj in objects {
+        if obj["kind"] == "Cluster" {
+            clusters.push(obj.clone());
+            continue;
+        }
+        let namespace = obj["kind"] == "Namespace";
+        let query = if namespace {
+            ""
+        } else {
+            "?dryRun=All&fieldValidation=Strict"
+        };
+        let path = format!("{}{query}", collection(obj));
+        let (status, answer) = request(env, "karmada", "POST", &path, Some(obj.clone()));
+        if status != 201 && !(namespace && status == 409) {
+            refused.push(format!(
+                "{} {}: {status} {}",
+                obj["kind"].as_str().unwrap(),
+                obj["metadata"]["name"],
+                answer["message"]
+            ));
+        }
+    }
+    (refused, clusters)
+}
+
+/// KubeFed's e2e fixtures of the ten default types as federated objects
+/// (placed on both clusters, the fixture's overrides on the first), as
+/// `tests/it/parity.rs` makes them, in `ns` and its FederatedNamespace.
+fn fixture_objects(ns: &str) -> Vec<Value> {
+    let fed = |kind: &str, obj_ns: &str, name: &str, spec: Value| {
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": format!("Federated{kind}"),
+               "metadata": {"name": name, "namespace": obj_ns}, "spec": spec})
+    };
+    let placement = json!({"clusters": [{"name": "cluster1"}, {"name": "cluster2"}]});
+    let mut out = vec![fed("Namespace", ns, ns, json!({"placement": placement}))];
+    for t in TYPES {
+        let (template, overrides) = fixture(t);
+        let spec = json!({
+            "template": template,
+            "placement": placement,
+            // and, as upstream's update step, labels by override everywhere
+            "overrides": [
+                {"clusterName": "cluster1", "clusterOverrides": overrides},
+                {"clusterName": "cluster2", "clusterOverrides": [{"path": "/metadata/labels", "value": {"updated": "true"}}]},
+            ],
+        });
+        // The namespaces fixture is a FederatedNamespace of its own.
+        let (obj_ns, name) = match t.kind {
+            "Namespace" => (format!("{ns}-n"), format!("{ns}-n")),
+            _ => (ns.to_string(), format!("fixture-{}", t.kind.to_lowercase())),
+        };
+        out.push(fed(t.kind, &obj_ns, &name, spec));
+    }
+    out
+}
+
+fn write_yaml(dir: &Path, name: &str, objects: &[Value]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    let text: String = objects
+        .iter()
+        .map(|o| format!("---\n{}", serde_saphyr::to_string(o).unwrap()))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `-o json`'s List: its items.
+fn items(run: &Run) -> Vec<Value> {
+    let list: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    list["items"].as_array().unwrap().clone()
+}
+
+fn kinds(objects: &[Value]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn kubefeds_fixtures_and_sample1_pass_karmadas_validation() {
+    let env = karmada();
+    let dir = std::env::temp_dir().join(format!("kx-fixtures-{}", std::process::id()));
+    let fixtures = write_yaml(&dir, "fixtures.yaml", &fixture_objects("kx-fixtures"));
+    let sample1 = testenv::kubefed_source()
+        .expect("KubeFed's module source (hack/testenv.sh)")
+        .join("example/sample1");
+    let mut args: Vec<String> = vec!["-f".into(), fixtures.display().to_string()];
+    for entry in std::fs::read_dir(&sample1).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("federated")
+        {
+            args.extend(["-f".into(), path.display().to_string()]);
+        }
+    }
+    args.extend(["-o".into(), "json".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Every fixture maps exactly: exit 0, and the report says so.
+    let run = export(&args).ok();
+    assert!(
+        run.stderr.contains("0 approximated or not mapped"),
+        "{}",
+        run.stderr
+    );
+    let objects = items(&run);
+    let all = kinds(&objects);
+    for kind in [
+        "Namespace",
+        "ConfigMap",
+        "Secret",
+        "Service",
+        "ServiceAccount",
+        "Deployment",
+        "ReplicaSet",
+        "Job",
+        "Ingress",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "PropagationPolicy",
+        "ClusterPropagationPolicy",
+        "OverridePolicy",
+        "ClusterOverridePolicy",
+    ] {
+        assert!(all.iter().any(|k| k == kind), "no {kind} in {all:?}");
+    }
+    let (refused, clusters) = validate(env, &objects);
+    assert!(
+        refused.is_empty(),
+        "Karmada's API server refused:\n{}",
+        refused.join("\n")
+    );
+    assert!(clusters.is_empty());
+    // The same export as YAML, into a directory, reads the same objects.
+    let out_dir = dir.join("out");
+    let mut yaml_args = args[..args.len() - 2].to_vec();
+    yaml_args.extend(["--output-dir", out_dir.to_str().unwrap()]);
+    export(&yaml_args).ok();
+    let files = std::fs::read_dir(&out_dir).unwrap().count();
+    assert_eq!(
+        files,
+        objects.len() + 1,
+        "one file per object and report.json"
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["exact"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn approximations_are_reported_and_exit_6() {
+    let env = karmada();
+    let dir = std::env::temp_dir().join(format!("kx-approx-{}", std::process::id()));
+    let ns = "kx-approx";
+    let deployments = TYPES.iter().find(|t| t.kind == "Deployment").unwrap();
+    let objects = vec![
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+               "metadata": {"name": ns, "namespace": ns}, "spec": {"placement": {"clusterSelector": {}}}}),
+        json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
+               "metadata": {"name": "web", "namespace": ns},
+               "spec": {"template": fixture(deployments).0, "placement": {"clusterSelector": {}}}}),
+        json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+               "metadata": {"name": "web", "namespace": ns},
+               "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 9,
+                        "clusters": {"*": {"weight": 1}, "cluster1": {"weight": 2, "minReplicas": 4, "maxReplicas": 6}}}}),
+    ];
+    let file = write_yaml(&dir, "in.yaml", &objects);
+    let run = export(&[
+        "-f",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+        "--report",
+        "json",
+    ])
+    .exits(6);
+    let report: Value =
+        serde_json::from_str(&run.stderr[..run.stderr.rfind("}\n").unwrap() + 1]).unwrap();
+    assert_eq!(report["exact"], false);
+    let fields: Vec<&str> = report["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|o| o["findings"].as_array().unwrap())
+        .filter(|f| f["kind"] == "approximated")
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "ReplicaSchedulingPreference kx-approx/web: spec.clusters.cluster1.minReplicas",
+            "ReplicaSchedulingPreference kx-approx/web: spec.clusters.cluster1.maxReplicas"
+        ]
+    );
+    assert!(
+        run.stderr
+            .contains("error: 1 object(s) approximated or not mapped"),
+        "{}",
+        run.stderr
+    );
+    // What was written is still valid Karmada: the weights, the wildcard as
+    // an exclusion, the replicas Karmada divides.
+    let out = items(&run);
+    let pp = out
+        .iter()
+        .find(|o| o["kind"] == "PropagationPolicy")
+        .unwrap();
+    assert_eq!(
+        pp["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"],
+        json!([{"targetCluster": {"exclude": ["cluster1"]}, "weight": 1},
+               {"targetCluster": {"clusterNames": ["cluster1"]}, "weight": 2}])
+    );
+    let (refused, _) = validate(env, &out);
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_live_federation_exports_its_clusters_without_their_tokens() {
+    let shared = TestEnv::shared();
+    let f = Federation::new(shared, "kx-live", &["configmaps"]);
+    f.create(shared, "FederatedConfigMap", "settings", json!({
+        "template": {"data": {"a": "1"}},
+        "placement": {"clusters": [{"name": f.cluster("m1")}]},
+        "overrides": [{"clusterName": f.cluster("m1"), "clusterOverrides": [{"path": "/data/a", "value": "2"}]}]
+    }));
+    let run = f.run(&["export", "karmada", "-n", f.ns, "-o", "json"]).ok();
+    let objects = items(&run);
+    let (kfc, secret_path) = f.kubefed_cluster(shared, &f.cluster("m1"));
+    let token = get(shared, "host", &secret_path).unwrap()["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !run.stdout.contains(&token),
+        "a token was printed without --with-tokens"
+    );
+    assert!(run.stderr.contains("token not written"), "{}", run.stderr);
+    let cluster = objects
+        .iter()
+        .find(|o| o["kind"] == "Cluster" && o["metadata"]["name"] == f.cluster("m1").as_str())
+        .unwrap();
+    assert_eq!(cluster["spec"]["syncMode"], "Push");
+    assert_eq!(cluster["spec"]["apiEndpoint"], kfc["spec"]["apiEndpoint"]);
+    assert_eq!(
+        cluster["spec"]["secretRef"],
+        json!({"namespace": "karmada-cluster", "name": f.cluster("m1")})
+    );
+    let secret = objects
+        .iter()
+        .find(|o| o["kind"] == "Secret" && o["metadata"]["name"] == f.cluster("m1").as_str())
+        .unwrap();
+    assert_eq!(secret["data"]["caBundle"], kfc["spec"]["caBundle"]);
+    let cm = objects.iter().find(|o| o["kind"] == "ConfigMap").unwrap();
+    assert_eq!(cm["data"], json!({"a": "1"}));
+    let op = objects
+        .iter()
+        .find(|o| o["kind"] == "OverridePolicy")
+        .unwrap();
+    assert_eq!(
+        op["spec"]["overrideRules"][0]["overriders"]["plaintext"],
+        json!([{"path": "/data/a", "operator": "replace", "value": "2"}])
+    );
+    let (refused, clusters) = validate(karmada(), &objects);
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+    assert_eq!(clusters.len(), 2);
+    // --with-tokens writes them.
+    let run = f
+        .run(&["export", "karmada", "-n", f.ns, "--with-tokens"])
+        .ok();
+    assert!(run.stdout.contains(&token));
+    // Offline, tokens cannot be read: a usage error.
+    let file = root().join("testdata/demo");
+    f.run(&[
+        "export",
+        "karmada",
+        "-f",
+        file.to_str().unwrap(),
+        "--with-tokens",
+    ])
+    .usage();
+}
