@@ -27,7 +27,7 @@ use super::ingress;
 use super::report::{FindingKind, ObjectReport};
 use crate::cluster::membership::Scope;
 use crate::propagation::overrides::{ClusterOverride, Op, overrides_by_cluster};
-use crate::propagation::placement::{Selector, is_federated_namespace};
+use crate::propagation::placement::Selector;
 use crate::scheduling::preference::{REPLICAS_PATH, SCHEDULABLE_KINDS, read_rsp};
 use crate::types::builtin::{builtin_by_kind, builtin_version};
 
@@ -93,6 +93,23 @@ impl FederatedType {
     }
 }
 
+impl FederatedType {
+    /// A FederatedNamespace's type, in whatever federated group: its
+    /// target is the Namespace.
+    pub fn targets_namespace(&self) -> bool {
+        self.target_api_version == "v1" && self.target_kind == "Namespace"
+    }
+
+    /// Whether `fed` is an object of this federated type.
+    pub fn federates(&self, fed: &Value) -> bool {
+        let group = fed["apiVersion"]
+            .as_str()
+            .and_then(|a| a.split_once('/'))
+            .map_or("", |(g, _)| g);
+        fed["kind"].as_str() == Some(self.federated_kind.as_str()) && group == self.federated_group
+    }
+}
+
 fn api_version(group: &str, version: &str) -> String {
     if group.is_empty() {
         version.to_string()
@@ -146,7 +163,12 @@ pub fn export(input: &Input) -> Export {
     let namespaces: BTreeMap<String, &Value> = input
         .federated
         .iter()
-        .filter(|f| is_federated_namespace(f))
+        .filter(|f| {
+            input
+                .types
+                .iter()
+                .any(|t| t.targets_namespace() && t.federates(f))
+        })
         .map(|f| (meta(f, "name").to_string(), f))
         .collect();
     let ctx = Context {
@@ -314,16 +336,7 @@ struct Context<'a> {
 
 impl Context<'_> {
     fn find_type(&self, fed: &Value) -> Option<FederatedType> {
-        let kind = fed["kind"].as_str().unwrap_or("");
-        let group = fed["apiVersion"]
-            .as_str()
-            .and_then(|a| a.split_once('/'))
-            .map_or("", |(g, _)| g);
-        self.input
-            .types
-            .iter()
-            .find(|t| t.federated_kind == kind && t.federated_group == group)
-            .cloned()
+        self.input.types.iter().find(|t| t.federates(fed)).cloned()
     }
 
     /// The RSP of a FederatedDeployment or FederatedReplicaSet.
@@ -454,7 +467,7 @@ pub fn resource_template(fed: &Value, ty: &FederatedType) -> Value {
     if ty.namespaced {
         m.insert("namespace".into(), json!(meta(fed, "namespace")));
     }
-    if is_federated_namespace(fed) {
+    if ty.targets_namespace() {
         let labels = m.entry("labels").or_insert_with(|| json!({}));
         if labels.is_object() {
             labels[SKIP_AUTO_PROPAGATION] = json!("true");
@@ -615,7 +628,7 @@ fn placement(
             return None;
         }
     };
-    let narrowed = if ty.namespaced && !is_federated_namespace(fed) {
+    let narrowed = if ty.namespaced {
         narrow_by_namespace(own, meta(fed, "namespace"), ctx, report)?
     } else {
         own

@@ -579,3 +579,47 @@ fn permanent_ids_are_stable_uuids() {
     assert_eq!(&a[14..15], "4", "version 4 layout: {a}");
     assert!("89ab".contains(&a[19..20]), "RFC 4122 variant: {a}");
 }
+
+#[test]
+fn a_fork_group_federated_namespace_still_narrows_its_contents() {
+    // `enable --federated-group` puts every federated type, the
+    // FederatedNamespace included, in a group of the user's choice.
+    let group = "fed.example.com";
+    let types = vec![
+        FederatedType::builtin(group, "FederatedNamespace").unwrap(),
+        FederatedType::builtin(group, "FederatedConfigMap").unwrap(),
+    ];
+    let with_group = |mut v: Value| {
+        v["apiVersion"] = json!(format!("{group}/v1beta1"));
+        v
+    };
+    let objects = vec![
+        with_group(fed_ns("x", json!({"clusters": [{"name": "a"}]}))),
+        with_group(fed(
+            "FederatedConfigMap",
+            "x",
+            "c",
+            json!({"template": {}, "placement": {"clusterSelector": {}}}),
+        )),
+    ];
+    let out = export(&Input {
+        clusters: &[],
+        secrets: &[],
+        type_configs: &[],
+        types: &types,
+        federated: &objects,
+        rsps: &[],
+        scope: Scope::Cluster,
+        with_tokens: false,
+    });
+    let pp = find(&out.objects, "PropagationPolicy").expect("the namespace is federated");
+    assert_eq!(
+        pp["spec"]["placement"]["clusterAffinity"],
+        json!({"clusterNames": ["a"], "labelSelector": {}})
+    );
+    let ns = find(&out.objects, "Namespace").unwrap();
+    assert_eq!(
+        ns["metadata"]["labels"]["namespace.karmada.io/skip-auto-propagation"],
+        "true"
+    );
+}
