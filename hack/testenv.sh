@@ -19,8 +19,11 @@
 #            run against it; 1.5 to 4 minutes on 2 cores, built whatever
 #            VERSIONs are named.
 #
-#   Karmada v1.13.0  its karmada-controller-manager, karmada-scheduler and
-#            karmada-aggregated-apiserver from the Go module proxy, and its
+#   Karmada v1.13.0  its karmada-controller-manager, karmada-scheduler,
+#            karmada-aggregated-apiserver and karmada-webhook (without it
+#            bindings get no permanent id, and one binding's clean-up of
+#            "orphan" Works deletes the others' member objects) from the Go
+#            module proxy, and its
 #            CRDs (charts/karmada/_crds/bases/) beside them: `export karmada`
 #            is checked against them (tests/it/karmada.rs); about 3 minutes.
 #
@@ -78,7 +81,7 @@ KARMADA_DIR="$CACHE_ROOT/karmada-$KARMADA_VERSION"
 # Karmada is in place when its three programs and its CRDs are.
 have_karmada() {
   [ -x "$KARMADA_DIR/bin/karmada-controller-manager" ] && [ -x "$KARMADA_DIR/bin/karmada-scheduler" ] &&
-    [ -x "$KARMADA_DIR/bin/karmada-aggregated-apiserver" ] &&
+    [ -x "$KARMADA_DIR/bin/karmada-aggregated-apiserver" ] && [ -x "$KARMADA_DIR/bin/karmada-webhook" ] &&
     [ -f "$KARMADA_DIR/crds/policy.karmada.io_propagationpolicies.yaml" ]
 }
 
@@ -299,7 +302,7 @@ build_karmada() {
   export GOFLAGS="-modcacherw -mod=mod -buildvcs=false"
   cd "$work_dir"
   rm -rf "$KARMADA_DIR/bin.tmp" && mkdir -p "$KARMADA_DIR/bin.tmp"
-  for cmd in controller-manager scheduler aggregated-apiserver; do
+  for cmd in controller-manager scheduler aggregated-apiserver webhook; do
     log "building karmada-$cmd $KARMADA_VERSION (Go module proxy)"
     go build -trimpath -ldflags "-s -w" -o "$KARMADA_DIR/bin.tmp/karmada-$cmd" "./cmd/$cmd"
   done

@@ -22,7 +22,7 @@ pub mod proxy;
 pub mod version;
 
 pub use env::{Cluster, SHARED_CLUSTERS, TestEnv, binaries_dir};
-pub use karmada::{KARMADA_VERSION, karmada_binary, karmada_crds};
+pub use karmada::{KARMADA_VERSION, KarmadaPlane, karmada_binary, karmada_crds};
 pub use kubeconfig::KubeconfigBuilder;
 pub use kubefed::{KUBEFED_VERSION, kubefed_binary, kubefed_missing, kubefed_source};
 pub use proxy::{Faults, Mode, Proxy, RequestRecord};
