@@ -6,50 +6,29 @@
 //! resource templates judge the output. Namespaces are created for real so
 //! that their contents can be dry-run created in them.
 //!
-//! Clusters (`cluster.karmada.io`) are served by karmada-aggregated-apiserver,
-//! not by a CRD: they are checked field by field here, not by a server.
+//! The same server runs Karmada's own controllers (`testenv::KarmadaPlane`):
+//! a federation converged by `reconcile`, exported and applied there, is
+//! taken over by Karmada without a member object being recreated.
 
-use crate::fixtures::{Federation, KUBEFEDCTL, Run, get, post, request, root};
+use crate::fixtures::{Federation, KUBEFEDCTL, Run, get, patch, post, request, root, wait_until};
 use crate::parity::{TYPES, fixture};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use testenv::TestEnv;
 
-/// The Karmada API server of this test binary, its CRDs Established.
+/// The Karmada control plane of this test binary: a kube-apiserver of the
+/// current release as karmada-apiserver, with Karmada's CRDs, its
+/// aggregated API server, webhook, controller-manager and scheduler
+/// (`testenv::KarmadaPlane`).
 fn karmada() -> &'static TestEnv {
-    static ENV: OnceLock<TestEnv> = OnceLock::new();
-    ENV.get_or_init(|| {
+    static ENV: OnceLock<(TestEnv, testenv::KarmadaPlane)> = OnceLock::new();
+    &ENV.get_or_init(|| {
         let env = TestEnv::private(&["karmada"]).expect("starting the Karmada API server");
-        let crds = testenv::karmada_crds().unwrap();
-        let mut names = Vec::new();
-        for (file, text) in crds {
-            let crd = kubefedctl::yaml::yaml_documents(&text).unwrap().remove(0);
-            names.push(crd["metadata"]["name"].as_str().unwrap().to_string());
-            let (status, answer) = request(
-                &env,
-                "karmada",
-                "POST",
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                Some(crd),
-            );
-            assert!(status == 201 || status == 409, "{file}: {status} {answer}");
-        }
-        for name in names {
-            crate::fixtures::wait_until(&format!("CRD {name} Established"), || {
-                let path =
-                    format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
-                get(&env, "karmada", &path).is_some_and(|crd| {
-                    crd["status"]["conditions"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|c| c["type"] == "Established" && c["status"] == "True")
-                })
-            });
-        }
-        env
+        let plane = testenv::KarmadaPlane::start(&env, "karmada").expect("starting Karmada");
+        (env, plane)
     })
+    .0
 }
 
 /// `kubefedctl export karmada ARGS` with no kubeconfig at all (offline).
@@ -391,4 +370,152 @@ fn a_live_federation_exports_its_clusters_without_their_tokens() {
         "--with-tokens",
     ])
     .usage();
+}
+
+/// Creates `objects` in the Karmada API server (as `kubectl create -f`).
+fn apply(env: &TestEnv, objects: &[Value]) {
+    post(
+        env,
+        "karmada",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "karmada-cluster"}}),
+    );
+    for obj in objects {
+        post(env, "karmada", &collection(obj), obj.clone());
+    }
+}
+
+fn uid(env: &TestEnv, cluster: &str, path: &str) -> String {
+    get(env, cluster, path).unwrap_or_else(|| panic!("{cluster}: {path} not found"))["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Every binding of `ns` (and the namespace's own) fully applied.
+fn fully_applied(env: &TestEnv, ns: &str) -> bool {
+    let applied = |b: &Value| {
+        b["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "FullyApplied" && c["status"] == "True")
+    };
+    let rbs = get(
+        env,
+        "karmada",
+        &format!("/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"),
+    );
+    let crb = get(
+        env,
+        "karmada",
+        &format!("/apis/work.karmada.io/v1alpha2/clusterresourcebindings/{ns}-namespace"),
+    );
+    let items = rbs
+        .map(|l| l["items"].as_array().cloned().unwrap_or_default())
+        .unwrap_or_default();
+    items.len() == 2 && items.iter().all(applied) && crb.as_ref().is_some_and(applied)
+}
+
+#[test]
+fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
+    let shared = TestEnv::shared();
+    let env = karmada();
+    let f = Federation::new(shared, "kx-adopt", &["configmaps", "deployments.apps"]);
+    let m1 = f.cluster("m1");
+    f.create(shared, "FederatedConfigMap", "settings", json!({
+        "template": {"data": {"a": "1"}},
+        "placement": {"clusterSelector": {}},
+        "overrides": [{"clusterName": m1, "clusterOverrides": [{"path": "/data/a", "value": "m1"}]}]
+    }));
+    let deployments = TYPES.iter().find(|t| t.kind == "Deployment").unwrap();
+    f.create(
+        shared,
+        "FederatedDeployment",
+        "web",
+        json!({
+            "template": fixture(deployments).0,
+            "placement": {"clusters": [{"name": m1}]}
+        }),
+    );
+    f.reconcile(&[]).ok();
+    let ns = f.ns;
+    let cm = format!("/api/v1/namespaces/{ns}/configmaps/settings");
+    let deploy = format!("/apis/apps/v1/namespaces/{ns}/deployments/web");
+    let namespace = format!("/api/v1/namespaces/{ns}");
+    let watched = [
+        ("member1", &cm),
+        ("member2", &cm),
+        ("member1", &deploy),
+        ("member1", &namespace),
+        ("member2", &namespace),
+    ];
+    let before: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+
+    let run = f
+        .run(&["export", "karmada", "-n", ns, "--with-tokens", "-o", "json"])
+        .ok();
+    apply(env, &items(&run));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !fully_applied(env, ns) {
+        if std::time::Instant::now() > deadline {
+            let clusters = get(env, "karmada", "/apis/cluster.karmada.io/v1alpha1/clusters");
+            let rbs = get(
+                env,
+                "karmada",
+                &format!("/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"),
+            );
+            panic!(
+                "Karmada's bindings not fully applied after 90s\nclusters: {}\nbindings: {}",
+                clusters
+                    .map(|c| c["items"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|i| format!("{} {}", i["metadata"]["name"], i["status"]["conditions"]))
+                        .collect::<Vec<_>>()
+                        .join("; "))
+                    .unwrap_or_default(),
+                rbs.map(|l| l["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| format!(
+                        "{} {} {}",
+                        i["metadata"]["name"], i["spec"]["clusters"], i["status"]
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+                    .unwrap_or_default(),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    wait_until("Karmada's label on every member object", || {
+        watched.iter().take(3).all(|(c, p)| {
+            get(shared, c, p)
+                .is_some_and(|o| o["metadata"]["labels"]["karmada.io/managed"] == "true")
+        })
+    });
+    let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    assert_eq!(before, after, "a member object was recreated");
+    // KubeFed's override is Karmada's OverridePolicy's now.
+    assert_eq!(
+        get(shared, "member1", &cm).unwrap()["data"],
+        json!({"a": "m1"})
+    );
+    assert_eq!(
+        get(shared, "member2", &cm).unwrap()["data"],
+        json!({"a": "1"})
+    );
+    // Karmada owns them: a change to the resource template reaches both.
+    patch(env, "karmada", &cm, json!({"data": {"b": "from-karmada"}}));
+    wait_until("the template's change in both members", || {
+        ["member1", "member2"]
+            .iter()
+            .all(|c| get(shared, c, &cm).is_some_and(|o| o["data"]["b"] == "from-karmada"))
+    });
+    assert_eq!(get(shared, "member1", &cm).unwrap()["data"]["a"], "m1");
+    let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    assert_eq!(before, after);
 }
