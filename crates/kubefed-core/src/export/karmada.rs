@@ -155,6 +155,14 @@ impl Export {
 /// The whole export of a federation.
 pub fn export(input: &Input) -> Export {
     let mut out = Export::default();
+    if !input.clusters.is_empty() {
+        // Karmada's own installer makes it; written so that the output
+        // applies to any Karmada API server as it is.
+        out.objects.push(json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": CLUSTER_SECRET_NAMESPACE},
+        }));
+    }
     for kfc in input.clusters {
         let (objects, report) = cluster(kfc, input.secrets, input.with_tokens);
         out.objects.extend(objects);
@@ -218,11 +226,12 @@ fn describe(obj: &Value) -> String {
 
 fn apply_rank(obj: &Value) -> u8 {
     match (obj["apiVersion"].as_str(), obj["kind"].as_str()) {
-        (Some("v1"), Some("Secret")) if obj["type"] == "Opaque" && is_cluster_secret(obj) => 0,
-        (Some(CLUSTER_API), _) => 1,
-        (Some("v1"), Some("Namespace")) => 2,
-        (Some(POLICY_API), _) => 4,
-        _ => 3,
+        (Some("v1"), Some("Namespace")) if meta(obj, "name") == CLUSTER_SECRET_NAMESPACE => 0,
+        (Some("v1"), Some("Secret")) if obj["type"] == "Opaque" && is_cluster_secret(obj) => 1,
+        (Some(CLUSTER_API), _) => 2,
+        (Some("v1"), Some("Namespace")) => 3,
+        (Some(POLICY_API), _) => 5,
+        _ => 4,
     }
 }
 
