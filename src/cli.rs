@@ -33,6 +33,8 @@ pub enum Command {
     Export(crate::cmd::export::ExportOptions),
     /// Turn existing resources (or files, or a namespace with its contents) into federated resources
     Federate(crate::cmd::federate::FederateOptions),
+    /// Move the federation to another system (Karmada) without recreating a member object
+    Migrate(crate::cmd::migrate::MigrateOptions),
     /// Register a member cluster with the host cluster
     Join(crate::cmd::join::JoinOptions),
     /// Keep (enable) or delete (disable) member copies when a federated object is deleted
@@ -62,7 +64,7 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
         &["enable", "disable", "orphaning-deletion"],
     ),
     ("Propagation", &["federate", "reconcile"]),
-    ("Migration", &["export"]),
+    ("Migration", &["export", "migrate"]),
     ("Inspection", &["status"]),
     ("Other", &["version", "completion"]),
 ];
@@ -160,6 +162,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Enable(o) => crate::cmd::enable::run(global, &o).await,
                 Command::Federate(o) => crate::cmd::federate::run(global, &o).await,
                 Command::Export(o) => crate::cmd::export::run(global, &o).await,
+                Command::Migrate(o) => crate::cmd::migrate::run(global, &o).await,
                 Command::Join(o) => crate::cmd::join::run(global, &o).await,
                 Command::Reconcile(o) => crate::cmd::reconcile::run(global, &o).await,
                 Command::Status(o) => crate::cmd::status::run(global, &o).await,

@@ -3,18 +3,14 @@
 //! directory, with a report of every field that was approximated or not
 //! mapped (`core::export::karmada` decides; this reads and prints).
 
-use crate::apply::{api_error, api_resource};
 use crate::cmd::options::GlobalOptions;
-use crate::core::cluster::membership::Scope;
-use crate::core::export::karmada::{self, Export, FederatedType, Input};
+use crate::core::export::karmada::Export;
 use crate::core::export::{FindingKind, ObjectReport};
 use crate::error::{EXIT_APPROXIMATED, ExitWith};
-use crate::sync::live::observe::list_all;
-use crate::sync::render;
+use crate::sync::karmada;
 use crate::terminal::output::{DocumentFormat, on_stdout, print_objects, render as render_doc};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -84,17 +80,6 @@ pub enum ReportFormat {
     Json,
 }
 
-/// What an export reads, from the host or from files.
-#[derive(Default)]
-struct Gathered {
-    clusters: Vec<Value>,
-    secrets: Vec<Value>,
-    type_configs: Vec<Value>,
-    federated: Vec<Value>,
-    rsps: Vec<Value>,
-    scope: Option<Scope>,
-}
-
 pub async fn run(global: &GlobalOptions, o: &ExportOptions) -> Result<()> {
     let ExportTarget::Karmada(k) = &o.target;
     if !k.filename.is_empty() && k.with_tokens {
@@ -102,22 +87,13 @@ pub async fn run(global: &GlobalOptions, o: &ExportOptions) -> Result<()> {
             "--with-tokens reads the host's Secrets: it does not apply to -f"
         ));
     }
-    let gathered = if k.filename.is_empty() {
-        read_host(global, k).await?
+    let federation = if k.filename.is_empty() {
+        let (_, host) = global.connect_host().await?;
+        karmada::read_host(&host, k.namespace.as_deref(), k.with_tokens).await?
     } else {
-        read_files(&k.filename, k.namespace.as_deref())?
+        karmada::read_files(&k.filename, k.namespace.as_deref())?
     };
-    let types = federated_types(&gathered);
-    let export = karmada::export(&Input {
-        clusters: &gathered.clusters,
-        secrets: &gathered.secrets,
-        type_configs: &gathered.type_configs,
-        types: &types,
-        federated: &gathered.federated,
-        rsps: &gathered.rsps,
-        scope: gathered.scope.unwrap_or(Scope::Cluster),
-        with_tokens: k.with_tokens,
-    });
+    let export = federation.export(k.with_tokens);
     write(k, &export)?;
     report(k.report, &export)?;
     let inexact = export.reports.iter().filter(|r| r.inexact()).count();
@@ -131,151 +107,6 @@ pub async fn run(global: &GlobalOptions, o: &ExportOptions) -> Result<()> {
         .into());
     }
     Ok(())
-}
-
-/// The FTCs' types, and offline the built-in ones of federated kinds no
-/// FTC names.
-fn federated_types(g: &Gathered) -> Vec<FederatedType> {
-    let mut types: Vec<FederatedType> = g
-        .type_configs
-        .iter()
-        .filter_map(FederatedType::from_ftc)
-        .collect();
-    for fed in &g.federated {
-        let kind = fed["kind"].as_str().unwrap_or("");
-        let group = fed["apiVersion"]
-            .as_str()
-            .and_then(|a| a.split_once('/'))
-            .map_or("", |(g, _)| g);
-        let known = types
-            .iter()
-            .any(|t| t.federated_kind == kind && t.federated_group == group);
-        if !known && let Some(t) = FederatedType::builtin(group, kind) {
-            types.push(t);
-        }
-    }
-    types
-}
-
-fn read_files(paths: &[PathBuf], namespace: Option<&str>) -> Result<Gathered> {
-    let inputs = render::load(paths)?;
-    for n in &inputs.notes {
-        tracing::info!("note: {n}");
-    }
-    let objects = |v: Vec<render::Sourced>| -> Vec<Value> {
-        v.into_iter()
-            .map(|s| s.object)
-            .filter(|o| namespace.is_none_or(|ns| o["metadata"]["namespace"] == ns))
-            .collect()
-    };
-    let scope = match &inputs.config {
-        Some(c) => Some(crate::clients::host::settings_of("", Some(&c.object))?.scope),
-        None => None,
-    };
-    Ok(Gathered {
-        clusters: inputs.clusters.into_iter().map(|s| s.object).collect(),
-        secrets: Vec::new(),
-        type_configs: inputs.type_configs.into_iter().map(|s| s.object).collect(),
-        federated: objects(inputs.federated),
-        rsps: objects(inputs.rsps),
-        scope,
-    })
-}
-
-async fn read_host(global: &GlobalOptions, k: &KarmadaOptions) -> Result<Gathered> {
-    let (_, host) = global.connect_host().await?;
-    host.require_initialised().await?;
-    let scope = host.scope().await?;
-    let fed_ns = host.namespace.clone();
-    let list = |group: &str, version: &str, kind: &str, plural: &str, ns: Option<&str>| {
-        let ar = api_resource(group, version, kind, plural);
-        let api: Api<DynamicObject> = match ns {
-            Some(ns) => Api::namespaced_with(host.client.clone(), ns, &ar),
-            None => Api::all_with(host.client.clone(), &ar),
-        };
-        async move { list_all(&api, &ListParams::default()).await }
-    };
-    let clusters = list(
-        "core.kubefed.io",
-        "v1beta1",
-        "KubeFedCluster",
-        "kubefedclusters",
-        Some(&fed_ns),
-    )
-    .await?;
-    let type_configs = list(
-        "core.kubefed.io",
-        "v1beta1",
-        "FederatedTypeConfig",
-        "federatedtypeconfigs",
-        Some(&fed_ns),
-    )
-    .await?;
-    let ns = k.namespace.as_deref();
-    let mut federated = Vec::new();
-    for ftc in &type_configs {
-        let f = &ftc["spec"]["federatedType"];
-        let s = |key: &str| f[key].as_str().unwrap_or("");
-        let objects = list(s("group"), s("version"), s("kind"), s("pluralName"), ns).await;
-        match objects {
-            Ok(o) => federated.extend(o),
-            Err(e) => tracing::warn!(
-                "{}: {}",
-                ftc["metadata"]["name"].as_str().unwrap_or(""),
-                crate::error::one_line(&e)
-            ),
-        }
-    }
-    let rsps = match list(
-        "scheduling.kubefed.io",
-        "v1alpha1",
-        "ReplicaSchedulingPreference",
-        "replicaschedulingpreferences",
-        ns,
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(
-                "ReplicaSchedulingPreferences not read: {}",
-                crate::error::one_line(&e)
-            );
-            Vec::new()
-        }
-    };
-    let secrets = if k.with_tokens {
-        cluster_secrets(&host.client, &fed_ns, &clusters).await?
-    } else {
-        Vec::new()
-    };
-    Ok(Gathered {
-        clusters,
-        secrets,
-        type_configs,
-        federated,
-        rsps,
-        scope: Some(scope),
-    })
-}
-
-/// The KubeFedClusters' Secrets (`--with-tokens`).
-async fn cluster_secrets(
-    client: &kube::Client,
-    ns: &str,
-    clusters: &[Value],
-) -> Result<Vec<Value>> {
-    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
-    let mut out = Vec::new();
-    for c in clusters {
-        let Some(name) = c["spec"]["secretRef"]["name"].as_str() else {
-            continue;
-        };
-        if let Some(s) = api.get_opt(name).await.map_err(api_error)? {
-            out.push(serde_json::to_value(s)?);
-        }
-    }
-    Ok(out)
 }
 
 fn write(k: &KarmadaOptions, export: &Export) -> Result<()> {

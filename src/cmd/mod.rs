@@ -7,6 +7,7 @@ pub mod export;
 pub mod federate;
 pub mod init;
 pub mod join;
+pub mod migrate;
 pub mod options;
 pub mod orphaning;
 pub mod reconcile;
