@@ -519,3 +519,132 @@ fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
     let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     assert_eq!(before, after);
 }
+
+/// `kubefedctl ARGS` with the federation's kubeconfig and the Karmada
+/// control plane's (context `karmada`) merged through `KUBECONFIG`.
+fn with_karmada(f: &Federation, args: &[&str]) -> Run {
+    let kc =
+        f.kc.with_file_name(format!("{}-karmada.kubeconfig", f.fedns));
+    karmada()
+        .kubeconfig()
+        .only(&["karmada"])
+        .write(&kc)
+        .unwrap();
+    std::process::Command::new(KUBEFEDCTL)
+        .args(args)
+        .args(["--kubefed-namespace", f.fedns])
+        .env("KUBECONFIG", format!("{}:{}", f.kc.display(), kc.display()))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+        .into()
+}
+
+#[test]
+fn migrate_hands_the_federation_to_karmada_and_releases_it() {
+    let shared = TestEnv::shared();
+    let env = karmada();
+    let f = Federation::new(shared, "kx-mig", &["configmaps", "deployments.apps"]);
+    let m1 = f.cluster("m1");
+    f.create(shared, "FederatedConfigMap", "settings", json!({
+        "template": {"data": {"a": "1"}},
+        "placement": {"clusterSelector": {}},
+        "overrides": [{"clusterName": m1, "clusterOverrides": [{"path": "/data/a", "value": "m1"}]}]
+    }));
+    let deployments = TYPES.iter().find(|t| t.kind == "Deployment").unwrap();
+    f.create(
+        shared,
+        "FederatedDeployment",
+        "web",
+        json!({
+            "template": fixture(deployments).0,
+            "placement": {"clusters": [{"name": m1}]}
+        }),
+    );
+    f.reconcile(&[]).ok();
+    let ns = f.ns;
+    let cm = format!("/api/v1/namespaces/{ns}/configmaps/settings");
+    let deploy = format!("/apis/apps/v1/namespaces/{ns}/deployments/web");
+    let watched = [("member1", &cm), ("member2", &cm), ("member1", &deploy)];
+    let before: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    let args = [
+        "migrate",
+        "karmada",
+        "--karmada-context",
+        "karmada",
+        "-n",
+        ns,
+    ];
+
+    // --dry-run plans it and writes nothing, in Karmada or the host.
+    let mut dry = args.to_vec();
+    dry.push("--dry-run");
+    let plan = with_karmada(&f, &dry).ok();
+    assert!(plan.stdout.contains("would apply"), "{}", plan.stdout);
+    assert!(
+        plan.stdout
+            .contains("PropagationPolicy kx-mig-objs/settings-configmap"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        get(
+            env,
+            "karmada",
+            &format!("/api/v1/namespaces/{ns}/configmaps/settings")
+        )
+        .is_none()
+    );
+
+    let run = with_karmada(&f, &args).ok();
+    assert!(
+        run.stdout.contains("migrated to Karmada"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    assert_eq!(before, after, "a member object was recreated");
+    for (c, p) in watched {
+        let obj = get(shared, c, p).unwrap();
+        assert_eq!(
+            obj["metadata"]["labels"]["karmada.io/managed"], "true",
+            "{c}: {p}"
+        );
+    }
+    assert_eq!(
+        get(shared, "member1", &cm).unwrap()["data"],
+        json!({"a": "m1"})
+    );
+    // The host holds no federated object of the namespace any more.
+    for plural in [
+        "federatedconfigmaps",
+        "federateddeployments",
+        "federatednamespaces",
+    ] {
+        let path = format!("/apis/{}/v1beta1/namespaces/{ns}/{plural}", f.group);
+        let list = get(shared, "host", &path).unwrap();
+        assert_eq!(list["items"], json!([]), "{plural}");
+    }
+    // Karmada owns the copies now.
+    patch(
+        env,
+        "karmada",
+        &cm,
+        json!({"data": {"b": "after-migration"}}),
+    );
+    wait_until("Karmada's change in both members", || {
+        ["member1", "member2"]
+            .iter()
+            .all(|c| get(shared, c, &cm).is_some_and(|o| o["data"]["b"] == "after-migration"))
+    });
+    // Run again (as after an interruption): nothing left to release, done.
+    let again = with_karmada(&f, &args).ok();
+    assert!(
+        again.stdout.contains("0 KubeFed object(s) released"),
+        "{}",
+        again.stdout
+    );
+    let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    assert_eq!(before, after);
+}
