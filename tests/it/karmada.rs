@@ -3,8 +3,9 @@
 //! v1.13.0's CRDs, `hack/testenv.sh` keeps them) takes every exported
 //! object as a server-side dry-run create with strict field validation, so
 //! Karmada's own schemas (and CEL rules) and Kubernetes' validation of the
-//! resource templates judge the output. Namespaces are created for real so
-//! that their contents can be dry-run created in them.
+//! resource templates judge the output (Clusters: karmada-aggregated-apiserver's
+//! own validation). Namespaces are created for real so that their contents
+//! can be dry-run created in them.
 //!
 //! The same server runs Karmada's own controllers (`testenv::KarmadaPlane`):
 //! a federation converged by `reconcile`, exported and applied there, is
@@ -71,8 +72,9 @@ fn collection(obj: &Value) -> String {
 }
 
 /// Every exported object to the Karmada API server: Namespaces created,
-/// the rest dry-run created; the refusals, one line each. Clusters are
-/// returned apart (no server here serves them).
+/// the rest dry-run created (Clusters by karmada-aggregated-apiserver,
+/// through the aggregation layer); the refusals, one line each, and the
+/// Clusters.
 fn validate(env: &TestEnv, objects: &[Value]) -> (Vec<String>, Vec<Value>) {
     let mut refused = Vec::new();
     let mut clusters = Vec::new();
@@ -85,7 +87,6 @@ fn validate(env: &TestEnv, objects: &[Value]) -> (Vec<String>, Vec<Value>) {
     for obj in objects {
         if obj["kind"] == "Cluster" {
             clusters.push(obj.clone());
-            continue;
         }
         let namespace = obj["kind"] == "Namespace";
         let query = if namespace {
@@ -372,6 +373,19 @@ fn a_live_federation_exports_its_clusters_without_their_tokens() {
     .usage();
 }
 
+/// This federation's two members by name, its FederatedNamespace narrowed
+/// to them: Karmada holds other tests' Clusters for the same members, and
+/// `clusterSelector: {}` would select those too (one member under two
+/// Cluster names, whose Works then conflict).
+fn own_clusters(shared: &TestEnv, f: &Federation) -> Value {
+    let both = json!([{"name": f.cluster("m1")}, {"name": f.cluster("m2")}]);
+    f.patch_federated_namespace(
+        shared,
+        json!({"spec": {"placement": {"clusters": both, "clusterSelector": null}}}),
+    );
+    both
+}
+
 /// Creates `objects` in the Karmada API server (as `kubectl create -f`).
 fn apply(env: &TestEnv, objects: &[Value]) {
     post(
@@ -423,9 +437,10 @@ fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
     let env = karmada();
     let f = Federation::new(shared, "kx-adopt", &["configmaps", "deployments.apps"]);
     let m1 = f.cluster("m1");
+    let both = own_clusters(shared, &f);
     f.create(shared, "FederatedConfigMap", "settings", json!({
         "template": {"data": {"a": "1"}},
-        "placement": {"clusterSelector": {}},
+        "placement": {"clusters": both.clone()},
         "overrides": [{"clusterName": m1, "clusterOverrides": [{"path": "/data/a", "value": "m1"}]}]
     }));
     let deployments = TYPES.iter().find(|t| t.kind == "Deployment").unwrap();
@@ -546,9 +561,10 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     let env = karmada();
     let f = Federation::new(shared, "kx-mig", &["configmaps", "deployments.apps"]);
     let m1 = f.cluster("m1");
+    let both = own_clusters(shared, &f);
     f.create(shared, "FederatedConfigMap", "settings", json!({
         "template": {"data": {"a": "1"}},
-        "placement": {"clusterSelector": {}},
+        "placement": {"clusters": both.clone()},
         "overrides": [{"clusterName": m1, "clusterOverrides": [{"path": "/data/a", "value": "m1"}]}]
     }));
     let deployments = TYPES.iter().find(|t| t.kind == "Deployment").unwrap();
