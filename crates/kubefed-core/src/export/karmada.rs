@@ -683,11 +683,6 @@ fn narrow_by_namespace(
     }
 }
 
-/// An object holding only `metadata` (for [`key`]).
-fn metadata_holder(metadata: &Value) -> Value {
-    json!({ "metadata": metadata })
-}
-
 /// `<name>-<kind>`, the policies' names.
 fn policy_name(fed: &Value, ty: &FederatedType) -> String {
     format!("{}-{}", meta(fed, "name"), ty.target_kind.to_lowercase())
@@ -709,37 +704,6 @@ fn policy_metadata(fed: &Value, ty: &FederatedType) -> Value {
     m
 }
 
-/// The label Karmada's webhook gives every (Cluster)PropagationPolicy, and
-/// which its detector copies onto bindings: the scheduler schedules no
-/// binding without it. Written here, stable across exports (the webhook
-/// refuses a change and sets it only when missing), so that the policies
-/// also work where Karmada runs without its webhook.
-pub fn permanent_id_label(namespaced: bool) -> &'static str {
-    if namespaced {
-        "propagationpolicy.karmada.io/permanent-id"
-    } else {
-        "clusterpropagationpolicy.karmada.io/permanent-id"
-    }
-}
-
-/// A UUID (version 4 layout) from the MD5 of `text`: the same policy gets
-/// the same id from every export.
-pub fn stable_uuid(text: &str) -> String {
-    use md5::{Digest, Md5};
-    let mut b: [u8; 16] = Md5::digest(text.as_bytes()).into();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
-}
-
 fn propagation_policy(
     fed: &Value,
     ty: &FederatedType,
@@ -755,9 +719,7 @@ fn propagation_policy(
     } else {
         "ClusterPropagationPolicy"
     };
-    let mut metadata = policy_metadata(fed, ty);
-    let id = stable_uuid(&format!("{kind}/{}", key(&metadata_holder(&metadata))));
-    metadata["labels"] = json!({ permanent_id_label(ty.namespaced): id });
+    let metadata = policy_metadata(fed, ty);
     json!({
         "apiVersion": POLICY_API,
         "kind": kind,

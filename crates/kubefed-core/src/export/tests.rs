@@ -223,9 +223,7 @@ fn a_deployment_gets_a_template_a_policy_and_an_override_policy() {
     let pp = find(&out.objects, "PropagationPolicy").unwrap();
     assert_eq!(
         pp["metadata"],
-        json!({"name": "web-deployment", "namespace": "shop", "labels": {
-            "propagationpolicy.karmada.io/permanent-id": super::karmada::stable_uuid("PropagationPolicy/shop/web-deployment")
-        }})
+        json!({"name": "web-deployment", "namespace": "shop"})
     );
     assert_eq!(pp["spec"]["conflictResolution"], "Overwrite");
     assert_eq!(
@@ -353,12 +351,9 @@ fn a_federated_namespace_is_kept_out_of_automatic_propagation() {
         json!({"name": "shop", "labels": {"namespace.karmada.io/skip-auto-propagation": "true"}})
     );
     let cpp = find(&out.objects, "ClusterPropagationPolicy").unwrap();
-    assert_eq!(cpp["metadata"]["name"], "shop-namespace");
-    let id = &cpp["metadata"]["labels"]["clusterpropagationpolicy.karmada.io/permanent-id"];
-    assert_eq!(
-        id.as_str(),
-        Some(super::karmada::stable_uuid("ClusterPropagationPolicy/shop-namespace").as_str())
-    );
+    // No permanent-id label: Karmada's webhook sets its own at creation
+    // and refuses any other value afterwards.
+    assert_eq!(cpp["metadata"], json!({"name": "shop-namespace"}));
     assert_eq!(
         cpp["spec"]["resourceSelectors"],
         json!([{"apiVersion": "v1", "kind": "Namespace", "name": "shop"}])
@@ -566,18 +561,6 @@ fn a_kubefed_cluster_becomes_a_push_cluster_without_its_token() {
             .is_none()
     );
     assert!(report.inexact());
-}
-
-#[test]
-fn permanent_ids_are_stable_uuids() {
-    use super::karmada::stable_uuid;
-    let a = stable_uuid("PropagationPolicy/shop/web-deployment");
-    assert_eq!(a, stable_uuid("PropagationPolicy/shop/web-deployment"));
-    assert_ne!(a, stable_uuid("PropagationPolicy/shop/api-deployment"));
-    let parts: Vec<usize> = a.split('-').map(str::len).collect();
-    assert_eq!(parts, [8, 4, 4, 4, 12]);
-    assert_eq!(&a[14..15], "4", "version 4 layout: {a}");
-    assert!("89ab".contains(&a[19..20]), "RFC 4122 variant: {a}");
 }
 
 #[test]
