@@ -57,6 +57,11 @@ pub struct MigrateKarmadaOptions {
     /// How long to wait for Karmada to apply and take over everything
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub timeout: Duration,
+
+    /// Wait up to DURATION for the federation lock another run holds (a
+    /// killed migration's expires after the lease duration; 0: fail at once)
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    pub lock_timeout: Duration,
 }
 
 pub async fn run(global: &GlobalOptions, o: &MigrateOptions) -> Result<()> {
@@ -71,9 +76,25 @@ pub async fn run(global: &GlobalOptions, o: &MigrateOptions) -> Result<()> {
         true => None,
         false => {
             let timings = host.settings().await?.leader_elect;
-            Some(lock::take(&host, RECONCILE_LEASE, Duration::ZERO, timings).await?)
+            Some(lock::take(&host, RECONCILE_LEASE, k.lock_timeout, timings).await?)
         }
     };
+    // The lock is given back however the steps end, so that the next run
+    // (which finishes an interrupted one) does not wait for it.
+    let result = steps(global, k, &host, &karmada_client).await;
+    if let Some(held) = held {
+        held.release().await?;
+    }
+    result
+}
+
+async fn steps(
+    global: &GlobalOptions,
+    k: &MigrateKarmadaOptions,
+    host: &crate::clients::host::Host,
+    karmada_client: &kube::Client,
+) -> Result<()> {
+    let host = host.clone();
     let federation = karmada::read_host(&host, k.namespace.as_deref(), true).await?;
     let export = federation.export(true);
     eprint!("{}", report_lines(&export));
@@ -85,12 +106,12 @@ pub async fn run(global: &GlobalOptions, o: &MigrateOptions) -> Result<()> {
         print_plan(k, &export, copies.len(), &bindings, &federation);
         return Ok(());
     }
-    let applied = migrate::apply(&karmada_client, &export.objects).await?;
+    let applied = migrate::apply(karmada_client, &export.objects).await?;
     tracing::info!(
         "applied {applied} object(s) to Karmada ({})",
         k.karmada_context
     );
-    migrate::wait_applied(&karmada_client, &bindings, k.timeout).await?;
+    migrate::wait_applied(karmada_client, &bindings, k.timeout).await?;
     migrate::verify(&members, &copies, k.timeout).await?;
     tracing::info!(
         "Karmada took over {} member object(s), every UID unchanged",
@@ -102,9 +123,6 @@ pub async fn run(global: &GlobalOptions, o: &MigrateOptions) -> Result<()> {
         k.karmada_context,
         copies.len()
     );
-    if let Some(held) = held {
-        held.release().await?;
-    }
     Ok(())
 }
 
