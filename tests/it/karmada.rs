@@ -11,7 +11,9 @@
 //! a federation converged by `reconcile`, exported and applied there, is
 //! taken over by Karmada without a member object being recreated.
 
-use crate::fixtures::{Federation, KUBEFEDCTL, Run, get, patch, post, request, root, wait_until};
+use crate::fixtures::{
+    Federation, KUBEFEDCTL, Run, get, patch, post, request, rfc3339_in, root, wait_until,
+};
 use crate::parity::{TYPES, fixture};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -577,11 +579,39 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
             "placement": {"clusters": [{"name": m1}]}
         }),
     );
+    // An RSP whose mapping is exact (weights only): Karmada must schedule
+    // what KubeFed's planner did.
+    f.create(
+        shared,
+        "FederatedDeployment",
+        "api",
+        json!({
+            "template": fixture(deployments).0,
+            "placement": {"clusters": both.clone()}
+        }),
+    );
+    let m2 = f.cluster("m2");
+    f.create_rsp(shared, "api", 6, &[(m1.as_str(), 2), (m2.as_str(), 1)]);
     f.reconcile(&[]).ok();
+    f.reconcile(&[]).ok();
+    let replicas = || {
+        [
+            f.replicas(shared, "member1", "api"),
+            f.replicas(shared, "member2", "api"),
+        ]
+    };
+    assert_eq!(replicas(), [4, 2], "KubeFed's planner");
     let ns = f.ns;
     let cm = format!("/api/v1/namespaces/{ns}/configmaps/settings");
     let deploy = format!("/apis/apps/v1/namespaces/{ns}/deployments/web");
-    let watched = [("member1", &cm), ("member2", &cm), ("member1", &deploy)];
+    let api = format!("/apis/apps/v1/namespaces/{ns}/deployments/api");
+    let watched = [
+        ("member1", &cm),
+        ("member2", &cm),
+        ("member1", &deploy),
+        ("member1", &api),
+        ("member2", &api),
+    ];
     let before: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     let args = [
         "migrate",
@@ -612,6 +642,46 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         .is_none()
     );
 
+    // Not beside KubeFed's controller-manager: its leader lock is live.
+    let record = json!({"holderIdentity": "kubefed-cm-1", "leaseDurationSeconds": 60,
+        "acquireTime": rfc3339_in(0), "renewTime": rfc3339_in(0), "leaderTransitions": 0});
+    let lock = format!("/api/v1/namespaces/{}/configmaps", f.fedns);
+    post(
+        shared,
+        "host",
+        &lock,
+        json!({"metadata": {"name": "kubefed-controller-manager",
+        "annotations": {"control-plane.alpha.kubernetes.io/leader": record.to_string()}}}),
+    );
+    let refused = with_karmada(&f, &args).fails();
+    assert!(
+        refused.stderr.contains("kubefed-cm-1"),
+        "{}",
+        refused.stderr
+    );
+    request(
+        shared,
+        "host",
+        "DELETE",
+        &format!("{lock}/kubefed-controller-manager"),
+        None,
+    );
+
+    // Stopped after the apply (here by a timeout, as by a kill): nothing
+    // is released, and the next run finishes the move.
+    let mut stopped = args.to_vec();
+    stopped.extend(["--timeout", "0s"]);
+    let run = with_karmada(&f, &stopped).fails();
+    assert!(run.stderr.contains("did not apply"), "{}", run.stderr);
+    let fed_cm = format!(
+        "/apis/{}/v1beta1/namespaces/{ns}/federatedconfigmaps/settings",
+        f.group
+    );
+    assert!(
+        get(shared, "host", &fed_cm).is_some(),
+        "released before Karmada applied"
+    );
+
     let run = with_karmada(&f, &args).ok();
     assert!(
         run.stdout.contains("migrated to Karmada"),
@@ -631,6 +701,11 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     assert_eq!(
         get(shared, "member1", &cm).unwrap()["data"],
         json!({"a": "m1"})
+    );
+    assert_eq!(
+        replicas(),
+        [4, 2],
+        "Karmada's static weights schedule as KubeFed's RSP did"
     );
     // The host holds no federated object of the namespace any more.
     for plural in [
