@@ -6,7 +6,6 @@
 
 use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::export::karmada::Export;
-use crate::core::run::lease::RECONCILE_LEASE;
 use crate::sync::karmada::{self, migrate};
 use crate::sync::lock;
 use anyhow::{Context, Result};
@@ -74,10 +73,7 @@ pub async fn run(global: &GlobalOptions, o: &MigrateOptions) -> Result<()> {
     lock::refuse_beside_kubefed(&host, false).await?;
     let held = match k.dry_run {
         true => None,
-        false => {
-            let timings = host.settings().await?.leader_elect;
-            Some(lock::take(&host, RECONCILE_LEASE, k.lock_timeout, timings).await?)
-        }
+        false => Some(lock::hold_whole_federation(&host, "migrate karmada", k.lock_timeout).await?),
     };
     // The lock is given back however the steps end, so that the next run
     // (which finishes an interrupted one) does not wait for it.
