@@ -666,6 +666,31 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         &format!("{lock}/kubefed-controller-manager"),
         None,
     );
+    // Nor beside a shard of a reconcile or watch.
+    let leases = format!("/apis/coordination.k8s.io/v1/namespaces/{}/leases", f.fedns);
+    let now = rfc3339_in(0).replace('Z', ".000000Z");
+    post(
+        shared,
+        "host",
+        &leases,
+        json!({"metadata": {"name": "kubefedctl-reconcile-0-of-2"},
+        "spec": {"holderIdentity": "watch-0", "leaseDurationSeconds": 60, "acquireTime": now, "renewTime": now}}),
+    );
+    let refused = with_karmada(&f, &args).fails();
+    assert!(
+        refused
+            .stderr
+            .contains("kubefedctl-reconcile-0-of-2 (watch-0)"),
+        "{}",
+        refused.stderr
+    );
+    request(
+        shared,
+        "host",
+        "DELETE",
+        &format!("{leases}/kubefedctl-reconcile-0-of-2"),
+        None,
+    );
 
     // Stopped after the apply (here by a timeout, as by a kill): nothing
     // is released, and the next run finishes the move.
