@@ -613,6 +613,10 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         ("member2", &api),
     ];
     let before: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    let written: Vec<Value> = watched
+        .iter()
+        .map(|(c, p)| essence(get(shared, c, p).unwrap()))
+        .collect();
     let args = [
         "migrate",
         "karmada",
@@ -716,6 +720,10 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     );
     let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     assert_eq!(before, after, "a member object was recreated");
+    // Field for field what reconcile wrote, Karmada's own marks aside.
+    for ((c, p), was) in watched.iter().zip(&written) {
+        assert_eq!(&essence(get(shared, c, p).unwrap()), was, "{c}: {p}");
+    }
     for (c, p) in watched {
         let obj = get(shared, c, p).unwrap();
         assert_eq!(
@@ -763,4 +771,27 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     );
     let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     assert_eq!(before, after);
+}
+
+/// A member object as its writer made it: without what the server keeps
+/// for itself (resourceVersion, managedFields, generation, status) and
+/// without Karmada's own labels and annotations (`*.karmada.io/*`:
+/// `karmada.io/managed`, `propagationpolicy.karmada.io/*`,
+/// `resourcebinding.karmada.io/*`, `resourcetemplate.karmada.io/*`,
+/// `work.karmada.io/*`).
+fn essence(mut obj: Value) -> Value {
+    let meta = obj["metadata"].as_object_mut().unwrap();
+    for k in ["resourceVersion", "managedFields", "generation"] {
+        meta.remove(k);
+    }
+    for k in ["labels", "annotations"] {
+        if let Some(m) = meta.get_mut(k).and_then(Value::as_object_mut) {
+            m.retain(|key, _| !key.split('/').next().unwrap_or("").ends_with("karmada.io"));
+            if m.is_empty() {
+                meta.remove(k);
+            }
+        }
+    }
+    obj.as_object_mut().unwrap().remove("status");
+    obj
 }
