@@ -130,6 +130,10 @@ pub struct Input<'a> {
     pub types: &'a [FederatedType],
     pub federated: &'a [Value],
     pub rsps: &'a [Value],
+    /// The CustomResourceDefinitions of the federated types' targets (read
+    /// from the host): Karmada's API server must serve a type to hold its
+    /// resource templates.
+    pub crds: &'a [Value],
     /// The control plane's scope (`KubeFedConfig.spec.scope`).
     pub scope: Scope,
     /// Write each Cluster Secret's token (else the report says where it is).
@@ -189,6 +193,11 @@ pub fn export(input: &Input) -> Export {
         out.reports.push(report);
     }
     out.reports.extend(unused_rsps(input));
+    for crd in input.crds {
+        let (object, report) = custom_resource_definition(crd);
+        out.objects.push(object);
+        out.reports.push(report);
+    }
     for ftc in input.type_configs {
         let mut report = ObjectReport::new(format!("FederatedTypeConfig {}", meta(ftc, "name")));
         report.add(
@@ -230,9 +239,37 @@ fn apply_rank(obj: &Value) -> u8 {
         (Some("v1"), Some("Secret")) if obj["type"] == "Opaque" && is_cluster_secret(obj) => 1,
         (Some(CLUSTER_API), _) => 2,
         (Some("v1"), Some("Namespace")) => 3,
-        (Some(POLICY_API), _) => 5,
-        _ => 4,
+        (Some(CRD_API), Some("CustomResourceDefinition")) => 4,
+        (Some(POLICY_API), _) => 6,
+        _ => 5,
     }
+}
+
+const CRD_API: &str = "apiextensions.k8s.io/v1";
+
+/// A target type's CRD as the Karmada API server needs it: its spec, none
+/// of what the host's server keeps for itself. No policy selects it: the
+/// members keep the CRD they have.
+pub fn custom_resource_definition(crd: &Value) -> (Value, ObjectReport) {
+    let name = meta(crd, "name");
+    let mut metadata = json!({"name": name});
+    for k in ["labels", "annotations"] {
+        if let Some(m) = crd["metadata"][k].as_object().filter(|m| !m.is_empty()) {
+            metadata[k] = Value::Object(m.clone());
+        }
+    }
+    let object = json!({
+        "apiVersion": CRD_API, "kind": "CustomResourceDefinition",
+        "metadata": metadata, "spec": crd["spec"],
+    });
+    let mut report = ObjectReport::new(format!("CustomResourceDefinition {name}"));
+    report.add(
+        FindingKind::Note,
+        "",
+        "written so that Karmada's API server serves the type of its resource templates; no policy propagates it",
+    );
+    report.produced = vec![describe(&object)];
+    (object, report)
 }
 
 fn is_cluster_secret(obj: &Value) -> bool {

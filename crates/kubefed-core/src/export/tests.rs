@@ -41,6 +41,7 @@ fn run(federated: &[Value], rsps: &[Value], scope: Scope) -> super::karmada::Exp
         types: &types,
         federated,
         rsps,
+        crds: &[],
         scope,
         with_tokens: false,
     })
@@ -103,6 +104,7 @@ fn a_fork_type_comes_from_its_federated_type_config() {
         types: &[t],
         federated: std::slice::from_ref(&obj),
         rsps: &[],
+        crds: &[],
         scope: Scope::Namespaced,
         with_tokens: false,
     });
@@ -592,6 +594,7 @@ fn a_fork_group_federated_namespace_still_narrows_its_contents() {
         types: &types,
         federated: &objects,
         rsps: &[],
+        crds: &[],
         scope: Scope::Cluster,
         with_tokens: false,
     });
@@ -605,4 +608,48 @@ fn a_fork_group_federated_namespace_still_narrows_its_contents() {
         ns["metadata"]["labels"]["namespace.karmada.io/skip-auto-propagation"],
         "true"
     );
+}
+
+#[test]
+fn a_target_crd_is_written_before_its_templates() {
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com", "uid": "u", "resourceVersion": "9", "generation": 1},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"kind": "Widget", "plural": "widgets"}, "versions": []},
+        "status": {"conditions": []}});
+    let out = export(&Input {
+        clusters: &[],
+        secrets: &[],
+        type_configs: &[],
+        types: &[deployment_type()],
+        federated: &[fed(
+            "FederatedDeployment",
+            "n",
+            "d",
+            json!({"template": {}, "placement": {"clusters": [{"name": "a"}]}}),
+        )],
+        rsps: &[],
+        crds: std::slice::from_ref(&crd),
+        scope: Scope::Namespaced,
+        with_tokens: false,
+    });
+    let kinds: Vec<&str> = out
+        .objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "CustomResourceDefinition",
+            "Deployment",
+            "PropagationPolicy"
+        ]
+    );
+    assert_eq!(
+        out.objects[0]["metadata"],
+        json!({"name": "widgets.example.com"})
+    );
+    assert!(out.objects[0].get("status").is_none());
+    assert_eq!(out.objects[0]["spec"], crd["spec"]);
+    assert!(!out.inexact());
 }
