@@ -124,6 +124,9 @@ pub async fn apply(karmada: &kube::Client, objects: &[Value]) -> Result<usize> {
                     obj["kind"].as_str().unwrap_or("")
                 )
             })?;
+        if obj["kind"] == "CustomResourceDefinition" {
+            wait_served(karmada, obj).await?;
+        }
     }
     Ok(objects.len())
 }
@@ -306,4 +309,30 @@ pub fn bindings(objects: &[Value]) -> Vec<(Option<String>, String)> {
                 })
         })
         .collect()
+}
+
+/// Waits (at most a minute) until the Karmada API server serves the type
+/// a CRD just applied defines, before its resource templates are applied.
+async fn wait_served(karmada: &kube::Client, crd: &Value) -> Result<()> {
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().unwrap_or("");
+    let kind = spec["names"]["kind"].as_str().unwrap_or("");
+    let version = spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["served"] == true)
+        .and_then(|v| v["name"].as_str())
+        .unwrap_or("");
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while kube::discovery::pinned_kind(karmada, &gvk).await.is_err() {
+        if Instant::now() > deadline {
+            bail!(
+                "Karmada's API server does not serve {group}/{version} {kind} a minute after its CRD"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Ok(())
 }

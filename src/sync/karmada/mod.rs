@@ -23,6 +23,8 @@ pub struct Federation {
     pub type_configs: Vec<Value>,
     pub federated: Vec<Value>,
     pub rsps: Vec<Value>,
+    /// The CRDs of the FTCs' targets that are not built in (live only).
+    pub crds: Vec<Value>,
     pub scope: Option<Scope>,
 }
 
@@ -52,6 +54,7 @@ impl Federation {
             types: &types,
             federated: &self.federated,
             rsps: &self.rsps,
+            crds: &self.crds,
             scope: self.scope.unwrap_or(Scope::Cluster),
             with_tokens,
         })
@@ -103,6 +106,7 @@ pub fn read_files(paths: &[PathBuf], namespace: Option<&str>) -> Result<Federati
         clusters: inputs.clusters.into_iter().map(|s| s.object).collect(),
         secrets: Vec::new(),
         type_configs: inputs.type_configs.into_iter().map(|s| s.object).collect(),
+        crds: Vec::new(),
         federated: objects(inputs.federated),
         rsps: objects(inputs.rsps),
         scope,
@@ -119,38 +123,69 @@ pub async fn read_host(
 ) -> Result<Federation> {
     host.require_initialised().await?;
     let scope = host.scope().await?;
-    let fed_ns = host.namespace.clone();
-    let list = |group: &str, version: &str, kind: &str, plural: &str, ns: Option<&str>| {
-        let ar = api_resource(group, version, kind, plural);
-        let api: Api<DynamicObject> = match ns {
-            Some(ns) => Api::namespaced_with(host.client.clone(), ns, &ar),
-            None => Api::all_with(host.client.clone(), &ar),
-        };
-        async move { list_all(&api, &ListParams::default()).await }
-    };
-    let clusters = list(
-        "core.kubefed.io",
-        "v1beta1",
-        "KubeFedCluster",
-        "kubefedclusters",
-        Some(&fed_ns),
-    )
-    .await?;
+    let fed_ns = Some(host.namespace.as_str());
+    let core = |kind, plural| ("core.kubefed.io", "v1beta1", kind, plural);
+    let clusters = list(host, core("KubeFedCluster", "kubefedclusters"), fed_ns).await?;
     let type_configs = list(
-        "core.kubefed.io",
-        "v1beta1",
-        "FederatedTypeConfig",
-        "federatedtypeconfigs",
-        Some(&fed_ns),
+        host,
+        core("FederatedTypeConfig", "federatedtypeconfigs"),
+        fed_ns,
     )
     .await?;
-    let ns = namespace;
+    let federated = federated_objects(host, &type_configs, namespace).await;
+    let rsp = (
+        "scheduling.kubefed.io",
+        "v1alpha1",
+        "ReplicaSchedulingPreference",
+        "replicaschedulingpreferences",
+    );
+    let rsps = list(host, rsp, namespace).await.unwrap_or_else(|e| {
+        tracing::warn!(
+            "ReplicaSchedulingPreferences not read: {}",
+            crate::error::one_line(&e)
+        );
+        Vec::new()
+    });
+    let secrets = if with_tokens {
+        cluster_secrets(&host.client, &host.namespace, &clusters).await?
+    } else {
+        Vec::new()
+    };
+    let crds = target_crds(host, &type_configs).await?;
+    Ok(Federation {
+        crds,
+        clusters,
+        secrets,
+        type_configs,
+        federated,
+        rsps,
+        scope: Some(scope),
+    })
+}
+
+/// Every object of `(group, version, kind, plural)` in `ns` (all when `None`).
+async fn list(
+    host: &Host,
+    (group, version, kind, plural): (&str, &str, &str, &str),
+    ns: Option<&str>,
+) -> Result<Vec<Value>> {
+    let ar = api_resource(group, version, kind, plural);
+    let api: Api<DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(host.client.clone(), ns, &ar),
+        None => Api::all_with(host.client.clone(), &ar),
+    };
+    list_all(&api, &ListParams::default()).await
+}
+
+/// Every FTC's federated objects; a type that cannot be listed is warned
+/// about and left out.
+async fn federated_objects(host: &Host, type_configs: &[Value], ns: Option<&str>) -> Vec<Value> {
     let mut federated = Vec::new();
-    for ftc in &type_configs {
+    for ftc in type_configs {
         let f = &ftc["spec"]["federatedType"];
         let s = |key: &str| f[key].as_str().unwrap_or("");
-        let objects = list(s("group"), s("version"), s("kind"), s("pluralName"), ns).await;
-        match objects {
+        let resource = (s("group"), s("version"), s("kind"), s("pluralName"));
+        match list(host, resource, ns).await {
             Ok(o) => federated.extend(o),
             Err(e) => tracing::warn!(
                 "{}: {}",
@@ -159,37 +194,32 @@ pub async fn read_host(
             ),
         }
     }
-    let rsps = match list(
-        "scheduling.kubefed.io",
-        "v1alpha1",
-        "ReplicaSchedulingPreference",
-        "replicaschedulingpreferences",
-        ns,
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(
-                "ReplicaSchedulingPreferences not read: {}",
-                crate::error::one_line(&e)
-            );
-            Vec::new()
+    federated
+}
+
+/// The CRDs of the FTCs' targets outside the built-in types, as the host
+/// serves them (one the host lacks is left out).
+async fn target_crds(host: &Host, type_configs: &[Value]) -> Result<Vec<Value>> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(host.client.clone());
+    let mut out = Vec::new();
+    for ftc in type_configs {
+        let t = &ftc["spec"]["targetType"];
+        let group = t["group"].as_str().unwrap_or("");
+        let api_version = match group {
+            "" => t["version"].as_str().unwrap_or("").to_string(),
+            g => format!("{g}/{}", t["version"].as_str().unwrap_or("")),
+        };
+        let kind = t["kind"].as_str().unwrap_or("");
+        if group.is_empty() || crate::core::types::builtin::builtin(&api_version, kind).is_some() {
+            continue;
         }
-    };
-    let secrets = if with_tokens {
-        cluster_secrets(&host.client, &fed_ns, &clusters).await?
-    } else {
-        Vec::new()
-    };
-    Ok(Federation {
-        clusters,
-        secrets,
-        type_configs,
-        federated,
-        rsps,
-        scope: Some(scope),
-    })
+        let name = format!("{}.{group}", t["pluralName"].as_str().unwrap_or(""));
+        if let Some(crd) = api.get_opt(&name).await.map_err(api_error)? {
+            out.push(serde_json::to_value(crd)?);
+        }
+    }
+    Ok(out)
 }
 
 /// The KubeFedClusters' Secrets (`--with-tokens`).
