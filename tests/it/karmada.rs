@@ -592,6 +592,25 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     );
     let m2 = f.cluster("m2");
     f.create_rsp(shared, "api", 6, &[(m1.as_str(), 2), (m2.as_str(), 1)]);
+    // A CRD type, as operators and forks federate them: Karmada's API
+    // server must serve it too (the export writes its CRD).
+    widgets_everywhere(shared);
+    f.run(&[
+        "enable",
+        "widgets.kxmig.example.com",
+        "--federated-group",
+        f.group,
+    ])
+    .ok();
+    f.create(
+        shared,
+        "FederatedWidget",
+        "w",
+        json!({
+            "template": {"spec": {"size": 3}},
+            "placement": {"clusters": both.clone()}
+        }),
+    );
     f.reconcile(&[]).ok();
     f.reconcile(&[]).ok();
     let replicas = || {
@@ -605,12 +624,15 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     let cm = format!("/api/v1/namespaces/{ns}/configmaps/settings");
     let deploy = format!("/apis/apps/v1/namespaces/{ns}/deployments/web");
     let api = format!("/apis/apps/v1/namespaces/{ns}/deployments/api");
+    let widget = format!("/apis/kxmig.example.com/v1/namespaces/{ns}/widgets/w");
     let watched = [
         ("member1", &cm),
         ("member2", &cm),
         ("member1", &deploy),
         ("member1", &api),
         ("member2", &api),
+        ("member1", &widget),
+        ("member2", &widget),
     ];
     let before: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     let written: Vec<Value> = watched
@@ -745,6 +767,7 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         "federatedconfigmaps",
         "federateddeployments",
         "federatednamespaces",
+        "federatedwidgets",
     ] {
         let path = format!("/apis/{}/v1beta1/namespaces/{ns}/{plural}", f.group);
         let list = get(shared, "host", &path).unwrap();
@@ -794,4 +817,28 @@ fn essence(mut obj: Value) -> Value {
     }
     obj.as_object_mut().unwrap().remove("status");
     obj
+}
+
+/// The Widget CRD (`widgets.kxmig.example.com`) in the host and both
+/// members, served.
+fn widgets_everywhere(shared: &TestEnv) {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.kxmig.example.com"},
+        "spec": {"group": "kxmig.example.com", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+    });
+    for cluster in ["host", "member1", "member2"] {
+        post(
+            shared,
+            cluster,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd.clone(),
+        );
+        wait_until(&format!("widgets served in {cluster}"), || {
+            get(shared, cluster, "/apis/kxmig.example.com/v1/widgets").is_some()
+        });
+    }
 }
