@@ -9,7 +9,7 @@ use crate::core::export::{FindingKind, ObjectReport};
 use crate::error::{EXIT_APPROXIMATED, ExitWith};
 use crate::sync::karmada;
 use crate::terminal::output::{DocumentFormat, on_stdout, print_objects, render as render_doc};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -83,8 +83,8 @@ pub enum ReportFormat {
 pub async fn run(global: &GlobalOptions, o: &ExportOptions) -> Result<()> {
     let ExportTarget::Karmada(k) = &o.target;
     if !k.filename.is_empty() && k.with_tokens {
-        bail!(crate::error::usage(
-            "--with-tokens reads the host's Secrets: it does not apply to -f"
+        return Err(crate::error::usage(
+            "--with-tokens reads the host's Secrets: it does not apply to -f",
         ));
     }
     let federation = if k.filename.is_empty() {

@@ -90,11 +90,10 @@ async fn steps(
     host: &crate::clients::host::Host,
     karmada_client: &kube::Client,
 ) -> Result<()> {
-    let host = host.clone();
-    let federation = karmada::read_host(&host, k.namespace.as_deref(), true).await?;
+    let federation = karmada::read_host(host, k.namespace.as_deref(), true).await?;
     let export = federation.export(true);
     eprint!("{}", report_lines(&export));
-    let members = crate::clients::members::load(&host, global.request_timeout, &[]).await?;
+    let members = crate::clients::members::load(host, global.request_timeout, &[]).await?;
     let copies =
         migrate::member_copies(&members, &federation.federated, &federation.templates()).await?;
     let bindings = migrate::bindings(&export.objects);
@@ -113,7 +112,7 @@ async fn steps(
         "Karmada took over {} member object(s), every UID unchanged",
         copies.len()
     );
-    let released = migrate::release(&host, &federation.federated, &federation.rsps).await?;
+    let released = migrate::release(host, &federation.federated, &federation.rsps).await?;
     println!(
         "migrated to Karmada ({}): {applied} object(s) applied, {} member object(s) taken over, {released} KubeFed object(s) released",
         k.karmada_context,
