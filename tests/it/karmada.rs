@@ -540,6 +540,11 @@ fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
 /// `kubefedctl ARGS` with the federation's kubeconfig and the Karmada
 /// control plane's (context `karmada`) merged through `KUBECONFIG`.
 fn with_karmada(f: &Federation, args: &[&str]) -> Run {
+    karmada_command(f, args).output().unwrap().into()
+}
+
+/// The command [`with_karmada`] runs, to spawn (and kill) it.
+fn karmada_command(f: &Federation, args: &[&str]) -> std::process::Command {
     let kc =
         f.kc.with_file_name(format!("{}-karmada.kubeconfig", f.fedns));
     karmada()
@@ -547,14 +552,14 @@ fn with_karmada(f: &Federation, args: &[&str]) -> Run {
         .only(&["karmada"])
         .write(&kc)
         .unwrap();
-    std::process::Command::new(KUBEFEDCTL)
-        .args(args)
+    let mut cmd = std::process::Command::new(KUBEFEDCTL);
+    cmd.args(args)
         .args(["--kubefed-namespace", f.fedns])
         .env("KUBECONFIG", format!("{}:{}", f.kc.display(), kc.display()))
         .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap()
-        .into()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
 }
 
 #[test]
@@ -733,7 +738,28 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         "released before Karmada applied"
     );
 
-    let run = with_karmada(&f, &args).ok();
+    // Killed (SIGKILL) while it works, the federation lock in hand: the
+    // lease stays until it expires; the next run waits for it
+    // (--lock-timeout) and finishes the move.
+    let mut child = karmada_command(&f, &args).spawn().unwrap();
+    let lease = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases/kubefedctl-reconcile",
+        f.fedns
+    );
+    let me = format!("pid {}", child.id());
+    wait_until("the killed run's lease", || {
+        get(shared, "host", &lease).is_some_and(|l| {
+            l["spec"]["holderIdentity"]
+                .as_str()
+                .is_some_and(|h| h.contains(&me))
+        })
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut resumed = args.to_vec();
+    resumed.extend(["--lock-timeout", "90s"]);
+    let run = with_karmada(&f, &resumed).ok();
     assert!(
         run.stdout.contains("migrated to Karmada"),
         "{}\n{}",
