@@ -720,9 +720,12 @@ fn narrow_by_namespace(
     }
 }
 
-/// `<name>-<kind>`, the policies' names.
-fn policy_name(fed: &Value, ty: &FederatedType) -> String {
-    format!("{}-{}", meta(fed, "name"), ty.target_kind.to_lowercase())
+/// `<name>-<kind>`, the policies' names, as Karmada's `GenerateBindingName`
+/// names bindings (a ClusterRole `system:viewer` has
+/// `:`, which no custom resource's name may hold), so that a policy and
+/// the binding Karmada makes for its object share one name.
+pub fn policy_name(fed: &Value, ty: &FederatedType) -> String {
+    format!("{}-{}", meta(fed, "name").replace(':', "."), ty.target_kind).to_lowercase()
 }
 
 fn selector(fed: &Value, ty: &FederatedType) -> Value {

@@ -653,3 +653,19 @@ fn a_target_crd_is_written_before_its_templates() {
     assert_eq!(out.objects[0]["spec"], crd["spec"]);
     assert!(!out.inexact());
 }
+
+#[test]
+fn policy_names_are_karmadas_binding_names() {
+    let role = FederatedType::builtin("types.kubefed.io", "FederatedClusterRole").unwrap();
+    let cases = [
+        ("viewer", "viewer-clusterrole"),
+        (
+            "system:aggregate-to-view",
+            "system.aggregate-to-view-clusterrole",
+        ),
+    ];
+    for (name, want) in cases {
+        let obj = fed("FederatedClusterRole", "", name, json!({}));
+        assert_eq!(super::karmada::policy_name(&obj, &role), want);
+    }
+}
