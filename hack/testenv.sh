@@ -19,6 +19,14 @@
 #            run against it; 1.5 to 4 minutes on 2 cores, built whatever
 #            VERSIONs are named.
 #
+#   Karmada v1.13.0  its karmada-controller-manager, karmada-scheduler,
+#            karmada-aggregated-apiserver and karmada-webhook (without it
+#            bindings get no permanent id, and one binding's clean-up of
+#            "orphan" Works deletes the others' member objects) from the Go
+#            module proxy, and its
+#            CRDs (charts/karmada/_crds/bases/) beside them: `export karmada`
+#            is checked against them (tests/it/karmada.rs); about 3 minutes.
+#
 #   Install tools (tests/it/install.rs): krew v0.4.3 (`krew`, and `kubectl-krew`
 #            so that `kubectl krew` works), its validate-krew-manifest and
 #            actionlint v1.7.12, from the Go module proxy with the machine's
@@ -34,7 +42,7 @@
 #   hack/testenv.sh --check [VERSION...]  exit 0 when they are all in place
 #
 # Cache: ${KUBEFEDCTL_TESTENV_CACHE:-$HOME/.cache/kubefedctl/testenv}/<version>/bin,
-#        .../kubefed-v0.10.0/bin and .../tools/bin
+#        .../kubefed-v0.10.0/bin, .../karmada-v1.13.0/{bin,crds} and .../tools/bin
 set -euo pipefail
 
 CURRENT_VERSION=v1.37.2
@@ -69,6 +77,16 @@ KUBEFED_BIN="$CACHE_ROOT/kubefed-$KUBEFED_VERSION/bin"
 # and none of those tests skips for want of one.
 have_kubefed() {
   [ -x "$KUBEFED_BIN/kubefedctl" ] && [ -x "$KUBEFED_BIN/controller-manager" ] && [ -x "$KUBEFED_BIN/e2e.test" ]
+}
+
+KARMADA_VERSION=v1.13.0
+KARMADA_DIR="$CACHE_ROOT/karmada-$KARMADA_VERSION"
+
+# Karmada is in place when its three programs and its CRDs are.
+have_karmada() {
+  [ -x "$KARMADA_DIR/bin/karmada-controller-manager" ] && [ -x "$KARMADA_DIR/bin/karmada-scheduler" ] &&
+    [ -x "$KARMADA_DIR/bin/karmada-aggregated-apiserver" ] && [ -x "$KARMADA_DIR/bin/karmada-webhook" ] &&
+    [ -f "$KARMADA_DIR/crds/policy.karmada.io_propagationpolicies.yaml" ]
 }
 
 check=0
@@ -164,6 +182,7 @@ install_tools() {
 if [ "$check" = 1 ]; then
   for v in "${versions[@]}"; do have_binaries "$v" || exit 1; done
   have_kubefed || exit 1
+  have_karmada || exit 1
   have_tools || exit 1
   have_inventory || exit 1
   exit 0
@@ -296,6 +315,36 @@ GOMOD
   go test -c -trimpath -ldflags "-s -w" -o "$KUBEFED_BIN.tmp/e2e.test" sigs.k8s.io/kubefed/test/e2e \
     >"$work_dir/e2e.log" 2>&1 || { tail -20 "$work_dir/e2e.log" >&2; die "KubeFed's e2e test binary did not build (see $work_dir/e2e.log)"; }
   rm -rf "$KUBEFED_BIN" && mv "$KUBEFED_BIN.tmp" "$KUBEFED_BIN"
+}
+
+# ---- Karmada v1.13.0 from the Go module proxy -----------------------------
+# Exactly v1.13.0 (the proxy here refuses newer ones and version listings).
+# Its module zip holds no vendored code, so it is built inside a copy of the
+# module with -mod=mod: its own go.mod (and replace lines) decide every
+# dependency, as in Karmada's own builds. CGO off, static binaries.
+build_karmada() {
+  local work_dir="$KARMADA_DIR/work"
+  command -v go >/dev/null 2>&1 ||
+    die "building Karmada $KARMADA_VERSION needs Go on PATH (the machine's Go toolchain)"
+  export GOMODCACHE="$CACHE_ROOT/gomod" GOCACHE="$CACHE_ROOT/go-build-cache"
+  export GOTOOLCHAIN=local CGO_ENABLED=0
+  local src
+  src=$(GOFLAGS=-modcacherw go mod download -json "github.com/karmada-io/karmada@$KARMADA_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [ -d "$src" ] || die "the Go module proxy did not give github.com/karmada-io/karmada@$KARMADA_VERSION"
+  rm -rf "$work_dir" && mkdir -p "$(dirname "$work_dir")" && cp -r "$src" "$work_dir" && chmod -R u+w "$work_dir"
+  export GOFLAGS="-modcacherw -mod=mod -buildvcs=false"
+  cd "$work_dir"
+  rm -rf "$KARMADA_DIR/bin.tmp" && mkdir -p "$KARMADA_DIR/bin.tmp"
+  for cmd in controller-manager scheduler aggregated-apiserver webhook; do
+    log "building karmada-$cmd $KARMADA_VERSION (Go module proxy)"
+    go build -trimpath -ldflags "-s -w" -o "$KARMADA_DIR/bin.tmp/karmada-$cmd" "./cmd/$cmd"
+  done
+  rm -rf "$KARMADA_DIR/crds.tmp" && mkdir -p "$KARMADA_DIR/crds.tmp"
+  find charts/karmada/_crds/bases -name '*.yaml' -exec cp {} "$KARMADA_DIR/crds.tmp/" \;
+  rm -rf "$KARMADA_DIR/bin" "$KARMADA_DIR/crds"
+  mv "$KARMADA_DIR/bin.tmp" "$KARMADA_DIR/bin" && mv "$KARMADA_DIR/crds.tmp" "$KARMADA_DIR/crds"
+  cd / && rm -rf "$work_dir"
 }
 
 # ---- 1.20.2 from Debian's source package -----------------------------------
@@ -440,5 +489,11 @@ if ! have_kubefed; then
 fi
 have_inventory || (build_inventory)
 echo "$KUBEFED_BIN"
+if ! have_karmada; then
+  started=$SECONDS
+  (build_karmada)
+  log "Karmada $KARMADA_VERSION ready in $(( (SECONDS - started) / 60 )) min"
+fi
+echo "$KARMADA_DIR/bin"
 echo "$TOOLS_BIN"
 echo "$INVENTORY_DIR/bin"

@@ -29,8 +29,12 @@ pub enum Command {
     Disable(crate::cmd::disable::DisableOptions),
     /// Federate an API type: generate its Federated<Kind> CRD and FederatedTypeConfig
     Enable(crate::cmd::enable::EnableOptions),
+    /// Export the federation as another system's objects (Karmada), read-only
+    Export(crate::cmd::export::ExportOptions),
     /// Turn existing resources (or files, or a namespace with its contents) into federated resources
     Federate(crate::cmd::federate::FederateOptions),
+    /// Move the federation to another system (Karmada) without recreating a member object
+    Migrate(crate::cmd::migrate::MigrateOptions),
     /// Register a member cluster with the host cluster
     Join(crate::cmd::join::JoinOptions),
     /// Keep (enable) or delete (disable) member copies when a federated object is deleted
@@ -62,6 +66,7 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
         &["enable", "disable", "orphaning-deletion"],
     ),
     ("Propagation", &["federate", "reconcile"]),
+    ("Migration", &["export", "migrate"]),
     ("Inspection", &["status"]),
     ("Other", &["version", "completion"]),
 ];
@@ -158,6 +163,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::OrphaningDeletion(o) => crate::cmd::orphaning::run(global, &o).await,
                 Command::Enable(o) => crate::cmd::enable::run(global, &o).await,
                 Command::Federate(o) => crate::cmd::federate::run(global, &o).await,
+                Command::Export(o) => crate::cmd::export::run(global, &o).await,
+                Command::Migrate(o) => crate::cmd::migrate::run(global, &o).await,
                 Command::Join(o) => crate::cmd::join::run(global, &o).await,
                 Command::Reconcile(o) => crate::cmd::reconcile::run(global, &o).await,
                 Command::Status(o) => crate::cmd::status::run(global, &o).await,

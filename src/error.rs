@@ -21,11 +21,16 @@ pub const EXIT_CHANGES_PENDING: u8 = 4;
 /// propagated.
 pub const EXIT_NOT_READY: u8 = 5;
 
+/// `export karmada`: the output is written, and some objects were
+/// approximated or not mapped (each named in the report).
+pub const EXIT_APPROXIMATED: u8 = 6;
+
 /// The exit-code table, as help texts and man pages print it.
 pub const EXIT_CODES_HELP: &str =
     "Exit codes: 0 success; 1 error; 2 usage error (nothing read or written);
 3 some objects or clusters failed (the rest done); 4 changes pending
 (--dry-run --exit-code); 5 not ready (--wait-ready, status --exit-code);
+6 approximations present (export karmada: written, see the report);
 130/143 interrupted (Ctrl-C/SIGTERM).";
 
 /// A usage error: a flag's value or a name that is not valid, found before

@@ -104,6 +104,36 @@ pub async fn refuse_beside_kubefed(host: &Host, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// The federation lock for a command that changes the whole federation
+/// (`what`: `unjoin --cleanup`, `migrate karmada`): refused while any shard
+/// of a reconcile or watch holds a live lease, then the unsharded lease
+/// taken (waiting up to `wait`).
+pub async fn hold_whole_federation(host: &Host, what: &str, wait: Duration) -> Result<RunLock> {
+    use crate::core::run::lease::{RECONCILE_LEASE, live_holder};
+    let leases: Api<Lease> = Api::namespaced(host.client.clone(), &host.namespace);
+    let listed = leases
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(api_error)?;
+    let now = crate::clock::now_unix();
+    for lease in listed.items {
+        let name = lease.metadata.name.clone().unwrap_or_default();
+        if !name.starts_with(&format!("{RECONCILE_LEASE}-")) {
+            continue;
+        }
+        if let Some(holder) = live_holder(&serde_json::to_value(&lease.spec)?, now) {
+            bail!(
+                "a sharded reconcile holds lease {}/{name} ({holder}): stop it before {what}",
+                host.namespace
+            );
+        }
+    }
+    let timings = host.settings().await?.leader_elect;
+    take(host, RECONCILE_LEASE, wait, timings)
+        .await
+        .with_context(|| format!("{what} holds the federation lock while it works"))
+}
+
 /// Takes the lock `name` for this run (waiting up to `wait`), and says from
 /// whom when it took over an expired one: the one way a one-shot run and
 /// the watch take it.

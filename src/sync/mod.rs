@@ -5,6 +5,7 @@
 //! [`review`] what a change under review adds, [`lock`] the run lock. All
 //! ask the pure core (`crates/kubefed-core`) what every member should hold.
 
+pub mod karmada;
 pub mod live;
 pub mod lock;
 pub mod passes;

@@ -127,6 +127,11 @@ impl TestEnv {
         write(&dir.join("ca.crt"), ca.cert_pem())?;
         write(&dir.join("sa.key"), &sa.private_pem)?;
         write(&dir.join("sa.pub"), &sa.public_pem)?;
+        // The aggregator's front proxy (an APIService's server learns the
+        // user from its headers, e.g. karmada-aggregated-apiserver).
+        let front = ca.issue_client_cert(FRONT_PROXY_CLIENT)?;
+        write(&dir.join("front-proxy.crt"), &front.cert_pem)?;
+        write(&dir.join("front-proxy.key"), &front.key_pem)?;
 
         let etcd_port = free_port()?;
         let etcd = start_etcd(&dir, etcd_port, &versions)?;
@@ -219,6 +224,12 @@ impl TestEnv {
     }
 
     /// The one etcd every cluster of the environment keeps its state in.
+    /// etcd's client port (`http://127.0.0.1:PORT`), for servers of
+    /// their own beside the clusters (an aggregated API server).
+    pub fn etcd_port(&self) -> u16 {
+        self.etcd_port
+    }
+
     pub fn etcd_pid(&self) -> u32 {
         self.etcd.pid()
     }
@@ -437,6 +448,9 @@ fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
+/// The common name of the apiservers' front-proxy client certificate.
+const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+
 fn arg(k: &str, v: impl std::fmt::Display) -> String {
     format!("--{k}={v}")
 }
@@ -519,6 +533,19 @@ fn apiserver_args(
         arg("allow-privileged", "true"),
         arg("profiling", "false"),
         arg("cert-dir", cdir.display()),
+        arg("requestheader-client-ca-file", dir.join("ca.crt").display()),
+        arg("requestheader-allowed-names", FRONT_PROXY_CLIENT),
+        arg("requestheader-username-headers", "X-Remote-User"),
+        arg("requestheader-group-headers", "X-Remote-Group"),
+        arg("requestheader-extra-headers-prefix", "X-Remote-Extra-"),
+        arg(
+            "proxy-client-cert-file",
+            dir.join("front-proxy.crt").display(),
+        ),
+        arg(
+            "proxy-client-key-file",
+            dir.join("front-proxy.key").display(),
+        ),
         arg("max-requests-inflight", 800),
         arg("max-mutating-requests-inflight", 400),
         arg("v", 0),

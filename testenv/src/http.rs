@@ -20,7 +20,8 @@ impl Response {
     }
 }
 
-/// Sends `method url` with an optional bearer token and JSON body, trusting `ca_pem`.
+/// Sends `method url` with an optional bearer token and JSON (or YAML)
+/// body, trusting `ca_pem`.
 pub fn request(
     method: &str,
     url: &str,
@@ -57,10 +58,12 @@ pub fn request(
     }
     let body = body.unwrap_or("");
     if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
-        let ctype = if method == "PATCH" {
-            "application/merge-patch+json"
-        } else {
-            "application/json"
+        let json = body.is_empty() || body.trim_start().starts_with(['{', '[']);
+        let ctype = match (method, json) {
+            ("PATCH", _) => "application/merge-patch+json",
+            (_, true) => "application/json",
+            // The API server reads a YAML document as kubectl sends it.
+            (_, false) => "application/yaml",
         };
         head.push_str(&format!(
             "Content-Type: {ctype}\r\nContent-Length: {}\r\n",

@@ -64,6 +64,26 @@ impl Ca {
         self.issue(spec, "testenv-special")
     }
 
+    /// A client certificate for `common_name` (the aggregator's front
+    /// proxy: `--proxy-client-cert-file`).
+    pub fn issue_client_cert(&self, common_name: &str) -> Result<CertPair> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(CertPair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
     fn issue(&self, spec: &CertSpec, common_name: &str) -> Result<CertPair> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(spec.dns_names.clone())?;

@@ -22,6 +22,7 @@ mod handover;
 mod in_cluster;
 mod install;
 mod inventory;
+mod karmada;
 mod kubefed_e2e;
 mod kubefed_ref;
 mod membership;

@@ -6,7 +6,7 @@
 //! Folders follow KubeFed's controllers: [`propagation`] (the sync
 //! controller: placement, overrides, what each member gets, the status),
 //! [`scheduling`] (ReplicaSchedulingPreference), [`dns`], [`events`],
-//! [`service_status`], [`cluster`] (membership and health), [`types`]
+//! [`service_status`], [`export`] (to Karmada), [`cluster`] (membership and health), [`types`]
 //! (federated types and `federate`), and [`run`] (what one run or watch is
 //! set up with: settings, lock, shard, queue, the in-cluster reconciler).
 
@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod describe;
 pub mod dns;
 pub mod events;
+pub mod export;
 pub mod held;
 pub mod names;
 pub mod object_text;

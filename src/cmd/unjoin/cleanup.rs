@@ -393,28 +393,5 @@ async fn drop_cluster(host: &Host, e: &HostEdit, cluster: &str) -> Result<bool> 
 /// lock, which would put the objects back between the member's cleanup and
 /// the records' removal.
 pub async fn hold_federation(host: &Host) -> Result<crate::sync::lock::RunLock> {
-    use crate::core::run::lease::{RECONCILE_LEASE, live_holder};
-    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
-        kube::Api::namespaced(host.client.clone(), &host.namespace);
-    let listed = leases
-        .list(&ListParams::default())
-        .await
-        .map_err(api_error)?;
-    let now = crate::clock::now_unix();
-    for lease in listed.items {
-        let name = lease.metadata.name.clone().unwrap_or_default();
-        if !name.starts_with(&format!("{RECONCILE_LEASE}-")) {
-            continue;
-        }
-        if let Some(holder) = live_holder(&serde_json::to_value(&lease.spec)?, now) {
-            anyhow::bail!(
-                "a sharded reconcile holds lease {}/{name} ({holder}): stop it before unjoin --cleanup",
-                host.namespace
-            );
-        }
-    }
-    let timings = host.settings().await?.leader_elect;
-    crate::sync::lock::take(host, RECONCILE_LEASE, Duration::ZERO, timings)
-        .await
-        .context("unjoin --cleanup holds the federation lock while it works")
+    crate::sync::lock::hold_whole_federation(host, "unjoin --cleanup", Duration::ZERO).await
 }

@@ -133,6 +133,7 @@ fn add_object(inputs: &mut Inputs, at: &str, obj: Value) -> Result<()> {
             });
             return Ok(());
         }
+        ("core.kubefed.io", "FederatedTypeConfig") => &mut inputs.type_configs,
         ("core.kubefed.io", _) => {
             inputs
                 .notes

@@ -39,6 +39,9 @@ pub struct Inputs {
     /// The KubeFedConfig, when the input has one: its settings apply as
     /// they do to a live run.
     pub config: Option<Sourced>,
+    /// FederatedTypeConfigs: a render does not use them (it is told so),
+    /// `export karmada` reads a fork's types from them.
+    pub type_configs: Vec<Sourced>,
     pub notes: Vec<String>,
 }
 

@@ -25,6 +25,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
     let mut inputs = inputs;
     let mut notes = std::mem::take(&mut inputs.notes);
+    notes.extend(inputs.type_configs.iter().map(|t| {
+        format!(
+            "{}: FederatedTypeConfig is not used when rendering; skipped",
+            t.source
+        )
+    }));
     let clusters = clusters_of(&inputs, extra_clusters)?;
     let config = config_of(&inputs)?;
     let mut federated = std::mem::take(&mut inputs.federated);
