@@ -599,17 +599,17 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     f.create_rsp(shared, "api", 6, &[(m1.as_str(), 2), (m2.as_str(), 1)]);
     // A CRD type, as operators and forks federate them: Karmada's API
     // server must serve it too (the export writes its CRD).
-    widgets_everywhere(shared);
+    gadgets_everywhere(shared);
     f.run(&[
         "enable",
-        "widgets.kxmig.example.com",
+        "kxgadgets.kxmig.example.com",
         "--federated-group",
         f.group,
     ])
     .ok();
     f.create(
         shared,
-        "FederatedWidget",
+        "FederatedKxGadget",
         "w",
         json!({
             "template": {"spec": {"size": 3}},
@@ -629,7 +629,7 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     let cm = format!("/api/v1/namespaces/{ns}/configmaps/settings");
     let deploy = format!("/apis/apps/v1/namespaces/{ns}/deployments/web");
     let api = format!("/apis/apps/v1/namespaces/{ns}/deployments/api");
-    let widget = format!("/apis/kxmig.example.com/v1/namespaces/{ns}/widgets/w");
+    let widget = format!("/apis/kxmig.example.com/v1/namespaces/{ns}/kxgadgets/w");
     let watched = [
         ("member1", &cm),
         ("member2", &cm),
@@ -793,7 +793,7 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         "federatedconfigmaps",
         "federateddeployments",
         "federatednamespaces",
-        "federatedwidgets",
+        "federatedkxgadgets",
     ] {
         let path = format!("/apis/{}/v1beta1/namespaces/{ns}/{plural}", f.group);
         let list = get(shared, "host", &path).unwrap();
@@ -845,14 +845,14 @@ fn essence(mut obj: Value) -> Value {
     obj
 }
 
-/// The Widget CRD (`widgets.kxmig.example.com`) in the host and both
+/// The KxGadget CRD (`kxgadgets.kxmig.example.com`) in the host and both
 /// members, served.
-fn widgets_everywhere(shared: &TestEnv) {
+fn gadgets_everywhere(shared: &TestEnv) {
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.kxmig.example.com"},
+        "metadata": {"name": "kxgadgets.kxmig.example.com"},
         "spec": {"group": "kxmig.example.com", "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "names": {"kind": "KxGadget", "plural": "kxgadgets", "singular": "kxgadget"},
             "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
                 {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
     });
@@ -863,8 +863,8 @@ fn widgets_everywhere(shared: &TestEnv) {
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
             crd.clone(),
         );
-        wait_until(&format!("widgets served in {cluster}"), || {
-            get(shared, cluster, "/apis/kxmig.example.com/v1/widgets").is_some()
+        wait_until(&format!("kxgadgets served in {cluster}"), || {
+            get(shared, cluster, "/apis/kxmig.example.com/v1/kxgadgets").is_some()
         });
     }
 }
