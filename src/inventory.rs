@@ -63,31 +63,19 @@ pub fn crd() -> Value {
         .expect("the bundled ClusterProfile CRD parses")
 }
 
-/// What `join` did about a member's profile.
-pub enum Published {
-    /// Written (or already as wanted): `NAMESPACE/NAME`.
-    Ours(Outcome, String),
-    /// A profile of that name belongs to another manager: left alone.
-    Foreign(String),
-}
-
-/// Writes the member's profile (spec and labels), unless one of that name
-/// belongs to another manager.
+/// Writes the member's profile (spec and labels); what happened and the
+/// profile as stored. The caller has made sure that no profile of that
+/// name belongs to another manager (`join` reads it before it writes
+/// anything).
 pub async fn publish(
     host: &Host,
     namespace: &str,
     name: &str,
     journal: &mut Journal,
-) -> Result<Published> {
+) -> Result<(Outcome, Value)> {
     let target = profile_ref(host, namespace, name);
-    if let Some(live) = target.get().await?
-        && !inventory::is_ours(&live)
-    {
-        return Ok(Published::Foreign(inventory::manager_of(&live).to_string()));
-    }
     let body = inventory::profile(name, namespace);
-    let (outcome, _) = ensure(&target, &body, &OnExisting::Update, journal).await?;
-    Ok(Published::Ours(outcome, format!("{namespace}/{name}")))
+    ensure(&target, &body, &OnExisting::Update, journal).await
 }
 
 /// Where a KubeFedCluster says its member is.
@@ -95,7 +83,9 @@ pub fn endpoint_of(spec: &crate::api::core::KubeFedClusterSpec) -> MemberEndpoin
     MemberEndpoint {
         api_endpoint: spec.api_endpoint.clone(),
         ca_bundle: spec.ca_bundle.clone(),
-        insecure_skip_tls_verify: spec.disabled_tls_validations.iter().any(|v| v == "*"),
+        insecure_skip_tls_verify: crate::core::cluster::tls::tls_checks(
+            &spec.disabled_tls_validations,
+        ) == Ok(crate::core::cluster::tls::TlsChecks::None),
         proxy_url: spec.proxy_url.clone(),
     }
 }
@@ -121,17 +111,36 @@ impl<'a> Subject<'a> {
 
 static EMPTY: BTreeMap<String, String> = BTreeMap::new();
 
+/// Which copy of a member's profile its new status is worked out from.
+#[derive(Clone, Copy)]
+pub enum ProfileCopy<'a> {
+    /// Read it now (the watch: its members were loaded long ago).
+    ReadNow,
+    /// The copy at hand, just read or written (`None`: there is none).
+    AtHand(Option<&'a Value>),
+}
+
 /// Keeps the profile of every member that has one (the KubeFedCluster's
-/// annotation names it) true to the probe: one read per such profile, a
-/// write only when more than times changed. Members without a profile
-/// cost nothing. Best-effort, as the Events a run records: a profile that
-/// cannot be written is a warning naming it, never a failed run. Returns
-/// the writes made.
-pub async fn write_statuses(host: &Host, members: &[Member], health: &[Health]) -> usize {
+/// annotation names it) true to the probe: a write only when more than
+/// times changed. `loaded`: the members were loaded by this run, and their
+/// copies (`Member::profile`) serve, with no read; else one read per such
+/// profile. Members without a profile cost nothing. Best-effort, as the
+/// Events a run records: a profile that cannot be written is a warning
+/// naming it, never a failed run. Returns the writes made.
+pub async fn write_statuses(
+    host: &Host,
+    members: &[Member],
+    health: &[Health],
+    loaded: bool,
+) -> usize {
     let mut clustersets = BTreeMap::new();
     let mut writes = 0;
     for (m, h) in members.iter().zip(health) {
-        match write_status(host, &Subject::of(m), h, &mut clustersets).await {
+        let copy = match loaded {
+            true => ProfileCopy::AtHand(m.profile.as_ref()),
+            false => ProfileCopy::ReadNow,
+        };
+        match write_status(host, &Subject::of(m), h, copy, &mut clustersets).await {
             Ok(written) => writes += written as usize,
             Err(e) => tracing::warn!(
                 "the ClusterProfile of {}: {}",
@@ -149,6 +158,7 @@ pub async fn write_status(
     host: &Host,
     s: &Subject<'_>,
     h: &Health,
+    copy: ProfileCopy<'_>,
     clustersets: &mut BTreeMap<String, Option<String>>,
 ) -> Result<bool> {
     let Some((ns, name)) = s
@@ -158,8 +168,12 @@ pub async fn write_status(
     else {
         return Ok(false);
     };
-    let target = profile_ref(host, ns, name);
-    let Some(live) = target.get().await? else {
+    let is_it = |p: &&Value| p["metadata"]["namespace"] == ns && p["metadata"]["name"] == name;
+    let live = match copy {
+        ProfileCopy::AtHand(p) => p.filter(is_it).cloned(),
+        ProfileCopy::ReadNow => profile_ref(host, ns, name).get().await?,
+    };
+    let Some(live) = live else {
         return Ok(false);
     };
     if !inventory::is_ours(&live) {

@@ -22,10 +22,11 @@ pub struct Member {
     pub name: String,
     pub cluster: KubeFedCluster,
     pub labels: BTreeMap<String, String>,
-    /// The properties of the ClusterProfile the KubeFedCluster is linked to
-    /// (published for it, or joined from it), which a placement's
-    /// `clusterSelector` may also match; its labels win on a shared name.
-    pub profile_properties: BTreeMap<String, String>,
+    /// The ClusterProfile the KubeFedCluster is linked to (published for
+    /// it, or joined from it), as read when the member was loaded: a
+    /// placement's `clusterSelector` may also match its properties, and a
+    /// one-shot run keeps its status from this copy.
+    pub profile: Option<serde_json::Value>,
     /// `Err` holds why no client could be built (ConfigMalformed).
     pub client: std::result::Result<kube::Client, String>,
     /// For watches (`reconcile --watch`): the same credentials without a
@@ -152,10 +153,10 @@ pub async fn load_with(
                 .and_then(|m| m.stalled.clone())
                 .unwrap_or_default()
         });
-        let profile_properties = profile_properties(host, &c).await;
+        let profile = linked_profile(host, &c).await;
         out.push(Member {
             labels: c.metadata.labels.clone().unwrap_or_default(),
-            profile_properties,
+            profile,
             name,
             cluster: c,
             client,
@@ -169,31 +170,22 @@ pub async fn load_with(
     Ok(out)
 }
 
-/// The properties of the ClusterProfile a KubeFedCluster's annotations
-/// link it to: one read, only for such members. Best-effort: a profile
-/// that cannot be read selects on labels alone (said at `-v 2`).
-async fn profile_properties(host: &Host, c: &KubeFedCluster) -> BTreeMap<String, String> {
+/// The ClusterProfile a KubeFedCluster's annotations link it to: one
+/// read, only for such members. Best-effort: a profile that cannot be read
+/// is none (said at `-v 2`), and placement selects on labels alone.
+async fn linked_profile(host: &Host, c: &KubeFedCluster) -> Option<serde_json::Value> {
     use crate::core::cluster::inventory as inv;
-    let annotations = c.metadata.annotations.as_ref();
-    let Some((ns, name)) = annotations
-        .and_then(|a| {
-            a.get(inv::FROM_PROFILE_ANNOTATION)
-                .or_else(|| a.get(inv::PROFILE_ANNOTATION))
-        })
-        .and_then(|r| inv::parse_ref(r))
-    else {
-        return BTreeMap::new();
-    };
+    let annotations = c.metadata.annotations.as_ref()?;
+    let linked = annotations
+        .get(inv::FROM_PROFILE_ANNOTATION)
+        .or_else(|| annotations.get(inv::PROFILE_ANNOTATION))?;
+    let (ns, name) = inv::parse_ref(linked)?;
     let resource = crate::apply::api_resource(inv::GROUP, inv::VERSION, inv::KIND, inv::PLURAL);
     let target = crate::apply::ObjectRef::new("host", &host.client, resource, Some(ns), name);
-    match target.get().await {
-        Ok(Some(profile)) => inv::selectable_properties(&profile).into_iter().collect(),
-        Ok(None) => BTreeMap::new(),
-        Err(e) => {
-            tracing::debug!("ClusterProfile {ns}/{name}: {}", crate::error::one_line(&e));
-            BTreeMap::new()
-        }
-    }
+    target.get().await.unwrap_or_else(|e| {
+        tracing::debug!("ClusterProfile {ns}/{name}: {}", crate::error::one_line(&e));
+        None
+    })
 }
 
 /// A member's clients and the Secret version they were built from.
@@ -253,6 +245,59 @@ async fn read_token(secrets: &Api<Secret>, name: &str, secret: &str) -> Result<(
     Ok((found, token))
 }
 
+/// Where a member is, as text: a KubeFedCluster's or a ClusterProfile's.
+pub(crate) struct Endpoint<'a> {
+    pub server: &'a str,
+    /// Base64 of the PEM CA bundle.
+    pub ca_bundle: Option<&'a str>,
+    pub proxy_url: Option<&'a str>,
+}
+
+/// What each source calls the fields of an [`Endpoint`], for errors.
+pub(crate) struct EndpointFields {
+    pub server: &'static str,
+    pub ca_bundle: &'static str,
+    pub proxy_url: &'static str,
+}
+
+const KUBEFED_CLUSTER_FIELDS: EndpointFields = EndpointFields {
+    server: "apiEndpoint",
+    ca_bundle: "caBundle",
+    proxy_url: "proxyURL",
+};
+
+/// `config` pointed at `at`: its server (`https://` when it names no
+/// scheme), its CA trusted, through its proxy. A field that cannot be
+/// read is an error naming it (`fields`) after `prefix`.
+pub(crate) fn point_at(
+    config: &mut kube::Config,
+    at: &Endpoint,
+    fields: &EndpointFields,
+    prefix: &str,
+) -> Result<()> {
+    let server = match at.server.contains("://") {
+        true => at.server.to_string(),
+        false => format!("https://{}", at.server),
+    };
+    config.cluster_url = server
+        .parse()
+        .with_context(|| format!("{prefix}invalid {} {server:?}", fields.server))?;
+    if let Some(ca) = at.ca_bundle {
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(ca.trim())
+            .with_context(|| format!("{prefix}{} is not base64", fields.ca_bundle))?;
+        let certs =
+            pem_certificates(&pem).with_context(|| format!("{prefix}{}", fields.ca_bundle))?;
+        config.root_cert = Some(certs);
+    }
+    if let Some(p) = at.proxy_url.filter(|p| !p.is_empty()) {
+        let proxy = p.parse();
+        config.proxy_url =
+            Some(proxy.with_context(|| format!("{prefix}invalid {} {p:?}", fields.proxy_url))?);
+    }
+    Ok(())
+}
+
 /// The connection a KubeFedCluster describes (endpoint, CA, TLS
 /// exceptions, proxy), with `token`, explicit timeouts and no retries of
 /// kube's own; each field that cannot be read is an error naming it.
@@ -263,31 +308,21 @@ fn member_config(
     timeout: Duration,
 ) -> Result<(kube::Config, TlsChecks)> {
     let spec = &c.spec;
-    let endpoint = if spec.api_endpoint.contains("://") {
-        spec.api_endpoint.clone()
-    } else {
-        format!("https://{}", spec.api_endpoint)
+    let mut config = kube::Config::new(http::Uri::from_static("https://localhost"));
+    let at = Endpoint {
+        server: &spec.api_endpoint,
+        ca_bundle: spec.ca_bundle.as_deref(),
+        proxy_url: spec.proxy_url.as_deref(),
     };
-    let url: http::Uri = endpoint
-        .parse()
-        .with_context(|| format!("cluster {name}: invalid apiEndpoint {endpoint:?}"))?;
-    let mut config = kube::Config::new(url);
-    if let Some(ca) = &spec.ca_bundle {
-        let pem = base64::engine::general_purpose::STANDARD
-            .decode(ca.trim())
-            .with_context(|| format!("cluster {name}: caBundle is not base64"))?;
-        config.root_cert =
-            Some(pem_certificates(&pem).with_context(|| format!("cluster {name}: caBundle"))?);
-    }
+    point_at(
+        &mut config,
+        &at,
+        &KUBEFED_CLUSTER_FIELDS,
+        &format!("cluster {name}: "),
+    )?;
     let checks =
         tls_checks(&spec.disabled_tls_validations).map_err(|e| anyhow!("cluster {name}: {e}"))?;
     config.accept_invalid_certs = checks == TlsChecks::None;
-    if let Some(p) = spec.proxy_url.as_deref().filter(|p| !p.is_empty()) {
-        config.proxy_url = Some(
-            p.parse()
-                .with_context(|| format!("cluster {name}: invalid proxyURL {p:?}"))?,
-        );
-    }
     config.auth_info.token = Some(token.into());
     config.connect_timeout = Some(timeout);
     config.read_timeout = Some(timeout);

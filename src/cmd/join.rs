@@ -753,10 +753,8 @@ async fn publish_profile(
     let Some(ns) = &plan.profile_namespace else {
         return Ok(());
     };
-    let published = crate::inventory::publish(&plan.host, ns, &o.cluster_name, journal).await?;
-    let crate::inventory::Published::Ours(outcome, _) = published else {
-        return Ok(());
-    };
+    let (outcome, profile) =
+        crate::inventory::publish(&plan.host, ns, &o.cluster_name, journal).await?;
     let target = crate::inventory::profile_ref(&plan.host, ns, &o.cluster_name);
     println!("{}", outcome_line(&target, outcome, false));
     let annotations: std::collections::BTreeMap<String, String> =
@@ -773,7 +771,9 @@ async fn publish_profile(
     let health = crate::core::cluster::health::Health::Ready {
         version: plan.member_version.clone(),
     };
-    crate::inventory::write_status(&plan.host, &subject, &health, &mut Default::default()).await?;
+    let copy = crate::inventory::ProfileCopy::AtHand(Some(&profile));
+    crate::inventory::write_status(&plan.host, &subject, &health, copy, &mut Default::default())
+        .await?;
     Ok(())
 }
 

@@ -183,7 +183,7 @@ pub async fn round(
         report.host_writes +=
             record::write_cluster_health(host, &seen.members, &seen.health).await?;
         report.host_writes +=
-            crate::inventory::write_statuses(host, &seen.members, &seen.health).await;
+            crate::inventory::write_statuses(host, &seen.members, &seen.health, true).await;
         events.extend(cluster_events(&seen.members, &seen.health));
     }
     report.host_writes +=

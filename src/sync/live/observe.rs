@@ -8,6 +8,7 @@ use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
 use crate::clients::host::Host;
 use crate::clients::members::{self, Health, Member};
+use crate::core::cluster::inventory::selectable_labels;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::object_text::ObjectText;
 use crate::core::propagation::decide::{FederatedType, Listing};
@@ -541,14 +542,10 @@ pub fn placement_clusters(members: &[Member], health: &[Health]) -> Vec<Cluster>
     members
         .iter()
         .zip(health)
-        .map(|(m, h)| {
-            let mut labels = m.profile_properties.clone();
-            labels.extend(m.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-            Cluster {
-                name: m.name.clone(),
-                labels,
-                ready: h.is_ready(),
-            }
+        .map(|(m, h)| Cluster {
+            name: m.name.clone(),
+            labels: selectable_labels(&m.labels, m.profile.as_ref()),
+            ready: h.is_ready(),
         })
         .collect()
 }

@@ -1657,7 +1657,7 @@ mod tests {
             name: name.into(),
             cluster,
             labels: BTreeMap::new(),
-            profile_properties: BTreeMap::new(),
+            profile: None,
             client: Err("none in unit tests".into()),
             watch_client: None,
             requests: Default::default(),

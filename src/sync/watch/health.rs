@@ -187,7 +187,7 @@ impl Controller<'_> {
         {
             self.report_failure(Failure::at(Place::Host, crate::error::one_line(&e)).to_string());
         }
-        crate::inventory::write_statuses(self.host, &self.members, &self.health).await;
+        crate::inventory::write_statuses(self.host, &self.members, &self.health, false).await;
     }
 }
 

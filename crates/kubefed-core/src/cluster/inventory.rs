@@ -331,13 +331,16 @@ fn list(names: &[&str]) -> String {
     }
 }
 
-/// The names a placement's `clusterSelector` may also match on, from a
-/// member's profile: its properties as they are named (values that are
-/// not valid label values are left out, as a selector could never match
-/// A KubeFedCluster label of the same name wins.
-pub fn selectable_properties(profile: &Value) -> Vec<(String, String)> {
-    profile["status"]["properties"]
-        .as_array()
+/// What a placement's `clusterSelector` matches of a member: its
+/// KubeFedCluster's labels over the properties of its ClusterProfile, by
+/// their names (a label of the same name wins). Ours: KubeFed matches the
+/// labels alone.
+pub fn selectable_labels(
+    labels: &std::collections::BTreeMap<String, String>,
+    profile: Option<&Value>,
+) -> std::collections::BTreeMap<String, String> {
+    let properties = profile
+        .and_then(|p| p["status"]["properties"].as_array())
         .into_iter()
         .flatten()
         .filter_map(|p| {
@@ -345,8 +348,10 @@ pub fn selectable_properties(profile: &Value) -> Vec<(String, String)> {
                 p["name"].as_str()?.to_string(),
                 p["value"].as_str()?.to_string(),
             ))
-        })
-        .collect()
+        });
+    let mut out: std::collections::BTreeMap<String, String> = properties.collect();
+    out.extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+    out
 }
 
 #[cfg(test)]

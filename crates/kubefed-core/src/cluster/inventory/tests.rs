@@ -194,10 +194,13 @@ fn a_join_reads_the_endpoint_of_the_provider_asked_for() {
 }
 
 #[test]
-fn properties_are_selectable_by_their_names() {
-    let p = json!({"status": {"properties": [{"name": "clusterset.k8s.io", "value": "prod"}, {"name": "x"}]}});
-    assert_eq!(
-        selectable_properties(&p),
-        vec![("clusterset.k8s.io".to_string(), "prod".to_string())]
-    );
+fn placement_sees_labels_over_profile_properties() {
+    let p = json!({"status": {"properties": [{"name": "clusterset.k8s.io", "value": "prod"},
+        {"name": "region", "value": "us"}, {"name": "x"}]}});
+    let labels = BTreeMap::from([("region".to_string(), "eu".to_string())]);
+    let seen = selectable_labels(&labels, Some(&p));
+    assert_eq!(seen["clusterset.k8s.io"], "prod");
+    assert_eq!(seen["region"], "eu", "the KubeFedCluster's label wins");
+    assert_eq!(seen.len(), 2, "a property without a value is none");
+    assert_eq!(selectable_labels(&labels, None), labels);
 }
