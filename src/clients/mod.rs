@@ -21,7 +21,7 @@ pub mod server_retry;
 pub mod tls;
 
 use crate::clients::kubeconfig::LoadedKubeconfig;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::time::Duration;
 
@@ -120,29 +120,21 @@ impl ClientFactory {
         context: &str,
         ep: &crate::core::cluster::membership::MemberEndpoint,
     ) -> Result<kube::Client> {
-        use base64::Engine;
+        const PROFILE_FIELDS: members::EndpointFields = members::EndpointFields {
+            server: "server",
+            ca_bundle: "certificate-authority-data",
+            proxy_url: "proxy-url",
+        };
         let mut config = self.config(context).await?;
-        config.cluster_url = ep
-            .api_endpoint
-            .parse()
-            .with_context(|| format!("invalid server {:?}", ep.api_endpoint))?;
-        config.root_cert = match &ep.ca_bundle {
-            Some(b64) => {
-                let pem = base64::engine::general_purpose::STANDARD
-                    .decode(b64)
-                    .context("certificate-authority-data is not base64")?;
-                Some(members::pem_certificates(&pem).context("certificate-authority-data")?)
-            }
-            None => None,
+        let at = members::Endpoint {
+            server: &ep.api_endpoint,
+            ca_bundle: ep.ca_bundle.as_deref(),
+            proxy_url: ep.proxy_url.as_deref(),
         };
+        config.root_cert = None;
+        config.proxy_url = None;
+        members::point_at(&mut config, &at, &PROFILE_FIELDS, "")?;
         config.accept_invalid_certs = ep.insecure_skip_tls_verify;
-        config.proxy_url = match &ep.proxy_url {
-            Some(p) => Some(
-                p.parse()
-                    .with_context(|| format!("invalid proxy-url {p:?}"))?,
-            ),
-            None => None,
-        };
         build(config, context)
     }
 
