@@ -67,25 +67,11 @@ impl Ca {
     /// A client certificate for `common_name` (the aggregator's front
     /// proxy: `--proxy-client-cert-file`).
     pub fn issue_client_cert(&self, common_name: &str) -> Result<CertPair> {
-        let key = KeyPair::generate()?;
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, common_name);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        let cert = params.signed_by(&key, &self.issuer)?;
-        Ok(CertPair {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+        let params = CertificateParams::new(Vec::<String>::new())?;
+        self.signed(params, common_name, ExtendedKeyUsagePurpose::ClientAuth)
     }
 
     fn issue(&self, spec: &CertSpec, common_name: &str) -> Result<CertPair> {
-        let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(spec.dns_names.clone())?;
         if spec.loopback {
             params
@@ -99,10 +85,21 @@ impl Ca {
             params.not_before = rcgen::date_time_ymd(y0, m0, d0);
             params.not_after = rcgen::date_time_ymd(y1, m1, d1);
         }
+        self.signed(params, common_name, ExtendedKeyUsagePurpose::ServerAuth)
+    }
+
+    /// `params` for `common_name` and `usage`, signed by the CA, with a new key.
+    fn signed(
+        &self,
+        mut params: CertificateParams,
+        common_name: &str,
+        usage: ExtendedKeyUsagePurpose,
+    ) -> Result<CertPair> {
+        let key = KeyPair::generate()?;
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.extended_key_usages = vec![usage];
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,

@@ -433,28 +433,40 @@ fn fully_applied(env: &TestEnv, ns: &str) -> bool {
     items.len() == 2 && items.iter().all(applied) && crb.as_ref().is_some_and(applied)
 }
 
-#[test]
-fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
-    let shared = TestEnv::shared();
-    let env = karmada();
-    let f = Federation::new(shared, "kx-adopt", &["configmaps", "deployments.apps"]);
+/// KubeFed's Deployment type, as its e2e fixtures hold it.
+fn deployment_type() -> &'static crate::parity::Type {
+    TYPES.iter().find(|t| t.kind == "Deployment").unwrap()
+}
+
+/// The objects both Karmada tests start from: ConfigMap `settings` on
+/// both members with an override for the first, Deployment `web` (KubeFed's
+/// fixture) on the first; the first member's name and both placements.
+fn settings_and_web(shared: &TestEnv, f: &Federation) -> (String, Value) {
     let m1 = f.cluster("m1");
-    let both = own_clusters(shared, &f);
+    let both = own_clusters(shared, f);
     f.create(shared, "FederatedConfigMap", "settings", json!({
         "template": {"data": {"a": "1"}},
         "placement": {"clusters": both.clone()},
         "overrides": [{"clusterName": m1, "clusterOverrides": [{"path": "/data/a", "value": "m1"}]}]
     }));
-    let deployments = TYPES.iter().find(|t| t.kind == "Deployment").unwrap();
     f.create(
         shared,
         "FederatedDeployment",
         "web",
         json!({
-            "template": fixture(deployments).0,
+            "template": fixture(deployment_type()).0,
             "placement": {"clusters": [{"name": m1}]}
         }),
     );
+    (m1, both)
+}
+
+#[test]
+fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
+    let shared = TestEnv::shared();
+    let env = karmada();
+    let f = Federation::new(shared, "kx-adopt", &["configmaps", "deployments.apps"]);
+    settings_and_web(shared, &f);
     f.reconcile(&[]).ok();
     let ns = f.ns;
     let cm = format!("/api/v1/namespaces/{ns}/configmaps/settings");
@@ -567,23 +579,7 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     let shared = TestEnv::shared();
     let env = karmada();
     let f = Federation::new(shared, "kx-mig", &["configmaps", "deployments.apps"]);
-    let m1 = f.cluster("m1");
-    let both = own_clusters(shared, &f);
-    f.create(shared, "FederatedConfigMap", "settings", json!({
-        "template": {"data": {"a": "1"}},
-        "placement": {"clusters": both.clone()},
-        "overrides": [{"clusterName": m1, "clusterOverrides": [{"path": "/data/a", "value": "m1"}]}]
-    }));
-    let deployments = TYPES.iter().find(|t| t.kind == "Deployment").unwrap();
-    f.create(
-        shared,
-        "FederatedDeployment",
-        "web",
-        json!({
-            "template": fixture(deployments).0,
-            "placement": {"clusters": [{"name": m1}]}
-        }),
-    );
+    let (m1, both) = settings_and_web(shared, &f);
     // An RSP whose mapping is exact (weights only): Karmada must schedule
     // what KubeFed's planner did.
     f.create(
@@ -591,7 +587,7 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         "FederatedDeployment",
         "api",
         json!({
-            "template": fixture(deployments).0,
+            "template": fixture(deployment_type()).0,
             "placement": {"clusters": both.clone()}
         }),
     );
