@@ -37,13 +37,21 @@ pub struct CredentialOptions {
     pub consumer: String,
 
     /// How long the issued token lives (at least 10m)
-    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = token_lifetime)]
     pub expiration: Duration,
 }
 
+/// A token's lifetime: a duration of at least 10 minutes, the shortest an
+/// API server issues.
+fn token_lifetime(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text).map_err(|e| e.to_string())?;
+    check_ttl(d.as_secs() as i64)
+        .map(|_| d)
+        .map_err(|_| "at least 10m: API servers issue no shorter token".to_string())
+}
+
 pub async fn run(global: &GlobalOptions, o: &CredentialOptions) -> Result<()> {
-    let ttl = check_ttl(o.expiration.as_secs() as i64)
-        .map_err(|e| crate::error::usage(format!("--expiration: {e}")))?;
+    let ttl = o.expiration.as_secs() as i64;
     let info = std::env::var("KUBERNETES_EXEC_INFO").map_err(|_| {
         crate::error::usage(
             "KUBERNETES_EXEC_INFO is not set: kubefedctl credential is an exec credential plugin, run by a client whose provider sets provideClusterInfo: true",
