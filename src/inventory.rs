@@ -8,7 +8,7 @@
 
 use crate::apply::{Journal, ObjectRef, OnExisting, Outcome, api_error, api_resource, ensure};
 use crate::clients::host::Host;
-use crate::clients::members::Member;
+use crate::clients::members::{Member, ProbedMember};
 use crate::core::cluster::health::Health;
 use crate::core::cluster::inventory::{self, ProfileFacts};
 use crate::core::cluster::membership::MemberEndpoint;
@@ -127,15 +127,14 @@ pub enum ProfileCopy<'a> {
 /// profile. Members without a profile cost nothing. Best-effort, as the
 /// Events a run records: a profile that cannot be written is a warning
 /// naming it, never a failed run. Returns the writes made.
-pub async fn write_statuses(
-    host: &Host,
-    members: &[Member],
-    health: &[Health],
-    loaded: bool,
-) -> usize {
+pub async fn write_statuses(host: &Host, members: &[ProbedMember], loaded: bool) -> usize {
     let mut clustersets = BTreeMap::new();
     let mut writes = 0;
-    for (m, h) in members.iter().zip(health) {
+    for ProbedMember {
+        member: m,
+        health: h,
+    } in members
+    {
         let copy = match loaded {
             true => ProfileCopy::AtHand(m.profile.as_ref()),
             false => ProfileCopy::ReadNow,

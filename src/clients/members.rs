@@ -49,6 +49,31 @@ pub struct Member {
     pub connected_in: std::time::Duration,
 }
 
+#[cfg(test)]
+impl Member {
+    /// A member named `name` with no client (unit tests use none): its
+    /// probe says `ConfigMalformed` without a request.
+    pub fn without_client(name: &str) -> Member {
+        let cluster = serde_json::from_value(serde_json::json!({
+            "apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
+            "metadata": {"name": name, "namespace": "fed"},
+            "spec": {"apiEndpoint": "https://m", "secretRef": {"name": name}}}))
+        .expect("a valid KubeFedCluster");
+        Member {
+            name: name.into(),
+            cluster,
+            labels: BTreeMap::new(),
+            profile: None,
+            client: Err("none in unit tests".into()),
+            watch_client: None,
+            requests: Default::default(),
+            stalled: None,
+            fingerprint: String::new(),
+            connected_in: Default::default(),
+        }
+    }
+}
+
 /// Whether a member stopped answering (the watch's; see `Member::stalled`).
 /// Setting it wakes every request waiting on that member, so that rounds
 /// in flight end at once instead of at their timeouts.
@@ -498,21 +523,43 @@ pub async fn probe(member: &Member, timeout: Duration) -> Health {
     }
 }
 
-/// Probes every member at once; each costs at most `timeout`.
-pub async fn probe_all(members: &[Member], timeout: Duration) -> Vec<Health> {
+/// A member with its health as last probed. Runs and the watch keep one
+/// list of these, so that a member's health is never read by its position
+/// in a list beside the members.
+#[derive(Clone)]
+pub struct ProbedMember {
+    pub member: Member,
+    pub health: Health,
+}
+
+impl ProbedMember {
+    pub fn name(&self) -> &str {
+        &self.member.name
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.health.is_ready()
+    }
+}
+
+/// Probes every member at once; each costs at most `timeout`. The list
+/// keeps the members' order.
+pub async fn probe_all(members: &[Member], timeout: Duration) -> Vec<ProbedMember> {
     let mut set = tokio::task::JoinSet::new();
     for (i, m) in members.iter().enumerate() {
         let m = m.clone();
         set.spawn(async move { (i, probe(&m, timeout).await) });
     }
-    let mut out = vec![
-        Health::Offline {
-            message: "not probed".into()
-        };
-        members.len()
-    ];
+    let mut out: Vec<ProbedMember> = (members.iter())
+        .map(|m| ProbedMember {
+            member: m.clone(),
+            health: Health::Offline {
+                message: "not probed".into(),
+            },
+        })
+        .collect();
     while let Some(Ok((i, h))) = set.join_next().await {
-        out[i] = h;
+        out[i].health = h;
     }
     out
 }

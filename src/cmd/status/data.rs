@@ -101,10 +101,8 @@ pub(super) async fn cluster_rows(
 ) -> Result<Vec<ClusterRow>> {
     let list = members::load(host, o.probe_timeout, &[]).await?;
     let health: Vec<Option<Health>> = if o.probe {
-        members::probe_all(&list, o.probe_timeout)
-            .await
-            .into_iter()
-            .map(Some)
+        (members::probe_all(&list, o.probe_timeout).await.into_iter())
+            .map(|p| Some(p.health))
             .collect()
     } else {
         list.iter()

@@ -165,11 +165,7 @@ async fn served_once_established(
     selection: &observe::Selection,
 ) -> Option<Listing> {
     let timeout = selection.timeout;
-    let client = seen
-        .members
-        .iter()
-        .find(|m| m.name == cluster)
-        .and_then(|m| m.client.clone().ok())?;
+    let client = (seen.member(cluster)).and_then(|m| m.client.clone().ok())?;
     let t = &seen.types[ti];
     let ns = seen.namespace.as_deref().filter(|_| t.ty.namespaced);
     let crds = resource_of::<CustomResourceDefinition>();

@@ -26,7 +26,7 @@ pub mod record;
 pub mod report;
 
 use crate::clients::host::Host;
-use crate::clients::members::{Health, Member};
+use crate::clients::members::{Health, ProbedMember};
 use crate::core::describe::{ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
@@ -180,11 +180,9 @@ pub async fn round(
     report_clusters(seen, &mut report);
     let mut events = Vec::new();
     if !o.dry_run && passes.cluster_health && seen.scope.writes_cluster_state() {
-        report.host_writes +=
-            record::write_cluster_health(host, &seen.members, &seen.health).await?;
-        report.host_writes +=
-            crate::inventory::write_statuses(host, &seen.members, &seen.health, true).await;
-        events.extend(cluster_events(&seen.members, &seen.health));
+        report.host_writes += record::write_cluster_health(host, &seen.members).await?;
+        report.host_writes += crate::inventory::write_statuses(host, &seen.members, true).await;
+        events.extend(cluster_events(&seen.members));
     }
     report.host_writes +=
         crate::sync::passes::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
@@ -336,11 +334,7 @@ async fn member_object(
     (ns, name): ObjectKey,
     o: &Options,
 ) -> Option<serde_json::Value> {
-    let client = seen
-        .members
-        .iter()
-        .find(|m| m.name == cluster)
-        .and_then(|m| m.client.clone().ok())?;
+    let client = (seen.member(cluster)).and_then(|m| m.client.clone().ok())?;
     let api = crate::apply::dynamic_api(&client, Some(&ns), &t.target);
     let live = tokio::time::timeout(o.selection.timeout, api.get_opt(&name))
         .await
@@ -350,25 +344,30 @@ async fn member_object(
 }
 
 /// The Warnings upstream's cluster controller records after a probe.
-pub fn cluster_events(
-    members: &[Member],
-    health: &[Health],
-) -> Vec<crate::core::events::record::Event> {
+pub fn cluster_events(members: &[ProbedMember]) -> Vec<crate::core::events::record::Event> {
     members
         .iter()
-        .zip(health)
-        .filter_map(|(m, h)| {
-            let mut cluster = serde_json::to_value(&m.cluster).ok()?;
-            cluster["apiVersion"] = "core.kubefed.io/v1beta1".into();
-            cluster["kind"] = "KubeFedCluster".into();
-            crate::core::events::record::cluster_event(&cluster, h)
-        })
+        .filter_map(
+            |ProbedMember {
+                 member: m,
+                 health: h,
+             }| {
+                let mut cluster = serde_json::to_value(&m.cluster).ok()?;
+                cluster["apiVersion"] = "core.kubefed.io/v1beta1".into();
+                cluster["kind"] = "KubeFedCluster".into();
+                crate::core::events::record::cluster_event(&cluster, h)
+            },
+        )
         .collect()
 }
 
 /// Every touched member in the summary, and a line for each not ready.
 fn report_clusters(seen: &Observation, report: &mut Report) {
-    for (m, h) in seen.members.iter().zip(&seen.health) {
+    for ProbedMember {
+        member: m,
+        health: h,
+    } in &seen.members
+    {
         if !seen.touches(&m.name) {
             continue;
         }

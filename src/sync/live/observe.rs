@@ -7,7 +7,7 @@ use crate::api::core::{ClusterPropagatedVersion, FederatedTypeConfig, Propagated
 use crate::api::scheduling::ReplicaSchedulingPreference;
 use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
 use crate::clients::host::Host;
-use crate::clients::members::{self, Health, Member};
+use crate::clients::members::{self, Member, ProbedMember};
 use crate::core::cluster::inventory::selectable_labels;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::object_text::ObjectText;
@@ -68,8 +68,7 @@ pub struct Observation {
     /// What the KubeFedConfig says.
     pub settings: Settings,
     /// Every member, sorted by name, with its probe result.
-    pub members: Vec<Member>,
-    pub health: Vec<Health>,
+    pub members: Vec<ProbedMember>,
     /// The members as placement sees them.
     pub clusters: Vec<Cluster>,
     /// What the run covers (the command's flags, built once).
@@ -117,16 +116,14 @@ impl Observation {
     /// both start from it and fill in what they read.
     pub fn new(
         settings: Settings,
-        members: Vec<Member>,
-        health: Vec<Health>,
+        members: Vec<ProbedMember>,
         scope: RunScope,
         namespace: Option<String>,
     ) -> Observation {
-        let clusters = placement_clusters(&members, &health);
+        let clusters = placement_clusters(&members);
         Observation {
             settings,
             members,
-            health,
             clusters,
             scope,
             namespace,
@@ -147,13 +144,18 @@ impl Observation {
         self.scope.touches(cluster)
     }
 
+    /// The member named `cluster`, if joined.
+    pub fn member(&self, cluster: &str) -> Option<&Member> {
+        (self.members.iter())
+            .find(|p| p.name() == cluster)
+            .map(|p| &p.member)
+    }
+
     /// Ready members this run may touch.
     pub fn ready_members(&self) -> impl Iterator<Item = &Member> {
-        self.members
-            .iter()
-            .zip(&self.health)
-            .filter(|(m, h)| h.is_ready() && self.touches(&m.name))
-            .map(|(m, _)| m)
+        (self.members.iter())
+            .filter(|p| p.is_ready() && self.touches(p.name()))
+            .map(|p| &p.member)
     }
 }
 
@@ -183,9 +185,9 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         }
     }
     let probe_timeout = o.probe_timeout.unwrap_or(settings.health.timeout);
-    let health = members::probe_all(&members, probe_timeout).await;
+    let members = members::probe_all(&members, probe_timeout).await;
     let namespace = settings.objects_namespace(&host.namespace, o.scope.namespace.as_deref());
-    let mut seen = Observation::new(settings, members, health, o.scope.clone(), namespace);
+    let mut seen = Observation::new(settings, members, o.scope.clone(), namespace);
     // What the decide step needs is read all at once after the types are
     // known: the federated objects of each type, every member's objects,
     // the PropagatedVersions and the host's namespaces. Each is a paged list
@@ -349,7 +351,7 @@ pub async fn read_rsp_pods(seen: &mut Observation, timeout: Duration) {
         }
     }
     let lists = queries.into_iter().map(|q| {
-        let member = seen.members.iter().find(|m| m.name == q.cluster);
+        let member = seen.member(&q.cluster);
         async move {
             let pods = match member.map(|m| m.client.as_ref()) {
                 Some(Ok(client)) => {
@@ -538,14 +540,12 @@ pub fn federated_namespaces(types: &[ObservedType]) -> BTreeMap<String, Value> {
 /// The members as placement sees them: their labels, over the properties
 /// of their ClusterProfile (an extension KubeFed's controller ignores:
 /// docs/membership.md).
-pub fn placement_clusters(members: &[Member], health: &[Health]) -> Vec<Cluster> {
-    members
-        .iter()
-        .zip(health)
-        .map(|(m, h)| Cluster {
-            name: m.name.clone(),
-            labels: selectable_labels(&m.labels, m.profile.as_ref()),
-            ready: h.is_ready(),
+pub fn placement_clusters(members: &[ProbedMember]) -> Vec<Cluster> {
+    (members.iter())
+        .map(|p| Cluster {
+            name: p.member.name.clone(),
+            labels: selectable_labels(&p.member.labels, p.member.profile.as_ref()),
+            ready: p.is_ready(),
         })
         .collect()
 }

@@ -109,13 +109,7 @@ async fn member_rules(
         }
     }
     let reviews = namespaces.into_iter().filter_map(|(cluster, ns)| {
-        let client = seen
-            .members
-            .iter()
-            .find(|m| m.name == cluster)?
-            .client
-            .clone()
-            .ok()?;
+        let client = seen.member(cluster)?.client.clone().ok()?;
         let ns = match (ns.as_str(), seen.namespace.as_deref()) {
             (_, Some(own)) => own.to_string(),
             ("", None) => "default".to_string(),

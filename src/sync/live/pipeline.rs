@@ -124,6 +124,7 @@ impl<'a> Pipeline<'a> {
         let member_lanes = seen
             .members
             .iter()
+            .map(|p| &p.member)
             .map(|m| {
                 let lane = MemberLane {
                     client: m.client.clone().ok(),

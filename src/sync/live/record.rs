@@ -7,7 +7,7 @@
 use crate::api::core::{ClusterPropagatedVersion, PropagatedVersion};
 use crate::apply::{api_error, dynamic_api, resource_of};
 use crate::clients::host::Host;
-use crate::clients::members::{Health, Member};
+use crate::clients::members::ProbedMember;
 use crate::core::cluster::health::status_after_probe;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
@@ -217,12 +217,16 @@ async fn write_versions(
 
 /// Writes each KubeFedCluster's status when its readiness changed (the
 /// probe time alone is not worth a write).
-pub async fn write_cluster_health(host: &Host, all: &[Member], health: &[Health]) -> Result<usize> {
+pub async fn write_cluster_health(host: &Host, all: &[ProbedMember]) -> Result<usize> {
     let now = crate::clock::now_rfc3339();
     let ar = crate::apply::resource_of::<crate::api::core::KubeFedCluster>();
     let api = dynamic_api(&host.client, Some(&host.namespace), &ar);
     let mut writes = 0;
-    for (m, h) in all.iter().zip(health) {
+    for ProbedMember {
+        member: m,
+        health: h,
+    } in all
+    {
         let old = serde_json::to_value(&m.cluster.status).unwrap_or(Value::Null);
         let Some(status) = status_after_probe(&old, h, &now) else {
             continue;

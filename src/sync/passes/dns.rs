@@ -5,7 +5,7 @@
 
 use crate::apply::{api_error, api_resource, dynamic_api};
 use crate::clients::host::Host;
-use crate::clients::members::{Health, Member};
+use crate::clients::members::{Health, Member, ProbedMember};
 use crate::core::dns::{
     ClusterObservation, DnsRecord, Domain, LbIngress, RecordKind, RecordStatus, dns_endpoints,
     endpoints_have_ready_addresses, record_status, slices_have_ready_endpoints,
@@ -47,8 +47,7 @@ pub fn topology(nodes: &[Value]) -> (Option<String>, Vec<String>) {
 /// (so it can be set by hand). Returns (region, zones) per cluster.
 pub async fn refresh_topology(
     host: &Host,
-    members: &[Member],
-    health: &[Health],
+    members: &[ProbedMember],
     dry_run: bool,
     report: &mut Report,
 ) -> BTreeMap<String, (String, Vec<String>)> {
@@ -59,7 +58,11 @@ pub async fn refresh_topology(
         "kubefedclusters",
     );
     let mut out = BTreeMap::new();
-    for (m, h) in members.iter().zip(health) {
+    for ProbedMember {
+        member: m,
+        health: h,
+    } in members
+    {
         let status = m.cluster.status.clone().unwrap_or_default();
         let mut region = status.region.clone().unwrap_or_default();
         let mut zones = status.zones.clone();
@@ -123,9 +126,9 @@ pub async fn dns_pass(
     dry_run: bool,
     report: &mut Report,
 ) -> Result<()> {
-    let (members, health) = (&seen.members, &seen.health);
+    let members = &seen.members;
     let writes_topology = !dry_run && seen.scope.writes_cluster_state();
-    let topology = refresh_topology(host, members, health, !writes_topology, report).await;
+    let topology = refresh_topology(host, members, !writes_topology, report).await;
     let domains: Vec<Value> = dynamic_api(
         &host.client,
         Some(&host.namespace),
@@ -161,7 +164,7 @@ pub async fn dns_pass(
             .collect::<Result<Vec<_>, _>>()?;
         for obj in shard::retain_owned(seen.scope.shard, records) {
             if let Err(e) = one_record(
-                host, members, health, &topology, &domains, &obj, &member_ar, dry_run, report,
+                host, members, &topology, &domains, &obj, &member_ar, dry_run, report,
             )
             .await
             {
@@ -183,8 +186,7 @@ pub async fn dns_pass(
 #[allow(clippy::too_many_arguments)]
 async fn one_record(
     host: &Host,
-    members: &[Member],
-    health: &[Health],
+    members: &[ProbedMember],
     topology: &BTreeMap<String, (String, Vec<String>)>,
     domains: &[Value],
     obj: &Value,
@@ -199,7 +201,11 @@ async fn one_record(
         .map(Domain::from_value)
         .transpose()?;
     let mut observations = Vec::new();
-    for (m, h) in members.iter().zip(health) {
+    for ProbedMember {
+        member: m,
+        health: h,
+    } in members
+    {
         observations.push(observe_member(m, h, topology, &record, member_ar).await?);
     }
     let previous = RecordStatus::from_value(obj.get("status")).map_err(|e| anyhow::anyhow!(e))?;

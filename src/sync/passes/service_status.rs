@@ -52,12 +52,9 @@ async fn write_type(
         .into_iter()
         .map(|o| (key_of(&o), o))
         .collect();
-    let ready: Vec<&str> = seen
-        .members
-        .iter()
-        .zip(&seen.health)
-        .filter(|(_, h)| h.is_ready())
-        .map(|(m, _)| m.name.as_str())
+    let ready: Vec<&str> = (seen.members.iter())
+        .filter(|p| p.is_ready())
+        .map(|p| p.name())
         .collect();
     for fed in &t.objects {
         if !fed["metadata"]["deletionTimestamp"].is_null() {

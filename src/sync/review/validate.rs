@@ -114,11 +114,7 @@ fn check_of(seen: &Observation, w: &Work) -> Option<Check> {
         Action::Update { object, .. } => ("PUT", object),
         _ => return None,
     };
-    let client = seen
-        .members
-        .iter()
-        .find(|m| m.name == w.decision.cluster)
-        .and_then(|m| m.client.clone().ok())?;
+    let client = (seen.member(&w.decision.cluster)).and_then(|m| m.client.clone().ok())?;
     let t = &seen.types[w.type_index];
     let (ns, name) = w.key();
     let api = crate::apply::dynamic_api(&client, Some(&ns), &t.target);

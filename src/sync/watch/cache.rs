@@ -4,7 +4,7 @@
 
 use super::sources::{Change, Event, Source, values};
 use crate::api::core::FederatedTypeConfig;
-use crate::clients::members::{Health, Member};
+use crate::clients::members::ProbedMember;
 use crate::core::describe::FederatedRef;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::held::{Held, resource_version};
@@ -113,8 +113,9 @@ pub struct Cache {
     pub versions: HashMap<ObjectKey, ObjectText>,
     pub namespaces: HashMap<String, String>,
     pub federated: BTreeMap<String, Store>,
-    /// (cluster, FTC name) → the member's managed objects of that type.
-    pub members: BTreeMap<(String, String), Store>,
+    /// Cluster → FTC name → the member's managed objects of that type
+    /// (nested, so that a lookup by `&str` allocates nothing).
+    pub members: BTreeMap<String, BTreeMap<String, Store>>,
     /// Host sources that have been listed.
     listed: BTreeSet<Source>,
     /// Types whose member copies are held whole ([`Cache::keeps_member_fields`]),
@@ -180,10 +181,14 @@ impl Cache {
     /// known not to be served).
     pub fn member_synced(&self, cluster: &str, types: &[String]) -> bool {
         types.iter().all(|t| {
-            self.members
-                .get(&(cluster.to_string(), t.clone()))
+            self.member_store(cluster, t)
                 .is_some_and(|s| s.state != StoreState::Syncing)
         })
+    }
+
+    /// A member's store of a type's managed objects.
+    pub fn member_store(&self, cluster: &str, ftc: &str) -> Option<&Store> {
+        self.members.get(cluster)?.get(ftc)
     }
 
     /// Every key a full round covers: each federated object's, and each
@@ -204,7 +209,7 @@ impl Cache {
         }
         let namespace =
             (self.settings).objects_namespace(host_namespace, scope.namespace.as_deref());
-        for ((_, ftc), s) in &self.members {
+        for (ftc, s) in self.members.values().flatten() {
             let Some(t) = self.ftcs.get(ftc).map(ObservedType::of) else {
                 continue;
             };
@@ -231,7 +236,12 @@ impl Cache {
                 self.federated.remove(t);
             }
             Source::Member(c, t) => {
-                self.members.remove(&(c.clone(), t.clone()));
+                if let Some(stores) = self.members.get_mut(c) {
+                    stores.remove(t);
+                    if stores.is_empty() {
+                        self.members.remove(c);
+                    }
+                }
             }
             _ => {}
         }
@@ -281,7 +291,8 @@ impl Cache {
                 self.versions.insert(key.clone(), held.text);
             }
             Written::Member(cluster, ftc, key) => {
-                let Some(store) = self.members.get_mut(&(cluster.clone(), ftc.clone())) else {
+                let store = self.members.get_mut(cluster).and_then(|s| s.get_mut(ftc));
+                let Some(store) = store else {
                     return id;
                 };
                 if !older(store.objects.get(key)) {
@@ -614,10 +625,8 @@ impl Cache {
         if self.behind_own_write(&source, &change) {
             return Dirt::default();
         }
-        let store = self
-            .members
-            .entry((cluster.to_string(), ftc.to_string()))
-            .or_default();
+        let stores = self.members.entry(cluster.to_string()).or_default();
+        let store = stores.entry(ftc.to_string()).or_default();
         let was_usable = store.state == StoreState::Listed;
         let replaced = matches!(change, Change::Replaced(_));
         // A copy the controller may have written itself (`Dirt::written`).
@@ -652,10 +661,7 @@ impl Cache {
                 dirt.keys.insert(FederatedRef::new(ftc, fed_key));
             }
         }
-        if !matches!(
-            self.members[&(cluster.to_string(), ftc.to_string())].state,
-            StoreState::Listed
-        ) {
+        if !(self.member_store(cluster, ftc)).is_some_and(|s| s.state == StoreState::Listed) {
             // Failing now: every object of the type shows it there.
             dirt.keys.extend(self.type_keys(ftc));
         }
@@ -701,7 +707,7 @@ impl Cache {
         host_namespace: &str,
         scope: RunScope,
         types: &[String],
-        members: (&[Member], &[Health]),
+        members: &[ProbedMember],
         cover: Cover,
     ) -> Observation {
         let (mut seen, texts) = self.observe_texts(host_namespace, scope, types, members, cover);
@@ -718,18 +724,16 @@ impl Cache {
         host_namespace: &str,
         scope: RunScope,
         types: &[String],
-        (members, health): (&[Member], &[Health]),
+        members: &[ProbedMember],
         cover: Cover,
     ) -> (Observation, Texts) {
         let keys = cover.keys();
         let settings = self.settings;
         let namespace = settings.objects_namespace(host_namespace, scope.namespace.as_deref());
         let touched = scope.clusters.clone().unwrap_or_default();
-        let ready: BTreeSet<&str> = members
-            .iter()
-            .zip(health)
-            .filter(|(_, h)| h.is_ready())
-            .map(|(m, _)| m.name.as_str())
+        let ready: BTreeSet<&str> = (members.iter())
+            .filter(|p| p.is_ready())
+            .map(|p| p.name())
             .collect();
         let wanted_types = types;
         let mut types = Vec::new();
@@ -750,9 +754,9 @@ impl Cache {
             let only = keys.is_some().then_some(&wanted);
             texts
                 .objects
-                .push(self.fill_type(&name, &mut t, only, members, &ready, &touched));
+                .push(self.fill_type(&name, &mut t, only, &ready, &touched));
             if matches!(cover, Cover::LastSlice(_)) && wanted.is_empty() {
-                self.fill_failing_listings(&name, &mut t, members, &ready, &touched);
+                self.fill_failing_listings(&name, &mut t, &ready, &touched);
             }
             types.push(t);
             partial.push(wanted);
@@ -765,13 +769,7 @@ impl Cache {
             Some(_) => self.versions_of(&types, &partial),
         };
         let rsps = self.rsps_in(namespace.as_deref());
-        let mut seen = Observation::new(
-            settings,
-            members.to_vec(),
-            health.to_vec(),
-            scope,
-            namespace,
-        );
+        let mut seen = Observation::new(settings, members.to_vec(), scope, namespace);
         seen.types = types;
         seen.fed_namespaces = fed_namespaces;
         seen.host_namespaces = self.namespaces.clone();
@@ -815,7 +813,6 @@ impl Cache {
         name: &str,
         t: &mut ObservedType,
         only: Option<&BTreeSet<ObjectKey>>,
-        members: &[Member],
         ready: &BTreeSet<&str>,
         touched: &BTreeSet<String>,
     ) -> Vec<ObjectText> {
@@ -830,15 +827,12 @@ impl Cache {
         if only.is_some_and(BTreeSet::is_empty) {
             return objects;
         }
-        for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
-            if !touched.contains(&m.name) {
-                continue;
-            }
-            let Some(s) = self.members.get(&(m.name.clone(), name.to_string())) else {
+        for cluster in ready.iter().filter(|c| touched.contains(**c)) {
+            let Some(s) = self.member_store(cluster, name) else {
                 continue;
             };
             if let Some(listing) = member_listing(s, t, only) {
-                t.members.insert(m.name.clone(), listing);
+                t.members.insert(cluster.to_string(), listing);
             }
         }
         objects
@@ -852,19 +846,18 @@ impl Cache {
         &self,
         name: &str,
         t: &mut ObservedType,
-        members: &[Member],
         ready: &BTreeSet<&str>,
         touched: &BTreeSet<String>,
     ) {
-        for m in members.iter().filter(|m| ready.contains(m.name.as_str())) {
-            let Some(s) = self.members.get(&(m.name.clone(), name.to_string())) else {
+        for cluster in ready.iter().filter(|c| touched.contains(**c)) {
+            let Some(s) = self.member_store(cluster, name) else {
                 continue;
             };
-            if !touched.contains(&m.name) || matches!(s.state, StoreState::Listed) {
+            if matches!(s.state, StoreState::Listed) {
                 continue;
             }
             if let Some(listing) = member_listing(s, t, Some(&BTreeSet::new())) {
-                t.members.insert(m.name.clone(), listing);
+                t.members.insert(cluster.to_string(), listing);
             }
         }
     }
@@ -1373,7 +1366,7 @@ mod tests {
             "fed",
             none_touched(),
             &["configmaps".into()],
-            (&[], &[]),
+            &[],
             Cover::Everything,
         );
         assert_eq!(
@@ -1425,8 +1418,7 @@ mod tests {
             [key("configmaps", "shop", "a")].into()
         );
         c.apply(ev(member.clone(), kept(&drifted)));
-        let held = &c.members[&("m1".to_string(), "configmaps".to_string())].objects
-            [&("shop".to_string(), "a".to_string())];
+        let held = &c.members["m1"]["configmaps"].objects[&("shop".to_string(), "a".to_string())];
         assert_eq!(
             held.text.value(),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -1616,13 +1608,7 @@ mod tests {
         ));
         let keys: BTreeSet<WorkKey> = [key("configmaps", "shop", "b")].into();
         let types = ["configmaps".to_string(), "namespaces".to_string()];
-        let seen = c.observe(
-            "fed",
-            none_touched(),
-            &types,
-            (&[], &[]),
-            Cover::Keys(&keys),
-        );
+        let seen = c.observe("fed", none_touched(), &types, &[], Cover::Keys(&keys));
         let cms = &seen.types[0];
         assert_eq!(cms.objects.len(), 1);
         assert_eq!(cms.objects[0]["metadata"]["name"], "b");
@@ -1635,7 +1621,7 @@ mod tests {
             [&("shop".to_string(), "configmap-b".to_string())],
             "the versions of the round's keys only"
         );
-        let all = c.observe("fed", none_touched(), &types, (&[], &[]), Cover::Everything);
+        let all = c.observe("fed", none_touched(), &types, &[], Cover::Everything);
         assert_eq!(all.types[0].objects.len(), 2);
         assert_eq!(all.versions.len(), 2);
         assert!(all.partial.is_none());
@@ -1647,36 +1633,19 @@ mod tests {
     }
 
     /// A member named `name`, ready, with no client (none is used).
-    fn member(name: &str) -> (Member, Health) {
-        let cluster = serde_json::from_value(json!({
-            "apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
-            "metadata": {"name": name, "namespace": "fed"},
-            "spec": {"apiEndpoint": "https://m", "secretRef": {"name": name}}}))
-        .unwrap();
-        let m = Member {
-            name: name.into(),
-            cluster,
-            labels: BTreeMap::new(),
-            profile: None,
-            client: Err("none in unit tests".into()),
-            watch_client: None,
-            requests: Default::default(),
-            stalled: None,
-            fingerprint: String::new(),
-            connected_in: Default::default(),
-        };
-        (
-            m,
-            Health::Ready {
+    fn member(name: &str) -> ProbedMember {
+        ProbedMember {
+            member: crate::clients::members::Member::without_client(name),
+            health: crate::clients::members::Health::Ready {
                 version: "v1.37.2".into(),
             },
-        )
+        }
     }
 
     /// `c`'s observation of both types for a round that touches m1, ready.
     fn observe_touching_m1(c: &Cache, cover: Cover) -> Observation {
-        let (m1, ready) = member("m1");
-        let members = (std::slice::from_ref(&m1), std::slice::from_ref(&ready));
+        let m1 = member("m1");
+        let members = std::slice::from_ref(&m1);
         let touched = RunScope {
             clusters: Some(["m1".to_string()].into()),
             ..RunScope::default()

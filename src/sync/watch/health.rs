@@ -1,41 +1,19 @@
-//! The members' health as the watch keeps it: probes beside the loop, the
-//! KubeFedConfig's thresholds over them, a member that stops answering a
-//! round's requests taken as not ready at once (and its stall marked), the
-//! Warnings upstream's cluster controller records, and the KubeFedClusters'
-//! status written where it changes. Its own file because it is the
-//! controller's other timer: it runs beside the rounds, not through them.
+//! The members' health as the watch reports it: the fleet (`fleet`) probes
+//! and counts; here its news become log lines, the Warnings upstream's
+//! cluster controller records, watches listing again, and the
+//! KubeFedClusters' status written where it changes. Its own file because
+//! it is the controller's other timer: it runs beside the rounds, not
+//! through them.
 
 use super::Controller;
 use super::sources::Source;
-use crate::clients::members::{self, Health, Member};
+use crate::clients::members::{Health, ProbedMember};
 use crate::core::outcome::{Failure, Place};
 use crate::parallel::locked;
 use crate::sync::live;
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 
 impl Controller<'_> {
-    /// A probe's results as the KubeFedConfig's thresholds let them count:
-    /// a member changes readiness only after enough probes in a row say so.
-    fn thresholds(&mut self, probed: Vec<Health>) -> Vec<Health> {
-        let h = self.cache.settings.health;
-        let mut out = Vec::with_capacity(probed.len());
-        for ((m, now), before) in self.members.iter().zip(probed).zip(&self.health) {
-            let streak = self.streaks.get(&m.name).copied().unwrap_or(0);
-            let (kept, streak) = crate::core::cluster::health::after_probe(
-                before,
-                now,
-                streak,
-                h.failure_threshold,
-                h.success_threshold,
-            );
-            self.streaks.insert(m.name.clone(), streak);
-            out.push(kept);
-        }
-        out
-    }
-
     /// `--probe-timeout`, else the KubeFedConfig's.
     pub(super) fn probe_timeout(&self) -> Duration {
         self.o
@@ -48,20 +26,10 @@ impl Controller<'_> {
     /// Starts a probe of every member beside the loop (a member that does
     /// not answer keeps only its probe waiting).
     pub(super) fn start_probe(&mut self) {
-        if self.probing.is_some() {
-            return;
-        }
-        let members = self.members.clone();
         let timeout = self.probe_timeout();
         let metrics = self.metrics.clone();
-        let task = tokio::spawn(async move {
-            let started = Instant::now();
-            let health = members::probe_all(&members, timeout).await;
-            let took = started.elapsed();
-            locked(&metrics.health_check_time.0).observe(took);
-            health
-        });
-        self.probing = Some((self.generation, task));
+        let took = move |took| locked(&metrics.health_check_time.0).observe(took);
+        self.fleet.start_probe(timeout, took);
     }
 
     /// A probe's result. A member that came back lists again at once, and
@@ -72,38 +40,26 @@ impl Controller<'_> {
     /// member's changes back while it rewrites each object's status; its
     /// objects show ClusterNotReady as they are next decided, and all of
     /// them at the next resync or when it is back.
-    pub(super) async fn probed(&mut self, (generation, health): (u64, Vec<Health>)) {
-        if generation != self.generation || health.len() != self.members.len() {
+    pub(super) async fn probed(&mut self, probed: Option<Vec<ProbedMember>>) {
+        let Some(probed) = probed else {
             return;
-        }
-        self.record_cluster_events(&health).await;
-        let health = self.thresholds(health);
-        mark_stalls(&self.members, &health);
-        let back: BTreeSet<String> = self
-            .members
-            .iter()
-            .zip(health.iter().zip(&self.health))
-            .filter(|(_, (now, before))| now.is_ready() && !before.is_ready())
-            .map(|(m, _)| m.name.clone())
-            .collect();
-        let changed = health
-            .iter()
-            .zip(&self.health)
-            .any(|(a, b)| std::mem::discriminant(a) != std::mem::discriminant(b));
+        };
+        self.record_cluster_events(&probed).await;
+        let news = self.fleet.take_probe(probed, self.cache.settings.health);
         // A revoked token: the KubeFedCluster's Secret may hold a new one
         // (now or later); new clients and watches are built from it, at
         // every probe until the member takes its credentials again.
-        if health.iter().any(Health::credentials_refused) {
+        if news.credentials_refused {
             self.rebuild_due = Some(Instant::now());
         }
-        self.health = health;
-        if changed {
-            for (m, h) in self.members.iter().zip(&self.health) {
-                log_readiness(&m.name, h);
+        if news.changed {
+            for p in self.fleet.members() {
+                log_readiness(p);
             }
             self.write_health().await;
         }
-        if !back.is_empty() {
+        if !news.back.is_empty() {
+            let back = news.back;
             self.restart_sources(|s| matches!(s, Source::Member(c, _) if back.contains(c)));
         }
     }
@@ -114,18 +70,11 @@ impl Controller<'_> {
     /// answers again brings it back.
     pub(super) async fn notice_stalled_members(&mut self) {
         let timeout = self.o.run.selection.timeout;
-        let mut changed = false;
-        for (m, h) in self.members.iter().zip(self.health.iter_mut()) {
-            let stalled = m.stalled.as_ref().is_some_and(|s| s.is_set());
-            if stalled && h.is_ready() {
-                *h = Health::Offline {
-                    message: format!("cluster is not reachable: no answer within {timeout:?}"),
-                };
-                tracing::warn!("{}: not ready (no answer within {timeout:?})", m.name);
-                changed = true;
-            }
+        let stalled = self.fleet.notice_stalled(timeout);
+        for name in &stalled {
+            tracing::warn!("{name}: not ready (no answer within {timeout:?})");
         }
-        if changed {
+        if !stalled.is_empty() {
             self.write_health().await;
         }
     }
@@ -133,14 +82,14 @@ impl Controller<'_> {
     /// Upstream's cluster controller records a Warning on every failed
     /// probe, before its thresholds count it (not while the lock is
     /// suspended; the correlator bumps `count`).
-    pub(super) async fn record_cluster_events(&mut self, probed: &[Health]) {
+    pub(super) async fn record_cluster_events(&mut self, probed: &[ProbedMember]) {
         let Some(recorder) = self.shared.run.events.clone() else {
             return;
         };
         if self.suspended || !self.writes_cluster_state() {
             return;
         }
-        let events = live::cluster_events(&self.members, probed);
+        let events = live::cluster_events(probed);
         if events.is_empty() {
             return;
         }
@@ -155,7 +104,11 @@ impl Controller<'_> {
         {
             let mut states = locked(&self.metrics.cluster_states);
             states.clear();
-            for (m, h) in self.members.iter().zip(&self.health) {
+            for ProbedMember {
+                member: m,
+                health: h,
+            } in self.fleet.members()
+            {
                 let state = match h {
                     Health::Ready { .. } => "ready",
                     Health::Offline { .. } => "offline",
@@ -171,59 +124,21 @@ impl Controller<'_> {
         if !self.writes_cluster_state() {
             return;
         }
-        for m in &mut self.members {
-            if let Some(kfc) = self
-                .cache
-                .clusters
-                .get(&m.name)
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-            {
-                m.cluster = kfc;
-            }
-        }
-        if let Err(e) =
-            crate::sync::live::record::write_cluster_health(self.host, &self.members, &self.health)
-                .await
-        {
+        let clusters = &self.cache.clusters;
+        self.fleet.refresh_clusters(|name| clusters.get(name));
+        let members = self.fleet.members();
+        if let Err(e) = crate::sync::live::record::write_cluster_health(self.host, members).await {
             self.report_failure(Failure::at(Place::Host, crate::error::one_line(&e)).to_string());
         }
-        crate::inventory::write_statuses(self.host, &self.members, &self.health, false).await;
+        crate::inventory::write_statuses(self.host, self.fleet.members(), false).await;
     }
 }
 
 /// A member's readiness as a log line: a warning when it is not ready.
-pub(super) fn log_readiness(name: &str, h: &Health) {
-    if h.is_ready() {
-        tracing::info!("{name}: {}", readiness(h));
+pub(super) fn log_readiness(p: &ProbedMember) {
+    if p.is_ready() {
+        tracing::info!("{}: ready", p.name());
     } else {
-        tracing::warn!("{name}: {}", readiness(h));
+        tracing::warn!("{}: not ready", p.name());
     }
-}
-
-/// `ready` or `not ready`, for the readiness lines.
-fn readiness(h: &Health) -> &'static str {
-    if h.is_ready() { "ready" } else { "not ready" }
-}
-
-/// What a probe found, as each member's stall: a member that does not
-/// answer its probe holds no request; one that answers may be asked again.
-pub(super) fn mark_stalls(members: &[Member], health: &[Health]) {
-    for (m, h) in members.iter().zip(health) {
-        if let Some(s) = &m.stalled {
-            if h.is_ready() { s.clear() } else { s.set() }
-        }
-    }
-}
-
-/// The probe beside the loop, when it is done (never, when none runs).
-pub(super) async fn probe_done(
-    probing: &mut Option<(u64, JoinHandle<Vec<Health>>)>,
-) -> (u64, Vec<Health>) {
-    let Some((generation, task)) = probing.as_mut() else {
-        return std::future::pending().await;
-    };
-    let health = task.await.unwrap_or_default();
-    let generation = *generation;
-    *probing = None;
-    (generation, health)
 }

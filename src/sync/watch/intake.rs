@@ -51,15 +51,10 @@ impl Controller<'_> {
         }
         let now = Instant::now();
         for k in dirt.keys {
-            self.queue.add(k, now);
+            self.scheduler.mark(k, now);
         }
         for (k, written, rv) in dirt.written {
-            if self.held_by_round(&k) {
-                let (_, changes) = self.held_changes.entry(k).or_insert((now, Vec::new()));
-                changes.push((written, rv));
-            } else {
-                self.queue.add(k, now);
-            }
+            self.scheduler.mark_written(k, (written, rv), now);
         }
         self.catching_up.extend(dirt.listed);
         self.caught_up() || dirt.structure
@@ -78,8 +73,8 @@ impl Controller<'_> {
         if self.catching_up.is_empty() {
             return false;
         }
-        let members = &self.members;
-        (self.catching_up).retain(|name| members.iter().any(|m| &m.name == name));
+        let fleet = &self.fleet;
+        (self.catching_up).retain(|name| fleet.contains(name));
         let types = self.types();
         let cache = &self.cache;
         let before = self.catching_up.len();
@@ -110,7 +105,7 @@ impl Controller<'_> {
                         for w in &dirt.warnings {
                             tracing::warn!("{w}");
                         }
-                        if dirt.structure && self.cache.host_synced(&self.host_sources()) && !self.members.is_empty() {
+                        if dirt.structure && self.cache.host_synced(&self.host_sources()) && !self.fleet.is_empty() {
                             self.rebuild().await?;
                         }
                     }

@@ -34,6 +34,7 @@
 //! `metrics` and `process` (what `/metrics` serves).
 
 pub mod cache;
+mod fleet;
 mod health;
 mod intake;
 mod memory;
@@ -41,23 +42,24 @@ pub mod metrics;
 pub mod process;
 mod rebuild;
 mod rounds;
+mod scheduler;
 pub mod sources;
 mod specs;
 mod tokens;
 mod type_status;
 
 use crate::clients::host::Host;
-use crate::clients::members::{Health, Member};
 use crate::core::run::lease::RECONCILE_LEASE;
-use crate::core::run::queue::WorkQueue;
 use crate::parallel::locked;
 use crate::sync::live;
 use crate::sync::lock::{self, LockState, RunLock};
 use crate::terminal::signals::Signals;
 use anyhow::{Result, bail};
-use cache::{Cache, WorkKey};
+use cache::Cache;
+use fleet::Fleet;
 use metrics::Metrics;
-use rounds::{FromRound, ROUNDS_IN_FLIGHT, RoundDone, SettledSender, Settling};
+use rounds::{FromRound, RoundDone, SettledSender};
+use scheduler::{ROUNDS_IN_FLIGHT, Scheduler};
 use sources::{Event, Source, Sources};
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -66,7 +68,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::sync::watch as state;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 
 /// `reconcile --watch` and its flags.
 pub struct WatchOptions {
@@ -133,6 +135,7 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
         drop(controller);
         metrics.leader.store(false, Ordering::Relaxed);
         metrics.synced.store(false, Ordering::Relaxed);
+        metrics.rounds_in_flight.store(0, Ordering::Relaxed);
         *locked(&metrics.lock_suspended_since) = None;
         match ended {
             Ok(Ended::Stopped) => {
@@ -210,40 +213,23 @@ struct Controller<'a> {
     cache: Cache,
     sources: Sources,
     rx: UnboundedReceiver<Event>,
-    queue: WorkQueue<WorkKey>,
-    members: Vec<Member>,
-    /// Bumped whenever `members` is rebuilt (a probe of older members is
-    /// not applied to newer ones).
-    generation: u64,
-    health: Vec<Health>,
+    /// The round bookkeeping: the queue, full rounds, keys in flight.
+    scheduler: Scheduler,
+    /// The members, each with its health, and their probes.
+    fleet: Fleet,
     /// Failure lines printed, and when: a failure repeated by every retry
     /// is printed again only after a while.
     reported: HashMap<String, Instant>,
     /// Rounds running, each a task.
     rounds: JoinSet<RoundDone>,
-    /// The rounds running, by number: their keys not settled yet.
-    settling: HashMap<u64, Settling>,
-    next_round_id: u64,
     /// What the rounds tell as they go: objects they are done with, their
     /// writes' answers (`rounds::take_round_news`).
     settled_tx: SettledSender,
     settled_rx: UnboundedReceiver<(u64, FromRound)>,
-    /// A full round under way (it runs alone).
-    full: Option<rounds::FullRound>,
-    /// Keys a round holds that a change of an object the controller
-    /// writes touched meanwhile (`Dirt::written`), since when: queued once
-    /// no round holds them, unless each change was a round's own write,
-    /// which its answer names (`rounds::take_round_news`).
-    held_changes: HashMap<WorkKey, (Instant, Vec<(cache::Written, u64)>)>,
-    /// A probe of every member, beside the loop: (generation, task).
-    probing: Option<(u64, JoinHandle<Vec<Health>>)>,
     /// The lock is not renewed: no round, no write.
     suspended: bool,
     /// A rebuild failed (or was put off while suspended): when to try again.
     rebuild_due: Option<Instant>,
-    /// Per member: probes in a row that disagree with its readiness
-    /// (`core::cluster::health::after_probe`).
-    streaks: HashMap<String, u32>,
     /// Members whose watches are listing again (back, or new): a full
     /// round catches each up once all of its watches have listed
     /// (`intake`).
@@ -268,22 +254,14 @@ impl<'a> Controller<'a> {
             metrics,
             cache: Cache::default(),
             rx,
-            queue: WorkQueue::default(),
-            members: Vec::new(),
-            generation: 0,
-            health: Vec::new(),
+            scheduler: Scheduler::new(o.round_size),
+            fleet: Fleet::default(),
             reported: HashMap::new(),
             rounds: JoinSet::new(),
-            settling: HashMap::new(),
-            next_round_id: 0,
             settled_tx,
             settled_rx,
-            full: None,
-            held_changes: HashMap::new(),
-            probing: None,
             suspended: false,
             rebuild_due: None,
-            streaks: HashMap::new(),
             catching_up: BTreeSet::new(),
         }
     }
@@ -308,7 +286,7 @@ impl Controller<'_> {
         let mut active = false;
         loop {
             self.metrics.beat();
-            let retry = self.queue.next_retry(Instant::now());
+            let retry = self.scheduler.next_retry(Instant::now());
             tokio::select! {
                 biased;
                 _ = stop.next() => {
@@ -340,7 +318,7 @@ impl Controller<'_> {
                     active = true;
                     full |= self.take_events(event).await;
                 }
-                probed = health::probe_done(&mut self.probing) => {
+                probed = self.fleet.probe_done() => {
                     self.probed(probed).await;
                     self.rotate_due_tokens().await;
                     if std::mem::take(&mut active) {
@@ -353,22 +331,34 @@ impl Controller<'_> {
                     full = true;
                 }
                 _ = tick.tick() => {
-                    self.queue_held_changes();
+                    self.scheduler.queue_held_changes();
                     if self.rebuild_due.is_some_and(|at| at <= Instant::now()) {
                         self.try_rebuild().await;
                     }
                 }
                 _ = tokio::time::sleep_until(retry.unwrap_or_else(Instant::now).into()), if retry.is_some() => {}
             }
-            self.notice_stalled_members().await;
-            self.metrics
-                .queue_depth
-                .store(self.queue.len() as u64, Ordering::Relaxed);
-            if self.suspended || !self.cache.host_synced(&self.host_sources()) {
-                continue;
-            }
-            full = self.next_round(full);
+            full = self.after_wake(full).await;
         }
+    }
+
+    /// After each wake of the loop: stalled members are taken as not
+    /// ready, and the rounds that may run start (not while suspended, nor
+    /// before the host's watches have listed); returns whether a full
+    /// round is still due.
+    async fn after_wake(&mut self, full: bool) -> bool {
+        self.notice_stalled_members().await;
+        self.metrics
+            .queue_depth
+            .store(self.scheduler.depth() as u64, Ordering::Relaxed);
+        let full = match !self.suspended && self.cache.host_synced(&self.host_sources()) {
+            true => self.next_round(full),
+            false => full,
+        };
+        self.metrics
+            .rounds_in_flight
+            .store(self.scheduler.running() as u64, Ordering::Relaxed);
+        full
     }
 
     /// The lock could not be renewed: every round in flight is cancelled
@@ -378,12 +368,8 @@ impl Controller<'_> {
         *locked(&self.metrics.lock_suspended_since) = Some(since);
         self.rounds.abort_all();
         while self.rounds.join_next().await.is_some() {}
-        self.settling.clear();
         while self.settled_rx.try_recv().is_ok() {}
-        self.full = None;
-        self.metrics.rounds_in_flight.store(0, Ordering::Relaxed);
-        self.queue.abandon_in_flight();
-        self.queue_held_changes();
+        self.scheduler.abandon();
     }
 
     /// The lock is renewed after a suspension: every host watch lists again

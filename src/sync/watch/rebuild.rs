@@ -5,12 +5,11 @@
 //! other part (health, type status, watches) at once.
 
 use super::Controller;
-use super::health::{log_readiness, mark_stalls};
-use crate::clients::members;
+use super::health::log_readiness;
+use crate::clients::members::{self, Member};
 use crate::core::outcome::{Failure, Place};
 use crate::parallel::locked;
 use anyhow::Result;
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// How often a rebuild that failed (the host did not answer) is tried again.
@@ -40,29 +39,19 @@ impl Controller<'_> {
     /// at start, after structure changes, at each resync.
     pub(super) async fn rebuild(&mut self) -> Result<()> {
         let timeout = self.o.run.selection.timeout;
-        let before: HashMap<String, bool> = self
-            .members
-            .iter()
-            .zip(&self.health)
-            .map(|(m, h)| (m.name.clone(), h.is_ready()))
-            .collect();
-        self.members = members::load_with(self.host, timeout, &[], Some(&self.members)).await?;
+        let before: Vec<Member> = self.fleet.iter().cloned().collect();
+        let loaded = members::load_with(self.host, timeout, &[], Some(&before)).await?;
         {
             let mut h = locked(&self.metrics.client_connection_time.0);
-            for m in &self.members {
+            for m in &loaded {
                 h.observe(m.connected_in);
             }
         }
-        self.generation += 1;
-        self.health = members::probe_all(&self.members, self.probe_timeout()).await;
-        let probed = self.health.clone();
+        let probed = members::probe_all(&loaded, self.probe_timeout()).await;
         self.record_cluster_events(&probed).await;
-        for (m, h) in self.members.iter().zip(&self.health) {
-            if before.get(&m.name).is_some_and(|was| *was != h.is_ready()) {
-                log_readiness(&m.name, h);
-            }
+        for p in self.fleet.replace(probed) {
+            log_readiness(p);
         }
-        mark_stalls(&self.members, &self.health);
         self.write_health().await;
         self.write_type_statuses(true).await;
         self.cache.whole_copies = (self.types().into_iter())

@@ -136,7 +136,7 @@ impl Controller<'_> {
     fn member_specs(&self) -> BTreeMap<Source, Spec> {
         let ns = self.namespace();
         let mut out = BTreeMap::new();
-        for m in &self.members {
+        for m in self.fleet.iter() {
             let Some(client) = &m.watch_client else {
                 continue;
             };
@@ -200,10 +200,9 @@ impl Controller<'_> {
 
     pub(super) fn members_synced(&self) -> bool {
         let types = self.types();
-        self.members
-            .iter()
-            .zip(&self.health)
-            .filter(|(m, h)| h.is_ready() && m.watch_client.is_some() && self.touchable(&m.name))
-            .all(|(m, _)| self.cache.member_synced(&m.name, &types))
+        (self.fleet.members().iter())
+            .filter(|p| p.is_ready() && p.member.watch_client.is_some())
+            .filter(|p| self.touchable(p.name()))
+            .all(|p| self.cache.member_synced(p.name(), &types))
     }
 }

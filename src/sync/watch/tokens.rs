@@ -20,7 +20,7 @@ impl Controller<'_> {
         let now = crate::clock::now_unix();
         let mut rotated = false;
         let mut failures = Vec::new();
-        for m in &self.members {
+        for m in self.fleet.iter() {
             let due = serde_json::to_value(&m.cluster)
                 .ok()
                 .and_then(|v| Lifetime::of_cluster(&v))
