@@ -6,7 +6,7 @@
 //! written back), what a request's answer means ([`retry`], [`readiness`])
 //! and the record step ([`record`]); [`crd_first`] puts federated CRDs
 //! before the objects of the types they define. [`proposal`] and [`field_owners`] are
-//! `reconcile -f`'s.
+//! `reconcile -f`'s; [`rollout`] gates a change wave by wave.
 
 pub mod action;
 pub mod compare;
@@ -24,6 +24,7 @@ pub mod readiness;
 pub mod record;
 pub mod retain;
 pub mod retry;
+pub mod rollout;
 pub mod status;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,51 @@
+//! Progressive rollouts across members (ours; kubefedctl issue #57): a
+//! change reaches the members of a federated object wave by wave, each
+//! gated on the readiness of the last, and halts at the first wave with
+//! more failures than it tolerates. Pure: the engines read, write and keep
+//! time; these modules decide.
+//!
+//! - [`policy`]: [`RolloutPolicy`], from the [`ROLLOUT_ANNOTATION`] or `--rollout`.
+//! - [`plan`]: [`assign_waves`] and the planner, [`plan()`].
+//! - [`ledger`]: [`RolloutRecord`], what a run records so the next resumes;
+//!   the PropagatedVersion mid-rollout; [`abort`] (`--rollout-abort`).
+//! - [`render`]: the waves as markdown or text.
+//!
+//! How a run uses them, for one object whose template or overrides hashes
+//! differ from its PropagatedVersion's (an object whose hashes match is
+//! rolled out: write as today, no gate):
+//! 1. `RolloutRecord::resume(parsed annotation, &target)`;
+//! 2. per placed member, `record.observe(name, labels, readiness, now)`
+//!    (readiness of its copy when the record says it got the target);
+//! 3. `plan(RolloutInput { policy, members, from: record.step, now })`;
+//! 4. `record.writing(m, now)` for each of `plan.write` and record it
+//!    (annotation and [`RolloutRecord::propagated_versions`]) before the
+//!    member writes, then `record.wrote(m, version)`, `record.step =
+//!    plan.step`, and record again; complete: the PropagatedVersion from
+//!    `propagated_versions(.., true)` and no annotation.
+//!
+//! Where we differ from OCM's rolloutStrategy: waves are named or
+//! label-selected members rather than placement decision groups; a
+//! `Failed` readiness is a failure at once (OCM waits for its timeout);
+//! `maxConcurrency` cuts a wave into fixed batches gated one after the
+//! other (OCM's `Progressive` keeps a sliding window of that many); a
+//! count of `maxFailures` above the wave's size tolerates the whole wave
+//! (OCM falls back to 0).
+
+pub mod ledger;
+pub mod plan;
+pub mod policy;
+pub mod render;
+#[cfg(test)]
+mod tests;
+
+pub use ledger::{
+    AbortError, MemberRecord, ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord, Target, abort,
+};
+pub use plan::{
+    Halt, Health, MemberFailure, MemberState, OnTarget, PlannedWave, RolloutInput, RolloutPlan,
+    RolloutState, Step, Wait, assign_waves, plan,
+};
+pub use policy::{
+    IntOrPercent, ObjectPolicyError, PolicyError, ROLLOUT_ANNOTATION, RolloutPolicy, Wave,
+};
+pub use render::{waves_markdown, waves_text};
