@@ -8,7 +8,9 @@ use super::ReconcileOptions;
 use crate::cmd::options::parse_duration;
 use crate::core::run::lease::LeaseTimings;
 use crate::core::run::scope::RunScope;
+use crate::core::run::settings::Settings;
 use crate::core::run::shard::Shard;
+use crate::sync::live::mode::PlanMode;
 use crate::sync::live::{self, observe::Selection};
 use crate::sync::review::files::Proposal;
 use crate::sync::watch::WatchOptions;
@@ -144,13 +146,25 @@ impl PlanFlags {
     /// A plan, not a run: `--dry-run` (=client or =server), or a flag that
     /// only makes sense for a plan and so implies it (kubectl diff never
     /// writes either), so that none of them ever writes to a member.
-    pub fn dry_run(&self) -> bool {
-        self.strategy.is_some_and(|s| s.plans()) || self.diff || self.validate || self.exit_code
+    /// The run's mode, derived once: the engine sees only this.
+    pub fn mode(&self) -> PlanMode {
+        let plans = self.strategy.is_some_and(|s| s.plans())
+            || self.diff
+            || self.validate
+            || self.exit_code;
+        match plans {
+            false => PlanMode::Write,
+            true => PlanMode::DryRun {
+                validate: self.validate
+                    || self.strategy == Some(crate::cmd::options::DryRun::Server),
+                diff: self.diff,
+                exit_code: self.exit_code,
+            },
+        }
     }
 
-    /// Planned writes are sent as server-side dry runs.
-    pub fn validates(&self) -> bool {
-        self.validate || self.strategy == Some(crate::cmd::options::DryRun::Server)
+    pub fn dry_run(&self) -> bool {
+        self.mode().plans()
     }
 }
 
@@ -309,23 +323,25 @@ impl SelectionFlags {
 impl ReconcileOptions {
     /// The live selection and limits, shared by one-shot runs and the watch.
     /// `configured`: the KubeFedConfig's requests in flight per member (the
-    /// watch reads it; `--concurrency` wins over it).
+    /// watch reads it; `--concurrency` wins over it). `settings`: the
+    /// KubeFedConfig when it was read already (with the run lock), so the
+    /// run does not read it again.
     pub(super) fn live_options(
         &self,
         proposal: Option<Arc<Proposal>>,
         configured: Option<usize>,
+        settings: Option<Settings>,
     ) -> live::Options {
         live::Options {
             selection: Selection {
                 scope: self.selection.scope(),
                 timeout: self.requests.timeout,
                 probe_timeout: self.requests.probe_timeout,
-                settings: None,
+                settings,
                 whole_copies: self.plan.dry_run(),
             },
             proposal,
-            dry_run: self.plan.dry_run(),
-            validate: self.plan.validates(),
+            mode: self.plan.mode(),
             concurrency: self
                 .requests
                 .concurrency

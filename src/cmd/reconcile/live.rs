@@ -6,6 +6,7 @@ use super::ReconcileOptions;
 use super::print::{exit_status, print_report};
 use crate::cmd::options::GlobalOptions;
 use crate::core::run::lease::RECONCILE_LEASE;
+use crate::core::run::settings::Settings;
 use crate::error::{EXIT_NOT_READY, ExitWith};
 use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, lock};
@@ -31,9 +32,15 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
     if !o.plan.dry_run() {
         lock::refuse_beside_kubefed(&host, o.lock.force).await?;
     }
-    let mut opts = o.live_options(proposal.clone().filter(|_| o.plan.dry_run()), None);
+    // The lock is decided before the run's options exist: they carry the
+    // KubeFedConfig read with it.
+    let (lock, settings) = match take_run_lock(&host, o).await? {
+        Some((lock, settings)) => (Some(lock), Some(settings)),
+        None => (None, None),
+    };
+    let planned = proposal.clone().filter(|_| o.plan.dry_run());
+    let opts = o.live_options(planned, None, settings);
     let progress = progress_bar(o);
-    let lock = take_run_lock(&host, o, &mut opts).await?;
     // From here on a signal releases the lock (while waiting for it, the
     // default action still ends the process at once).
     let mut signals = crate::terminal::signals::Signals::new()?;
@@ -100,21 +107,18 @@ fn styled_bar(prefix: &'static str, unit: &str) -> indicatif::ProgressBar {
 }
 /// The run lock: one live reconcile of a federation at a time (none for a
 /// dry run or `--no-lock`). The KubeFedConfig is read before it for its
-/// timings, and handed to the run.
+/// timings, and returned with it for the run.
 async fn take_run_lock(
     host: &crate::clients::host::Host,
     o: &ReconcileOptions,
-    opts: &mut live::Options,
-) -> Result<Option<lock::RunLock>> {
+) -> Result<Option<(lock::RunLock, Settings)>> {
     if o.plan.dry_run() || o.lock.no_lock {
         return Ok(None);
     }
     let name = crate::core::run::shard::lease_of(o.selection.scope().shard, RECONCILE_LEASE);
     let settings = host.settings().await?;
-    opts.selection.settings = Some(settings);
-    Ok(Some(
-        lock::take(host, &name, o.lock.lock_timeout, settings.leader_elect).await?,
-    ))
+    let lock = lock::take(host, &name, o.lock.lock_timeout, settings.leader_elect).await?;
+    Ok(Some((lock, settings)))
 }
 /// `-f` without `--dry-run`: the files' objects server-side applied to the
 /// host (checked against every enabled type, whatever `--type` says).

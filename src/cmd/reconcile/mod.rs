@@ -187,4 +187,28 @@ mod tests {
         );
         assert_eq!(clusters[0].labels["region"], "eu");
     }
+
+    /// The mode is derived once from the plan flags: each flag that only
+    /// makes sense in a plan implies one, and the engine sees only the mode.
+    #[test]
+    fn the_plan_flags_resolve_to_one_mode() {
+        use crate::sync::live::mode::PlanMode;
+        let dry = |validate, diff, exit_code| PlanMode::DryRun {
+            validate,
+            diff,
+            exit_code,
+        };
+        let cases: [(&[&str], PlanMode); 7] = [
+            (&[], PlanMode::Write),
+            (&["--dry-run=none"], PlanMode::Write),
+            (&["--dry-run"], dry(false, false, false)),
+            (&["--dry-run=server"], dry(true, false, false)),
+            (&["--validate"], dry(true, false, false)),
+            (&["--diff"], dry(false, true, false)),
+            (&["--exit-code", "--diff"], dry(false, true, true)),
+        ];
+        for (args, want) in cases {
+            assert_eq!(options(args).plan.mode(), want, "{args:?}");
+        }
+    }
 }

@@ -5,6 +5,7 @@ use super::{ReconcileOptions, ReconcileOutput};
 use crate::cmd::options::GlobalOptions;
 use crate::core::outcome::{Change, Place};
 use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
+use crate::sync::live::mode::PlanMode;
 use anyhow::Result;
 use comfy_table::Cell;
 
@@ -19,7 +20,8 @@ pub(super) fn print_report(
         for change in &report.changes {
             println!("{change}");
         }
-        if o.plan.diff || global.verbosity >= 2 {
+        let diff = matches!(o.plan.mode(), PlanMode::DryRun { diff: true, .. });
+        if diff || global.verbosity >= 2 {
             for diff in report.changes.iter().filter_map(|c| c.diff.as_ref()) {
                 print!("{diff}");
             }
@@ -59,7 +61,14 @@ pub(super) fn exit_status(
         }
         .into());
     }
-    if o.plan.exit_code && report.pending_changes() > 0 {
+    let exit_code = matches!(
+        o.plan.mode(),
+        PlanMode::DryRun {
+            exit_code: true,
+            ..
+        }
+    );
+    if exit_code && report.pending_changes() > 0 {
         return Err(ExitWith {
             code: EXIT_CHANGES_PENDING,
             message: format!("{} change(s) pending", report.pending_changes()),

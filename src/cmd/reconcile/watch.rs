@@ -30,7 +30,7 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
             return Ok(());
         }
     };
-    let run = o.live_options(None, settings.max_concurrent_reconciles);
+    let run = o.live_options(None, settings.max_concurrent_reconciles, None);
     // Watches are silent while nothing changes: no read timeout for them.
     let mut config = factory.config(&host.context).await?;
     config.read_timeout = None;

@@ -128,7 +128,7 @@ async fn catch_up(
     let created = describe_key(CRD_KIND, &(String::new(), crd.to_string()));
     let until = Instant::now() + o.selection.timeout;
     for cluster in unserved {
-        if o.dry_run {
+        if o.mode.plans() {
             let planned = first.changes.iter().any(|c| {
                 c.place == Place::member(cluster.as_str())
                     && c.verb == "create"

@@ -17,6 +17,7 @@
 
 pub mod crd_first;
 pub mod execute;
+pub mod mode;
 pub mod observe;
 pub mod permissions;
 pub mod pipeline;
@@ -33,6 +34,7 @@ use crate::core::propagation::action::{self, Action, ClusterStatus};
 use crate::core::propagation::decide::{self, Federation, ObjectPlan, TypeDecisions};
 use anyhow::Result;
 use execute::{Limits, Target, Work};
+use mode::{HostWriter, PlanMode};
 use observe::{Observation, Selection};
 use pipeline::{Finished, Job, Pipeline};
 use progress::Progress;
@@ -47,10 +49,8 @@ pub struct Options {
     /// `reconcile -f --dry-run`: a change whose objects take the place of
     /// the host's in the observation.
     pub proposal: Option<std::sync::Arc<crate::sync::review::files::Proposal>>,
-    pub dry_run: bool,
-    /// With `dry_run`: send each planned create and update to its member
-    /// as a validating server-side dry run (`sync::validate`).
-    pub validate: bool,
+    /// Write, or plan (and how).
+    pub mode: PlanMode,
     /// Requests in flight per member.
     pub concurrency: usize,
     /// Attempts per request (first try included).
@@ -174,18 +174,19 @@ pub async fn round(
         ..Report::default()
     };
     let mut objects = Vec::new();
-    if o.dry_run {
+    let writer = HostWriter::new(host, o.mode);
+    if o.mode.plans() {
         report.changes.extend(seen.host_plan.iter().cloned());
     }
     report_clusters(seen, &mut report);
     let mut events = Vec::new();
-    if !o.dry_run && passes.cluster_health && seen.scope.writes_cluster_state() {
+    if !o.mode.plans() && passes.cluster_health && seen.scope.writes_cluster_state() {
         report.host_writes += record::write_cluster_health(host, &seen.members).await?;
         report.host_writes += crate::inventory::write_statuses(host, &seen.members, true).await;
         events.extend(cluster_events(&seen.members));
     }
     report.host_writes +=
-        crate::sync::passes::rsp::schedule_replicas(host, seen, o.dry_run, &mut report).await?;
+        crate::sync::passes::rsp::schedule_replicas(writer, seen, &mut report).await?;
 
     let decided = decide_all(host, seen);
     report_decisions(seen, &decided, o.wait_ready, &mut report);
@@ -193,10 +194,10 @@ pub async fn round(
     if passes.permissions {
         permissions::check(seen, &mut jobs, o.selection.timeout, &mut report).await;
     }
-    if o.dry_run {
+    if o.mode.plans() {
         resolve_creates(seen, &mut jobs, o, &mut report).await;
         dry_run_plan(seen, &jobs, &mut report);
-        if o.validate {
+        if o.mode.validates() {
             let (concurrency, timeout) = (o.concurrency, o.selection.timeout);
             crate::sync::review::validate::validate(seen, &jobs, concurrency, timeout, &mut report)
                 .await;
@@ -210,13 +211,13 @@ pub async fn round(
         );
         objects = account(seen, finished, &mut report);
     }
-    if let (Some(recorder), false) = (&o.events, o.dry_run || events.is_empty()) {
+    if let (Some(recorder), false) = (&o.events, o.mode.plans() || events.is_empty()) {
         let recorded = recorder.record(host, events).await;
         report.events += recorded.writes;
         report.warnings.extend(recorded.warnings);
     }
     crate::parallel::drop_in_background(decided);
-    crate::sync::passes::service_status::write_all(host, seen, o.dry_run, &mut report).await;
+    crate::sync::passes::service_status::write_all(writer, seen, &mut report).await;
     if passes.dns {
         dns(host, seen, o, &mut report).await?;
     }
@@ -294,7 +295,9 @@ pub async fn member_view(
 ) -> Result<BTreeMap<(String, ObjectKey), Vec<MemberVerdict>>> {
     let mut seen = observation(host, o).await?;
     let mut report = Report::default();
-    crate::sync::passes::rsp::schedule_replicas(host, &mut seen, true, &mut report).await?;
+    // A view: planned, whatever `o` says.
+    let writer = HostWriter::new(host, PlanMode::PLAN);
+    crate::sync::passes::rsp::schedule_replicas(writer, &mut seen, &mut report).await?;
     let decided = decide_all(host, &seen);
     let mut view = BTreeMap::new();
     for (t, d) in seen.types.iter().zip(&decided) {
@@ -730,7 +733,7 @@ fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> 
 /// The multi-cluster DNS pass, when the host has the DNS API.
 async fn dns(host: &Host, seen: &Observation, o: &Options, report: &mut Report) -> Result<()> {
     if seen.dns_installed {
-        crate::sync::passes::dns::dns_pass(host, seen, o.dry_run, report).await
+        crate::sync::passes::dns::dns_pass(HostWriter::new(host, o.mode), seen, report).await
     } else {
         // Most federations never want DNS: said at -v 2, not on every run
         // (`status dns` says it where it matters).

@@ -12,6 +12,7 @@ use crate::core::dns::{
 };
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::run::shard::{self};
+use crate::sync::live::mode::HostWriter;
 use crate::sync::live::observe::Observation;
 use crate::sync::live::report::Report;
 use anyhow::Result;
@@ -48,7 +49,7 @@ pub fn topology(nodes: &[Value]) -> (Option<String>, Vec<String>) {
 pub async fn refresh_topology(
     host: &Host,
     members: &[ProbedMember],
-    dry_run: bool,
+    writes: bool,
     report: &mut Report,
 ) -> BTreeMap<String, (String, Vec<String>)> {
     let kfc = api_resource(
@@ -78,7 +79,7 @@ pub async fn refresh_topology(
                     let (r, z) = topology(&nodes);
                     if r.is_some() || !z.is_empty() {
                         let (r, z) = (r.unwrap_or_default(), z);
-                        if (r.as_str(), &z) != (region.as_str(), &zones) && !dry_run {
+                        if (r.as_str(), &z) != (region.as_str(), &zones) && writes {
                             let patch = json!({"status": {"region": r, "zones": z}});
                             let api = dynamic_api(&host.client, Some(&host.namespace), &kfc);
                             match api
@@ -120,15 +121,10 @@ pub async fn refresh_topology(
 /// namespace (`-n`, or a namespace-scoped federation's own) and shard. The
 /// members' topology goes into their KubeFedClusters when the run writes
 /// cluster state (not in dry runs, and in one shard only).
-pub async fn dns_pass(
-    host: &Host,
-    seen: &Observation,
-    dry_run: bool,
-    report: &mut Report,
-) -> Result<()> {
-    let members = &seen.members;
-    let writes_topology = !dry_run && seen.scope.writes_cluster_state();
-    let topology = refresh_topology(host, members, !writes_topology, report).await;
+pub async fn dns_pass(w: HostWriter<'_>, seen: &Observation, report: &mut Report) -> Result<()> {
+    let (host, members) = (w.host, &seen.members);
+    let writes_topology = !w.plans() && seen.scope.writes_cluster_state();
+    let topology = refresh_topology(host, members, writes_topology, report).await;
     let domains: Vec<Value> = dynamic_api(
         &host.client,
         Some(&host.namespace),
@@ -163,10 +159,8 @@ pub async fn dns_pass(
             .map(serde_json::to_value)
             .collect::<Result<Vec<_>, _>>()?;
         for obj in shard::retain_owned(seen.scope.shard, records) {
-            if let Err(e) = one_record(
-                host, members, &topology, &domains, &obj, &member_ar, dry_run, report,
-            )
-            .await
+            if let Err(e) =
+                one_record(w, members, &topology, &domains, &obj, &member_ar, report).await
             {
                 report.failures.push(Failure::of(
                     Place::Host,
@@ -185,13 +179,12 @@ pub async fn dns_pass(
 
 #[allow(clippy::too_many_arguments)]
 async fn one_record(
-    host: &Host,
+    w: HostWriter<'_>,
     members: &[ProbedMember],
     topology: &BTreeMap<String, (String, Vec<String>)>,
     domains: &[Value],
     obj: &Value,
     member_ar: &ApiResource,
-    dry_run: bool,
     report: &mut Report,
 ) -> Result<()> {
     let record = DnsRecord::from_value(obj)?;
@@ -219,14 +212,15 @@ async fn one_record(
         return Ok(());
     };
     let records_api = dynamic_api(
-        &host.client,
+        &w.host.client,
         Some(&record.namespace),
         &ar(
             record.kind.kind(),
             &crate::core::types::builtin::plural_of(record.kind.kind()),
         ),
     );
-    if status != previous && !dry_run {
+    // A plan does not list the records' statuses among its changes.
+    if status != previous && !w.plans() {
         let mut with_status = obj.clone();
         with_status["status"] = status.to_value();
         let body: DynamicObject = serde_json::from_value(with_status)?;
@@ -236,7 +230,7 @@ async fn one_record(
             .map_err(api_error)?;
         report.host_writes += 1;
     }
-    write_endpoints(host, obj, &record, &status, dry_run, report).await
+    write_endpoints(w, obj, &record, &status, report).await
 }
 
 /// What one member says of a record's Service or Ingress: its load
@@ -321,11 +315,10 @@ async fn has_ready_endpoints(client: &kube::Client, record: &DnsRecord) -> Resul
 
 /// The record's DNSEndpoint (owned by the record), written when it changed.
 async fn write_endpoints(
-    host: &Host,
+    w: HostWriter<'_>,
     obj: &Value,
     record: &DnsRecord,
     status: &RecordStatus,
-    dry_run: bool,
     report: &mut Report,
 ) -> Result<()> {
     let endpoints = dns_endpoints(record, status);
@@ -336,7 +329,7 @@ async fn write_endpoints(
             .map(|w| format!("{}: {w}", record.describe())),
     );
     let ep_api = dynamic_api(
-        &host.client,
+        &w.host.client,
         Some(&record.namespace),
         &ar("DNSEndpoint", "dnsendpoints"),
     );
@@ -348,38 +341,31 @@ async fn write_endpoints(
     if !endpoints.needs_write(live.as_ref()) {
         return Ok(());
     }
-    if dry_run {
-        report.changes.push(Change::new(
-            Place::Host,
-            if live.is_some() { "update" } else { "create" },
-            format!("DNSEndpoint {}/{}", record.namespace, endpoints.name),
-        ));
-        return Ok(());
-    }
+    let verb = if live.is_some() { "update" } else { "create" };
+    let what = format!("DNSEndpoint {}/{}", record.namespace, endpoints.name);
+    let planned = || Change::new(Place::Host, verb, what);
     let mut desired = endpoints.object();
     // Owned by its record: deleting the record deletes the DNSEndpoint.
     desired["metadata"]["ownerReferences"] = json!([{
         "apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": record.name,
         "uid": obj["metadata"]["uid"], "controller": true, "blockOwnerDeletion": false
     }]);
-    match live {
-        Some(mut l) => {
-            l["spec"] = desired["spec"].clone();
-            let body: DynamicObject = serde_json::from_value(l)?;
-            ep_api
-                .replace(&endpoints.name, &PostParams::default(), &body)
-                .await
-                .map_err(api_error)?;
+    let write = async {
+        match live {
+            Some(mut l) => {
+                l["spec"] = desired["spec"].clone();
+                let body: DynamicObject = serde_json::from_value(l)?;
+                let pp = PostParams::default();
+                ep_api.replace(&endpoints.name, &pp, &body).await
+            }
+            None => {
+                let body: DynamicObject = serde_json::from_value(desired)?;
+                ep_api.create(&PostParams::default(), &body).await
+            }
         }
-        None => {
-            let body: DynamicObject = serde_json::from_value(desired)?;
-            ep_api
-                .create(&PostParams::default(), &body)
-                .await
-                .map_err(api_error)?;
-        }
-    }
-    report.host_writes += 1;
+        .map_err(api_error)
+    };
+    w.write(report, planned, write).await?;
     Ok(())
 }
 

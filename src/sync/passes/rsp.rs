@@ -4,7 +4,6 @@
 //! placement and replicas overrides from what the members run now.
 
 use crate::apply::{api_error_line, dynamic_api};
-use crate::clients::host::Host;
 use crate::clients::members::Member;
 use crate::core::describe::{describe, key_of};
 use crate::core::outcome::{Change, Failure, Place};
@@ -15,6 +14,7 @@ use crate::core::scheduling::preference::{
     MemberReplicas, PodAnalysis, Scheduled, analyze_pods, current_and_capacity, observe_member,
     schedule,
 };
+use crate::sync::live::mode::HostWriter;
 use crate::sync::live::observe::{Observation, PodQuery};
 use crate::sync::live::report::Report;
 use anyhow::{Result, bail};
@@ -102,11 +102,11 @@ fn replicas_now(
 /// Schedules every observed RSP (`seen.rsps`, read by the observe step
 /// with the pods it needs). Returns the number of host writes.
 pub async fn schedule_replicas(
-    host: &Host,
+    writer: HostWriter<'_>,
     seen: &mut Observation,
-    dry_run: bool,
     report: &mut Report,
 ) -> Result<usize> {
+    let host = writer.host;
     if !seen.settings.scheduler_preferences {
         report.notes.push(
             "the SchedulerPreferences feature gate is Disabled: ReplicaSchedulingPreferences are not scheduled".into(),
@@ -142,7 +142,7 @@ pub async fn schedule_replicas(
             &now.capacity,
         ) {
             Ok(Scheduled::Unchanged) => {}
-            Ok(Scheduled::Updated(obj)) if dry_run => {
+            Ok(Scheduled::Updated(obj)) if writer.plans() => {
                 report.changes.push(
                     Change::new(Place::Host, "update", describe(&target_kind, &obj))
                         .because("replica scheduling"),

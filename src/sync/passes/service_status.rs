@@ -5,11 +5,11 @@
 //! write is `core::service_status`.
 
 use crate::apply::{api_error, dynamic_api};
-use crate::clients::host::Host;
 use crate::core::describe::key_of;
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::decide::Listing;
 use crate::core::service_status::{Write, desired, write};
+use crate::sync::live::mode::HostWriter;
 use crate::sync::live::observe::{Observation, ObservedType, list_all};
 use crate::sync::live::report::Report;
 use anyhow::{Context, Result};
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 /// Writes (or, on a dry run, plans) the status objects of every type that
 /// has one; a failure is the report's, never the round's.
-pub async fn write_all(host: &Host, seen: &Observation, dry_run: bool, report: &mut Report) {
+pub async fn write_all(writer: HostWriter<'_>, seen: &Observation, report: &mut Report) {
     // A watch round of other objects lists nothing.
     let due = |t: &&ObservedType| {
         seen.settings
@@ -27,7 +27,7 @@ pub async fn write_all(host: &Host, seen: &Observation, dry_run: bool, report: &
             && !t.objects.is_empty()
     };
     for t in seen.types.iter().filter(due) {
-        if let Err(e) = write_type(host, seen, t, dry_run, report).await {
+        if let Err(e) = write_type(writer, seen, t, report).await {
             report.failures.push(Failure::of(
                 Place::Host,
                 t.service_status.as_ref().map_or("", |s| s.kind.as_str()),
@@ -38,12 +38,12 @@ pub async fn write_all(host: &Host, seen: &Observation, dry_run: bool, report: &
 }
 
 async fn write_type(
-    host: &Host,
+    writer: HostWriter<'_>,
     seen: &Observation,
     t: &ObservedType,
-    dry_run: bool,
     report: &mut Report,
 ) -> Result<()> {
+    let host = writer.host;
     let ar = t.service_status.as_ref().expect("a status type");
     let api = dynamic_api(&host.client, seen.namespace.as_deref(), ar);
     let existing: HashMap<_, Value> = list_all(&api, &ListParams::default())
@@ -84,22 +84,22 @@ async fn write_type(
             Write::Update(o) => ("update", o),
         };
         let what = format!("{} {}/{}", ar.kind, key.0, key.1);
-        if dry_run {
-            report.changes.push(Change::new(Place::Host, verb, what));
-            continue;
-        }
+        let planned = || Change::new(Place::Host, verb, what.clone());
         let api = dynamic_api(&host.client, Some(&key.0), ar);
         let body: DynamicObject = serde_json::from_value(obj)?;
-        let done = match verb {
-            "create" => api.create(&PostParams::default(), &body).await,
-            _ => api.replace(&key.1, &PostParams::default(), &body).await,
+        let request = async {
+            let pp = PostParams::default();
+            match verb {
+                "create" => api.create(&pp, &body).await,
+                _ => api.replace(&key.1, &pp, &body).await,
+            }
+            .map_err(api_error)
         };
-        match done.map_err(api_error) {
-            Ok(_) => report.host_writes += 1,
-            Err(e) => report.failures.push(Failure::at(
+        if let Err(e) = writer.write(report, planned, request).await {
+            report.failures.push(Failure::at(
                 Place::Host,
                 format!("{verb} {what}: {}", crate::error::one_line(&e)),
-            )),
+            ));
         }
     }
     Ok(())
