@@ -33,7 +33,8 @@ pub(super) struct ProbeNews {
     /// Some member's readiness (or kind of not-ready) changed: the
     /// KubeFedClusters' status is written.
     pub changed: bool,
-    /// A member refused its credentials: a new Secret may hold new ones.
+    /// A member is not ready because it refuses its credentials (once the
+    /// thresholds count it): a new Secret may hold new ones.
     pub credentials_refused: bool,
 }
 
@@ -116,7 +117,6 @@ impl Fleet {
             let Some(now) = by_name.remove(&p.member.name) else {
                 continue;
             };
-            news.credentials_refused |= now.credentials_refused();
             let streak = self.streaks.get(&p.member.name).copied().unwrap_or(0);
             let (kept, streak) = crate::core::cluster::health::after_probe(
                 &p.health,
@@ -130,6 +130,9 @@ impl Fleet {
                 news.back.insert(p.member.name.clone());
             }
             news.changed |= std::mem::discriminant(&kept) != std::mem::discriminant(&p.health);
+            // As the thresholds count it: a member refusing its
+            // credentials for one probe only is not rebuilt yet.
+            news.credentials_refused |= kept.credentials_refused();
             p.health = kept;
         }
         mark_stalls(&self.members);

@@ -84,14 +84,22 @@ fn failures_must_come_in_a_row() {
     assert!(!health_of(&fleet, "m1").is_ready());
 }
 
+/// Refused credentials ask for new clients once the thresholds count
+/// them (the member is then not ready), and at every probe after that.
 #[test]
-fn refused_credentials_ask_for_new_clients() {
+fn refused_credentials_ask_for_new_clients_once_counted() {
     let mut fleet = Fleet::default();
     fleet.replace(vec![probed("m1", ready())]);
-    let refused = Health::NotReady {
+    let refused = || Health::NotReady {
         message: format!("{CREDENTIALS_REFUSED}: 401"),
     };
-    let news = fleet.take_probe(vec![probed("m1", refused)], thresholds());
+    for _ in 0..2 {
+        let news = fleet.take_probe(vec![probed("m1", refused())], thresholds());
+        assert!(!news.credentials_refused && !news.changed);
+    }
+    let news = fleet.take_probe(vec![probed("m1", refused())], thresholds());
+    assert!(news.credentials_refused && news.changed);
+    let news = fleet.take_probe(vec![probed("m1", refused())], thresholds());
     assert!(news.credentials_refused && !news.changed);
 }
 
