@@ -15,6 +15,7 @@ use crate::core::propagation::desired::MANAGED_LABEL;
 use crate::core::run::settings::Settings;
 use crate::sync::live::execute::{self, Limits, Target, Work};
 use crate::sync::live::observe::{ObservedType, list_all, list_pages};
+use crate::sync::live::requests::Clusters;
 use anyhow::{Context, Result};
 use futures::StreamExt;
 use kube::api::{ApiResource, ListParams, PostParams};
@@ -279,6 +280,8 @@ pub async fn run_member(
         attempts: 5,
         settings: side.settings.sync,
     };
+    let member = Clusters::one(cluster, client.clone());
+    let member = &member;
     let mut done = 0;
     let mut failures = Vec::new();
     for w in &plan.types {
@@ -297,7 +300,7 @@ pub async fn run_member(
                     live: w.live.get(&s.key).cloned(),
                 };
                 let result =
-                    execute::apply_one(client, t, (&work, &Default::default()), limits, None)
+                    execute::apply_one(member, t, (&work, &Default::default()), limits, None)
                         .await
                         .map(|(done, _)| done);
                 (describe(&t.target, &s.key), s, result)

@@ -1,22 +1,19 @@
 //! One member request of the execute step, with retries (429 after
 //! Retry-After, 5xx, timeouts, connection errors) and a re-read on
-//! conflict that lets the core decide the update again. The pipeline
-//! (`pipeline.rs`) decides when and how many at once.
+//! conflict that lets the core decide the update again. The request itself
+//! goes through `requests::MemberRequests`; the pipeline (`pipeline.rs`)
+//! decides when and how many at once.
 
 use crate::apply::api_error_line;
 use crate::clients::members::Stall;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::action::{Action, ClusterStatus, Decision};
-use crate::core::propagation::desired::MANAGED_LABEL;
-use crate::core::propagation::foreign;
 use crate::core::propagation::member::{self, SyncSettings};
 use crate::core::propagation::overrides::MemberCluster;
-use crate::core::propagation::record::{Done, Effect};
 use crate::core::propagation::retry::{self, Attempt, Failure, Next};
-use crate::core::propagation::version::member_version;
 use crate::sync::live::observe::ObservedType;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
+use crate::sync::live::requests::{Answered, MemberRequests};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -81,14 +78,14 @@ impl Work {
 /// the member copy as the server answered a create or update (the watch
 /// holds it at once: `progress::Answer`).
 pub async fn apply_one(
-    client: &kube::Client,
+    requests: &impl MemberRequests,
     t: &ObservedType,
     (w, labels): (&Work, &BTreeMap<String, String>),
     limits: Limits,
     stalled: Option<&Stall>,
-) -> Result<(Done, Option<Value>), (ClusterStatus, String)> {
-    let (ns, name) = w.key();
-    let api = crate::apply::dynamic_api(client, Some(&ns), &t.target);
+) -> Result<Answered, (ClusterStatus, String)> {
+    let key = w.key();
+    let cluster = w.decision.cluster.as_str();
     let failed = w
         .decision
         .action
@@ -103,7 +100,8 @@ pub async fn apply_one(
         if stalled.is_some_and(Stall::is_set) {
             return Err((retry::timed_out(failed), stall_message.to_string()));
         }
-        let request = tokio::time::timeout(limits.timeout, run_action(&api, &name, &action));
+        let request = requests.act(cluster, &t.target, &key, &action);
+        let request = tokio::time::timeout(limits.timeout, request);
         let answer = match stalled {
             // A member found frozen meanwhile ends this request at once.
             Some(s) => tokio::select! {
@@ -142,7 +140,9 @@ pub async fn apply_one(
                 };
                 return Err((status, message));
             }
-            Next::Reread => action = redecide(&api, &name, t, (w, labels), limits, message).await?,
+            Next::Reread => {
+                action = redecide(requests, t, (w, labels), limits, message).await?;
+            }
         }
     }
 }
@@ -150,8 +150,7 @@ pub async fn apply_one(
 /// After a conflict: the member object as it is now, and the action it
 /// needs, decided again (it was created or changed meanwhile).
 async fn redecide(
-    api: &kube::Api<kube::api::DynamicObject>,
-    name: &str,
+    requests: &impl MemberRequests,
     t: &ObservedType,
     (w, labels): (&Work, &BTreeMap<String, String>),
     limits: Limits,
@@ -166,8 +165,8 @@ async fn redecide(
         .target
         .object(t)
         .expect("only federated objects are decided again");
-    let live = match api.get_opt(name).await {
-        Ok(Some(l)) => serde_json::to_value(l).expect("objects serialize"),
+    let live = match requests.get(&w.decision.cluster, &t.target, &w.key()).await {
+        Ok(Some(l)) => l,
         Ok(None) => return Err((failed, format!("conflict, then gone: {message}"))),
         Err(e) => return Err((ClusterStatus::RetrievalFailed, api_error_line(e))),
     };
@@ -196,101 +195,4 @@ fn classify(e: kube::Error) -> (Failure, String) {
         kube::Error::SerdeError(e) => (Failure::Refused, format!("not a valid object: {e}")),
         other => (Failure::Transport, crate::error::source_chain(&other)),
     }
-}
-
-/// The request body of a desired object. A template whose metadata is not
-/// Kubernetes metadata (`annotations: 5`) is refused here, before any
-/// request, as the API server would refuse it.
-fn body(obj: &Value) -> Result<DynamicObject, kube::Error> {
-    serde_json::from_value(obj.clone()).map_err(kube::Error::SerdeError)
-}
-
-/// A request's effect, and the object the server answered a create or
-/// update with.
-async fn run_action(
-    api: &Api<DynamicObject>,
-    name: &str,
-    action: &Action,
-) -> Result<(Done, Option<Value>), kube::Error> {
-    let answered = |effect, o: DynamicObject| {
-        let v = serde_json::to_value(o).expect("objects serialize");
-        let done = Done {
-            effect,
-            version: Some(member_version(&v)),
-        };
-        (done, Some(v))
-    };
-    let done = |effect| {
-        let done = Done {
-            effect,
-            version: None,
-        };
-        (done, None)
-    };
-    // Named, so that the fields the federation writes are told from
-    // those other managers own (`core::propagation::foreign`).
-    let params = PostParams {
-        field_manager: Some(foreign::FIELD_MANAGER.to_string()),
-        ..PostParams::default()
-    };
-    match action {
-        Action::Create(obj) => {
-            let created = api.create(&params, &body(obj)?).await?;
-            Ok(answered(Effect::Created, created))
-        }
-        Action::Update { object, .. } => {
-            let updated = api.replace(name, &params, &body(object)?).await?;
-            Ok(answered(Effect::Updated, updated))
-        }
-        Action::Delete { options } => {
-            let dp = delete_params(options.as_ref());
-            match api.delete(name, &dp).await {
-                // The server answers with the object while it still exists
-                // (finalizers, graceful deletion), with a Status once gone.
-                Ok(either) => Ok(done(Effect::Deleted {
-                    gone: either.is_right()
-                        || either
-                            .left()
-                            .is_some_and(|o| o.metadata.deletion_timestamp.is_none()),
-                })),
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    Ok(done(Effect::Deleted { gone: true }))
-                }
-                Err(e) => Err(e),
-            }
-        }
-        Action::RemoveManagedLabel => {
-            let patch = json!({"metadata": {"labels": {MANAGED_LABEL: null}}});
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => Ok(done(Effect::Unlabelled)),
-                Err(kube::Error::Api(s)) if s.code == 404 => Ok(done(Effect::Unlabelled)),
-                Err(e) => Err(e),
-            }
-        }
-        Action::AwaitRemoval => match api.get_opt(name).await? {
-            None => Ok(done(Effect::Deleted { gone: true })),
-            Some(_) => Ok(done(Effect::Deleted { gone: false })),
-        },
-        Action::Unchanged | Action::Nothing | Action::Skip => {
-            unreachable!("no request is made for {action:?}")
-        }
-    }
-}
-
-fn delete_params(options: Option<&Value>) -> DeleteParams {
-    let mut dp = DeleteParams::background();
-    if let Some(opts) = options {
-        if let Some(p) = opts["propagationPolicy"].as_str() {
-            dp.propagation_policy = match p {
-                "Orphan" => Some(kube::api::PropagationPolicy::Orphan),
-                "Foreground" => Some(kube::api::PropagationPolicy::Foreground),
-                _ => Some(kube::api::PropagationPolicy::Background),
-            };
-        }
-        dp.grace_period_seconds = opts["gracePeriodSeconds"].as_u64().map(|g| g as u32);
-    }
-    dp
 }

@@ -25,6 +25,7 @@ pub mod progress;
 pub mod ready;
 pub mod record;
 pub mod report;
+pub mod requests;
 
 use crate::clients::host::Host;
 use crate::clients::members::{Health, ProbedMember};
@@ -271,7 +272,8 @@ async fn run_pipeline(
         settings: seen.settings.sync,
     };
     let wait_until = o.wait.map(|w| Instant::now() + w);
-    let mut pipeline = Pipeline::new(host, seen, limits, wait_until, progress);
+    let clusters = requests::Clusters::of(&seen.members);
+    let mut pipeline = Pipeline::new((host, &clusters), seen, limits, wait_until, progress);
     pipeline.record_events = o.events.is_some();
     pipeline.run(jobs).await
 }

@@ -17,7 +17,8 @@ use crate::core::propagation::record::{self as decide_record, Done, Effect, Memb
 use crate::sync::live::execute::{Limits, Target, Work, apply_one};
 use crate::sync::live::observe::Observation;
 use crate::sync::live::progress::{Answer, Settled};
-use crate::sync::live::record::{self, HOST_WRITES_IN_FLIGHT};
+use crate::sync::live::record::HOST_WRITES_IN_FLIGHT;
+use crate::sync::live::requests::{Clusters, HostRequests, MemberRequests};
 use futures::StreamExt;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -87,9 +88,11 @@ pub struct Finished {
     pub events: Vec<crate::core::events::record::Event>,
 }
 
-/// The lanes and what every job shares.
-pub struct Pipeline<'a> {
-    pub host: &'a Host,
+/// The lanes and what every job shares: requests go to the members
+/// through `M` and to the host through `H` (`requests`).
+pub struct Pipeline<'a, M: MemberRequests = Clusters, H: HostRequests = Host> {
+    pub host: &'a H,
+    pub members: &'a M,
     pub seen: &'a Observation,
     pub limits: Limits,
     /// `--wait`: until when to wait for member copies being deleted.
@@ -105,29 +108,26 @@ pub struct Pipeline<'a> {
     whole_copies: Vec<bool>,
 }
 
-/// One member's requests: its client, how many at once, and whether it
-/// stopped answering (watch only; see `Member::stalled`).
+/// One member's requests: how many at once, and whether it stopped
+/// answering (watch only; see `Member::stalled`).
 struct MemberLane {
-    client: Option<kube::Client>,
     lane: Semaphore,
     stalled: Option<std::sync::Arc<crate::clients::members::Stall>>,
 }
 
-impl<'a> Pipeline<'a> {
+impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
     pub fn new(
-        host: &'a Host,
+        (host, members): (&'a H, &'a M),
         seen: &'a Observation,
         limits: Limits,
         wait_until: Option<Instant>,
         progress: &'a dyn crate::sync::live::progress::Progress,
-    ) -> Pipeline<'a> {
-        let member_lanes = seen
-            .members
-            .iter()
+    ) -> Pipeline<'a, M, H> {
+        let member_lanes = (seen.members.iter())
             .map(|p| &p.member)
+            .filter(|m| members.reaches(&m.name))
             .map(|m| {
                 let lane = MemberLane {
-                    client: m.client.clone().ok(),
                     lane: Semaphore::new(limits.concurrency.max(1)),
                     stalled: m.stalled.clone(),
                 };
@@ -137,6 +137,7 @@ impl<'a> Pipeline<'a> {
         Pipeline {
             whole_copies: seen.types.iter().map(|t| t.keeps_member_fields()).collect(),
             host,
+            members,
             seen,
             limits,
             wait_until,
@@ -218,7 +219,8 @@ impl<'a> Pipeline<'a> {
         let mut fed = Cow::Borrowed(&t.objects[oi]);
         if plan.finalizer != FinalizerStep::Keep {
             let _lane = self.host_lane.acquire().await.expect("open");
-            match record::finalizer_first(self.host, &t.federated, &fed, plan.finalizer).await {
+            let step = plan.finalizer;
+            match self.host.finalizer_first(&t.federated, &fed, step).await {
                 Ok(Some(updated)) => {
                     done.host_writes += 1;
                     self.answered(&object, || Answer::federated(updated.clone()));
@@ -288,7 +290,9 @@ impl<'a> Pipeline<'a> {
         let _lane = self.host_lane.acquire().await.expect("open");
         let mut answers = Vec::new();
         let keep = self.progress.follows_objects().then_some(&mut answers);
-        let written = record::write_back(self.host, &t.federated, fed, plan, write, keep).await;
+        let written = (self.host)
+            .write_back(&t.federated, fed, plan, write, keep)
+            .await;
         for answer in answers {
             self.answered(object, || answer);
         }
@@ -311,16 +315,12 @@ impl<'a> Pipeline<'a> {
     async fn member_request(&self, w: Work) -> (Work, MemberResult) {
         let t = &self.seen.types[w.type_index];
         let result = match self.member_lanes.get(&w.decision.cluster) {
-            Some(MemberLane {
-                client: Some(client),
-                lane,
-                stalled,
-            }) => {
+            Some(MemberLane { lane, stalled }) => {
                 let _lane = lane.acquire().await.expect("open");
                 let started = Instant::now();
                 let labels = self.seen.labels_of(&w.decision.cluster);
-                let result =
-                    apply_one(client, t, (&w, labels), self.limits, stalled.as_deref()).await;
+                let (members, limits) = (self.members, self.limits);
+                let result = apply_one(members, t, (&w, labels), limits, stalled.as_deref()).await;
                 // A poll for a removal is no write.
                 let polled = matches!(w.decision.action, Action::AwaitRemoval);
                 if let (Ok((done, _)), false) = (&result, polled) {
@@ -522,3 +522,6 @@ impl Tally {
         self.open.remove(object.federated()).map(|(_, s)| s)
     }
 }
+
+#[cfg(test)]
+mod tests;
