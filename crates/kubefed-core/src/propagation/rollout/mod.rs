@@ -9,6 +9,7 @@
 //! - [`ledger`]: [`RolloutRecord`], what a run records so the next resumes;
 //!   the PropagatedVersion mid-rollout; [`abort`] (`--rollout-abort`).
 //! - [`render`]: the waves as markdown or text.
+//! - [`gate`]: steps 1–4 for one object in a round, and its decisions gated.
 //!
 //! How a run uses them, for one object whose template or overrides hashes
 //! differ from its PropagatedVersion's (an object whose hashes match is
@@ -31,6 +32,7 @@
 //! count of `maxFailures` above the wave's size tolerates the whole wave
 //! (OCM falls back to 0).
 
+pub mod gate;
 pub mod ledger;
 pub mod plan;
 pub mod policy;
@@ -38,6 +40,7 @@ pub mod render;
 #[cfg(test)]
 mod tests;
 
+pub use gate::{MemberCopy, Rolling, halted_status, record_text, rolled_out, target_of};
 pub use ledger::{
     AbortError, MemberRecord, ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord, Target, abort,
 };
