@@ -30,6 +30,7 @@ mod overrides;
 mod parity;
 mod quiet;
 mod reconcile;
+mod rollout;
 mod schemas;
 mod server_warnings;
 mod status;

@@ -6,6 +6,7 @@
 
 use super::ReconcileOptions;
 use crate::cmd::options::parse_duration;
+use crate::core::propagation::rollout::RolloutPolicy;
 use crate::core::run::lease::LeaseTimings;
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
@@ -258,6 +259,34 @@ pub struct LockFlags {
     pub no_lock: bool,
 }
 
+/// Progressive rollouts of the one-shot run (`live::rollout`).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Rollout (one-shot runs)")]
+pub struct RolloutFlags {
+    /// The rollout policy of federated objects without a kubefedctl.kubefed.io/rollout
+    /// annotation, as JSON or a file holding it (waves, progressDeadline, minSuccessTime,
+    /// maxFailures, maxConcurrency): a change reaches them wave by wave
+    #[arg(long, value_name = "FILE|JSON", conflicts_with_all = ["from", "watch"])]
+    pub rollout: Option<String>,
+}
+
+impl RolloutFlags {
+    /// The policy `--rollout` gives (a usage error when it cannot be read).
+    pub fn policy(&self) -> anyhow::Result<Option<RolloutPolicy>> {
+        let Some(given) = &self.rollout else {
+            return Ok(None);
+        };
+        let text = match given.trim_start().starts_with('{') {
+            true => given.clone(),
+            false => std::fs::read_to_string(given)
+                .map_err(|e| anyhow::anyhow!("--rollout {given}: {e}"))?,
+        };
+        RolloutPolicy::parse(&text)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("--rollout: {e}"))
+    }
+}
+
 /// `--watch`: the run as a controller.
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Watch (a controller)")]
@@ -302,6 +331,10 @@ fn parse_bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
 /// Requests in flight per member when neither `--concurrency` nor (under
 /// `--watch`) the KubeFedConfig says.
 const DEFAULT_CONCURRENCY: usize = 8;
+
+/// How long a one-shot run waits for its rollouts' waves without
+/// `--wait-ready` (`--wait-ready`'s own default).
+const DEFAULT_ROLLOUT_WAIT: Duration = Duration::from_secs(300);
 
 impl SelectionFlags {
     /// What the run covers: the one value every step reads.
@@ -353,6 +386,12 @@ impl ReconcileOptions {
                 .then(|| Arc::new(crate::sync::passes::events::Recorder::new())),
             wait_ready: self.waits.wait_ready.is_some(),
             force_conflicts: self.input.force_conflicts,
+            rollout: live::rollout::RolloutOptions {
+                enabled: !self.watch.watch,
+                // Read and checked before anything else (`validate`).
+                policy: self.rollout.policy().ok().flatten(),
+                wait: self.waits.wait_ready.unwrap_or(DEFAULT_ROLLOUT_WAIT),
+            },
         }
     }
 

@@ -8,6 +8,7 @@ use crate::cmd::options::GlobalOptions;
 use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::settings::Settings;
 use crate::error::{EXIT_NOT_READY, ExitWith};
+use crate::sync::live::report::RolloutStand;
 use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, lock};
 use anyhow::Result;
@@ -79,7 +80,9 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
     progress.finish_and_clear();
 
     print_report(global, o, &report)?;
-    if let Some(wait) = o.waits.wait_ready {
+    // A rollout halted or still waiting says so itself (exit 7 or 5).
+    let rolled_out = (report.rollouts.iter()).all(|r| r.state == RolloutStand::Complete);
+    if let (Some(wait), true) = (o.waits.wait_ready, rolled_out) {
         wait_ready(&host, &report, wait, o).await?;
     }
     exit_status(o, &report)

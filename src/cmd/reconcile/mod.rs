@@ -11,7 +11,8 @@ mod render;
 mod watch;
 
 pub use flags::{
-    InputFlags, LockFlags, PlanFlags, RequestFlags, SelectionFlags, WaitFlags, WatchFlags,
+    InputFlags, LockFlags, PlanFlags, RequestFlags, RolloutFlags, SelectionFlags, WaitFlags,
+    WatchFlags,
 };
 
 use crate::cmd::options::GlobalOptions;
@@ -24,8 +25,9 @@ use clap::Args;
     after_help = "Exit codes: 0 converged (or, with --exit-code, nothing to do); 1 error
 before any change (the federation lock held by another run included); 2 usage
 error; 3 some objects or clusters failed (listed on stderr); 4 changes pending
-(--exit-code); 5 not ready (--wait-ready); 130/143 interrupted by Ctrl-C or
-SIGTERM (the lock is released).
+(--exit-code); 5 not ready (--wait-ready; a rollout still waiting when the run's
+wait ends); 7 a rollout halted; 130/143 interrupted by Ctrl-C or SIGTERM (the
+lock is released).
 
 Examples:
   # Offline: print the member manifests of the bundled demo
@@ -39,6 +41,9 @@ Examples:
   kubefedctl reconcile --cluster member2 -o json
   # One of three runs that split the work
   kubefedctl reconcile --shard 1/3
+  # Changes to a canary first, then wave by wave, as policy.json says
+  # ({\"waves\": [{\"clusters\": [\"m1\"]}], \"minSuccessTime\": \"1m\"})
+  kubefedctl reconcile --rollout policy.json
   # A controller
   kubefedctl reconcile --watch --leader-elect --metrics-bind-address :8080
   # A StatefulSet pod's shard
@@ -57,6 +62,8 @@ pub struct ReconcileOptions {
     pub waits: WaitFlags,
     #[command(flatten)]
     pub lock: LockFlags,
+    #[command(flatten)]
+    pub rollout: RolloutFlags,
     #[command(flatten)]
     pub watch: WatchFlags,
 
@@ -111,6 +118,7 @@ fn validate(o: &ReconcileOptions) -> Result<Vec<crate::core::propagation::placem
         crate::core::propagation::placement::Selector::parse_flag(sel)
             .map_err(|e| anyhow::anyhow!("-l {sel:?}: {e}"))?;
     }
+    o.rollout.policy()?;
     if o.output == Some(ReconcileOutput::Markdown) && !o.plan.dry_run() {
         anyhow::bail!("-o markdown prints a plan: use it with --dry-run");
     }
@@ -186,6 +194,22 @@ mod tests {
                 .is_err_and(|e| e.to_string().contains("use it with --dry-run"))
         );
         assert_eq!(clusters[0].labels["region"], "eu");
+    }
+
+    #[test]
+    fn a_rollout_policy_is_read_before_anything_and_named_when_malformed() {
+        let err = |args: &[&str]| validate(&options(args)).unwrap_err().to_string();
+        let e = err(&["--rollout", r#"{"minSuccessTime": "1x"}"#]);
+        assert!(e.starts_with("--rollout: minSuccessTime: "), "{e}");
+        let e = err(&["--rollout", "/nonexistent/policy.json"]);
+        assert!(e.starts_with("--rollout /nonexistent/policy.json: "), "{e}");
+        let good = options(&["--rollout", r#"{"waves": [{"clusters": ["m1"]}]}"#]);
+        assert!(validate(&good).is_ok());
+        let policy = good.rollout.policy().unwrap().unwrap();
+        assert_eq!(policy.waves.len(), 1);
+        // Not with the watch (it does not roll out yet).
+        let watch = ["kubefedctl", "reconcile", "--watch", "--rollout", "{}"];
+        assert!(crate::cli::Cli::try_parse_from(watch).is_err());
     }
 
     /// The mode is derived once from the plan flags: each flag that only

@@ -4,8 +4,11 @@
 use super::{ReconcileOptions, ReconcileOutput};
 use crate::cmd::options::GlobalOptions;
 use crate::core::outcome::{Change, Place};
-use crate::error::{EXIT_CHANGES_PENDING, EXIT_PARTIAL, ExitWith};
+use crate::error::{
+    EXIT_CHANGES_PENDING, EXIT_NOT_READY, EXIT_PARTIAL, EXIT_ROLLOUT_HALTED, ExitWith,
+};
 use crate::sync::live::mode::PlanMode;
+use crate::sync::live::report::RolloutStand;
 use anyhow::Result;
 use comfy_table::Cell;
 
@@ -20,6 +23,7 @@ pub(super) fn print_report(
         for change in &report.changes {
             println!("{change}");
         }
+        print_rollout_waves(report);
         let diff = matches!(o.plan.mode(), PlanMode::DryRun { diff: true, .. });
         if diff || global.verbosity >= 2 {
             for diff in report.changes.iter().filter_map(|c| c.diff.as_ref()) {
@@ -46,14 +50,42 @@ pub(super) fn print_report(
     for f in &report.failures {
         tracing::info!("failed: {f}");
     }
+    for r in (report.rollouts.iter()).filter(|r| r.state == RolloutStand::Halted) {
+        tracing::info!("halted: {}", r.line());
+    }
     Ok(())
 }
 
-/// Exit 3 on failures, 1 on pending changes with `--dry-run --exit-code`.
+/// A dry run's rollouts as text: each object's waves, after its plan.
+fn print_rollout_waves(report: &crate::sync::live::report::Report) {
+    for r in &report.rollouts {
+        println!("rollout of {}:", r.object);
+        for line in r.waves_text.lines() {
+            println!("  {line}");
+        }
+    }
+}
+
+/// Exit 7 when a rollout halted, 3 on failures, 5 when a rollout still
+/// waits, 4 on pending changes with `--dry-run --exit-code`.
 pub(super) fn exit_status(
     o: &ReconcileOptions,
     report: &crate::sync::live::report::Report,
 ) -> Result<()> {
+    let stand = |s: RolloutStand| (report.rollouts.iter()).filter(move |r| r.state == s);
+    if !o.plan.dry_run()
+        && let Some(first) = stand(RolloutStand::Halted).next()
+    {
+        return Err(ExitWith {
+            code: EXIT_ROLLOUT_HALTED,
+            message: format!(
+                "{} rollout(s) halted: {}; the next run resumes once it is fixed",
+                stand(RolloutStand::Halted).count(),
+                first.line()
+            ),
+        }
+        .into());
+    }
     if !report.failures.is_empty() {
         return Err(ExitWith {
             code: EXIT_PARTIAL,
@@ -68,6 +100,19 @@ pub(super) fn exit_status(
             ..
         }
     );
+    if !o.plan.dry_run()
+        && let Some(first) = stand(RolloutStand::Waiting).next()
+    {
+        return Err(ExitWith {
+            code: EXIT_NOT_READY,
+            message: format!(
+                "{} rollout(s) not complete when the run's wait ended: {}; the next run resumes",
+                stand(RolloutStand::Waiting).count(),
+                first.line()
+            ),
+        }
+        .into());
+    }
     if exit_code && report.pending_changes() > 0 {
         return Err(ExitWith {
             code: EXIT_CHANGES_PENDING,
@@ -137,6 +182,9 @@ pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> St
     }
     if diffs.len() > MARKDOWN_DIFFS {
         let _ = writeln!(out, "… and {} more diffs\n", diffs.len() - MARKDOWN_DIFFS);
+    }
+    for rollout in &r.rollouts {
+        let _ = writeln!(out, "{}", rollout.waves_markdown);
     }
     if !r.failures.is_empty() {
         let _ = writeln!(out, "#### failures\n");

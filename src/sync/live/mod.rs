@@ -26,6 +26,7 @@ pub mod ready;
 pub mod record;
 pub mod report;
 pub mod requests;
+pub mod rollout;
 
 use crate::clients::host::Host;
 use crate::clients::members::{Health, ProbedMember};
@@ -69,11 +70,31 @@ pub struct Options {
     /// `--force-conflicts`: where a member field another manager owns
     /// conflicts with the template, the template's value is written.
     pub force_conflicts: bool,
+    /// Progressive rollouts (`rollout`): off for the watch.
+    pub rollout: rollout::RolloutOptions,
 }
 
 /// Runs one reconcile pass. Errors before any write are returned as `Err`;
 /// failures while applying are in the report.
+/// With rollouts waiting for their members, rounds follow until each is
+/// complete or halted, or the rollouts' wait is over (`rollout::go_on`).
 pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Result<Report> {
+    let started = Instant::now();
+    let mut report = one_round(host, o, progress).await?;
+    let mut said = BTreeMap::new();
+    rollout::log(&report, &mut said);
+    while let Some(pause) = rollout::go_on(&report, o, started) {
+        tokio::time::sleep(pause).await;
+        let mut later = one_round(host, o, progress).await?;
+        later.clusters.values_mut().for_each(|c| c.unchanged = 0);
+        later.failures.retain(|f| !report.failures.contains(f));
+        rollout::log(&later, &mut said);
+        report.absorb(later);
+    }
+    Ok(report)
+}
+
+async fn one_round(host: &Host, o: &Options, progress: &dyn Progress) -> Result<Report> {
     let mut seen = observation(host, o).await?;
     let outcome = round_in_order(host, &mut seen, o, Passes::ALL, progress).await?;
     crate::parallel::drop_in_background((seen, outcome.objects));
@@ -189,7 +210,8 @@ pub async fn round(
     report.host_writes +=
         crate::sync::passes::rsp::schedule_replicas(writer, seen, &mut report).await?;
 
-    let decided = decide_all(host, seen);
+    let mut decided = decide_all(host, seen);
+    let mut rollouts = rollout::gate(seen, &mut decided, &o.rollout, &mut report);
     report_decisions(seen, &decided, o.wait_ready, &mut report);
     let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
     if passes.permissions {
@@ -198,19 +220,23 @@ pub async fn round(
     if o.mode.plans() {
         resolve_creates(seen, &mut jobs, o, &mut report).await;
         dry_run_plan(seen, &jobs, &mut report);
+        rollout::plan_lines(seen, &rollouts, &mut report);
         if o.mode.validates() {
             let (concurrency, timeout) = (o.concurrency, o.selection.timeout);
             crate::sync::review::validate::validate(seen, &jobs, concurrency, timeout, &mut report)
                 .await;
         }
     } else {
-        let mut finished = run_pipeline(host, seen, o, jobs, progress).await;
-        events.extend(
-            finished
-                .iter_mut()
-                .flat_map(|f| std::mem::take(&mut f.events)),
-        );
-        objects = account(seen, finished, &mut report);
+        let written = Written {
+            host,
+            seen,
+            o,
+            decided: &decided,
+            progress,
+        };
+        objects = written
+            .execute(jobs, &mut rollouts, &mut report, &mut events)
+            .await;
     }
     if let (Some(recorder), false) = (&o.events, o.mode.plans() || events.is_empty()) {
         let recorded = recorder.record(host, events).await;
@@ -227,6 +253,39 @@ pub async fn round(
         objects,
         served: Vec::new(),
     })
+}
+
+/// A round that writes: what its execute and record steps share.
+struct Written<'r> {
+    host: &'r Host,
+    seen: &'r Observation,
+    o: &'r Options,
+    decided: &'r [TypeDecisions],
+    progress: &'r dyn Progress,
+}
+
+impl Written<'_> {
+    /// The rollouts' records before the member writes, the pipeline, the
+    /// records after; what became of each object.
+    async fn execute(
+        &self,
+        mut jobs: Vec<Job<'_>>,
+        rollouts: &mut [rollout::ObjectRollout],
+        report: &mut Report,
+        events: &mut Vec<crate::core::events::record::Event>,
+    ) -> Vec<ObjectOutcome> {
+        let (host, seen, decided) = (self.host, self.seen, self.decided);
+        rollout::record_before(host, seen, decided, rollouts, &mut jobs, report).await;
+        let rolling = rollout::in_progress(rollouts);
+        let mut finished = run_pipeline(host, seen, self.o, jobs, self.progress, rolling).await;
+        events.extend(
+            finished
+                .iter_mut()
+                .flat_map(|f| std::mem::take(&mut f.events)),
+        );
+        rollout::record_after(host, seen, decided, rollouts, &finished, report, events).await;
+        account(seen, finished, report)
+    }
 }
 
 /// What the decide step found worth saying: failures, notes, the member
@@ -263,6 +322,7 @@ async fn run_pipeline(
     o: &Options,
     jobs: Vec<Job<'_>>,
     progress: &dyn Progress,
+    rolling: std::collections::HashSet<(usize, usize)>,
 ) -> Vec<Finished> {
     progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
     let limits = Limits {
@@ -275,6 +335,7 @@ async fn run_pipeline(
     let clusters = requests::Clusters::of(&seen.members);
     let mut pipeline = Pipeline::new((host, &clusters), seen, limits, wait_until, progress);
     pipeline.record_events = o.events.is_some();
+    pipeline.rolling = rolling;
     pipeline.run(jobs).await
 }
 

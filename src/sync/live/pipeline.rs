@@ -101,6 +101,9 @@ pub struct Pipeline<'a, M: MemberRequests = Clusters, H: HostRequests = Host> {
     pub now: String,
     /// Derive each object's Events (`reconcile --events`, the default).
     pub record_events: bool,
+    /// (type, object) mid-rollout: their PropagatedVersion is the
+    /// rollout's record's (`live::rollout`), not written here.
+    pub rolling: std::collections::HashSet<(usize, usize)>,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
     /// By type: whether its member copies are held whole
@@ -144,6 +147,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             progress,
             now: crate::clock::now_rfc3339(),
             record_events: false,
+            rolling: std::collections::HashSet::new(),
             host_lane: Semaphore::new(HOST_WRITES_IN_FLIGHT),
             member_lanes,
         }
@@ -248,7 +252,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
         let remote = (self.seen.settings)
             .collects_remote_status(t.status_collection)
             .then(|| remote_statuses(t, plan));
-        let write = decide_record::plan_write_back_collecting(
+        let mut write = decide_record::plan_write_back_collecting(
             &fed,
             plan,
             &by_cluster,
@@ -257,6 +261,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             remote.as_ref(),
             &self.now,
         );
+        self.leave_versions_to_rollout((job.type_index, oi), &mut write);
         for cluster in &write.pending {
             done.pending.push(format!(
                 "{cluster}: {} is still being deleted; {} keeps its finalizer until it is gone (--wait waits; the next run completes the deletion)",
@@ -275,6 +280,19 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
         }
         done.results = results;
         done
+    }
+
+    /// An object mid-rollout: its PropagatedVersion is the rollout's
+    /// record's (`live::rollout`), not the write-back's.
+    fn leave_versions_to_rollout(
+        &self,
+        object: (usize, usize),
+        write: &mut decide_record::WriteBack,
+    ) {
+        if self.rolling.contains(&object) {
+            write.versions = None;
+            write.create_versions = false;
+        }
     }
 
     /// An object's write-back in the host's lane; its answers to the

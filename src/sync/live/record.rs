@@ -243,3 +243,77 @@ pub async fn write_cluster_health(host: &Host, all: &[ProbedMember]) -> Result<u
     }
     Ok(writes)
 }
+
+/// A rollout's record on the object's (Cluster)PropagatedVersion
+/// (`core::propagation::rollout`): its `status` mid-rollout, created with
+/// the object when missing, then the record's annotation (`Some(None)`
+/// removes it). Returns the host writes made.
+pub async fn write_rollout_record(
+    host: &Host,
+    federated: &ApiResource,
+    fed: &Value,
+    plan: &ObjectPlan,
+    status: Option<Value>,
+    annotation: Option<Option<String>>,
+) -> Result<usize> {
+    use crate::core::propagation::rollout::ROLLOUT_STATUS_ANNOTATION;
+    let mut writes = 0;
+    if let Some(status) = status.filter(|s| plan.pv_status.as_ref() != Some(s)) {
+        let create = plan.pv_status.is_none();
+        writes += write_versions(host, federated, fed, plan, status, create)
+            .await?
+            .0;
+    }
+    if let Some(value) = annotation {
+        let ar = if plan.key.0.is_empty() {
+            resource_of::<ClusterPropagatedVersion>()
+        } else {
+            resource_of::<PropagatedVersion>()
+        };
+        let patch = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: value}}});
+        dynamic_api(&host.client, Some(&plan.key.0), &ar)
+            .patch(
+                &plan.pv_name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(api_error)
+            .context("recording the rollout")?;
+        writes += 1;
+    }
+    Ok(writes)
+}
+
+/// A rollout's end on its federated object's `status`, as `edit` makes
+/// it from the current one (`None`: as it is): a halt's `Ready` `False`
+/// (`core::propagation::rollout::halted_status`), a completed one's
+/// `Ready`. Re-read once if it changed meanwhile. Whether it was written.
+pub async fn write_rollout_status(
+    host: &Host,
+    federated: &ApiResource,
+    key: &ObjectKey,
+    edit: impl Fn(&Value) -> Option<Value>,
+) -> Result<bool> {
+    let api = federated_api(host, federated, key);
+    for _ in 0..2 {
+        let mut obj = serde_json::to_value(api.get(&key.1).await.map_err(api_error)?)?;
+        let Some(status) = edit(&obj["status"]) else {
+            return Ok(false);
+        };
+        obj["status"] = status;
+        match api
+            .replace_status(
+                &key.1,
+                &PostParams::default(),
+                &serde_json::from_value(obj)?,
+            )
+            .await
+        {
+            Ok(_) => return Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(api_error(e)).context("writing the rollout's status"),
+        }
+    }
+    anyhow::bail!("it kept changing while being written")
+}

@@ -49,6 +49,47 @@ pub struct Report {
     /// The member objects this run placed (`--wait-ready`).
     #[serde(skip)]
     pub placed: Vec<PlacedObject>,
+    /// Objects rolled out wave by wave (`live::rollout`), as they stand.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rollouts: Vec<RolloutLine>,
+}
+
+/// Where one federated object's progressive rollout stands after a run.
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct RolloutLine {
+    /// `FederatedConfigMap shop/web`.
+    pub object: String,
+    pub state: RolloutStand,
+    /// `wave 1: m1 (0/1 available)`, or the halt, or `complete`.
+    pub detail: String,
+    /// Members given the new version by this run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub wrote: Vec<String>,
+    /// The waves as lines of text (`core::propagation::rollout::waves_text`).
+    #[serde(skip)]
+    pub waves_text: String,
+    /// The waves as a markdown table, for `-o markdown`.
+    #[serde(skip)]
+    pub waves_markdown: String,
+    /// When to look again (seconds since the epoch), when a time moves it on.
+    #[serde(skip)]
+    pub recheck_at: Option<i64>,
+}
+
+/// A rollout's state after a run.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RolloutStand {
+    Waiting,
+    Halted,
+    Complete,
+}
+
+impl RolloutLine {
+    /// `rollout of FederatedConfigMap shop/web: wave 1: ...`.
+    pub fn line(&self) -> String {
+        format!("rollout of {}: {}", self.object, self.detail)
+    }
 }
 
 /// A member object a run placed (created, updated or found as wanted),
@@ -113,6 +154,25 @@ impl Report {
             }
         }
         self.placed.extend(later.placed);
+        for r in later.rollouts {
+            match self
+                .rollouts
+                .iter_mut()
+                .find(|mine| mine.object == r.object)
+            {
+                Some(mine) => {
+                    let mut wrote = std::mem::take(&mut mine.wrote);
+                    wrote.extend(r.wrote.iter().cloned());
+                    *mine = RolloutLine { wrote, ..r };
+                }
+                None => self.rollouts.push(r),
+            }
+        }
+    }
+
+    /// Whether some rollout waits for its members (the run goes on).
+    pub fn rollouts_waiting(&self) -> bool {
+        (self.rollouts.iter()).any(|r| r.state == RolloutStand::Waiting)
     }
 
     /// The counts of `cluster` (every touched member has an entry).

@@ -1,0 +1,403 @@
+//! Progressive rollouts in a one-shot round (issue #57): the core decides
+//! (`core::propagation::rollout`: the policy, the planner, the record, the
+//! gate); this reads what it needs from the observation, records before
+//! and after the member writes, and reports. Objects without a policy, or
+//! whose PropagatedVersion records their version, are not touched.
+
+use crate::clients::host::Host;
+use crate::core::describe::describe;
+use crate::core::events::record::{Event, EventType, InvolvedObject, sync_component};
+use crate::core::outcome::Failure;
+use crate::core::propagation::action::Action;
+use crate::core::propagation::decide::{self, FinalizerStep, Listing, ObjectPlan, TypeDecisions};
+use crate::core::propagation::readiness::readiness;
+use crate::core::propagation::rollout::{
+    self as core_rollout, MemberCopy, Rolling, RolloutPolicy, RolloutState,
+};
+use crate::core::propagation::version::member_version;
+use crate::sync::live::execute::Target;
+use crate::sync::live::observe::{Observation, ObservedType};
+use crate::sync::live::pipeline::{Finished, Job};
+use crate::sync::live::report::{Report, RolloutLine, RolloutStand};
+use std::collections::HashSet;
+
+/// One object rolled out wave by wave in this round.
+pub struct ObjectRollout {
+    pub type_index: usize,
+    pub object_index: usize,
+    pub rolling: Rolling,
+    /// Its record could not be written before the member writes: none
+    /// were made.
+    pub refused: bool,
+    /// Members given the target by this round.
+    pub wrote: Vec<String>,
+}
+
+/// The round's rollouts (none unless `o.enabled`): each object with a policy (its annotation, else
+/// `run`'s) whose version is not rolled out yet, its decisions gated. A
+/// malformed annotation is a failure naming the object and the field, and
+/// nothing of that object is written.
+pub fn gate(
+    seen: &Observation,
+    decided: &mut [TypeDecisions],
+    o: &RolloutOptions,
+    report: &mut Report,
+) -> Vec<ObjectRollout> {
+    let now = crate::clock::now_unix();
+    let mut out = Vec::new();
+    if !o.enabled {
+        return out;
+    }
+    let run = o.policy.as_ref();
+    for (ti, d) in decided.iter_mut().enumerate() {
+        let t = &seen.types[ti];
+        for (oi, p) in d.objects.iter_mut().enumerate() {
+            let fed = &t.objects[oi];
+            if p.deletion.is_some() || !p.record {
+                continue;
+            }
+            let policy = match RolloutPolicy::of_object(fed) {
+                Ok(own) => own,
+                Err(e) => {
+                    report.failures.push(Failure::of_federated(
+                        describe(&t.federated.kind, fed),
+                        format!(
+                            "annotation {}: {}",
+                            core_rollout::ROLLOUT_ANNOTATION,
+                            e.problem
+                        ),
+                    ));
+                    write_nothing(p);
+                    continue;
+                }
+            };
+            let Some(policy) = policy.as_ref().or(run).filter(|x| !x.is_all_at_once()) else {
+                continue;
+            };
+            let Some(target) = core_rollout::target_of(fed) else {
+                continue;
+            };
+            let pv = seen.versions.get(&(p.key.0.clone(), p.pv_name.clone()));
+            if core_rollout::rolled_out(pv, &target) {
+                continue;
+            }
+            let members = member_copies(seen, t, p);
+            let rolling = core_rollout::gate::start(policy, &target, pv, &members, now);
+            if let Some(why) = &rolling.unreadable {
+                let what = describe(&t.federated.kind, fed);
+                report
+                    .warnings
+                    .push(format!("{what}: {why}; its rollout starts over"));
+            }
+            rolling.gate(p, &members);
+            out.push(ObjectRollout {
+                type_index: ti,
+                object_index: oi,
+                rolling,
+                refused: false,
+                wrote: Vec::new(),
+            });
+        }
+    }
+    out
+}
+
+/// Nothing of this object is written: no member request, no status, no
+/// PropagatedVersion, no finalizer.
+fn write_nothing(p: &mut ObjectPlan) {
+    p.decisions.clear();
+    p.record = false;
+    p.finalizer = FinalizerStep::Keep;
+}
+
+/// Each placed member with its labels and, when it holds a copy, the
+/// copy's readiness (`--wait-ready`'s rules) and member version.
+fn member_copies(seen: &Observation, t: &ObservedType, p: &ObjectPlan) -> Vec<MemberCopy> {
+    let key = decide::member_key(&t.ty, &p.key);
+    p.selected
+        .iter()
+        .map(|c| {
+            let copy = match t.members.get(c) {
+                Some(Listing::Listed(objs)) => objs.get(&key).map(|o| {
+                    let v = o.value();
+                    (
+                        readiness(&t.target.group, &t.target.kind, &v),
+                        member_version(&v),
+                    )
+                }),
+                _ => None,
+            };
+            MemberCopy {
+                name: c.clone(),
+                labels: seen.labels_of(c).clone(),
+                copy,
+            }
+        })
+        .collect()
+}
+
+/// The objects mid-rollout: the pipeline leaves their PropagatedVersion
+/// to the rollout's record.
+pub fn in_progress(rollouts: &[ObjectRollout]) -> HashSet<(usize, usize)> {
+    (rollouts.iter())
+        .filter(|r| !r.rolling.complete() && !r.refused)
+        .map(|r| (r.type_index, r.object_index))
+        .collect()
+}
+
+/// Before the member writes: each record that changed (writes begun, a
+/// readiness noted) and the PropagatedVersion mid-rollout. An object whose
+/// record cannot be written gets no member write.
+pub async fn record_before(
+    host: &Host,
+    seen: &Observation,
+    decided: &[TypeDecisions],
+    rollouts: &mut [ObjectRollout],
+    jobs: &mut [Job<'_>],
+    report: &mut Report,
+) {
+    for r in rollouts.iter_mut() {
+        let t = &seen.types[r.type_index];
+        let (fed, p) = (
+            &t.objects[r.object_index],
+            &decided[r.type_index].objects[r.object_index],
+        );
+        if r.rolling.complete() {
+            continue;
+        }
+        let status = r.rolling.versions(p);
+        let annotation = r.rolling.annotation();
+        match crate::sync::live::record::write_rollout_record(
+            host,
+            &t.federated,
+            fed,
+            p,
+            status,
+            annotation,
+        )
+        .await
+        {
+            Ok(n) => {
+                report.host_writes += n;
+                r.rolling.recorded = Some(r.rolling.record.to_annotation());
+            }
+            Err(e) => {
+                r.refused = true;
+                report.failures.push(Failure::of_federated(
+                    describe(&t.federated.kind, fed),
+                    format!("{}; no member written", crate::error::one_line(&e)),
+                ));
+                let at = Target::Object(r.object_index);
+                for j in jobs.iter_mut() {
+                    if j.type_index == r.type_index && j.target == at {
+                        j.work.clear();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// After the member writes: each written member's version in the record,
+/// recorded; a complete rollout's record removed (its PropagatedVersion
+/// written by the pipeline, as without a policy); a halt on the object's
+/// status and as an Event. Each object's rollout as a report line.
+pub async fn record_after(
+    host: &Host,
+    seen: &Observation,
+    decided: &[TypeDecisions],
+    rollouts: &mut [ObjectRollout],
+    finished: &[Finished],
+    report: &mut Report,
+    events: &mut Vec<Event>,
+) {
+    for r in rollouts.iter_mut() {
+        let t = &seen.types[r.type_index];
+        let (fed, p) = (
+            &t.objects[r.object_index],
+            &decided[r.type_index].objects[r.object_index],
+        );
+        let what = describe(&t.federated.kind, fed);
+        let done = finished
+            .iter()
+            .find(|f| f.type_index == r.type_index && f.target == Target::Object(r.object_index));
+        let failed = done.is_none_or(|f| f.write_failed.is_some() || f.refused.is_some());
+        if let Some(f) = done {
+            r.wrote = written(f, &r.rolling.plan.write);
+            let versions: Vec<(String, String)> = (f.results.iter())
+                .filter_map(|(w, res)| {
+                    let v = res.as_ref().ok()?.version.clone()?;
+                    Some((w.decision.cluster.clone(), v))
+                })
+                .collect();
+            r.rolling
+                .wrote(versions.iter().map(|(c, v)| (c.as_str(), v.as_str())));
+        }
+        // A record not written before gets nothing after; a complete one
+        // goes once its PropagatedVersion is written.
+        let as_is = r.refused || (r.rolling.complete() && failed);
+        if !as_is {
+            let annotation = r.rolling.annotation();
+            let written = crate::sync::live::record::write_rollout_record(
+                host,
+                &t.federated,
+                fed,
+                p,
+                None,
+                annotation,
+            )
+            .await;
+            match written {
+                Ok(n) => report.host_writes += n,
+                Err(e) => report.failures.push(Failure::of_federated(
+                    what.clone(),
+                    crate::error::one_line(&e),
+                )),
+            }
+        }
+        ended(host, t, &p.key, r, report).await;
+        if let Some(halt) = r.rolling.halt() {
+            events.push(Event {
+                involved: InvolvedObject::of(fed),
+                event_type: EventType::Warning,
+                reason: "RolloutHalted".into(),
+                message: halt.to_string(),
+                component: sync_component(&t.federated.kind),
+            });
+        }
+        report.rollouts.push(line(what, r));
+    }
+}
+
+/// A halted rollout on its object's status (`Ready` `False`, reason
+/// `RolloutHalted`, the failed members' entries); a completed one's
+/// `Ready` `True` (each member was ready for `minSuccessTime`).
+async fn ended(
+    host: &Host,
+    t: &ObservedType,
+    key: &crate::core::describe::ObjectKey,
+    r: &ObjectRollout,
+    report: &mut Report,
+) {
+    use crate::core::propagation::status::{ReadyState, with_ready};
+    let now = crate::clock::now_rfc3339();
+    let written = match (r.rolling.halt(), r.rolling.complete()) {
+        (Some(halt), _) => {
+            let edit = |s: &serde_json::Value| core_rollout::halted_status(s, halt, &now);
+            crate::sync::live::record::write_rollout_status(host, &t.federated, key, edit).await
+        }
+        (None, true) => {
+            let edit = |s: &serde_json::Value| with_ready(s, ReadyState::Ready, &now);
+            crate::sync::live::record::write_rollout_status(host, &t.federated, key, edit).await
+        }
+        _ => return,
+    };
+    match written {
+        Ok(wrote) => report.host_writes += usize::from(wrote),
+        Err(e) => report.warnings.push(format!(
+            "{}: the rollout's end is not on its status: {}",
+            crate::core::describe::describe_key(&t.federated.kind, key),
+            crate::error::one_line(&e)
+        )),
+    }
+}
+
+/// The members of `write` whose request succeeded.
+fn written(f: &Finished, write: &[String]) -> Vec<String> {
+    (f.results.iter())
+        .filter(|(w, res)| res.is_ok() && write.contains(&w.decision.cluster))
+        .filter(|(w, _)| matches!(w.decision.action, Action::Create(_) | Action::Update { .. }))
+        .map(|(w, _)| w.decision.cluster.clone())
+        .collect()
+}
+
+/// Where one object's rollout stands, as the report says it.
+pub fn line(object: String, r: &ObjectRollout) -> RolloutLine {
+    let plan = &r.rolling.plan;
+    let (state, detail, recheck_at) = match &plan.state {
+        RolloutState::Complete => (RolloutStand::Complete, "complete".to_string(), None),
+        RolloutState::Halted(h) => (RolloutStand::Halted, h.to_string(), None),
+        RolloutState::Waiting(w) => {
+            let members: Vec<String> = (w.members.iter())
+                .map(|(m, why)| format!("{m} ({why})"))
+                .collect();
+            let mut detail = w.wave_label.clone();
+            if !plan.write.is_empty() {
+                detail.push_str(&format!(": wrote {}", plan.write.join(", ")));
+            }
+            if !members.is_empty() {
+                detail.push_str(&format!(": waiting for {}", members.join(", ")));
+            }
+            (RolloutStand::Waiting, detail, w.recheck_at)
+        }
+    };
+    RolloutLine {
+        waves_text: core_rollout::waves_text(plan),
+        waves_markdown: core_rollout::waves_markdown(&object, plan),
+        object,
+        state,
+        detail,
+        wrote: r.wrote.clone(),
+        recheck_at,
+    }
+}
+
+/// A dry run's rollouts: each object's line, nothing recorded.
+pub fn plan_lines(seen: &Observation, rollouts: &[ObjectRollout], report: &mut Report) {
+    for r in rollouts {
+        let t = &seen.types[r.type_index];
+        let what = describe(&t.federated.kind, &t.objects[r.object_index]);
+        report.rollouts.push(line(what, r));
+    }
+}
+
+/// How a one-shot run rolls out.
+#[derive(Clone, Debug, Default)]
+pub struct RolloutOptions {
+    /// Roll out wave by wave (the one-shot run; the watch does not yet).
+    pub enabled: bool,
+    /// `--rollout`: the policy of objects without an annotation.
+    pub policy: Option<RolloutPolicy>,
+    /// How long a run goes on waiting for waves, in all: then it stops,
+    /// the rollout waiting, and the next run resumes it.
+    pub wait: std::time::Duration,
+}
+
+/// How often a waiting rollout's members are looked at again.
+const POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the run goes on with another round, and after how long: while
+/// a rollout waits for its members and the run's wait is not over.
+pub fn go_on(
+    report: &Report,
+    o: &crate::sync::live::Options,
+    started: std::time::Instant,
+) -> Option<std::time::Duration> {
+    if o.mode.plans() || !o.rollout.enabled || !report.rollouts_waiting() {
+        return None;
+    }
+    if started.elapsed() + POLL > o.rollout.wait {
+        return None;
+    }
+    let now = crate::clock::now_unix();
+    let soon = (report.rollouts.iter())
+        .filter(|r| r.state == RolloutStand::Waiting)
+        .filter_map(|r| r.recheck_at)
+        .any(|at| at <= now + 1);
+    Some(if soon {
+        std::time::Duration::from_secs(1)
+    } else {
+        POLL
+    })
+}
+
+/// Each rollout's line on stderr when it says something new (`said`:
+/// what was said of each object).
+pub fn log(report: &Report, said: &mut std::collections::BTreeMap<String, String>) {
+    for r in &report.rollouts {
+        if said.get(&r.object) != Some(&r.detail) {
+            tracing::info!("{}", r.line());
+            said.insert(r.object.clone(), r.detail.clone());
+        }
+    }
+}

@@ -1,0 +1,536 @@
+//! Progressive rollouts in one-shot runs (issue #57): three members, a
+//! canary `m1` (member1) and a second wave of the members labelled
+//! `tier=prod` (`m2` on member2, `m3` on the host); a change reaches the
+//! canary first, halts there when it cannot become ready, resumes where a
+//! killed run stopped, and a plan lists the waves.
+
+use crate::fixtures::*;
+use serde_json::{Value, json};
+use std::io::BufRead;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use testenv::TestEnv;
+
+/// Where each member's copies live.
+const MEMBERS: [(&str, &str); 3] = [("m1", "member1"), ("m2", "member2"), ("m3", "host")];
+
+/// A federation with a third member (the host) and the second wave's label.
+fn federation(env: &TestEnv, prefix: &'static str, types: &[&str]) -> Federation {
+    let f = Federation::new(env, prefix, types);
+    f.run(&["join", &f.cluster("m3"), "--cluster-context", "host"])
+        .ok();
+    for m in ["m2", "m3"] {
+        patch(
+            env,
+            "host",
+            &format!(
+                "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{}",
+                f.fedns,
+                f.cluster(m)
+            ),
+            json!({"metadata": {"labels": {"tier": "prod"}}}),
+        );
+    }
+    f
+}
+
+/// The canary first, then `tier=prod`.
+fn policy(f: &Federation, extra: Value) -> String {
+    let mut p = json!({"waves": [{"clusters": [f.cluster("m1")]},
+                                 {"clusterSelector": {"matchLabels": {"tier": "prod"}}}]});
+    for (k, v) in extra.as_object().unwrap() {
+        p[k] = v.clone();
+    }
+    p.to_string()
+}
+
+/// A federated object with its rollout policy in the annotation.
+fn create(
+    env: &TestEnv,
+    f: &Federation,
+    plural: &str,
+    kind: &str,
+    name: &str,
+    spec: Value,
+    p: &str,
+) {
+    let path = format!("/apis/{}/v1beta1/namespaces/{}/{plural}", f.group, f.ns);
+    let body = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": kind,
+        "metadata": {"name": name, "namespace": f.ns,
+                     "annotations": {"kubefedctl.kubefed.io/rollout": p}},
+        "spec": spec});
+    let (status, answer) = crate::fixtures::create(env, "host", &path, body);
+    assert_eq!(status, 201, "{answer}");
+}
+
+fn fed_path(f: &Federation, plural: &str, name: &str) -> String {
+    format!(
+        "/apis/{}/v1beta1/namespaces/{}/{plural}/{name}",
+        f.group, f.ns
+    )
+}
+
+fn pv(env: &TestEnv, f: &Federation, name: &str) -> Value {
+    get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/{name}",
+            f.ns
+        ),
+    )
+    .unwrap_or(Value::Null)
+}
+
+/// The members a PropagatedVersion has entries for.
+fn pv_members(pv: &Value) -> Vec<String> {
+    pv["status"]["clusterVersions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["clusterName"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn record(pv: &Value) -> Option<Value> {
+    let text = pv["metadata"]["annotations"]["kubefedctl.kubefed.io/rollout-status"].as_str()?;
+    Some(serde_json::from_str(text).unwrap())
+}
+
+fn value(env: &TestEnv, f: &Federation, member: &str, name: &str) -> Value {
+    let cluster = MEMBERS.iter().find(|(m, _)| *m == member).unwrap().1;
+    cm(env, cluster, f.ns, name).map_or(Value::Null, |c| c["data"]["v"].clone())
+}
+
+/// When the copy was last written (its newest managedFields entry).
+fn written_at(obj: &Value) -> String {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["time"].as_str())
+        .max()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn spawn(f: &Federation, extra: &[&str]) -> std::process::Child {
+    std::process::Command::new(KUBEFEDCTL)
+        .arg("--kubeconfig")
+        .arg(&f.kc)
+        .args(["reconcile", "-n", f.ns, "--kubefed-namespace", f.fedns])
+        .args(["--probe-timeout", "2s", "--timeout", "3s"])
+        .args(extra)
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(child: std::process::Child) -> Run {
+    Run::from(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-a", &["configmaps"]);
+    let p = policy(
+        &f,
+        json!({"minSuccessTime": "3s", "progressDeadline": "30s"}),
+    );
+    let spec =
+        |v: &str| json!({"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}});
+    create(
+        env,
+        &f,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "cfg",
+        spec("1"),
+        &p,
+    );
+    // A new object rolls out too, wave by wave, within the run.
+    let run = f.reconcile(&[]).ok();
+    assert!(
+        run.stderr.contains("wave 1: wrote ro-a-m1"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("complete"), "{}", run.stderr);
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "1", "{m}");
+    }
+    let done = pv(env, &f, "configmap-cfg");
+    assert_eq!(pv_members(&done).len(), 3, "{done}");
+    assert!(record(&done).is_none(), "{done}");
+    let old_template = done["status"]["templateVersion"].clone();
+
+    // The change: the canary gets it; the second wave keeps the old value,
+    // and the PropagatedVersion says so, until the canary has been ready
+    // for minSuccessTime.
+    patch(
+        env,
+        "host",
+        &fed_path(&f, "federatedconfigmaps", "cfg"),
+        json!({"spec": {"template": {"data": {"v": "2"}}}}),
+    );
+    let child = spawn(&f, &[]);
+    wait_until("the canary has the change", || {
+        value(env, &f, "m1", "cfg") == "2"
+    });
+    assert_eq!(value(env, &f, "m2", "cfg"), "1");
+    assert_eq!(value(env, &f, "m3", "cfg"), "1");
+    let mid = pv(env, &f, "configmap-cfg");
+    assert_eq!(mid["status"]["templateVersion"], old_template, "{mid}");
+    assert_eq!(
+        pv_members(&mid),
+        [f.cluster("m2"), f.cluster("m3")],
+        "{mid}"
+    );
+    let rec = record(&mid).expect("a rollout record");
+    assert!(rec["members"][f.cluster("m1")].is_object(), "{rec}");
+    let run = finish(child).ok();
+    assert!(
+        run.stderr.contains("wave 2: wrote ro-a-m2, ro-a-m3"),
+        "{}",
+        run.stderr
+    );
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "2", "{m}");
+    }
+    let done = pv(env, &f, "configmap-cfg");
+    assert_ne!(done["status"]["templateVersion"], old_template);
+    assert_eq!(pv_members(&done).len(), 3, "{done}");
+    assert!(record(&done).is_none(), "{done}");
+    // The write times show the order: the second wave at least
+    // minSuccessTime after the canary.
+    let at = |cluster| written_at(&cm(env, cluster, f.ns, "cfg").unwrap());
+    let (canary, second) = (at("member1"), at("member2"));
+    assert!(
+        seconds_until(&second) - seconds_until(&canary) >= 3,
+        "{canary} then {second}"
+    );
+    // Rolled out: the next run writes nothing to the members.
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+}
+
+/// The test environment runs no deployment controller: this thread is
+/// one for Deployments of no replicas (they are ready once observed), in
+/// every member, until dropped.
+struct Controller(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl Controller {
+    fn start(ns: &'static str, name: &'static str) -> Controller {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let env = TestEnv::shared();
+            let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}");
+            while !flag.load(Ordering::Relaxed) {
+                for (_, cluster) in MEMBERS {
+                    let Some(d) = get(env, cluster, &path) else {
+                        continue;
+                    };
+                    let generation = d["metadata"]["generation"].clone();
+                    if d["spec"]["replicas"] == 0 && d["status"]["observedGeneration"] != generation
+                    {
+                        patch(
+                            env,
+                            cluster,
+                            &format!("{path}/status"),
+                            json!({"status": {"observedGeneration": generation}}),
+                        );
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+        Controller(stop, Some(handle))
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[test]
+fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_completes() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-b", &["deployments.apps"]);
+    let _controller = Controller::start(f.ns, "web");
+    let p = policy(
+        &f,
+        json!({"minSuccessTime": "1s", "progressDeadline": "5s"}),
+    );
+    let deployment = |replicas: i64, image: &str| {
+        json!({"template": {"spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "c", "image": image}]}}}},
+            "placement": {"clusterSelector": {}}})
+    };
+    create(
+        env,
+        &f,
+        "federateddeployments",
+        "FederatedDeployment",
+        "web",
+        deployment(0, "nginx:1"),
+        &p,
+    );
+    f.reconcile(&[]).ok();
+    let replicas = |m: &str| {
+        let cluster = MEMBERS.iter().find(|(s, _)| *s == m).unwrap().1;
+        f.replicas(env, cluster, "web")
+    };
+    let before = pv(env, &f, "deployment-web");
+    assert_eq!(pv_members(&before).len(), 3, "{before}");
+
+    // One replica no node will ever run: the canary is not ready within
+    // the progress deadline; the rollout halts, the second wave untouched.
+    let path = fed_path(&f, "federateddeployments", "web");
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": deployment(1, "nginx:2")}),
+    );
+    let run = f.reconcile(&[]).exits(7);
+    assert!(
+        run.stderr.contains("rollout halted in wave 1: ro-b-m1"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(replicas("m1"), 1);
+    assert_eq!(replicas("m2"), 0);
+    assert_eq!(replicas("m3"), 0);
+    let halted = pv(env, &f, "deployment-web");
+    assert_eq!(
+        halted["status"]["templateVersion"],
+        before["status"]["templateVersion"]
+    );
+    assert_eq!(
+        pv_members(&halted),
+        [f.cluster("m2"), f.cluster("m3")],
+        "{halted}"
+    );
+    assert!(record(&halted).is_some(), "{halted}");
+    let fed = get(env, "host", &path).unwrap();
+    let ready = fed["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(ready["status"], "False", "{fed}");
+    assert_eq!(ready["reason"], "RolloutHalted", "{fed}");
+    let canary = fed["status"]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == f.cluster("m1"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(canary["status"], "RolloutHalted", "{fed}");
+    let events = get(env, "host", &format!("/api/v1/namespaces/{}/events", f.ns)).unwrap();
+    let halt_event = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "RolloutHalted")
+        .cloned()
+        .unwrap_or_default();
+    let message = halt_event["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("wave 1") && message.contains("ro-b-m1"),
+        "{events}"
+    );
+
+    // Run again unchanged: still halted, nothing beyond the canary written.
+    f.reconcile(&[]).exits(7);
+    assert_eq!(replicas("m2"), 0);
+    // Fixed (a new template, ready on the canary): it starts over from the
+    // first wave and completes.
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": deployment(0, "nginx:3")}),
+    );
+    let run = f.reconcile(&[]).ok();
+    assert!(run.stderr.contains("complete"), "{}", run.stderr);
+    for (m, _) in MEMBERS {
+        assert_eq!(replicas(m), 0, "{m}");
+    }
+    let done = pv(env, &f, "deployment-web");
+    assert_eq!(pv_members(&done).len(), 3, "{done}");
+    assert!(record(&done).is_none(), "{done}");
+    let fed = get(env, "host", &path).unwrap();
+    assert!(
+        fed["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True"),
+        "{fed}"
+    );
+}
+
+#[test]
+fn a_run_killed_between_waves_is_resumed_by_the_next() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-c", &["configmaps"]);
+    let p = policy(&f, json!({"minSuccessTime": "30s"}));
+    create(
+        env,
+        &f,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "cfg",
+        json!({"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}}),
+        &p,
+    );
+    let mut child = spawn(&f, &["--no-lock"]);
+    let stderr = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    for line in std::io::BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("wave 1: wrote ro-c-m1") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(seen.contains("wave 1: wrote ro-c-m1"), "{seen}");
+    assert_eq!(value(env, &f, "m1", "cfg"), "1");
+    assert_eq!(value(env, &f, "m2", "cfg"), Value::Null);
+    assert_eq!(value(env, &f, "m3", "cfg"), Value::Null);
+    let rec = record(&pv(env, &f, "configmap-cfg")).expect("the first wave's record");
+    assert!(
+        rec["members"][f.cluster("m1")]["version"].is_string(),
+        "{rec}"
+    );
+    let canary_rv = cm(env, "member1", f.ns, "cfg").unwrap()["metadata"]["resourceVersion"].clone();
+
+    // The next run goes on from the second wave: the canary is not written again.
+    let p = policy(&f, json!({"minSuccessTime": "1s"}));
+    patch(
+        env,
+        "host",
+        &fed_path(&f, "federatedconfigmaps", "cfg"),
+        json!({"metadata": {"annotations": {"kubefedctl.kubefed.io/rollout": p}}}),
+    );
+    let run = f.reconcile(&["--no-lock"]).ok();
+    assert!(!run.stderr.contains("wave 1: wrote"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("wave 2: wrote ro-c-m2, ro-c-m3"),
+        "{}",
+        run.stderr
+    );
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "1", "{m}");
+    }
+    assert_eq!(
+        cm(env, "member1", f.ns, "cfg").unwrap()["metadata"]["resourceVersion"],
+        canary_rv
+    );
+    assert!(record(&pv(env, &f, "configmap-cfg")).is_none());
+}
+
+#[test]
+fn a_plan_lists_the_waves_and_a_malformed_policy_writes_nothing_of_its_object() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-d", &["configmaps"]);
+    let spec = json!({"template": {"data": {"v": "1"}}, "placement": {"clusterSelector": {}}});
+    create(
+        env,
+        &f,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "planned",
+        spec.clone(),
+        &policy(&f, json!({})),
+    );
+    // Without an annotation: --rollout gives the policy.
+    f.create(env, "FederatedConfigMap", "plain", spec.clone());
+    let run_policy = json!({"waves": [{"clusters": [f.cluster("m3")]}]}).to_string();
+    let plan = f
+        .reconcile(&["--dry-run", "-o", "markdown", "--rollout", &run_policy])
+        .ok();
+    let ns = f.ns;
+    assert!(
+        plan.stdout.contains(&format!(
+            "#### rollout of `FederatedConfigMap {ns}/planned`"
+        )),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("| wave 1 | 1 | `ro-d-m1` | now |"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout
+            .contains("| wave 2 | 1 | `ro-d-m2`, `ro-d-m3` | later |"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("| wave 1 | 1 | `ro-d-m3` | now |"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout
+            .contains("| wave 2 (members in no wave) | 1 | `ro-d-m1`, `ro-d-m2` | later |"),
+        "{}",
+        plan.stdout
+    );
+    // The plan's member changes are the first waves' alone.
+    assert!(plan.stdout.contains("#### ro-d-m1"), "{}", plan.stdout);
+    assert_eq!(
+        cm(env, "member1", ns, "planned"),
+        None,
+        "a plan writes nothing"
+    );
+    assert!(pv(env, &f, "configmap-planned").is_null());
+
+    // A malformed policy: an error naming the object and the field, nothing
+    // of that object written, the others propagated.
+    create(
+        env,
+        &f,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "bad",
+        spec,
+        &json!({"progressDeadline": "10x"}).to_string(),
+    );
+    let run = f.reconcile(&[]).exits(3);
+    assert!(
+        run.stderr.contains(&format!(
+            "FederatedConfigMap {ns}/bad: annotation kubefedctl.kubefed.io/rollout: progressDeadline: \"10x\" is not a duration"
+        )),
+        "{}",
+        run.stderr
+    );
+    for (_, cluster) in MEMBERS {
+        assert_eq!(cm(env, cluster, ns, "bad"), None, "{cluster}");
+        assert!(cm(env, cluster, ns, "plain").is_some(), "{cluster}");
+    }
+    assert!(pv(env, &f, "configmap-bad").is_null());
+    let bad = get(env, "host", &fed_path(&f, "federatedconfigmaps", "bad")).unwrap();
+    assert!(bad["metadata"]["finalizers"].is_null(), "{bad}");
+}
