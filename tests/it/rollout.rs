@@ -358,6 +358,17 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
     // Run again unchanged: still halted, nothing beyond the canary written.
     f.reconcile(&[]).exits(7);
     assert_eq!(replicas("m2"), 0);
+    // `status` says where it stopped.
+    let status = f.run(&["status", "deployments.apps", "-n", f.ns]).ok();
+    assert!(
+        status.stdout.contains(&format!(
+            "rollout of {}/web: halted in wave 1: ro-b-m1 written",
+            f.ns
+        )),
+        "{}",
+        status.stdout
+    );
+
     // Fixed (a new template, ready on the canary): it starts over from the
     // first wave and completes.
     patch(

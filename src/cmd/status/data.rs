@@ -74,6 +74,10 @@ pub struct ObjectRow {
     /// Cluster name → KubeFed's per-cluster status (`OK`, `ClusterNotReady`...).
     pub clusters: Vec<ClusterPropagation>,
     pub created: String,
+    /// A progressive rollout in progress (its PropagatedVersion's record),
+    /// `halted` when the object's `Ready` condition says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<String>,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -422,6 +426,7 @@ pub(super) async fn check_members(
         events: None,
         wait_ready: false,
         force_conflicts: false,
+        rollout: Default::default(),
     };
     let view = crate::sync::live::member_view(host, &options).await?;
     let kind = &ftc.spec.federated_type.kind;
@@ -520,8 +525,53 @@ pub(super) async fn object_rows(
         .iter()
         .map(|obj| object_row(host, ftc, obj))
         .collect();
+    rollouts(host, ftc, &objects, namespace.as_deref(), &mut rows).await?;
     rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok((ftc.clone(), rows, namespace))
+}
+
+/// Each row's rollout in progress, from its (Cluster)PropagatedVersion's
+/// record (one list of them): nothing is read when no object has a policy.
+async fn rollouts(
+    host: &Host,
+    ftc: &FederatedTypeConfig,
+    objects: &[Value],
+    namespace: Option<&str>,
+    rows: &mut [ObjectRow],
+) -> Result<()> {
+    use crate::core::propagation::rollout::{ROLLOUT_ANNOTATION, RolloutRecord, record_text};
+    use crate::core::propagation::version::propagated_version_name;
+    let with_policy = |o: &Value| o["metadata"]["annotations"][ROLLOUT_ANNOTATION].is_string();
+    if !objects.iter().any(with_policy) {
+        return Ok(());
+    }
+    let ar = match ftc.spec.target_type.scope == "Namespaced" {
+        true => crate::apply::resource_of::<crate::api::core::PropagatedVersion>(),
+        false => crate::apply::resource_of::<crate::api::core::ClusterPropagatedVersion>(),
+    };
+    let api = crate::apply::dynamic_api(&host.client, namespace, &ar);
+    let pvs = crate::sync::live::observe::list_all(&api, &ListParams::default()).await?;
+    let kind = &ftc.spec.target_type.kind;
+    for (row, obj) in rows.iter_mut().zip(objects) {
+        let pv_name = propagated_version_name(kind, &row.name);
+        let Some(text) = (pvs.iter())
+            .find(|p| {
+                p["metadata"]["name"] == pv_name.as_str()
+                    && p["metadata"]["namespace"].as_str().unwrap_or("") == row.namespace
+            })
+            .and_then(record_text)
+        else {
+            continue;
+        };
+        let halted = (obj["status"]["conditions"].as_array().into_iter().flatten())
+            .any(|c| c["type"] == "Ready" && c["reason"] == "RolloutHalted");
+        let summary = RolloutRecord::parse(text).map_or_else(|e| e, |r| r.summary());
+        row.rollout = Some(match halted {
+            true => format!("halted in {summary}"),
+            false => summary,
+        });
+    }
+    Ok(())
 }
 
 /// The one FederatedTypeConfig `type_name` names (its name, the target's
@@ -594,6 +644,7 @@ fn object_row(host: &Host, ftc: &FederatedTypeConfig, obj: &Value) -> ObjectRow 
             .as_str()
             .unwrap_or("")
             .to_string(),
+        rollout: None,
     }
 }
 

@@ -343,7 +343,14 @@ fn print_object_rows(rows: &[ObjectRow], output: Option<StatusFormat>, style: St
                 );
             }
         }
-        _ => print!("{}", objects_table(rows, style.wide, style.colour)),
+        _ => {
+            print!("{}", objects_table(rows, style.wide, style.colour));
+            for r in rows {
+                if let Some(rollout) = &r.rollout {
+                    println!("rollout of {}/{}: {rollout}", r.namespace, r.name);
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -159,6 +159,27 @@ impl RolloutRecord {
         }
     }
 
+    /// Where it stands, for `status`: `wave 2: m1 ready, m2 written, m3
+    /// writing` (the step's wave as messages number it; each member that
+    /// got the target: ready since a run saw it so, written, or its write
+    /// begun and not confirmed).
+    pub fn summary(&self) -> String {
+        let members: Vec<String> = (self.members.iter())
+            .map(|(name, m)| {
+                let how = match (&m.version, m.ready_since) {
+                    (Some(_), Some(_)) => "ready",
+                    (Some(_), None) => "written",
+                    (None, _) => "writing",
+                };
+                format!("{name} {how}")
+            })
+            .collect();
+        match members.is_empty() {
+            true => format!("wave {}", self.step.wave + 1),
+            false => format!("wave {}: {}", self.step.wave + 1, members.join(", ")),
+        }
+    }
+
     /// The PropagatedVersion `status` to write alongside this record.
     /// In progress (`complete: false`): the previous hashes and entries of
     /// `existing`, without the members that got (or are getting) the
