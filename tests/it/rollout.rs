@@ -369,19 +369,25 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
         status.stdout
     );
 
-    // Fixed (a new template, ready on the canary): it starts over from the
-    // first wave and completes.
+    // Fixed by going back to the previous template (a new target for the
+    // record, ready on the canary): it starts over from the first wave;
+    // the second wave's copies, already as wanted, get no request.
     patch(
         env,
         "host",
         &path,
-        json!({"spec": deployment(0, "nginx:3")}),
+        json!({"spec": deployment(0, "nginx:1")}),
     );
+    f.reset();
     let run = f.reconcile(&[]).ok();
     assert!(run.stderr.contains("complete"), "{}", run.stderr);
     for (m, _) in MEMBERS {
         assert_eq!(replicas(m), 0, "{m}");
     }
+    let member2_writes = (f.m2.records().iter())
+        .filter(|r| r.method != "GET" && r.path.contains("/deployments/"))
+        .count();
+    assert_eq!(member2_writes, 0, "{:?}", f.writes());
     let done = pv(env, &f, "deployment-web");
     assert_eq!(pv_members(&done).len(), 3, "{done}");
     assert!(record(&done).is_none(), "{done}");

@@ -82,7 +82,7 @@ pub fn gate(
                 continue;
             }
             let members = member_copies(seen, t, p);
-            let rolling = core_rollout::gate::start(policy, &target, pv, &members, now);
+            let mut rolling = core_rollout::gate::start(policy, &target, pv, &members, now);
             if let Some(why) = &rolling.unreadable {
                 let what = describe(&t.federated.kind, fed);
                 report

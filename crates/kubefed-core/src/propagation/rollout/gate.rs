@@ -144,16 +144,26 @@ impl Rolling {
     }
 
     /// The decide step's decisions gated: a member the plan writes keeps
-    /// its decision; a member on the target whose copy is still the one
-    /// recorded is unchanged (its version recorded as such); every other
-    /// placed member keeps the version it holds (no request). Removals
-    /// and members outside the placement go on as decided.
-    pub fn gate(&self, plan: &mut ObjectPlan, members: &[MemberCopy]) {
+    /// its decision (one whose copy is already as wanted, decided
+    /// unchanged, is recorded as written: no request would record it); a
+    /// member on the target whose copy is still the one recorded is
+    /// unchanged (its version recorded as such); every other placed
+    /// member keeps the version it holds (no request). Removals and
+    /// members outside the placement go on as decided.
+    pub fn gate(&mut self, plan: &mut ObjectPlan, members: &[MemberCopy]) {
         let live: BTreeMap<&str, &str> = members
             .iter()
             .filter_map(|m| Some((m.name.as_str(), m.copy.as_ref()?.1.as_str())))
             .collect();
         let write: BTreeSet<&str> = self.plan.write.iter().map(String::as_str).collect();
+        for d in &plan.decisions {
+            if d.action == Action::Unchanged && write.contains(d.cluster.as_str()) {
+                let version = plan.unchanged_versions.get(&d.cluster).map(String::as_str);
+                if let Some(v) = version.or_else(|| live.get(d.cluster.as_str()).copied()) {
+                    self.record.wrote(&d.cluster, v);
+                }
+            }
+        }
         for d in &mut plan.decisions {
             let placing = matches!(d.action, Action::Create(_) | Action::Update { .. });
             if !placing || !plan.selected.contains(&d.cluster) || write.contains(d.cluster.as_str())
@@ -284,7 +294,7 @@ mod tests {
             copy("m1", Some((Readiness::Ready, "rv:1"))),
             copy("m2", Some((Readiness::Ready, "rv:2"))),
         ];
-        let r = start(&policy(), &target("new"), None, &members, 100);
+        let mut r = start(&policy(), &target("new"), None, &members, 100);
         assert_eq!(r.plan.write, ["m1"]);
         assert!(r.record.members["m1"].version.is_none());
         let mut p = object_plan(&["m1", "m2"]);
@@ -300,7 +310,6 @@ mod tests {
         );
 
         // Written, recorded; the next round sees it ready and soaking.
-        let mut r = r;
         r.wrote([("m1", "rv:10")]);
         let pv = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: r.record.to_annotation()}},
                         "status": v});
@@ -308,7 +317,7 @@ mod tests {
             copy("m1", Some((Readiness::Ready, "rv:10"))),
             copy("m2", Some((Readiness::Ready, "rv:2"))),
         ];
-        let r2 = start(&policy(), &target("new"), Some(&pv), &members, 105);
+        let mut r2 = start(&policy(), &target("new"), Some(&pv), &members, 105);
         assert!(r2.plan.write.is_empty());
         let mut p = object_plan(&["m1", "m2"]);
         r2.gate(&mut p, &members);
@@ -357,6 +366,21 @@ mod tests {
         let again = start(&p, &target("b"), Some(&pv), &pending, 10);
         assert_eq!(again.plan.write, ["m1"]);
         assert!(again.record.members["m1"].version.is_none());
+    }
+
+    #[test]
+    fn a_planned_member_already_as_wanted_is_recorded_without_a_request() {
+        let members = [copy("m1", Some((Readiness::Ready, "rv:1")))];
+        let mut r = start(&policy(), &target("new"), None, &members, 0);
+        let mut p = object_plan(&["m1"]);
+        p.decisions[0].action = Action::Unchanged;
+        p.unchanged_versions.insert("m1".into(), "rv:1".into());
+        r.gate(&mut p, &members);
+        assert_eq!(r.record.members["m1"].version.as_deref(), Some("rv:1"));
+        // The next round sees it on the target: ready, then past its soak.
+        let pv = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: r.record.to_annotation()}}});
+        let next = start(&policy(), &target("new"), Some(&pv), &members, 5);
+        assert!(next.plan.write.is_empty(), "{:?}", next.plan);
     }
 
     #[test]
