@@ -176,7 +176,7 @@ fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
         &fed_path(&f, "federatedconfigmaps", "cfg"),
         json!({"spec": {"template": {"data": {"v": "2"}}}}),
     );
-    let child = spawn(&f, &[]);
+    let child = spawn(&f, &["--wait-ready=60s"]);
     wait_until("the canary has the change", || {
         value(env, &f, "m1", "cfg") == "2"
     });
@@ -194,6 +194,12 @@ fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
     let run = finish(child).ok();
     assert!(
         run.stderr.contains("wave 2: wrote ro-a-m2, ro-a-m3"),
+        "{}",
+        run.stderr
+    );
+    // --wait-ready then waits for each copy once, whatever the rounds.
+    assert!(
+        run.stderr.contains("3 member object(s) ready"),
         "{}",
         run.stderr
     );
