@@ -557,3 +557,92 @@ fn a_plan_lists_the_waves_and_a_malformed_policy_writes_nothing_of_its_object() 
     let bad = get(env, "host", &fed_path(&f, "federatedconfigmaps", "bad")).unwrap();
     assert!(bad["metadata"]["finalizers"].is_null(), "{bad}");
 }
+
+#[test]
+fn rollout_abort_sends_the_members_that_got_a_version_back_at_once() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-e", &["configmaps"]);
+    let object = |v: &str, soak: &str| {
+        json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+            "metadata": {"name": "cfg", "namespace": f.ns,
+                "annotations": {"kubefedctl.kubefed.io/rollout": policy(&f, json!({"minSuccessTime": soak}))}},
+            "spec": {"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}}})
+    };
+    let v1 = object("1", "0s");
+    let (status, answer) = crate::fixtures::create(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
+            f.group, f.ns
+        ),
+        v1.clone(),
+    );
+    assert_eq!(status, 201, "{answer}");
+    f.reconcile(&[]).ok();
+    let rolled_out = pv(env, &f, "configmap-cfg");
+    // v2 reaches the canary; the second wave waits out a long soak, and
+    // the run's wait ends first: exit 5, the rollout waiting.
+    let path = fed_path(&f, "federatedconfigmaps", "cfg");
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"metadata": object("2", "60s")["metadata"], "spec": object("2", "60s")["spec"]}),
+    );
+    let run = f.reconcile(&["--wait-ready=4s"]).exits(5);
+    assert!(
+        run.stderr.contains("rollout(s) not complete"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(value(env, &f, "m1", "cfg"), "2");
+    assert_eq!(value(env, &f, "m2", "cfg"), "1");
+
+    let dir = std::env::temp_dir().join("kubefedctl-it-ro-e");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The files must hold the version the PropagatedVersion records.
+    let same = dir.join("same.yaml");
+    std::fs::write(&same, object("2", "60s").to_string()).unwrap();
+    let run = f
+        .reconcile(&[
+            "-f",
+            same.to_str().unwrap(),
+            "--force-conflicts",
+            "--rollout-abort",
+        ])
+        .exits(3);
+    assert!(
+        run.stderr
+            .contains("--rollout-abort: previous template unknown"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(value(env, &f, "m1", "cfg"), "2");
+    let previous = dir.join("previous.yaml");
+    std::fs::write(&previous, object("1", "60s").to_string()).unwrap();
+    let run = f
+        .reconcile(&[
+            "-f",
+            previous.to_str().unwrap(),
+            "--force-conflicts",
+            "--rollout-abort",
+        ])
+        .ok();
+    assert!(
+        run.stderr
+            .contains("aborted: ro-e-m1 back to the recorded version"),
+        "{}",
+        run.stderr
+    );
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "1", "{m}");
+    }
+    let back = pv(env, &f, "configmap-cfg");
+    assert!(record(&back).is_none(), "{back}");
+    assert_eq!(
+        back["status"]["templateVersion"],
+        rolled_out["status"]["templateVersion"]
+    );
+    assert_eq!(pv_members(&back).len(), 3, "{back}");
+}

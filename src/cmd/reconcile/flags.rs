@@ -268,6 +268,12 @@ pub struct RolloutFlags {
     /// maxFailures, maxConcurrency): a change reaches them wave by wave
     #[arg(long, value_name = "FILE|JSON", conflicts_with_all = ["from", "watch"])]
     pub rollout: Option<String>,
+
+    /// With -f holding the previous version of federated objects with a rollout in
+    /// progress: their members that got the new version go back to it at once, when
+    /// it is the version their PropagatedVersion records (else nothing of them is written)
+    #[arg(long, requires = "filenames", conflicts_with_all = ["from", "watch"])]
+    pub rollout_abort: bool,
 }
 
 impl RolloutFlags {
@@ -390,6 +396,7 @@ impl ReconcileOptions {
                 enabled: !self.watch.watch,
                 // Read and checked before anything else (`validate`).
                 policy: self.rollout.policy().ok().flatten(),
+                abort: self.rollout.rollout_abort,
                 wait: self.waits.wait_ready.unwrap_or(DEFAULT_ROLLOUT_WAIT),
             },
         }

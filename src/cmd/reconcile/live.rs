@@ -81,7 +81,8 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
 
     print_report(global, o, &report)?;
     // A rollout halted or still waiting says so itself (exit 7 or 5).
-    let rolled_out = (report.rollouts.iter()).all(|r| r.state == RolloutStand::Complete);
+    let rolled_out = (report.rollouts.iter())
+        .all(|r| matches!(r.state, RolloutStand::Complete | RolloutStand::Aborted));
     if let (Some(wait), true) = (o.waits.wait_ready, rolled_out) {
         wait_ready(&host, &report, wait, o).await?;
     }

@@ -207,9 +207,16 @@ mod tests {
         assert!(validate(&good).is_ok());
         let policy = good.rollout.policy().unwrap().unwrap();
         assert_eq!(policy.waves.len(), 1);
-        // Not with the watch (it does not roll out yet).
+        // Not with the watch (it does not roll out yet); an abort needs -f.
         let watch = ["kubefedctl", "reconcile", "--watch", "--rollout", "{}"];
         assert!(crate::cli::Cli::try_parse_from(watch).is_err());
+        let abort = ["kubefedctl", "reconcile", "--rollout-abort"];
+        assert!(crate::cli::Cli::try_parse_from(abort).is_err());
+        assert!(
+            options(&["-f", "prev/", "--rollout-abort"])
+                .rollout
+                .rollout_abort
+        );
     }
 
     /// The mode is derived once from the plan flags: each flag that only

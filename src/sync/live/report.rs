@@ -83,6 +83,8 @@ pub enum RolloutStand {
     Waiting,
     Halted,
     Complete,
+    /// `--rollout-abort`: its members went back to the recorded version.
+    Aborted,
 }
 
 impl RolloutLine {

@@ -31,6 +31,8 @@ pub struct ObjectRollout {
     pub refused: bool,
     /// Members given the target by this round.
     pub wrote: Vec<String>,
+    /// `--rollout-abort`: the members sent back to the recorded version.
+    pub aborted: Option<Vec<String>>,
 }
 
 /// The round's rollouts (none unless `o.enabled`): each object with a policy (its annotation, else
@@ -78,6 +80,11 @@ pub fn gate(
                 continue;
             };
             let pv = seen.versions.get(&(p.key.0.clone(), p.pv_name.clone()));
+            if o.abort && pv.and_then(core_rollout::record_text).is_some() {
+                let what = describe(&t.federated.kind, fed);
+                out.extend(abort_one(p, pv, &target, (ti, oi), &what, report));
+                continue;
+            }
             if core_rollout::rolled_out(pv, &target) {
                 continue;
             }
@@ -96,10 +103,57 @@ pub fn gate(
                 rolling,
                 refused: false,
                 wrote: Vec::new(),
+                aborted: None,
             });
         }
     }
     out
+}
+
+/// `--rollout-abort` of one object with a rollout record: when the core's
+/// `abort` allows it (the version the object asks for now is the one its
+/// PropagatedVersion records), its decisions stand as decided, all at
+/// once: the members that got the aborted version go back, the others
+/// are unchanged, and the record goes after the write-back. Otherwise a
+/// failure naming why, and nothing of the object is written.
+fn abort_one(
+    p: &mut ObjectPlan,
+    pv: Option<&serde_json::Value>,
+    target: &core_rollout::Target,
+    (type_index, object_index): (usize, usize),
+    what: &str,
+    report: &mut Report,
+) -> Option<ObjectRollout> {
+    let text = pv.and_then(core_rollout::record_text)?;
+    let record = core_rollout::RolloutRecord::parse(text).ok();
+    let recorded = pv.and_then(|v| core_rollout::Target::of_status(&v["status"]));
+    match core_rollout::abort(record.as_ref(), recorded.as_ref(), Some(target)) {
+        Ok(rollback) => Some(ObjectRollout {
+            type_index,
+            object_index,
+            rolling: Rolling {
+                record: record.unwrap_or_default(),
+                recorded: Some(text.to_string()),
+                plan: core_rollout::RolloutPlan {
+                    waves: Vec::new(),
+                    step: None,
+                    write: Vec::new(),
+                    keep: Vec::new(),
+                    state: RolloutState::Complete,
+                },
+                unreadable: None,
+            },
+            refused: false,
+            wrote: Vec::new(),
+            aborted: Some(rollback.members),
+        }),
+        Err(why) => {
+            let why = format!("--rollout-abort: {why}; nothing of it is written");
+            report.failures.push(Failure::of_federated(what, why));
+            write_nothing(p);
+            None
+        }
+    }
 }
 
 /// Nothing of this object is written: no member request, no status, no
@@ -281,6 +335,9 @@ async fn ended(
 ) {
     use crate::core::propagation::status::{ReadyState, with_ready};
     let now = crate::clock::now_rfc3339();
+    if r.aborted.is_some() {
+        return;
+    }
     let written = match (r.rolling.halt(), r.rolling.complete()) {
         (Some(halt), _) => {
             let edit = |s: &serde_json::Value| core_rollout::halted_status(s, halt, &now);
@@ -315,6 +372,11 @@ fn written(f: &Finished, write: &[String]) -> Vec<String> {
 pub fn line(object: String, r: &ObjectRollout) -> RolloutLine {
     let plan = &r.rolling.plan;
     let (state, detail, recheck_at) = match &plan.state {
+        RolloutState::Complete if r.aborted.is_some() => {
+            let members = r.aborted.as_deref().unwrap_or_default().join(", ");
+            let detail = format!("aborted: {members} back to the recorded version");
+            (RolloutStand::Aborted, detail, None)
+        }
         RolloutState::Complete => (RolloutStand::Complete, "complete".to_string(), None),
         RolloutState::Halted(h) => (RolloutStand::Halted, h.to_string(), None),
         RolloutState::Waiting(w) => {
@@ -358,6 +420,10 @@ pub struct RolloutOptions {
     pub enabled: bool,
     /// `--rollout`: the policy of objects without an annotation.
     pub policy: Option<RolloutPolicy>,
+    /// `--rollout-abort`: each object with a rollout in progress goes back
+    /// at once to the version its PropagatedVersion records, which `-f`
+    /// gave (`core::propagation::rollout::abort`).
+    pub abort: bool,
     /// How long a run goes on waiting for waves, in all: then it stops,
     /// the rollout waiting, and the next run resumes it.
     pub wait: std::time::Duration,
