@@ -1099,7 +1099,7 @@ fn apply_store(store: &mut Store, change: Change) -> (Vec<ObjectKey>, Vec<Object
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// A round's scope before any member has listed: no member is touched.
@@ -1111,7 +1111,7 @@ mod tests {
     }
     use serde_json::json;
 
-    fn ftc(name: &str, kind: &str, plural: &str, group: &str) -> Value {
+    pub(in crate::sync::watch) fn ftc(name: &str, kind: &str, plural: &str, group: &str) -> Value {
         json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "FederatedTypeConfig",
                "metadata": {"name": name, "namespace": "fed"},
                "spec": {"propagation": "Enabled",
@@ -1122,11 +1122,11 @@ mod tests {
                                           "version": "v1beta1"}}})
     }
 
-    fn obj(kind: &str, ns: &str, name: &str, data: &str) -> Value {
+    pub(in crate::sync::watch) fn obj(kind: &str, ns: &str, name: &str, data: &str) -> Value {
         json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "data": {"d": data}})
     }
 
-    fn ev(source: Source, change: Change) -> Event {
+    pub(in crate::sync::watch) fn ev(source: Source, change: Change) -> Event {
         Event { source, change }
     }
 
@@ -1146,7 +1146,7 @@ mod tests {
         c
     }
 
-    fn key(t: &str, ns: &str, name: &str) -> WorkKey {
+    pub(in crate::sync::watch) fn key(t: &str, ns: &str, name: &str) -> WorkKey {
         FederatedRef::new(t, (ns.to_string(), name.to_string()))
     }
 
