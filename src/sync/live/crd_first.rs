@@ -58,10 +58,6 @@ pub async fn round_in_phases(
         .into_iter()
         .map(Some)
         .collect();
-    let mut partial = seen
-        .partial
-        .take()
-        .map(|p| p.into_iter().map(Some).collect::<Vec<_>>());
     let awaited: Vec<(String, String)> = phases
         .awaits
         .iter()
@@ -69,9 +65,6 @@ pub async fn round_in_phases(
         .collect();
     let mut take = |indices: &[usize], seen: &mut Observation| {
         seen.types = indices.iter().filter_map(|&i| types[i].take()).collect();
-        seen.partial = partial
-            .as_mut()
-            .map(|p| indices.iter().filter_map(|&i| p[i].take()).collect());
     };
 
     // The CRDs alone: no RSP targets them, and DNS waits for the rest.

@@ -443,9 +443,8 @@ fn decide_all(host: &Host, seen: &Observation) -> Vec<TypeDecisions> {
     };
     seen.types
         .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let only = seen.partial.as_ref().map(|p| &p[i]);
+        .map(|t| {
+            let only = t.only.as_ref();
             // Each object's plan depends on that object alone: on all cores.
             let plans = crate::parallel::map(&t.objects, |o| {
                 decide::decide_object(&federation, &t.ty, o, &t.members)

@@ -737,7 +737,6 @@ impl Cache {
             .collect();
         let wanted_types = types;
         let mut types = Vec::new();
-        let mut partial = Vec::new();
         let mut texts = Texts::default();
         for (name, mut t) in self.types() {
             if !wanted_types.contains(&name) {
@@ -758,15 +757,15 @@ impl Cache {
             if matches!(cover, Cover::LastSlice(_)) && wanted.is_empty() {
                 self.fill_failing_listings(&name, &mut t, &ready, &touched);
             }
+            t.only = keys.is_some().then_some(wanted);
             types.push(t);
-            partial.push(wanted);
         }
         let fed_namespaces = self.fed_namespaces();
         texts.versions = match keys {
             None => (self.versions.iter())
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            Some(_) => self.versions_of(&types, &partial),
+            Some(_) => self.versions_of(&types),
         };
         let rsps = self.rsps_in(namespace.as_deref());
         let mut seen = Observation::new(settings, members.to_vec(), scope, namespace);
@@ -777,7 +776,6 @@ impl Cache {
         // What the cache does not hold (the RSPs' pods, whether the host
         // has the DNS API) is read by the round's own observe step
         // (`observe::finish_from_cache`).
-        seen.partial = keys.map(|_| partial);
         (seen, texts)
     }
 }
@@ -884,16 +882,11 @@ impl Cache {
 
     /// The PropagatedVersions of a partial round's keys only, looked up as
     /// decide does.
-    fn versions_of(
-        &self,
-        types: &[ObservedType],
-        partial: &[BTreeSet<ObjectKey>],
-    ) -> Vec<(ObjectKey, ObjectText)> {
+    fn versions_of(&self, types: &[ObservedType]) -> Vec<(ObjectKey, ObjectText)> {
         types
             .iter()
-            .zip(partial)
-            .flat_map(|(t, wanted)| {
-                wanted.iter().filter_map(|(ns, name)| {
+            .flat_map(|t| {
+                t.only.iter().flatten().filter_map(|(ns, name)| {
                     let k = (
                         ns.clone(),
                         crate::core::propagation::version::propagated_version_name(
@@ -1613,7 +1606,7 @@ pub(super) mod tests {
         assert_eq!(cms.objects.len(), 1);
         assert_eq!(cms.objects[0]["metadata"]["name"], "b");
         assert_eq!(
-            seen.partial.as_ref().unwrap()[0],
+            *seen.types[0].only.as_ref().unwrap(),
             [("shop".to_string(), "b".to_string())].into()
         );
         assert_eq!(
@@ -1624,7 +1617,7 @@ pub(super) mod tests {
         let all = c.observe("fed", none_touched(), &types, &[], Cover::Everything);
         assert_eq!(all.types[0].objects.len(), 2);
         assert_eq!(all.versions.len(), 2);
-        assert!(all.partial.is_none());
+        assert!(all.types.iter().all(|t| t.only.is_none()));
         assert!(!c.member_synced("m2", &["configmaps".into()]));
         assert!(
             c.member_synced("m1", &["configmaps".into()]),
