@@ -144,7 +144,8 @@ pub struct Input<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct Export {
     /// In the order to apply them: Secrets and Clusters, Namespaces, the
-    /// resource templates, then the policies.
+    /// resource templates, the override policies, then the propagation
+    /// policies.
     pub objects: Vec<Value>,
     pub reports: Vec<ObjectReport>,
 }
@@ -240,7 +241,11 @@ fn apply_rank(obj: &Value) -> u8 {
         (Some(CLUSTER_API), _) => 2,
         (Some("v1"), Some("Namespace")) => 3,
         (Some(CRD_API), Some("CustomResourceDefinition")) => 4,
-        (Some(POLICY_API), _) => 6,
+        // Overrides before placements: Karmada then never writes a copy
+        // without KubeFed's overrides, even when an apply stops between
+        // them (the first binding already finds its OverridePolicy).
+        (Some(POLICY_API), Some("OverridePolicy" | "ClusterOverridePolicy")) => 6,
+        (Some(POLICY_API), _) => 7,
         _ => 5,
     }
 }

@@ -264,7 +264,9 @@ fn a_deployment_gets_a_template_a_policy_and_an_override_policy() {
             "policy.karmada.io/v1alpha1 OverridePolicy shop/web-deployment"
         ]
     );
-    // Objects come in the order to apply them: namespace, templates, policies.
+    // Objects come in the order to apply them: namespace, templates,
+    // overrides, then placements (no copy is ever written without its
+    // overrides).
     let kinds: Vec<&str> = out
         .objects
         .iter()
@@ -275,8 +277,8 @@ fn a_deployment_gets_a_template_a_policy_and_an_override_policy() {
         [
             "Namespace",
             "Deployment",
-            "PropagationPolicy",
             "OverridePolicy",
+            "PropagationPolicy",
             "ClusterPropagationPolicy"
         ]
     );
