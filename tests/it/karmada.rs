@@ -310,6 +310,79 @@ fn approximations_are_reported_and_exit_6() {
 }
 
 #[test]
+fn a_custom_type_exports_offline_with_its_crd_from_the_files() {
+    let env = karmada();
+    let dir = std::env::temp_dir().join(format!("kx-offline-{}", std::process::id()));
+    let ns = "kx-offline";
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "kxdials.kxoffline.example.com"},
+        "spec": {"group": "kxoffline.example.com", "scope": "Namespaced",
+            "names": {"kind": "KxDial", "plural": "kxdials", "singular": "kxdial"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+    });
+    // A fork's group, and no FederatedTypeConfig: the CRD alone names
+    // the target.
+    let placement = json!({"clusters": [{"name": "cluster1"}]});
+    let federated = [
+        json!({"apiVersion": "fork.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+               "metadata": {"name": ns, "namespace": ns}, "spec": {"placement": placement}}),
+        json!({"apiVersion": "fork.kubefed.io/v1beta1", "kind": "FederatedKxDial",
+               "metadata": {"name": "d", "namespace": ns},
+               "spec": {"template": {"spec": {"size": 2}}, "placement": placement}}),
+    ];
+    write_yaml(&dir.join("in"), "crd.yaml", std::slice::from_ref(&crd));
+    let fed_file = write_yaml(&dir.join("in"), "federated.yaml", &federated);
+    // Without the CRD, the object cannot be mapped: exit 6, and the
+    // report says what to give.
+    let run = export(&["-f", fed_file.to_str().unwrap(), "-o", "json"]).exits(6);
+    assert!(
+        run.stderr.contains("its target's CustomResourceDefinition"),
+        "{}",
+        run.stderr
+    );
+    // With the directory: exact, the CRD first, then the template.
+    let in_dir = dir.join("in");
+    let run = export(&["-f", in_dir.to_str().unwrap(), "-o", "json"]).ok();
+    let objects = items(&run);
+    let at = |kind: &str| objects.iter().position(|o| o["kind"] == kind).unwrap();
+    assert!(
+        at("CustomResourceDefinition") < at("KxDial"),
+        "{:?}",
+        kinds(&objects)
+    );
+    let dial = &objects[at("KxDial")];
+    assert_eq!(dial["apiVersion"], "kxoffline.example.com/v1");
+    assert_eq!(dial["spec"], json!({"size": 2}));
+    let pp = &objects[at("PropagationPolicy")];
+    assert_eq!(
+        pp["spec"]["resourceSelectors"][0],
+        json!({"apiVersion": "kxoffline.example.com/v1", "kind": "KxDial", "name": "d"})
+    );
+    assert_eq!(objects[at("CustomResourceDefinition")]["spec"], crd["spec"]);
+    // Karmada's API server takes them all: the CRD (created, so that the
+    // template's kind is served), then the rest.
+    post(
+        env,
+        "karmada",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        objects[at("CustomResourceDefinition")].clone(),
+    );
+    wait_until("kxdials served in Karmada", || {
+        get(env, "karmada", "/apis/kxoffline.example.com/v1/kxdials").is_some()
+    });
+    let rest: Vec<Value> = objects
+        .iter()
+        .filter(|o| o["kind"] != "CustomResourceDefinition")
+        .cloned()
+        .collect();
+    let (refused, _) = validate(env, &rest);
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_live_federation_exports_its_clusters_without_their_tokens() {
     let shared = TestEnv::shared();
     let f = Federation::new(shared, "kx-live", &["configmaps"]);

@@ -23,7 +23,9 @@ pub struct Federation {
     pub type_configs: Vec<Value>,
     pub federated: Vec<Value>,
     pub rsps: Vec<Value>,
-    /// The CRDs of the FTCs' targets that are not built in (live only).
+    /// CustomResourceDefinitions: live, those of the FTCs' targets that
+    /// are not built in; from files, every one given (those of the types'
+    /// targets are exported, and define types no FTC names).
     pub crds: Vec<Value>,
     pub scope: Option<Scope>,
 }
@@ -47,6 +49,12 @@ impl Federation {
     /// Secrets carry their tokens).
     pub fn export(&self, with_tokens: bool) -> Export {
         let types = federated_types(self);
+        let crds: Vec<Value> = self
+            .crds
+            .iter()
+            .filter(|c| types.iter().any(|t| t.targets_crd(c)))
+            .cloned()
+            .collect();
         karmada::export(&Input {
             clusters: &self.clusters,
             secrets: &self.secrets,
@@ -54,15 +62,15 @@ impl Federation {
             types: &types,
             federated: &self.federated,
             rsps: &self.rsps,
-            crds: &self.crds,
+            crds: &crds,
             scope: self.scope.unwrap_or(Scope::Cluster),
             with_tokens,
         })
     }
 }
 
-/// The FTCs' types, and offline the built-in ones of federated kinds no
-/// FTC names.
+/// The FTCs' types, and offline those of federated kinds no FTC names:
+/// built in, or defined by a CRD of the input.
 fn federated_types(g: &Federation) -> Vec<FederatedType> {
     let mut types: Vec<FederatedType> = g
         .type_configs
@@ -78,7 +86,12 @@ fn federated_types(g: &Federation) -> Vec<FederatedType> {
         let known = types
             .iter()
             .any(|t| t.federated_kind == kind && t.federated_group == group);
-        if !known && let Some(t) = FederatedType::builtin(group, kind) {
+        if known {
+            continue;
+        }
+        let found = FederatedType::builtin(group, kind)
+            .or_else(|| FederatedType::from_crd(group, kind, &g.crds));
+        if let Some(t) = found {
             types.push(t);
         }
     }
@@ -86,7 +99,8 @@ fn federated_types(g: &Federation) -> Vec<FederatedType> {
 }
 
 /// The federation in files (`-f`): federated objects of `namespace` (all
-/// when `None`), RSPs, KubeFedClusters, FTCs and the KubeFedConfig's scope.
+/// when `None`), RSPs, KubeFedClusters, FTCs, CRDs and the KubeFedConfig's
+/// scope.
 pub fn read_files(paths: &[PathBuf], namespace: Option<&str>) -> Result<Federation> {
     let inputs = render::load(paths)?;
     for n in &inputs.notes {
@@ -106,7 +120,7 @@ pub fn read_files(paths: &[PathBuf], namespace: Option<&str>) -> Result<Federati
         clusters: inputs.clusters.into_iter().map(|s| s.object).collect(),
         secrets: Vec::new(),
         type_configs: inputs.type_configs.into_iter().map(|s| s.object).collect(),
-        crds: Vec::new(),
+        crds: inputs.crds.into_iter().map(|s| s.object).collect(),
         federated: objects(inputs.federated),
         rsps: objects(inputs.rsps),
         scope,

@@ -94,6 +94,57 @@ impl FederatedType {
 }
 
 impl FederatedType {
+    /// Offline, without a FederatedTypeConfig: the target of
+    /// `Federated<Kind>` from the one CustomResourceDefinition among `crds`
+    /// that defines `<Kind>` outside KubeFed's own groups (`*.kubefed.io`
+    /// are federated types, never targets), at its storage version, as
+    /// `enable` would name it. `None` when none or several do.
+    pub fn from_crd(
+        federated_group: &str,
+        federated_kind: &str,
+        crds: &[Value],
+    ) -> Option<FederatedType> {
+        let kind = federated_kind.strip_prefix("Federated")?;
+        let mut defining = crds.iter().filter(|c| {
+            let spec = &c["spec"];
+            spec["names"]["kind"] == kind
+                && spec["group"]
+                    .as_str()
+                    .is_some_and(|g| !g.is_empty() && !g.ends_with("kubefed.io"))
+        });
+        let crd = defining.next()?;
+        if defining.next().is_some() {
+            return None;
+        }
+        let spec = &crd["spec"];
+        let versions = spec["versions"].as_array()?;
+        let version = versions
+            .iter()
+            .find(|v| v["storage"] == true)
+            .or_else(|| versions.iter().find(|v| v["served"] == true))?["name"]
+            .as_str()?;
+        let group = spec["group"].as_str()?;
+        Some(FederatedType {
+            name: format!("{}.{group}", spec["names"]["plural"].as_str()?),
+            federated_group: federated_group.to_string(),
+            federated_kind: federated_kind.to_string(),
+            target_api_version: api_version(group, version),
+            target_kind: kind.to_string(),
+            namespaced: spec["scope"] != "Cluster",
+        })
+    }
+
+    /// Whether `crd` defines this type's target (its group and kind).
+    pub fn targets_crd(&self, crd: &Value) -> bool {
+        let group = self
+            .target_api_version
+            .split_once('/')
+            .map_or("", |(g, _)| g);
+        !group.is_empty()
+            && crd["spec"]["group"] == group
+            && crd["spec"]["names"]["kind"] == self.target_kind.as_str()
+    }
+
     /// A FederatedNamespace's type, in whatever federated group: its
     /// target is the Namespace.
     pub fn targets_namespace(&self) -> bool {
@@ -411,7 +462,7 @@ fn federated_object(fed: &Value, ctx: &Context) -> (Vec<Value>, ObjectReport) {
         report.add(
             FindingKind::NotMapped,
             "",
-            format!("no FederatedTypeConfig for {kind} ({}): give it with the input to export this object", fed["apiVersion"].as_str().unwrap_or("")),
+            format!("no FederatedTypeConfig for {kind} ({}): give it (or, for a custom type, its target's CustomResourceDefinition) with the input to export this object", fed["apiVersion"].as_str().unwrap_or("")),
         );
         return (Vec::new(), report);
     };

@@ -705,3 +705,47 @@ fn overrides_chosen_by_label_become_label_selector_rules_first() {
     assert_eq!(rules[0]["overriders"]["plaintext"][0]["value"], 5);
     assert_eq!(rules[1]["targetCluster"], json!({"clusterNames": ["a"]}));
 }
+
+fn crd(group: &str, kind: &str, scope: &str, versions: Value) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": format!("{}s.{group}", kind.to_lowercase())},
+           "spec": {"group": group, "scope": scope,
+                    "names": {"kind": kind, "plural": format!("{}s", kind.to_lowercase())},
+                    "versions": versions}})
+}
+
+#[test]
+fn a_crd_of_the_input_defines_the_target_of_a_custom_type() {
+    let v1 = json!([{"name": "v1beta1", "served": true, "storage": false},
+                    {"name": "v1", "served": true, "storage": true}]);
+    let widgets = crd("example.com", "Widget", "Namespaced", v1.clone());
+    let crds = [
+        widgets.clone(),
+        // KubeFed's own federated CRD is never a target.
+        crd("types.kubefed.io", "Widget", "Namespaced", v1.clone()),
+        crd(
+            "example.com",
+            "Knob",
+            "Cluster",
+            json!([{"name": "v2", "served": true, "storage": true}]),
+        ),
+        // Two groups define Gauge: which one is meant cannot be told.
+        crd("a.example.com", "Gauge", "Namespaced", v1.clone()),
+        crd("b.example.com", "Gauge", "Namespaced", v1),
+    ];
+    let t = FederatedType::from_crd("types.kubefed.io", "FederatedWidget", &crds).unwrap();
+    assert_eq!(t.name, "widgets.example.com");
+    assert_eq!(t.target_api_version, "example.com/v1");
+    assert_eq!(t.target_kind, "Widget");
+    assert!(t.namespaced);
+    assert!(t.targets_crd(&widgets));
+    assert!(!t.targets_crd(&crds[1]));
+    let knob = FederatedType::from_crd("fork.kubefed.io", "FederatedKnob", &crds).unwrap();
+    assert_eq!(knob.target_api_version, "example.com/v2");
+    assert!(!knob.namespaced);
+    assert!(FederatedType::from_crd("types.kubefed.io", "FederatedGauge", &crds).is_none());
+    assert!(FederatedType::from_crd("types.kubefed.io", "FederatedDial", &crds).is_none());
+    assert!(FederatedType::from_crd("types.kubefed.io", "Widget", &crds).is_none());
+    // Built-in types have no CRD.
+    assert!(!deployment_type().targets_crd(&widgets));
+}
