@@ -43,9 +43,20 @@ pub struct MigrateKarmadaOptions {
     #[arg(long, value_name = "CONTEXT")]
     pub karmada_context: String,
 
-    /// Only the federated objects and RSPs of this namespace [default: every namespace]
-    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    /// Only the federated objects and RSPs of this namespace [default:
+    /// every namespace, as reconcile: the federation is moved whole, not
+    /// the context's namespace]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
     pub namespace: Option<String>,
+
+    /// Every namespace (the default, spelled as kubectl spells it)
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
 
     /// Say what would be done, writing nothing (=client: decided here)
     #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,

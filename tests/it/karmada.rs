@@ -436,6 +436,17 @@ fn a_live_federation_exports_its_clusters_without_their_tokens() {
         .run(&["export", "karmada", "-n", f.ns, "--with-tokens"])
         .ok();
     assert!(run.stdout.contains(&token));
+    // -A is the default spelled out (every namespace, as reconcile), and
+    // conflicts with -n as in kubectl.
+    let all = f.run(&["export", "karmada", "-A", "-o", "json"]).ok();
+    assert!(
+        items(&all)
+            .iter()
+            .any(|o| o["kind"] == "ConfigMap" && o["metadata"]["namespace"] == f.ns),
+        "{}",
+        all.stdout
+    );
+    f.run(&["export", "karmada", "-A", "-n", f.ns]).usage();
     // Offline, tokens cannot be read: a usage error.
     let file = root().join("testdata/demo");
     f.run(&[
