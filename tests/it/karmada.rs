@@ -12,7 +12,7 @@
 //! taken over by Karmada without a member object being recreated.
 
 use crate::fixtures::{
-    Federation, KUBEFEDCTL, Run, get, patch, post, request, rfc3339_in, root, wait_until,
+    Federation, KUBEFEDCTL, Run, get, namespace, patch, post, request, rfc3339_in, root, wait_until,
 };
 use crate::parity::{TYPES, fixture};
 use serde_json::{Value, json};
@@ -732,6 +732,34 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         "-n",
         ns,
     ];
+    // A federated object of another namespace, which `-n` leaves to
+    // KubeFed: the KubeFedClusters stay while it is there.
+    let other = "kx-mig-other";
+    namespace(shared, "host", other);
+    let other_cm = format!(
+        "/apis/{}/v1beta1/namespaces/{other}/federatedconfigmaps/left",
+        f.group
+    );
+    post(
+        shared,
+        "host",
+        other_cm.rsplit_once('/').unwrap().0,
+        json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+               "metadata": {"name": "left", "namespace": other},
+               "spec": {"template": {"data": {"x": "1"}}, "placement": {"clusters": []}}}),
+    );
+    let kfcs = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters",
+        f.fedns
+    );
+    let (_, secret1) = f.kubefed_cluster(shared, &f.cluster("m1"));
+    let (_, secret2) = f.kubefed_cluster(shared, &f.cluster("m2"));
+    let member_identity = format!(
+        "/api/v1/namespaces/{}/serviceaccounts/{}-host",
+        f.fedns,
+        f.cluster("m1")
+    );
+    assert!(get(shared, "member1", &member_identity).is_some());
 
     // --dry-run plans it and writes nothing, in Karmada or the host.
     let mut dry = args.to_vec();
@@ -803,20 +831,88 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         None,
     );
 
-    // Stopped after the apply (here by a timeout, as by a kill): nothing
-    // is released, and the next run finishes the move.
-    let mut stopped = args.to_vec();
-    stopped.extend(["--timeout", "0s"]);
-    let run = with_karmada(&f, &stopped).fails();
-    assert!(run.stderr.contains("did not apply"), "{}", run.stderr);
+    // Killed (by the hook) at each step boundary before the release: each
+    // run leaves the members as they were, releases nothing, and the next
+    // one carries on from there.
+    let unchanged = |when: &str| {
+        let now: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+        assert_eq!(before, now, "{when}: a member object was recreated");
+        for ((c, p), was) in watched.iter().zip(&written) {
+            assert_eq!(
+                &essence(get(shared, c, p).unwrap()),
+                was,
+                "{when}: {c}: {p}"
+            );
+        }
+        assert_eq!(replicas(), [4, 2], "{when}: replicas");
+    };
     let fed_cm = format!(
         "/apis/{}/v1beta1/namespaces/{ns}/federatedconfigmaps/settings",
         f.group
     );
+    let planned: usize = plan
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let partial = format!("applying#{}", planned - 2);
+    for point in ["recorded", partial.as_str()] {
+        killed_at(shared, &f, &args, point);
+        unchanged(point);
+        assert!(get(shared, "host", &fed_cm).is_some(), "{point}: released");
+    }
+
+    // Stopped after the apply (here by a timeout): nothing is released,
+    // and the next run finishes the move.
+    let mut stopped = args.to_vec();
+    stopped.extend(["--timeout", "0s"]);
+    let run = with_karmada(&f, &stopped).fails();
+    assert!(run.stderr.contains("did not apply"), "{}", run.stderr);
     assert!(
         get(shared, "host", &fed_cm).is_some(),
         "released before Karmada applied"
     );
+    for point in ["applied", "waited", "verified"] {
+        killed_at(shared, &f, &args, point);
+        unchanged(point);
+        assert!(get(shared, "host", &fed_cm).is_some(), "{point}: released");
+    }
+
+    // Killed in the middle of the release (the order: settings, api, its
+    // RSP, web, the gadget, the FederatedNamespace): one object released,
+    // the next annotated only; then deleted with its finalizer still on;
+    // then released without its RSP yet. Each time the members are as
+    // they were, and the next run releases the rest.
+    let fed_api = format!(
+        "/apis/{}/v1beta1/namespaces/{ns}/federateddeployments/api",
+        f.group
+    );
+    let rsp_api = format!(
+        "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{ns}/replicaschedulingpreferences/api"
+    );
+    killed_at(shared, &f, &args, "orphaned#2");
+    unchanged("orphaned#2");
+    assert!(get(shared, "host", &fed_cm).is_none());
+    let api_obj = get(shared, "host", &fed_api).unwrap();
+    assert_eq!(
+        api_obj["metadata"]["annotations"]["kubefed.io/orphan"],
+        "true"
+    );
+    assert!(api_obj["metadata"]["deletionTimestamp"].is_null());
+    killed_at(shared, &f, &args, "deleted#1");
+    unchanged("deleted#1");
+    let api_obj = get(shared, "host", &fed_api).unwrap();
+    assert!(!api_obj["metadata"]["deletionTimestamp"].is_null());
+    killed_at(shared, &f, &args, "released#1");
+    unchanged("released#1");
+    assert!(get(shared, "host", &fed_api).is_none());
+    assert!(
+        get(shared, "host", &rsp_api).is_some(),
+        "the RSP went first"
+    );
+    assert!(f.fed(shared, "federateddeployments", "web").is_some());
 
     // Killed (SIGKILL) while it works, the federation lock in hand: the
     // lease stays until it expires; the next run waits for it
@@ -879,6 +975,66 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         let list = get(shared, "host", &path).unwrap();
         assert_eq!(list["items"], json!([]), "{plural}");
     }
+    // The KubeFedClusters stay while KubeFed still has an object...
+    assert!(
+        run.stdout.contains(
+            "2 KubeFedCluster(s) kept: 1 federated object(s) remain (namespaces: kx-mig-other)"
+        ),
+        "{}",
+        run.stdout
+    );
+    let clusters_left = || {
+        get(shared, "host", &kfcs).unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(clusters_left(), 2);
+    // ... or when kept.
+    request(shared, "host", "DELETE", &other_cm, None);
+    let mut keep = args.to_vec();
+    keep.push("--keep-clusters");
+    let run = with_karmada(&f, &keep).ok();
+    assert!(
+        run.stdout
+            .contains("2 KubeFedCluster(s) kept (--keep-clusters)"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(clusters_left(), 2);
+    // Otherwise they go, each after its Secret, once nothing federated is
+    // left. Killed between the first Secret and its KubeFedCluster, the
+    // next run does not apply a Secret without a token over Karmada's,
+    // and finishes.
+    killed_at(shared, &f, &args, "unjoining#1");
+    assert_eq!(clusters_left(), 2);
+    assert!(get(shared, "host", &secret1).is_none() || get(shared, "host", &secret2).is_none());
+    let run = with_karmada(&f, &args).ok();
+    assert!(
+        run.stdout
+            .contains("2 KubeFedCluster(s) and their Secrets removed from the host"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(clusters_left(), 0);
+    assert!(get(shared, "host", &secret1).is_none());
+    assert!(get(shared, "host", &secret2).is_none());
+    // Nothing in a member: the identity Karmada uses is still there, and
+    // so is the token Karmada holds.
+    assert!(get(shared, "member1", &member_identity).is_some());
+    for m in ["m1", "m2"] {
+        let secret = get(
+            env,
+            "karmada",
+            &format!(
+                "/api/v1/namespaces/karmada-cluster/secrets/{}",
+                f.cluster(m)
+            ),
+        )
+        .unwrap();
+        assert!(secret["data"]["token"].is_string(), "{m}: token lost");
+    }
+    unchanged("the KubeFedClusters removed");
     // Karmada owns the copies now.
     patch(
         env,
@@ -900,6 +1056,41 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     );
     let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     assert_eq!(before, after);
+}
+
+/// `migrate ARGS` stopped by its own hook at `point`
+/// (`KUBEFEDCTL_MIGRATE_KILL_AT`): it died of SIGKILL there, the
+/// federation lock still its own; the lock is then removed, as its expiry
+/// would remove it (waiting for that is tested once, with a kill from
+/// outside).
+fn killed_at(shared: &TestEnv, f: &Federation, args: &[&str], point: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = karmada_command(f, args);
+    cmd.env("KUBEFEDCTL_MIGRATE_KILL_AT", point);
+    let child = cmd.spawn().unwrap();
+    let me = format!("pid {}", child.id());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "{point}: not killed there\n{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains(&format!("KUBEFEDCTL_MIGRATE_KILL_AT={point}: killed at")),
+        "{stderr}"
+    );
+    let lease = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases/kubefedctl-reconcile",
+        f.fedns
+    );
+    let holder = get(shared, "host", &lease).unwrap()["spec"]["holderIdentity"].clone();
+    assert!(
+        holder.as_str().is_some_and(|h| h.contains(&me)),
+        "{point}: the lease of {holder}"
+    );
+    request(shared, "host", "DELETE", &lease, None);
 }
 
 /// A member object as its writer made it: without what the server keeps
