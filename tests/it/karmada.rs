@@ -633,6 +633,100 @@ fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
     assert_eq!(before, after);
 }
 
+#[test]
+fn karmada_schedules_an_approximated_rsp_as_the_report_says() {
+    let shared = TestEnv::shared();
+    let env = karmada();
+    let f = Federation::new(shared, "kx-rsp", &["deployments.apps"]);
+    let both = own_clusters(shared, &f);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    let ns = f.ns;
+    // `capped`: a maximum KubeFed's planner honours (2 of 6 on the
+    // first member) and Karmada cannot; `roomy`: a maximum never reached
+    // (approximated, but the same replicas).
+    let rsps = [
+        (
+            "capped",
+            json!({m1.as_str(): {"weight": 1, "maxReplicas": 2}, m2.as_str(): {"weight": 1}}),
+        ),
+        (
+            "roomy",
+            json!({m1.as_str(): {"weight": 1, "maxReplicas": 5}, m2.as_str(): {"weight": 1}}),
+        ),
+    ];
+    for (name, clusters) in &rsps {
+        f.create(
+            shared,
+            "FederatedDeployment",
+            name,
+            json!({"template": fixture(deployment_type()).0, "placement": {"clusters": both.clone()}}),
+        );
+        post(
+            shared,
+            "host",
+            &format!(
+                "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{ns}/replicaschedulingpreferences"
+            ),
+            json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+                   "metadata": {"name": name, "namespace": ns},
+                   "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 6, "clusters": clusters}}),
+        );
+    }
+    f.reconcile(&[]).ok();
+    f.reconcile(&[]).ok();
+    let replicas = |name: &str| {
+        [
+            f.replicas(shared, "member1", name),
+            f.replicas(shared, "member2", name),
+        ]
+    };
+    assert_eq!(replicas("capped"), [2, 4], "KubeFed's planner");
+    assert_eq!(replicas("roomy"), [3, 3], "KubeFed's planner");
+    let deploy = |name: &str| format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}");
+    let watched: Vec<(&str, String)> = ["member1", "member2"]
+        .into_iter()
+        .flat_map(|c| [(c, deploy("capped")), (c, deploy("roomy"))])
+        .collect();
+    let before: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+
+    // The report names exactly the members whose replicas Karmada changes,
+    // with both numbers: both members of `capped`, none of `roomy`.
+    let run = f
+        .run(&["export", "karmada", "-n", ns, "--with-tokens", "-o", "json"])
+        .exits(6);
+    let named: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains(": replicas."))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            format!(
+                "FederatedDeployment {ns}/capped: approximated: ReplicaSchedulingPreference {ns}/capped: replicas.{m1}: replicas: KubeFed's planner gives 2 here, Karmada's static weights 3"
+            ),
+            format!(
+                "FederatedDeployment {ns}/capped: approximated: ReplicaSchedulingPreference {ns}/capped: replicas.{m2}: replicas: KubeFed's planner gives 4 here, Karmada's static weights 3"
+            ),
+        ],
+        "{}",
+        run.stderr
+    );
+    // Karmada's scheduler does what the report said, without recreating
+    // a Deployment.
+    apply(env, &items(&run));
+    wait_until("Karmada's Deployments, capped's 3 and 3", || {
+        replicas("capped") == [3, 3]
+            && watched.iter().all(|(c, p)| {
+                get(shared, c, p)
+                    .is_some_and(|o| o["metadata"]["labels"]["karmada.io/managed"] == "true")
+            })
+    });
+    assert_eq!(replicas("roomy"), [3, 3], "roomy: not named, so unchanged");
+    let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    assert_eq!(before, after, "a Deployment was recreated");
+}
+
 /// `kubefedctl ARGS` with the federation's kubeconfig and the Karmada
 /// control plane's (context `karmada`) merged through `KUBECONFIG`.
 fn with_karmada(f: &Federation, args: &[&str]) -> Run {

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::division;
 use super::ingress;
 use super::report::{FindingKind, ObjectReport};
 use crate::cluster::membership::Scope;
@@ -475,7 +476,11 @@ fn federated_object(fed: &Value, ctx: &Context) -> (Vec<Value>, ObjectReport) {
     let scheduling = rsp.and_then(|r| replica_scheduling(r, &mut template, &mut report));
     objects.push(template.clone());
     if let Some(affinity) = affinity {
-        objects.push(propagation_policy(fed, &ty, affinity, scheduling));
+        let policy = propagation_policy(fed, &ty, affinity, scheduling);
+        if let Some(r) = rsp {
+            compare_replicas(r, &policy, ctx, &mut report);
+        }
+        objects.push(policy);
     }
     if let Some(op) = override_policy(fed, &ty, &template, rsp.is_some(), &mut report) {
         objects.push(op);
@@ -893,6 +898,42 @@ fn replica_scheduling(
         "replicaDivisionPreference": "Weighted",
         "weightPreference": {"staticWeightList": weights},
     }))
+}
+
+/// Each member whose replicas Karmada's static weights change from
+/// KubeFed's planner's (`division`): an approximation each, named with
+/// both numbers. Only when the input holds the KubeFedClusters to divide
+/// over (offline files without them are not compared).
+fn compare_replicas(rsp: &Value, policy: &Value, ctx: &Context, report: &mut ObjectReport) {
+    let Ok(parsed) = read_rsp(rsp) else {
+        return;
+    };
+    let exported: Vec<(String, Value)> = ctx
+        .input
+        .clusters
+        .iter()
+        .map(|c| (meta(c, "name").to_string(), c["metadata"]["labels"].clone()))
+        .collect();
+    if exported.is_empty() || policy["spec"]["placement"]["replicaScheduling"].is_null() {
+        return;
+    }
+    let affinity = &policy["spec"]["placement"]["clusterAffinity"];
+    let placed = division::affinity_clusters(Some(affinity).filter(|a| !a.is_null()), &exported);
+    let kubefed = match parsed.intersect_with_cluster_selector {
+        true => placed.clone(),
+        false => exported.iter().map(|(n, _)| n.clone()).collect(),
+    };
+    for d in division::differences(&parsed.preferences, &parsed.key, &kubefed, &placed) {
+        report.add(
+            FindingKind::Approximated,
+            &format!(
+                "ReplicaSchedulingPreference {}: replicas.{}",
+                key(rsp),
+                d.cluster
+            ),
+            d.message(),
+        );
+    }
 }
 
 /// RSPs with no federated object to schedule in the input.

@@ -3,6 +3,7 @@
 //! field that could not be carried over exactly; [`migration`] the
 //! decisions of `migrate karmada` beside the mapping.
 
+mod division;
 mod ingress;
 pub mod karmada;
 pub mod migration;

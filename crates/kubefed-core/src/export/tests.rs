@@ -749,3 +749,58 @@ fn a_crd_of_the_input_defines_the_target_of_a_custom_type() {
     // Built-in types have no CRD.
     assert!(!deployment_type().targets_crd(&widgets));
 }
+
+#[test]
+fn members_whose_replicas_karmada_changes_are_named_in_the_report() {
+    let kfc = |name: &str| {
+        json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
+               "metadata": {"name": name, "namespace": "kube-federation-system"},
+               "spec": {"apiEndpoint": "https://x", "secretRef": {"name": name}}})
+    };
+    let clusters = [kfc("m1"), kfc("m2")];
+    let web = fed(
+        "FederatedDeployment",
+        "shop",
+        "web",
+        json!({"template": {"spec": {"replicas": 1}}, "placement": {"clusters": [{"name": "m1"}]}}),
+    );
+    let types = vec![
+        deployment_type(),
+        FederatedType::builtin("types.kubefed.io", "FederatedNamespace").unwrap(),
+    ];
+    let federated = [fed_ns("shop", json!({"clusterSelector": {}})), web];
+    let fields = |rsp_clusters: Value| -> Vec<String> {
+        let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 6, "clusters": rsp_clusters}});
+        let out = export(&Input {
+            clusters: &clusters,
+            secrets: &[],
+            type_configs: &[],
+            types: &types,
+            federated: &federated,
+            rsps: &[rsp],
+            crds: &[],
+            scope: Scope::Cluster,
+            with_tokens: false,
+        });
+        out.reports
+            .iter()
+            .flat_map(|r| &r.findings)
+            .filter(|f| f.field.contains(": replicas."))
+            .map(|f| format!("{}: {}", f.field, f.message))
+            .collect()
+    };
+    // Exact weights: nothing named.
+    assert!(fields(json!({"m1": {"weight": 2}, "m2": {"weight": 1}})).is_empty());
+    // A maximum: both members, with both numbers.
+    assert_eq!(
+        fields(json!({"m1": {"weight": 1, "maxReplicas": 2}, "m2": {"weight": 1}})),
+        [
+            "ReplicaSchedulingPreference shop/web: replicas.m1: replicas: KubeFed's planner gives 2 here, Karmada's static weights 3",
+            "ReplicaSchedulingPreference shop/web: replicas.m2: replicas: KubeFed's planner gives 4 here, Karmada's static weights 3",
+        ]
+    );
+    // A maximum never reached: approximated, but nothing changes.
+    assert!(fields(json!({"m1": {"weight": 1, "maxReplicas": 5}, "m2": {"weight": 1}})).is_empty());
+}
