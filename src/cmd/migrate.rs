@@ -7,7 +7,7 @@
 
 use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::export::karmada::Export;
-use crate::core::export::migration::{Clusters, clusters_after_release, to_apply};
+use crate::core::export::migration::{Clusters, clusters_after_release, clusters_first, to_apply};
 use crate::sync::karmada::{self, migrate};
 use crate::sync::lock;
 use anyhow::{Context, Result};
@@ -31,7 +31,8 @@ pub enum MigrateTarget {
     after_help = "Steps, each safe to run again after an interruption: refuse while
 KubeFed's controller-manager or a reconcile holds the federation; export
 (as export karmada, tokens included); record every member copy's UID;
-server-side apply the export to Karmada; wait until Karmada reports each
+server-side apply the export to Karmada (the Clusters first, then, once
+Karmada reports them Ready, the rest); wait until Karmada reports each
 binding FullyApplied; check each copy carries karmada.io/managed with its
 UID unchanged; then annotate each federated object kubefed.io/orphan,
 delete it and its RSP. Nothing is released if a copy was recreated.
@@ -129,7 +130,10 @@ async fn steps(
             "Secret {s} not applied: its KubeFedCluster's Secret is gone from the host; Karmada keeps the one it has"
         );
     }
-    let applied = migrate::apply(karmada_client, &objects).await?;
+    let (clusters, rest, cluster_names) = clusters_first(&objects);
+    let mut applied = migrate::apply(karmada_client, &clusters).await?;
+    migrate::wait_clusters_ready(karmada_client, &cluster_names, k.timeout).await?;
+    applied += migrate::apply(karmada_client, &rest).await?;
     tracing::info!(
         "applied {applied} object(s) to Karmada ({})",
         k.karmada_context

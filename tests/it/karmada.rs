@@ -472,7 +472,11 @@ fn own_clusters(shared: &TestEnv, f: &Federation) -> Value {
     both
 }
 
-/// Creates `objects` in the Karmada API server (as `kubectl create -f`).
+/// Creates `objects` in the Karmada API server (as `kubectl create -f`),
+/// as docs/migrate-karmada.md says to: the Clusters (and their Secrets)
+/// first, the rest once Karmada reports them Ready with their APIs
+/// (its scheduler leaves out a Cluster without status, and does not
+/// schedule again when the status comes).
 fn apply(env: &TestEnv, objects: &[Value]) {
     post(
         env,
@@ -480,7 +484,30 @@ fn apply(env: &TestEnv, objects: &[Value]) {
         "/api/v1/namespaces",
         json!({"metadata": {"name": "karmada-cluster"}}),
     );
-    for obj in objects {
+    let first =
+        |o: &Value| o["kind"] == "Cluster" || o["metadata"]["namespace"] == "karmada-cluster";
+    for obj in objects.iter().filter(|o| first(o)) {
+        post(env, "karmada", &collection(obj), obj.clone());
+    }
+    for cluster in objects.iter().filter(|o| o["kind"] == "Cluster") {
+        let path = format!(
+            "/apis/cluster.karmada.io/v1alpha1/clusters/{}",
+            cluster["metadata"]["name"].as_str().unwrap()
+        );
+        wait_until(&format!("Karmada's {path} Ready"), || {
+            get(env, "karmada", &path).is_some_and(|c| {
+                let status = &c["status"];
+                status["apiEnablements"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+                    && status["conditions"].as_array().is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+            })
+        });
+    }
+    for obj in objects.iter().filter(|o| !first(o)) {
         post(env, "karmada", &collection(obj), obj.clone());
     }
 }
@@ -715,13 +742,40 @@ fn karmada_schedules_an_approximated_rsp_as_the_report_says() {
     // Karmada's scheduler does what the report said, without recreating
     // a Deployment.
     apply(env, &items(&run));
-    wait_until("Karmada's Deployments, capped's 3 and 3", || {
-        replicas("capped") == [3, 3]
-            && watched.iter().all(|(c, p)| {
-                get(shared, c, p)
-                    .is_some_and(|o| o["metadata"]["labels"]["karmada.io/managed"] == "true")
-            })
-    });
+    let taken = || {
+        watched.iter().all(|(c, p)| {
+            get(shared, c, p)
+                .is_some_and(|o| o["metadata"]["labels"]["karmada.io/managed"] == "true")
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !(replicas("capped") == [3, 3] && taken()) {
+        if std::time::Instant::now() > deadline {
+            let rbs = get(
+                env,
+                "karmada",
+                &format!("/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"),
+            );
+            panic!(
+                "Karmada has not scheduled capped in 90s: capped {:?}, roomy {:?}, taken over {}\nbindings: {}",
+                replicas("capped"),
+                replicas("roomy"),
+                taken(),
+                rbs.map(|l| l["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| format!(
+                        "{} {} {}",
+                        i["metadata"]["name"], i["spec"]["clusters"], i["status"]
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+                    .unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     assert_eq!(replicas("roomy"), [3, 3], "roomy: not named, so unchanged");
     let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     assert_eq!(before, after, "a Deployment was recreated");

@@ -166,6 +166,55 @@ pub async fn apply(karmada: &kube::Client, objects: &[&Value]) -> Result<usize> 
     Ok(objects.len())
 }
 
+/// Waits until Karmada reports each Cluster `Ready` with the APIs it
+/// serves (at most `timeout`, looked at once even when it is 0): the
+/// scheduler only considers a Cluster with both. The error names each
+/// that is not, with Karmada's message.
+pub async fn wait_clusters_ready(
+    karmada: &kube::Client,
+    names: &[String],
+    timeout: Duration,
+) -> Result<()> {
+    let ar = api_resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters");
+    let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &ar);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut pending = Vec::new();
+        for name in names {
+            let status = api
+                .get_opt(name)
+                .await
+                .map_err(api_error)?
+                .map(|c| c.data["status"].clone())
+                .unwrap_or(Value::Null);
+            let ready = status["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "Ready");
+            let apis = status["apiEnablements"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty());
+            if !apis || ready.is_none_or(|c| c["status"] != "True") {
+                let why = ready
+                    .and_then(|c| c["message"].as_str())
+                    .unwrap_or("no status yet");
+                pending.push(format!("{name}: {why}"));
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "Karmada's Cluster(s) not Ready within {timeout:?} (nothing scheduled yet): {}",
+                pending.join("; ")
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 /// Karmada's binding of a template: `<name>-<kind>` (Karmada's
 /// `GenerateBindingName`), a ResourceBinding in the template's namespace
 /// or a ClusterResourceBinding.

@@ -139,6 +139,31 @@ pub fn to_apply(objects: &[Value]) -> (Vec<&Value>, Vec<String>) {
     (apply, names)
 }
 
+/// The objects a migration applies first, and waits for: the Clusters
+/// with their Secrets and namespace; then the rest. Karmada's scheduler
+/// schedules a binding once, over the Clusters that have reported their
+/// status by then (it does not schedule again when a status arrives), so
+/// policies applied beside a new Cluster would leave it out: its copies
+/// not taken over, and with an RSP its share of the replicas moved to the
+/// others. The names of the Clusters to wait for.
+pub fn clusters_first<'v>(objects: &[&'v Value]) -> (Vec<&'v Value>, Vec<&'v Value>, Vec<String>) {
+    let first = |o: &Value| {
+        o["apiVersion"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("cluster.karmada.io/"))
+            || o["metadata"]["namespace"] == CLUSTER_SECRET_NAMESPACE
+            || (o["kind"] == "Namespace" && o["metadata"]["name"] == CLUSTER_SECRET_NAMESPACE)
+    };
+    let (clusters, rest): (Vec<&Value>, Vec<&Value>) =
+        objects.iter().copied().partition(|o| first(o));
+    let names = clusters
+        .iter()
+        .filter(|o| o["kind"] == "Cluster")
+        .map(|o| key(o).1.to_string())
+        .collect();
+    (clusters, rest, names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +245,23 @@ mod tests {
         let (apply, left_out) = to_apply(&objects);
         assert_eq!(apply, [&objects[0], &app_secret]);
         assert_eq!(left_out, ["karmada-cluster/m2"]);
+    }
+
+    #[test]
+    fn clusters_are_applied_before_anything_they_would_schedule() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLUSTER_SECRET_NAMESPACE}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": CLUSTER_SECRET_NAMESPACE, "name": "m1"}}),
+            json!({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "m1"}}),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "shop", "name": "m1"}}),
+            json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"namespace": "shop", "name": "p"}}),
+        ];
+        let refs: Vec<&Value> = objects.iter().collect();
+        let (first, rest, names) = clusters_first(&refs);
+        assert_eq!(first, refs[..3]);
+        assert_eq!(rest, refs[3..]);
+        assert_eq!(names, ["m1"]);
     }
 
     #[test]
