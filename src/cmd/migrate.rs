@@ -169,7 +169,12 @@ async fn finish_clusters(
         Some(crate::core::cluster::membership::Scope::Namespaced) => Some(host.namespace.as_str()),
         _ => None,
     };
-    match clusters_after_release(k.keep_clusters, &left.federated, own) {
+    match clusters_after_release(k.keep_clusters, &left.federated, &left.unlisted, own) {
+        Clusters::Unknown(types) => println!(
+            "{} KubeFedCluster(s) kept: federated type(s) not listed, objects may remain: {}",
+            left.clusters.len(),
+            types.join("; ")
+        ),
         Clusters::Kept => println!(
             "{} KubeFedCluster(s) kept (--keep-clusters)",
             federation.clusters.len()

@@ -1144,8 +1144,42 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
             .len()
     };
     assert_eq!(clusters_left(), 2);
-    // ... or when kept.
     request(shared, "host", "DELETE", &other_cm, None);
+    // ... or while a federated type cannot be listed (its objects may
+    // remain): here an FTC whose federated CRD does not exist.
+    let ftcs = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs",
+        f.fedns
+    );
+    post(
+        shared,
+        "host",
+        &ftcs,
+        json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "FederatedTypeConfig",
+               "metadata": {"name": "kxnones.kxmig.example.com", "namespace": f.fedns},
+               "spec": {"propagation": "Enabled",
+                        "targetType": {"group": "kxmig.example.com", "version": "v1", "kind": "KxNone",
+                                       "pluralName": "kxnones", "scope": "Namespaced"},
+                        "federatedType": {"group": f.group, "version": "v1beta1", "kind": "FederatedKxNone",
+                                          "pluralName": "federatedkxnones", "scope": "Namespaced"}}}),
+    );
+    let run = with_karmada(&f, &args).ok();
+    assert!(
+        run.stdout.contains(
+            "2 KubeFedCluster(s) kept: federated type(s) not listed, objects may remain: kxnones.kxmig.example.com:"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(clusters_left(), 2);
+    request(
+        shared,
+        "host",
+        "DELETE",
+        &format!("{ftcs}/kxnones.kxmig.example.com"),
+        None,
+    );
+    // ... or when kept.
     let mut keep = args.to_vec();
     keep.push("--keep-clusters");
     let run = with_karmada(&f, &keep).ok();

@@ -28,6 +28,9 @@ pub struct Federation {
     /// targets are exported, and define types no FTC names).
     pub crds: Vec<Value>,
     pub scope: Option<Scope>,
+    /// Live, the federated types that could not be listed (`<ftc>:
+    /// <error>`): their objects are not in `federated`.
+    pub unlisted: Vec<String>,
 }
 
 impl Federation {
@@ -124,6 +127,7 @@ pub fn read_files(paths: &[PathBuf], namespace: Option<&str>) -> Result<Federati
         federated: objects(inputs.federated),
         rsps: objects(inputs.rsps),
         scope,
+        unlisted: Vec::new(),
     })
 }
 
@@ -146,7 +150,7 @@ pub async fn read_host(
         fed_ns,
     )
     .await?;
-    let federated = federated_objects(host, &type_configs, namespace).await;
+    let (federated, unlisted) = federated_objects(host, &type_configs, namespace).await;
     let rsp = (
         "scheduling.kubefed.io",
         "v1alpha1",
@@ -168,6 +172,7 @@ pub async fn read_host(
     let crds = target_crds(host, &type_configs).await?;
     Ok(Federation {
         crds,
+        unlisted,
         clusters,
         secrets,
         type_configs,
@@ -192,23 +197,32 @@ async fn list(
 }
 
 /// Every FTC's federated objects; a type that cannot be listed is warned
-/// about and left out.
-async fn federated_objects(host: &Host, type_configs: &[Value], ns: Option<&str>) -> Vec<Value> {
+/// about, left out, and named (`<ftc>: <error>`) in the second list.
+async fn federated_objects(
+    host: &Host,
+    type_configs: &[Value],
+    ns: Option<&str>,
+) -> (Vec<Value>, Vec<String>) {
     let mut federated = Vec::new();
+    let mut unlisted = Vec::new();
     for ftc in type_configs {
         let f = &ftc["spec"]["federatedType"];
         let s = |key: &str| f[key].as_str().unwrap_or("");
         let resource = (s("group"), s("version"), s("kind"), s("pluralName"));
         match list(host, resource, ns).await {
             Ok(o) => federated.extend(o),
-            Err(e) => tracing::warn!(
-                "{}: {}",
-                ftc["metadata"]["name"].as_str().unwrap_or(""),
-                crate::error::one_line(&e)
-            ),
+            Err(e) => {
+                let why = format!(
+                    "{}: {}",
+                    ftc["metadata"]["name"].as_str().unwrap_or(""),
+                    crate::error::one_line(&e)
+                );
+                tracing::warn!("{why}");
+                unlisted.push(why);
+            }
         }
     }
-    federated
+    (federated, unlisted)
 }
 
 /// The CRDs of the FTCs' targets outside the built-in types, as the host

@@ -87,6 +87,9 @@ pub enum Clusters {
     /// needs the clusters for them. The namespaces (`""`: cluster-scoped)
     /// with what remains, sorted, and how many objects.
     StillUsed(Vec<String>, usize),
+    /// Some federated types could not be listed (`<type>: <why>`): whether
+    /// objects of theirs remain is unknown, so the clusters stay.
+    Unknown(Vec<String>),
 }
 
 /// Whether the KubeFedClusters go: only when none of the federation's
@@ -96,14 +99,19 @@ pub enum Clusters {
 /// KubeFed, its namespace, the only one it federates (another control
 /// plane's objects elsewhere are not its). RSPs do not count: without
 /// their federated object they schedule nothing, and other control
-/// planes' RSPs share their group.
+/// planes' RSPs share their group. `unlisted`: the types that could not be
+/// listed.
 pub fn clusters_after_release(
     keep: bool,
     remaining: &[Value],
+    unlisted: &[String],
     own_namespace: Option<&str>,
 ) -> Clusters {
     if keep {
         return Clusters::Kept;
+    }
+    if !unlisted.is_empty() {
+        return Clusters::Unknown(unlisted.to_vec());
     }
     let ours: Vec<&str> = remaining
         .iter()
@@ -266,26 +274,42 @@ mod tests {
 
     #[test]
     fn clusters_go_only_when_nothing_federated_is_left() {
-        assert_eq!(clusters_after_release(false, &[], None), Clusters::Remove);
-        assert_eq!(clusters_after_release(true, &[], None), Clusters::Kept);
+        assert_eq!(
+            clusters_after_release(false, &[], &[], None),
+            Clusters::Remove
+        );
+        assert_eq!(clusters_after_release(true, &[], &[], None), Clusters::Kept);
         let left = [
             obj("FederatedConfigMap", "b", "x"),
             obj("FederatedConfigMap", "a", "y"),
             obj("FederatedConfigMap", "b", "z"),
         ];
         assert_eq!(
-            clusters_after_release(false, &left, None),
+            clusters_after_release(false, &left, &[], None),
             Clusters::StillUsed(vec!["a".into(), "b".into()], 3)
         );
-        assert_eq!(clusters_after_release(true, &left, None), Clusters::Kept);
+        assert_eq!(
+            clusters_after_release(true, &left, &[], None),
+            Clusters::Kept
+        );
         // Namespace-scoped: only its own namespace's objects are its.
         assert_eq!(
-            clusters_after_release(false, &left, Some("a")),
+            clusters_after_release(false, &left, &[], Some("a")),
             Clusters::StillUsed(vec!["a".into()], 1)
         );
         assert_eq!(
-            clusters_after_release(false, &left, Some("fed")),
+            clusters_after_release(false, &left, &[], Some("fed")),
             Clusters::Remove
+        );
+        // A type that could not be listed may still hold objects.
+        let why = vec!["widgets.example.com: forbidden".to_string()];
+        assert_eq!(
+            clusters_after_release(false, &[], &why, None),
+            Clusters::Unknown(why.clone())
+        );
+        assert_eq!(
+            clusters_after_release(true, &[], &why, None),
+            Clusters::Kept
         );
     }
 }
