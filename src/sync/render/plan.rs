@@ -25,10 +25,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
     let mut inputs = inputs;
     let mut notes = std::mem::take(&mut inputs.notes);
-    notes.extend(inputs.type_configs.iter().map(|t| {
+    notes.extend(inputs.type_configs.iter().chain(&inputs.crds).map(|t| {
         format!(
-            "{}: FederatedTypeConfig is not used when rendering; skipped",
-            t.source
+            "{}: {} is not used when rendering; skipped",
+            t.source,
+            t.object["kind"].as_str().unwrap_or("")
         )
     }));
     let clusters = clusters_of(&inputs, extra_clusters)?;

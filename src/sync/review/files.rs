@@ -55,6 +55,7 @@ pub fn load(
         .iter()
         .chain(&inputs.dns)
         .chain(&inputs.member_status)
+        .chain(&inputs.crds)
         .chain(&inputs.config);
     if let Some(o) = others.into_iter().next() {
         bail!(
