@@ -87,7 +87,10 @@ pub async fn apply_one(
     limits: Limits,
     stalled: Option<&Stall>,
 ) -> Result<(Done, Option<Value>), (ClusterStatus, String)> {
-    let (ns, name) = w.key();
+    let ObjectKey {
+        namespace: ns,
+        name,
+    } = w.key();
     let api = crate::apply::dynamic_api(client, Some(&ns), &t.target);
     let failed = w
         .decision

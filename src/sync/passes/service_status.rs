@@ -83,16 +83,16 @@ async fn write_type(
             Write::Create(o) => ("create", o),
             Write::Update(o) => ("update", o),
         };
-        let what = format!("{} {}/{}", ar.kind, key.0, key.1);
+        let what = format!("{} {}/{}", ar.kind, key.namespace, key.name);
         if dry_run {
             report.changes.push(Change::new(Place::Host, verb, what));
             continue;
         }
-        let api = dynamic_api(&host.client, Some(&key.0), ar);
+        let api = dynamic_api(&host.client, Some(&key.namespace), ar);
         let body: DynamicObject = serde_json::from_value(obj)?;
         let done = match verb {
             "create" => api.create(&PostParams::default(), &body).await,
-            _ => api.replace(&key.1, &PostParams::default(), &body).await,
+            _ => api.replace(&key.name, &PostParams::default(), &body).await,
         };
         match done.map_err(api_error) {
             Ok(_) => report.host_writes += 1,

@@ -178,7 +178,7 @@ pub fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
     if t.namespaced {
         key.clone()
     } else {
-        (String::new(), key.1.clone())
+        ObjectKey::new("", key.name.clone())
     }
 }
 
@@ -189,8 +189,8 @@ pub fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
 pub fn in_reach(t: &FederatedType, member: &ObjectKey, objects_namespace: Option<&str>) -> bool {
     match objects_namespace {
         None => true,
-        Some(ns) if t.namespaced => member.0 == ns,
-        Some(ns) => t.target.is_namespace() && member.1 == ns,
+        Some(ns) if t.namespaced => member.namespace == ns,
+        Some(ns) => t.target.is_namespace() && member.name == ns,
     }
 }
 
@@ -198,7 +198,7 @@ pub fn in_reach(t: &FederatedType, member: &ObjectKey, objects_namespace: Option
 /// to: a Namespace `x` belongs to the FederatedNamespace `x/x`.
 pub fn federated_key(t: &FederatedType, member: &ObjectKey) -> ObjectKey {
     if t.target.is_namespace() {
-        (member.1.clone(), member.1.clone())
+        ObjectKey::new(member.name.clone(), member.name.clone())
     } else {
         member_key(t, member)
     }
@@ -217,9 +217,9 @@ pub fn decide_object(
 ) -> ObjectPlan {
     let key = key_of(obj);
     let what = describe_key(&t.federated_kind, &key);
-    let pv_name = propagated_version_name(&t.target.kind, &key.1);
+    let pv_name = propagated_version_name(&t.target.kind, &key.name);
     let is_namespace = t.target.is_namespace();
-    if is_namespace && member::is_system_namespace(&key.1, fed.kubefed_namespace) {
+    if is_namespace && member::is_system_namespace(&key.name, fed.kubefed_namespace) {
         // Upstream `pkg/controller/sync/accessor.go` (`isSystemNamespace`):
         // never adopted, labelled, finalized or deleted; it still places
         // the objects inside the namespace.
@@ -237,7 +237,7 @@ pub fn decide_object(
     p.record = true;
     p.pv_status = fed
         .versions
-        .get(&(p.key.0.clone(), p.pv_name.clone()))
+        .get(&ObjectKey::new(p.key.namespace.clone(), p.pv_name.clone()))
         .map(|v| v.get("status").cloned().unwrap_or(Value::Null));
     if deleting {
         plan_deletion(&mut p, obj, placement, &states, &what);
@@ -259,7 +259,7 @@ fn system_namespace_plan(obj: &Value, key: ObjectKey, pv_name: String, what: &st
     }
     p.notes.push(format!(
         "{what}: ignored: {:?} is a system namespace, never propagated (the objects in it still are)",
-        p.key.1
+        p.key.name
     ));
     p
 }
@@ -301,7 +301,7 @@ fn member_states<'a>(
             };
             let is_host_namespace = is_namespace
                 && live.as_ref().is_some_and(|l| {
-                    fed.host_namespaces.get(&key.1).is_some_and(|uid| {
+                    fed.host_namespaces.get(&key.name).is_some_and(|uid| {
                         l.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
                     })
                 });
@@ -325,7 +325,7 @@ fn object_placement(
     key: &ObjectKey,
 ) -> Result<NamespacedPlacement, PlacementError> {
     let fed_namespace = if t.namespaced {
-        fed.fed_namespaces.get(&key.0)
+        fed.fed_namespaces.get(&key.namespace)
     } else {
         None
     };
@@ -489,7 +489,9 @@ pub fn orphans(
             if member::managed_label(&obj) != ManagedLabel::True {
                 continue;
             }
-            if t.target.is_namespace() && member::is_system_namespace(&k.1, fed.kubefed_namespace) {
+            if t.target.is_namespace()
+                && member::is_system_namespace(&k.name, fed.kubefed_namespace)
+            {
                 continue;
             }
             if !in_reach(t, k, fed.objects_namespace()) {
@@ -1058,10 +1060,7 @@ mod tests {
         for (name, obj, live, adopt, with_version, want) in rows {
             let mut versions = HashMap::new();
             if with_version {
-                versions.insert(
-                    ("shop".to_string(), "configmap-x".to_string()),
-                    recorded.clone(),
-                );
+                versions.insert(ObjectKey::new("shop", "configmap-x"), recorded.clone());
             }
             let mut f = w.federation();
             f.versions = &versions;
@@ -1095,7 +1094,7 @@ mod tests {
         let found = orphans(&f, &t, &[fed_cm("kept")], &members, None);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].decision.action, Action::RemoveManagedLabel);
-        assert_eq!(key_of(&found[0].live).1, "gone");
+        assert_eq!(key_of(&found[0].live).name, "gone");
         let with_selector = RunScope {
             selector: Some("app=web".into()),
             ..RunScope::default()
@@ -1106,8 +1105,8 @@ mod tests {
         };
         assert!(orphans(&f_selected, &t, &[], &members, None).is_empty());
         // A watch round over some keys: only those keys' orphans.
-        let gone: BTreeSet<ObjectKey> = [("shop".to_string(), "gone".to_string())].into();
-        let other: BTreeSet<ObjectKey> = [("shop".to_string(), "kept".to_string())].into();
+        let gone: BTreeSet<ObjectKey> = [ObjectKey::new("shop", "gone")].into();
+        let other: BTreeSet<ObjectKey> = [ObjectKey::new("shop", "kept")].into();
         assert_eq!(orphans(&f, &t, &[], &members, Some(&gone)).len(), 1);
         assert!(orphans(&f, &t, &[], &members, Some(&other)).is_empty());
         // Namespace type under -n: only that namespace itself.
@@ -1126,7 +1125,7 @@ mod tests {
         let f_limited = Federation { run: &limited, ..f };
         let found = orphans(&f_limited, &ns, &[], &members, None);
         assert_eq!(found.len(), 1);
-        assert_eq!(key_of(&found[0].live).1, "shop");
+        assert_eq!(key_of(&found[0].live).name, "shop");
     }
 
     #[test]
@@ -1267,7 +1266,7 @@ mod properties {
             }
             prop_assert_eq!(recorded.len(), first.selected.len());
             let status = merged_status(None, &template_version(&obj).unwrap(), &overrides_version(&obj).unwrap(), &first.selected, &recorded);
-            let versions = HashMap::from([(("shop".to_string(), first.pv_name.clone()), json!({"status": status}))]);
+            let versions = HashMap::from([(ObjectKey::new("shop", first.pv_name.clone()), json!({"status": status}))]);
             f.versions = &versions;
             let second = decide_object(&f, &t, &obj, &members);
             for d in &second.decisions {
