@@ -16,6 +16,7 @@ use crate::describe::{ObjectKey, describe_key, key_of};
 use crate::propagation::action::Action;
 use crate::propagation::decide::{FederatedType, federated_key, in_reach};
 use crate::propagation::deletion::{self, DeleteOptionsError};
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::member::{ManagedLabel, MemberState, is_system_namespace, managed_label};
 use crate::propagation::version::propagated_version_name;
 
@@ -141,12 +142,13 @@ fn federated_step(
     obj: &Value,
     host_namespace: bool,
 ) -> Result<Option<(Action, Reason)>, CleanupError> {
+    let fed = FederatedObject::new(fed);
     let orphan = deletion::is_orphaning(fed);
     let options = if orphan {
         None
     } else {
         deletion::delete_options(fed).map_err(|error| CleanupError {
-            what: describe_key(&t.federated_kind, &key_of(fed)),
+            what: describe_key(&t.federated_kind, &fed.key()),
             error,
         })?
     };

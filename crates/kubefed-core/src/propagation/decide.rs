@@ -20,6 +20,7 @@ use crate::outcome::{Failure, Place};
 use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::deletion::{self, DeletionPlan, SYNC_FINALIZER};
 use crate::propagation::desired::TargetType;
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::member::{self, ManagedLabel, MemberState, SyncSettings};
 use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
 use crate::propagation::status::AggregateReason;
@@ -165,12 +166,6 @@ impl ObjectPlan {
     }
 }
 
-fn has_sync_finalizer(obj: &Value) -> bool {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|f| f.iter().any(|x| x == SYNC_FINALIZER))
-}
-
 /// The key a federated object's copy has in a member: the same, without
 /// the namespace for a cluster-scoped target (a FederatedNamespace `x/x`
 /// is the Namespace `x`). The one rule; the engines ask it.
@@ -215,7 +210,8 @@ pub fn decide_object(
     obj: &Value,
     members: &BTreeMap<String, Listing>,
 ) -> ObjectPlan {
-    let key = key_of(obj);
+    let obj = FederatedObject::new(obj);
+    let key = obj.key();
     let what = describe_key(&t.federated_kind, &key);
     let pv_name = propagated_version_name(&t.target.kind, &key.name);
     let is_namespace = t.target.is_namespace();
@@ -225,12 +221,10 @@ pub fn decide_object(
         // the objects inside the namespace.
         return system_namespace_plan(obj, key, pv_name, &what);
     }
-    if is_namespace && !member::federated_namespace_name_is_valid(obj) {
+    if is_namespace && !member::federated_namespace_name_is_valid(obj.value()) {
         return invalid_namespace_plan(key, pv_name, &what);
     }
-    let deleting = obj
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null());
+    let deleting = obj.being_deleted();
     let states = member_states(fed, t, &key, members, deleting);
     let placement = object_placement(fed, t, obj, &key);
     let mut p = ObjectPlan::ignored(key, pv_name);
@@ -243,7 +237,7 @@ pub fn decide_object(
         plan_deletion(&mut p, obj, placement, &states, &what);
         return p;
     }
-    if !has_sync_finalizer(obj) {
+    if !obj.has_finalizer(SYNC_FINALIZER) {
         p.finalizer = FinalizerStep::AddFirst;
     }
     plan_sync(&mut p, fed, t, obj, placement, &states, &what);
@@ -252,9 +246,14 @@ pub fn decide_object(
 }
 
 /// A system namespace's FederatedNamespace: left alone, but a stray sync finalizer must go.
-fn system_namespace_plan(obj: &Value, key: ObjectKey, pv_name: String, what: &str) -> ObjectPlan {
+fn system_namespace_plan(
+    obj: FederatedObject,
+    key: ObjectKey,
+    pv_name: String,
+    what: &str,
+) -> ObjectPlan {
     let mut p = ObjectPlan::ignored(key, pv_name);
-    if has_sync_finalizer(obj) {
+    if obj.has_finalizer(SYNC_FINALIZER) {
         p.finalizer = FinalizerStep::RemoveStray;
     }
     p.notes.push(format!(
@@ -321,7 +320,7 @@ fn member_states<'a>(
 fn object_placement(
     fed: &Federation,
     t: &FederatedType,
-    obj: &Value,
+    obj: FederatedObject,
     key: &ObjectKey,
 ) -> Result<NamespacedPlacement, PlacementError> {
     let fed_namespace = if t.namespaced {
@@ -341,7 +340,7 @@ fn object_placement(
 /// Deletion: the placed members' copies go or lose the label; what blocks it is reported.
 fn plan_deletion(
     p: &mut ObjectPlan,
-    obj: &Value,
+    obj: FederatedObject,
     placement: Result<NamespacedPlacement, PlacementError>,
     states: &[MemberState],
     what: &str,
@@ -377,7 +376,7 @@ fn plan_sync(
     p: &mut ObjectPlan,
     fed: &Federation,
     t: &FederatedType,
-    obj: &Value,
+    obj: FederatedObject,
     placement: Result<NamespacedPlacement, PlacementError>,
     states: &[MemberState],
     what: &str,

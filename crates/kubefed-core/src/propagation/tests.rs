@@ -6,9 +6,14 @@ use super::deletion::*;
 use super::member::*;
 use super::status::*;
 use crate::propagation::desired::{MANAGED_LABEL, TargetType};
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::version::{overrides_version, template_version};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+
+fn view(fed: &Value) -> FederatedObject<'_> {
+    FederatedObject::new(fed)
+}
 
 fn target() -> TargetType {
     TargetType::new("", "v1", "ConfigMap")
@@ -69,7 +74,7 @@ fn one(
     } else {
         set(&[])
     };
-    sync_decisions(&fed(), &target(), &sel, &[m], versions, settings).remove(0)
+    sync_decisions(view(&fed()), &target(), &sel, &[m], versions, settings).remove(0)
 }
 
 #[test]
@@ -243,7 +248,7 @@ fn generation_tracked_objects_also_compare_metadata() {
     let versions = versions_for(&fed_d, "c1", "gen:3");
     let decide = |o: &Value| {
         sync_decisions(
-            &fed_d,
+            view(&fed_d),
             &deploy,
             &set(&["c1"]),
             &[member("c1", true, Some(o))],
@@ -265,7 +270,7 @@ fn generation_tracked_objects_also_compare_metadata() {
     cm["metadata"]["labels"]["extra"] = json!("x");
     let v = versions_for(&cm_fed, "c1", "rv:5");
     let d = sync_decisions(
-        &cm_fed,
+        view(&cm_fed),
         &target(),
         &set(&["c1"]),
         &[member("c1", true, Some(&cm))],
@@ -289,7 +294,7 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
         is_host_namespace: true,
         unobserved: None,
     };
-    let d = sync_decisions(&fed_ns, &ns_target, &set(&[]), &[m], None, NO_ADOPT);
+    let d = sync_decisions(view(&fed_ns), &ns_target, &set(&[]), &[m], None, NO_ADOPT);
     assert_eq!(d[0].action, Action::RemoveManagedLabel);
     assert_eq!(d[0].status, None);
     host["metadata"]["labels"] = json!({});
@@ -301,7 +306,14 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
         is_host_namespace: true,
         unobserved: None,
     };
-    let d = sync_decisions(&fed_ns, &ns_target, &set(&["host"]), &[m], None, NO_ADOPT);
+    let d = sync_decisions(
+        view(&fed_ns),
+        &ns_target,
+        &set(&["host"]),
+        &[m],
+        None,
+        NO_ADOPT,
+    );
     assert!(matches!(d[0].action, Action::Update { adopt: true, .. }));
 }
 
@@ -311,7 +323,7 @@ fn desired_errors_become_statuses() {
     bad["spec"]["overrides"] =
         json!([{"clusterName": "c1", "clusterOverrides": [{"path": "/metadata/name"}]}]);
     let d = sync_decisions(
-        &bad,
+        view(&bad),
         &target(),
         &set(&["c1"]),
         &[member("c1", true, None)],
@@ -339,7 +351,7 @@ fn deletion_and_orphaning() {
         member("outside", true, Some(&managed)),
     ];
     let placed = set(&["a", "b", "c", "d"]);
-    let plan = deletion_decisions(&deleting, &placed, &members).unwrap();
+    let plan = deletion_decisions(view(&deleting), &placed, &members).unwrap();
     assert_eq!(plan.decisions.len(), 2);
     assert_eq!(plan.decisions[0].cluster, "a");
     assert_eq!(
@@ -362,14 +374,14 @@ fn deletion_and_orphaning() {
 
     let gone = [member("a", true, None), member("c", true, None)];
     assert!(
-        deletion_decisions(&deleting, &set(&["a", "c"]), &gone)
+        deletion_decisions(view(&deleting), &set(&["a", "c"]), &gone)
             .unwrap()
             .remove_finalizer
     );
 
     let mut orphaning = deleting.clone();
     orphaning["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "true"});
-    let plan = deletion_decisions(&orphaning, &placed, &members).unwrap();
+    let plan = deletion_decisions(view(&orphaning), &placed, &members).unwrap();
     assert!(
         !plan.remove_finalizer,
         "orphaning keeps the finalizer until the labels are gone"
@@ -387,47 +399,47 @@ fn deletion_and_orphaning() {
 
     let mut no_finalizer = deleting.clone();
     no_finalizer["metadata"]["finalizers"] = json!([]);
-    let plan = deletion_decisions(&no_finalizer, &placed, &members).unwrap();
+    let plan = deletion_decisions(view(&no_finalizer), &placed, &members).unwrap();
     assert!(plan.decisions.is_empty() && !plan.remove_finalizer && !plan.has_finalizer);
 
     let unlisted = [MemberState {
         unobserved: Some("list failed"),
         ..member("a", true, None)
     }];
-    let plan = deletion_decisions(&deleting, &set(&["a"]), &unlisted).unwrap();
+    let plan = deletion_decisions(view(&deleting), &set(&["a"]), &unlisted).unwrap();
     assert_eq!(plan.unobserved, vec!["a"]);
     assert!(!plan.remove_finalizer, "nothing is known of a's copy");
 
     let mut bad = deleting.clone();
     bad["metadata"]["annotations"] = json!({DELETE_OPTION_ANNOTATION: "nope"});
     assert!(
-        deletion_decisions(&bad, &placed, &members)
+        deletion_decisions(view(&bad), &placed, &members)
             .unwrap_err()
             .to_string()
             .contains("'nope'")
     );
     let mut orphan_wrong_value = deleting.clone();
     orphan_wrong_value["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "True"});
-    assert!(!is_orphaning(&orphan_wrong_value));
+    assert!(!is_orphaning(view(&orphan_wrong_value)));
 }
 
 // Upstream util/deletionannotation_test.go.
 #[test]
 fn delete_option_annotation_cases() {
     let with = |v: &str| json!({"metadata": {"annotations": {DELETE_OPTION_ANNOTATION: v}}});
-    assert_eq!(delete_options(&json!({})).unwrap(), None);
+    assert_eq!(delete_options(view(&json!({}))).unwrap(), None);
     assert_eq!(
-        delete_options(&with(r#"{"propagationPolicy":"Orphan"}"#)).unwrap(),
+        delete_options(view(&with(r#"{"propagationPolicy":"Orphan"}"#))).unwrap(),
         Some(json!({"propagationPolicy": "Orphan"}))
     );
     assert_eq!(
-        delete_options(&with(r#"{"gracePeriodSeconds":5}"#)).unwrap(),
+        delete_options(view(&with(r#"{"gracePeriodSeconds":5}"#))).unwrap(),
         Some(json!({"gracePeriodSeconds": 5}))
     );
     assert_eq!(
-        delete_options(&with(
+        delete_options(view(&with(
             r#"{"propagationPolicy":"Orphan","gracePeriodSeconds":5}"#
-        ))
+        )))
         .unwrap(),
         Some(json!({"propagationPolicy": "Orphan", "gracePeriodSeconds": 5}))
     );
