@@ -958,118 +958,114 @@ mod tests {
         let mut bad_placement = fed.clone();
         bad_placement["spec"]["placement"] =
             json!({"clusterSelector": {"matchExpressions": [{"key": "k", "operator": "Nope"}]}});
-        type Row<'a> = (
-            &'a str,
-            &'a Value,
-            Option<Value>,
-            bool,
-            bool,
-            Vec<(String, &'static str, Option<ClusterStatus>)>,
-        );
-        let rows: Vec<Row> = vec![
-            (
-                "absent: create",
-                &fed,
-                None,
-                true,
-                false,
-                vec![row("a", "create", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "recorded version matches: unchanged",
-                &fed,
-                Some(managed.clone()),
-                true,
-                true,
-                vec![row("a", "unchanged", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "no recorded version: update",
-                &fed,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "update", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "unlabelled: adopt",
-                &fed,
-                Some(copy(json!({}), "7")),
-                true,
-                false,
-                vec![row("a", "update", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "unlabelled, adoption disabled",
-                &fed,
-                Some(copy(json!({}), "7")),
-                false,
-                false,
-                vec![row("a", "skip", Some(ClusterStatus::AlreadyExists))],
-            ),
-            (
-                "managed=false is never touched",
-                &fed,
-                Some(copy(json!({"kubefed.io/managed": "false"}), "7")),
-                true,
-                false,
-                vec![row("a", "skip", Some(ClusterStatus::ManagedLabelFalse))],
-            ),
-            (
-                "no longer placed: delete",
-                &unplaced,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "delete", Some(ClusterStatus::WaitingForRemoval))],
-            ),
-            (
-                "no longer placed, unmanaged: left alone",
-                &unplaced,
-                Some(copy(json!({}), "7")),
-                true,
-                false,
-                vec![row("a", "nothing", None)],
-            ),
-            (
-                "invalid placement: nothing",
-                &bad_placement,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![],
-            ),
-            (
-                "deleted: delete",
-                &deleting,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "delete", None)],
-            ),
-            (
-                "deleted, orphaning: unlabel",
-                &orphaning,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "unlabel", None)],
-            ),
+        /// A row: the federated object, the member's copy, the settings
+        /// and the decisions wanted (named fields: two of them are bools).
+        struct ObjectRow<'a> {
+            name: &'a str,
+            fed: &'a Value,
+            live: Option<Value>,
+            adopt: bool,
+            /// A PropagatedVersion records the copy's version.
+            recorded: bool,
+            want: Vec<(String, &'static str, Option<ClusterStatus>)>,
+        }
+        impl<'a> ObjectRow<'a> {
+            /// No copy, adoption on, nothing recorded.
+            fn new(fed: &'a Value) -> Self {
+                ObjectRow {
+                    name: "",
+                    fed,
+                    live: None,
+                    adopt: true,
+                    recorded: false,
+                    want: Vec::new(),
+                }
+            }
+        }
+        let rows = [
+            ObjectRow {
+                name: "absent: create",
+                want: vec![row("a", "create", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "recorded version matches: unchanged",
+                live: Some(managed.clone()),
+                recorded: true,
+                want: vec![row("a", "unchanged", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "no recorded version: update",
+                live: Some(managed.clone()),
+                want: vec![row("a", "update", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "unlabelled: adopt",
+                live: Some(copy(json!({}), "7")),
+                want: vec![row("a", "update", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "unlabelled, adoption disabled",
+                live: Some(copy(json!({}), "7")),
+                adopt: false,
+                want: vec![row("a", "skip", Some(ClusterStatus::AlreadyExists))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "managed=false is never touched",
+                live: Some(copy(json!({"kubefed.io/managed": "false"}), "7")),
+                want: vec![row("a", "skip", Some(ClusterStatus::ManagedLabelFalse))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "no longer placed: delete",
+                live: Some(managed.clone()),
+                want: vec![row("a", "delete", Some(ClusterStatus::WaitingForRemoval))],
+                ..ObjectRow::new(&unplaced)
+            },
+            ObjectRow {
+                name: "no longer placed, unmanaged: left alone",
+                live: Some(copy(json!({}), "7")),
+                want: vec![row("a", "nothing", None)],
+                ..ObjectRow::new(&unplaced)
+            },
+            ObjectRow {
+                name: "invalid placement: nothing",
+                live: Some(managed.clone()),
+                want: vec![],
+                ..ObjectRow::new(&bad_placement)
+            },
+            ObjectRow {
+                name: "deleted: delete",
+                live: Some(managed.clone()),
+                want: vec![row("a", "delete", None)],
+                ..ObjectRow::new(&deleting)
+            },
+            ObjectRow {
+                name: "deleted, orphaning: unlabel",
+                live: Some(managed.clone()),
+                want: vec![row("a", "unlabel", None)],
+                ..ObjectRow::new(&orphaning)
+            },
         ];
-        for (name, obj, live, adopt, with_version, want) in rows {
+        for r in rows {
+            let name = r.name;
             let mut versions = HashMap::new();
-            if with_version {
+            if r.recorded {
                 versions.insert(ObjectKey::new("shop", "configmap-x"), recorded.clone());
             }
             let mut f = w.federation();
             f.versions = &versions;
-            f.settings.adopt_resources = adopt;
+            f.settings.adopt_resources = r.adopt;
             let members = BTreeMap::from([(
                 "a".to_string(),
-                listed(&live.into_iter().collect::<Vec<_>>()),
+                listed(&r.live.into_iter().collect::<Vec<_>>()),
             )]);
-            let p = decide_object(&f, &configmaps(), obj, &members);
-            assert_eq!(actions(&p), want, "{name}");
+            let p = decide_object(&f, &configmaps(), r.fed, &members);
+            assert_eq!(actions(&p), r.want, "{name}");
             if name.starts_with("invalid") {
                 assert_eq!(p.reason, AggregateReason::ComputePlacementFailed, "{name}");
                 assert!(

@@ -352,46 +352,54 @@ mod tests {
         fed["metadata"]["deletionTimestamp"] = json!("t");
         let p = plan_for(&fed, &[copy("x", false)], &[copy("x", false)]);
         let clusters = [];
-        type Case<'a> = (&'a str, BTreeMap<String, MemberResult>, bool, Vec<&'a str>);
-        let cases: Vec<Case> = vec![
-            (
-                "both gone",
-                results(&[
+        /// A row: the member results, whether the finalizer goes, and
+        /// the clusters still holding a copy.
+        struct Case<'a> {
+            name: &'a str,
+            results: BTreeMap<String, MemberResult>,
+            release: bool,
+            pending: Vec<&'a str>,
+        }
+        let cases = [
+            Case {
+                name: "both gone",
+                results: results(&[
                     ("a", ok(Effect::Deleted { gone: true })),
                     ("b", ok(Effect::Deleted { gone: true })),
                 ]),
-                true,
-                vec![],
-            ),
-            (
-                "b accepted but still terminating",
-                results(&[
+                release: true,
+                pending: vec![],
+            },
+            Case {
+                name: "b accepted but still terminating",
+                results: results(&[
                     ("a", ok(Effect::Deleted { gone: true })),
                     ("b", ok(Effect::Deleted { gone: false })),
                 ]),
-                false,
-                vec!["b"],
-            ),
-            (
-                "b failed",
-                results(&[
+                release: false,
+                pending: vec!["b"],
+            },
+            Case {
+                name: "b failed",
+                results: results(&[
                     ("a", ok(Effect::Deleted { gone: true })),
                     ("b", Err((ClusterStatus::DeletionFailed, "boom".into()))),
                 ]),
-                false,
-                vec![],
-            ),
-            (
-                "run killed before b (no result)",
-                results(&[("a", ok(Effect::Deleted { gone: true }))]),
-                false,
-                vec!["b"],
-            ),
+                release: false,
+                pending: vec![],
+            },
+            Case {
+                name: "run killed before b (no result)",
+                results: results(&[("a", ok(Effect::Deleted { gone: true }))]),
+                release: false,
+                pending: vec!["b"],
+            },
         ];
-        for (name, r, release, pending) in cases {
-            let w = plan_write_back(&fed, &p, &r, &clusters, None, "now");
-            assert_eq!(w.release_finalizer, release, "{name}");
-            assert_eq!(w.pending, pending, "{name}");
+        for c in cases {
+            let name = c.name;
+            let w = plan_write_back(&fed, &p, &c.results, &clusters, None, "now");
+            assert_eq!(w.release_finalizer, c.release, "{name}");
+            assert_eq!(w.pending, c.pending, "{name}");
             assert!(w.status.is_none() && w.versions.is_none(), "{name}");
         }
         // A copy already terminating is waited for: released only once gone.

@@ -77,6 +77,35 @@ fn one(
     sync_decisions(view(&fed()), &target(), &sel, &[m], versions, settings).remove(0)
 }
 
+/// A row of [`sync_decision_table`]: one member as the decision sees it,
+/// and the decision wanted.
+struct SyncRow<'a> {
+    name: &'a str,
+    selected: bool,
+    ready: bool,
+    live: Option<&'a Value>,
+    versions: Option<&'a Value>,
+    settings: SyncSettings,
+    action: &'a str,
+    status: Option<ClusterStatus>,
+}
+
+impl SyncRow<'_> {
+    /// A placed, ready member holding nothing, adoption on.
+    fn placed() -> Self {
+        SyncRow {
+            name: "",
+            selected: true,
+            ready: true,
+            live: None,
+            versions: None,
+            settings: ADOPT,
+            action: "",
+            status: None,
+        }
+    }
+}
+
 #[test]
 fn sync_decision_table() {
     let managed = live("5", Some("true"));
@@ -86,156 +115,119 @@ fn sync_decision_table() {
     terminating["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
     let matching = versions_for(&fed(), "c1", "rv:5");
     let stale = versions_for(&fed(), "c1", "rv:4");
-    type Row<'a> = (
-        &'a str,
-        bool,
-        bool,
-        Option<&'a Value>,
-        Option<&'a Value>,
-        SyncSettings,
-        &'a str,
-        Option<ClusterStatus>,
-    );
-    let rows: Vec<Row> = vec![
-        (
-            "unready selected",
-            true,
-            false,
-            None,
-            None,
-            ADOPT,
-            "skip",
-            Some(ClusterStatus::ClusterNotReady),
-        ),
-        (
-            "unready unselected",
-            false,
-            false,
-            Some(&managed),
-            None,
-            ADOPT,
-            "nothing",
-            None,
-        ),
-        (
-            "unselected absent",
-            false,
-            true,
-            None,
-            None,
-            ADOPT,
-            "nothing",
-            None,
-        ),
-        (
-            "unselected unmanaged is never touched",
-            false,
-            true,
-            Some(&unlabelled),
-            None,
-            ADOPT,
-            "nothing",
-            None,
-        ),
-        (
-            "unselected managed",
-            false,
-            true,
-            Some(&managed),
-            None,
-            ADOPT,
-            "delete",
-            Some(ClusterStatus::WaitingForRemoval),
-        ),
-        (
-            "unselected terminating",
-            false,
-            true,
-            Some(&terminating),
-            None,
-            ADOPT,
-            "nothing",
-            Some(ClusterStatus::WaitingForRemoval),
-        ),
-        (
-            "selected absent",
-            true,
-            true,
-            None,
-            None,
-            ADOPT,
-            "create",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "adoption disabled",
-            true,
-            true,
-            Some(&unlabelled),
-            None,
-            NO_ADOPT,
-            "skip",
-            Some(ClusterStatus::AlreadyExists),
-        ),
-        (
-            "adoption enabled",
-            true,
-            true,
-            Some(&unlabelled),
-            None,
-            ADOPT,
-            "adopt",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "label false",
-            true,
-            true,
-            Some(&label_false),
-            None,
-            ADOPT,
-            "skip",
-            Some(ClusterStatus::ManagedLabelFalse),
-        ),
-        (
-            "no recorded version",
-            true,
-            true,
-            Some(&managed),
-            None,
-            ADOPT,
-            "update",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "stale version",
-            true,
-            true,
-            Some(&managed),
-            Some(&stale),
-            ADOPT,
-            "update",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "matching version",
-            true,
-            true,
-            Some(&managed),
-            Some(&matching),
-            ADOPT,
-            "unchanged",
-            Some(ClusterStatus::Ok),
-        ),
+    let rows = [
+        SyncRow {
+            name: "unready selected",
+            ready: false,
+            action: "skip",
+            status: Some(ClusterStatus::ClusterNotReady),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unready unselected",
+            selected: false,
+            ready: false,
+            live: Some(&managed),
+            action: "nothing",
+            status: None,
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected absent",
+            selected: false,
+            action: "nothing",
+            status: None,
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected unmanaged is never touched",
+            selected: false,
+            live: Some(&unlabelled),
+            action: "nothing",
+            status: None,
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected managed",
+            selected: false,
+            live: Some(&managed),
+            action: "delete",
+            status: Some(ClusterStatus::WaitingForRemoval),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected terminating",
+            selected: false,
+            live: Some(&terminating),
+            action: "nothing",
+            status: Some(ClusterStatus::WaitingForRemoval),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "selected absent",
+            action: "create",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "adoption disabled",
+            live: Some(&unlabelled),
+            settings: NO_ADOPT,
+            action: "skip",
+            status: Some(ClusterStatus::AlreadyExists),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "adoption enabled",
+            live: Some(&unlabelled),
+            action: "adopt",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "label false",
+            live: Some(&label_false),
+            action: "skip",
+            status: Some(ClusterStatus::ManagedLabelFalse),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "no recorded version",
+            live: Some(&managed),
+            action: "update",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "stale version",
+            live: Some(&managed),
+            versions: Some(&stale),
+            action: "update",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "matching version",
+            live: Some(&managed),
+            versions: Some(&matching),
+            action: "unchanged",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
     ];
-    for (name, selected, ready, live, versions, settings, want_action, want_status) in rows {
-        let d = one(selected, member("c1", ready, live), versions, settings);
+    for r in rows {
+        let d = one(
+            r.selected,
+            member("c1", r.ready, r.live),
+            r.versions,
+            r.settings,
+        );
         let action = match &d.action {
             Action::Update { adopt: true, .. } => "adopt",
             other => other.verb(),
         };
-        assert_eq!(action, want_action, "{name}");
-        assert_eq!(d.status, want_status, "{name}");
+        assert_eq!(action, r.action, "{}", r.name);
+        assert_eq!(d.status, r.status, "{}", r.name);
     }
 }
 
