@@ -336,7 +336,10 @@ async fn member_object(
     seen: &Observation,
     t: &observe::ObservedType,
     cluster: &str,
-    (ns, name): ObjectKey,
+    ObjectKey {
+        namespace: ns,
+        name,
+    }: ObjectKey,
     o: &Options,
 ) -> Option<serde_json::Value> {
     let client = (seen.member(cluster)).and_then(|m| m.client.clone().ok())?;

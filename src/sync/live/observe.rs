@@ -229,7 +229,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         .into_iter()
         .map(|n| {
             let uid = n["metadata"]["uid"].as_str().unwrap_or("").to_string();
-            (key_of(&n).1, uid)
+            (key_of(&n).name, uid)
         })
         .collect();
     seen.rsps = rsps?;
@@ -345,7 +345,7 @@ pub async fn read_rsp_pods(seen: &mut Observation, timeout: Duration) {
             if let Some(Ok(MemberReplicas::NeedsPods { match_labels, .. })) =
                 managed.as_ref().map(observe_member)
             {
-                queries.insert(PodQuery::new(&m.name, &key.0, &match_labels));
+                queries.insert(PodQuery::new(&m.name, &key.namespace, &match_labels));
             }
         }
     }
@@ -533,7 +533,7 @@ pub fn federated_namespaces(types: &[ObservedType]) -> BTreeMap<String, Value> {
         .flat_map(|t| t.objects.iter())
         // The FTC says which type federates namespaces, whatever its group.
         .filter(|o| federated_namespace_name_is_valid(o))
-        .map(|o| (key_of(o).1, o.clone()))
+        .map(|o| (key_of(o).name, o.clone()))
         .collect()
 }
 

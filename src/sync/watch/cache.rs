@@ -145,7 +145,7 @@ impl Written {
         match (self, source) {
             (Written::Federated(t, _), Source::Federated(s)) => t == s,
             (Written::Version(k), Source::Versions(cluster_scoped)) => {
-                k.0.is_empty() == *cluster_scoped
+                k.namespace.is_empty() == *cluster_scoped
             }
             (Written::Member(c, t, _), Source::Member(sc, st)) => c == sc && t == st,
             _ => false,
@@ -533,7 +533,7 @@ impl Cache {
             }
             Change::Replaced(vs) => {
                 self.versions
-                    .retain(|k, _| k.0.is_empty() != cluster_scoped);
+                    .retain(|k, _| k.namespace.is_empty() != cluster_scoped);
                 self.versions
                     .extend(vs.into_iter().map(|(k, held)| (k, held.text)));
             }
@@ -587,7 +587,7 @@ impl Cache {
         // member copies' events and its FederatedNamespace's own touch it.
         let held = self.federated.get(&ns_type);
         for name in touched {
-            let key = (name.clone(), name);
+            let key = ObjectKey::new(name.clone(), name);
             if held.is_some_and(|s| s.objects.contains_key(&key)) {
                 dirt.keys.insert(FederatedRef::new(&ns_type, key));
             }
@@ -609,7 +609,7 @@ impl Cache {
             if is_namespaces {
                 // A FederatedNamespace places everything in it.
                 for (t, s) in &self.federated {
-                    for k in s.objects.keys().filter(|k| k.0 == key.0) {
+                    for k in s.objects.keys().filter(|k| k.namespace == key.namespace) {
                         dirt.keys.insert(FederatedRef::new(t, k.clone()));
                     }
                 }
@@ -886,16 +886,21 @@ impl Cache {
         types
             .iter()
             .flat_map(|t| {
-                t.only.iter().flatten().filter_map(|(ns, name)| {
-                    let k = (
-                        ns.clone(),
-                        crate::core::propagation::version::propagated_version_name(
-                            &t.ty.target.kind,
-                            name,
-                        ),
-                    );
-                    self.versions.get(&k).map(|v| (k, v.clone()))
-                })
+                t.only.iter().flatten().filter_map(
+                    |ObjectKey {
+                         namespace: ns,
+                         name,
+                     }| {
+                        let k = ObjectKey::new(
+                            ns.clone(),
+                            crate::core::propagation::version::propagated_version_name(
+                                &t.ty.target.kind,
+                                name,
+                            ),
+                        );
+                        self.versions.get(&k).map(|v| (k, v.clone()))
+                    },
+                )
             })
             .collect()
     }
@@ -904,7 +909,7 @@ impl Cache {
     fn rsps_in(&self, namespace: Option<&str>) -> Vec<Value> {
         self.schedulings
             .iter()
-            .filter(|(k, _)| namespace.is_none_or(|ns| ns == k.0))
+            .filter(|(k, _)| namespace.is_none_or(|ns| ns == k.namespace))
             .map(|(_, v)| v.text.value())
             .collect()
     }
@@ -1140,7 +1145,7 @@ pub(super) mod tests {
     }
 
     pub(in crate::sync::watch) fn key(t: &str, ns: &str, name: &str) -> WorkKey {
-        FederatedRef::new(t, (ns.to_string(), name.to_string()))
+        FederatedRef::new(t, ObjectKey::new(ns, name))
     }
 
     #[test]
@@ -1411,7 +1416,7 @@ pub(super) mod tests {
             [key("configmaps", "shop", "a")].into()
         );
         c.apply(ev(member.clone(), kept(&drifted)));
-        let held = &c.members["m1"]["configmaps"].objects[&("shop".to_string(), "a".to_string())];
+        let held = &c.members["m1"]["configmaps"].objects[&ObjectKey::new("shop", "a")];
         assert_eq!(
             held.text.value(),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -1435,7 +1440,7 @@ pub(super) mod tests {
         c.apply(ev(fed.clone(), Change::replaced(vec![a.clone()])));
         c.apply(ev(Source::Versions(false), Change::replaced(vec![])));
         let held = |c: &Cache| {
-            c.federated["configmaps"].objects[&("shop".to_string(), "a".to_string())]
+            c.federated["configmaps"].objects[&ObjectKey::new("shop", "a")]
                 .text
                 .value()
         };
@@ -1464,7 +1469,7 @@ pub(super) mod tests {
             .remove("managedFields");
         assert_eq!(held(&c), statused, "held as its watch holds it");
         assert_eq!(
-            c.versions[&("shop".to_string(), "configmap-a".to_string())].value(),
+            c.versions[&ObjectKey::new("shop", "configmap-a")].value(),
             pv
         );
         // The finalizer's event, late: dropped, and no news.
@@ -1526,7 +1531,7 @@ pub(super) mod tests {
                 .written,
             [(
                 obj_a.clone(),
-                Written::Federated("configmaps".into(), ("shop".into(), "a".into())),
+                Written::Federated("configmaps".into(), ObjectKey::new("shop", "a")),
                 13
             )]
         );
@@ -1607,11 +1612,11 @@ pub(super) mod tests {
         assert_eq!(cms.objects[0]["metadata"]["name"], "b");
         assert_eq!(
             *seen.types[0].only.as_ref().unwrap(),
-            [("shop".to_string(), "b".to_string())].into()
+            [ObjectKey::new("shop", "b")].into()
         );
         assert_eq!(
             seen.versions.keys().collect::<Vec<_>>(),
-            [&("shop".to_string(), "configmap-b".to_string())],
+            [&ObjectKey::new("shop", "configmap-b")],
             "the versions of the round's keys only"
         );
         let all = c.observe("fed", none_touched(), &types, &[], Cover::Everything);
@@ -1696,7 +1701,7 @@ pub(super) mod tests {
             };
             assert_eq!(
                 copies.keys().collect::<Vec<_>>(),
-                [&("shop".to_string(), "gone".to_string())],
+                [&ObjectKey::new("shop", "gone")],
                 "only the slice's copies"
             );
         }
@@ -1745,7 +1750,7 @@ pub(super) mod tests {
             };
             copies.keys().cloned().collect::<BTreeSet<_>>()
         };
-        let k = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+        let k = |ns: &str, name: &str| ObjectKey::new(ns, name);
         assert_eq!(listed(0), [k("shop", "a")].into());
         assert_eq!(
             listed(1),

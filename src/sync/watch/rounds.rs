@@ -347,12 +347,12 @@ fn outcome_keys(outcome: &RoundOutcome) -> RoundKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::describe::ObjectRef;
+    use crate::core::describe::{ObjectKey, ObjectRef};
     use crate::core::outcome::{Change, Place};
     use crate::sync::live::ObjectOutcome;
 
     fn key(name: &str) -> WorkKey {
-        WorkKey::new("configmaps", ("shop".into(), name.into()))
+        WorkKey::new("configmaps", ObjectKey::new("shop", name))
     }
 
     fn outcome(object: ObjectRef, changed: bool, host_writes: usize, at: Instant) -> ObjectOutcome {
