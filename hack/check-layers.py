@@ -2,7 +2,7 @@
 """Lists imports that point up the layers of docs/architecture.md
 (core < api < shell < sync < cmd < entry), commands importing each
 other, rules of the core written again in the engines or commands
-(DECISIONS), and import circles between the modules of src/ or of
+(DECISIONS), shapes the engines keep (ENGINE_SHAPES), and import circles between the modules of src/ or of
 testenv/src/ (two modules that import each other, directly or through
 others, are one concept split in two or one in the wrong place), and
 modules docs/architecture.md does not name, and functions over 80 lines
@@ -50,6 +50,19 @@ DECISIONS = [
      "a KubeFedConfig is read by core::settings"),
 ]
 
+# Shapes the engines keep (issue #56): the members' health travels with
+# them (`ProbedMember`), not as a vector beside them matched by position;
+# a run's mode is resolved once (`live::mode::PlanMode`), not a flag
+# threaded through the passes; a round's keys live in their observed type.
+ENGINE_SHAPES = [
+    (r"Vec<Health>|&\[Health\]|\.zip\(&?[a-z_.]*health\b",
+     "a member's health travels with it: clients::members::ProbedMember"),
+    (r"\bdry_run: bool\b|\bvalidate: bool\b",
+     "a run's mode is live::mode::PlanMode, resolved once; host writes go through HostWriter"),
+    (r"\bpartial\s*:\s*Option<Vec<",
+     "a round's keys live in their observed type (ObservedType::only)"),
+]
+
 problems = []
 for path in glob.glob(os.path.join(ROOT, "**", "*.rs"), recursive=True):
     rel = os.path.relpath(path, ROOT)
@@ -68,6 +81,14 @@ for path in glob.glob(os.path.join(ROOT, "**", "*.rs"), recursive=True):
             me = rel.split("/")[1].removesuffix(".rs")
             if m.group(2) != me:
                 problems.append(f"{rel}:{line}: a command imports another ({m.group(0)})")
+    # A server-side dry-run request parameter (review/files.rs) is a
+    # request's option, not a run's mode.
+    if mine == "sync" and not rel.startswith("sync/review/") and rel != "sync/live/mode.rs":
+        for pattern, why in ENGINE_SHAPES:
+            for m in re.finditer(pattern, body):
+                line = body[: m.start()].count("\n") + 1
+                if not body.splitlines()[line - 1].lstrip().startswith("//"):
+                    problems.append(f"{rel}:{line}: {why}")
     if mine in ("sync", "cmd"):
         for pattern, why in DECISIONS:
             for m in re.finditer(pattern, body):

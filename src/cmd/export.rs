@@ -52,9 +52,20 @@ pub struct KarmadaOptions {
     )]
     pub filename: Vec<PathBuf>,
 
-    /// Only the federated objects and RSPs of this namespace [default: every namespace]
-    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    /// Only the federated objects and RSPs of this namespace [default:
+    /// every namespace, as reconcile: the federation is moved whole, not
+    /// the context's namespace]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
     pub namespace: Option<String>,
+
+    /// Every namespace (the default, spelled as kubectl spells it)
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
 
     /// Output format of the objects [default: yaml]
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]

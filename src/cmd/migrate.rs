@@ -2,10 +2,12 @@
 //! live federation to Karmada, each step safe to run again
 //! (`sync::karmada::migrate`): export, apply to Karmada, wait for its
 //! bindings, check that it took every member copy over with the same UID,
-//! then release the federated objects as KubeFed orphans them.
+//! then release the federated objects as KubeFed orphans them, and
+//! remove the KubeFedClusters once nothing federated is left.
 
 use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::export::karmada::Export;
+use crate::core::export::migration::{Clusters, clusters_after_release, clusters_first, to_apply};
 use crate::sync::karmada::{self, migrate};
 use crate::sync::lock;
 use anyhow::{Context, Result};
@@ -29,10 +31,14 @@ pub enum MigrateTarget {
     after_help = "Steps, each safe to run again after an interruption: refuse while
 KubeFed's controller-manager or a reconcile holds the federation; export
 (as export karmada, tokens included); record every member copy's UID;
-server-side apply the export to Karmada; wait until Karmada reports each
+server-side apply the export to Karmada (the Clusters first, then, once
+Karmada reports them Ready, the rest); wait until Karmada reports each
 binding FullyApplied; check each copy carries karmada.io/managed with its
 UID unchanged; then annotate each federated object kubefed.io/orphan,
 delete it and its RSP. Nothing is released if a copy was recreated.
+Last, once no federated object is left in any namespace, delete
+the KubeFedClusters and their Secrets from the host (--keep-clusters
+keeps them); nothing in a member is deleted.
 
 Examples:
   kubefedctl migrate karmada --karmada-context karmada --dry-run
@@ -43,9 +49,20 @@ pub struct MigrateKarmadaOptions {
     #[arg(long, value_name = "CONTEXT")]
     pub karmada_context: String,
 
-    /// Only the federated objects and RSPs of this namespace [default: every namespace]
-    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    /// Only the federated objects and RSPs of this namespace [default:
+    /// every namespace, as reconcile: the federation is moved whole, not
+    /// the context's namespace]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
     pub namespace: Option<String>,
+
+    /// Every namespace (the default, spelled as kubectl spells it)
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
 
     /// Say what would be done, writing nothing (=client: decided here)
     #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
@@ -61,6 +78,11 @@ pub struct MigrateKarmadaOptions {
     /// killed migration's expires after the lease duration; 0: fail at once)
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
     pub lock_timeout: Duration,
+
+    /// Keep the KubeFedClusters and their Secrets in the host once every
+    /// federated object is released [default: removed then]
+    #[arg(long)]
+    pub keep_clusters: bool,
 }
 
 pub async fn run(global: &GlobalOptions, o: &MigrateOptions) -> Result<()> {
@@ -96,18 +118,31 @@ async fn steps(
     let members = crate::clients::members::load(host, global.request_timeout, &[]).await?;
     let copies =
         migrate::member_copies(&members, &federation.federated, &federation.templates()).await?;
+    migrate::checkpoint("recorded");
     let bindings = migrate::bindings(&export.objects);
     if k.dry_run {
         print_plan(k, &export, copies.len(), &bindings, &federation);
         return Ok(());
     }
-    let applied = migrate::apply(karmada_client, &export.objects).await?;
+    let (objects, left_out) = to_apply(&export.objects);
+    for s in left_out {
+        tracing::warn!(
+            "Secret {s} not applied: its KubeFedCluster's Secret is gone from the host; Karmada keeps the one it has"
+        );
+    }
+    let (clusters, rest, cluster_names) = clusters_first(&objects);
+    let mut applied = migrate::apply(karmada_client, &clusters).await?;
+    migrate::wait_clusters_ready(karmada_client, &cluster_names, k.timeout).await?;
+    applied += migrate::apply(karmada_client, &rest).await?;
     tracing::info!(
         "applied {applied} object(s) to Karmada ({})",
         k.karmada_context
     );
+    migrate::checkpoint("applied");
     migrate::wait_applied(karmada_client, &bindings, k.timeout).await?;
+    migrate::checkpoint("waited");
     migrate::verify(&members, &copies, k.timeout).await?;
+    migrate::checkpoint("verified");
     tracing::info!(
         "Karmada took over {} member object(s), every UID unchanged",
         copies.len()
@@ -118,6 +153,48 @@ async fn steps(
         k.karmada_context,
         copies.len()
     );
+    finish_clusters(k, host, &federation).await
+}
+
+/// The KubeFedClusters (and their Secrets) removed from the host once no
+/// federated object of the federation is left in any namespace, unless
+/// `--keep-clusters`; said either way.
+async fn finish_clusters(
+    k: &MigrateKarmadaOptions,
+    host: &crate::clients::host::Host,
+    federation: &karmada::Federation,
+) -> Result<()> {
+    let left = karmada::read_host(host, None, false).await?;
+    let own = match left.scope {
+        Some(crate::core::cluster::membership::Scope::Namespaced) => Some(host.namespace.as_str()),
+        _ => None,
+    };
+    match clusters_after_release(k.keep_clusters, &left.federated, &left.unlisted, own) {
+        Clusters::Unknown(types) => println!(
+            "{} KubeFedCluster(s) kept: federated type(s) not listed, objects may remain: {}",
+            left.clusters.len(),
+            types.join("; ")
+        ),
+        Clusters::Kept => println!(
+            "{} KubeFedCluster(s) kept (--keep-clusters)",
+            federation.clusters.len()
+        ),
+        Clusters::StillUsed(namespaces, count) => println!(
+            "{} KubeFedCluster(s) kept: {count} federated object(s) remain (namespaces: {})",
+            left.clusters.len(),
+            namespaces
+                .iter()
+                .map(|n| if n.is_empty() { "(cluster-scoped)" } else { n })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Clusters::Remove => {
+            let removed = migrate::remove_clusters(host, &left.clusters).await?;
+            println!(
+                "{removed} KubeFedCluster(s) and their Secrets removed from the host (nothing in a member)"
+            );
+        }
+    }
     Ok(())
 }
 
@@ -170,4 +247,11 @@ fn print_plan(
         federation.federated.len(),
         federation.rsps.len()
     );
+    match k.keep_clusters {
+        true => println!("would keep the KubeFedClusters (--keep-clusters)"),
+        false => println!(
+            "would then remove {} KubeFedCluster(s) and their Secrets from the host, if no federated object is left in any namespace",
+            federation.clusters.len()
+        ),
+    }
 }

@@ -12,7 +12,7 @@
 //! taken over by Karmada without a member object being recreated.
 
 use crate::fixtures::{
-    Federation, KUBEFEDCTL, Run, get, patch, post, request, rfc3339_in, root, wait_until,
+    Federation, KUBEFEDCTL, Run, get, namespace, patch, post, request, rfc3339_in, root, wait_until,
 };
 use crate::parity::{TYPES, fixture};
 use serde_json::{Value, json};
@@ -27,7 +27,10 @@ use testenv::TestEnv;
 fn karmada() -> &'static TestEnv {
     static ENV: OnceLock<(TestEnv, testenv::KarmadaPlane)> = OnceLock::new();
     &ENV.get_or_init(|| {
-        let env = TestEnv::private(&["karmada"]).expect("starting the Karmada API server");
+        // Karmada ships its own kube-apiserver: the current release, whatever
+        // release the federation's clusters run (v1.20 in the compatibility set).
+        let env = TestEnv::private_mixed(&[("karmada", testenv::Version::CURRENT)])
+            .expect("starting the Karmada API server");
         let plane = testenv::KarmadaPlane::start(&env, "karmada").expect("starting Karmada");
         (env, plane)
     })
@@ -310,6 +313,79 @@ fn approximations_are_reported_and_exit_6() {
 }
 
 #[test]
+fn a_custom_type_exports_offline_with_its_crd_from_the_files() {
+    let env = karmada();
+    let dir = std::env::temp_dir().join(format!("kx-offline-{}", std::process::id()));
+    let ns = "kx-offline";
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "kxdials.kxoffline.example.com"},
+        "spec": {"group": "kxoffline.example.com", "scope": "Namespaced",
+            "names": {"kind": "KxDial", "plural": "kxdials", "singular": "kxdial"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+    });
+    // A fork's group, and no FederatedTypeConfig: the CRD alone names
+    // the target.
+    let placement = json!({"clusters": [{"name": "cluster1"}]});
+    let federated = [
+        json!({"apiVersion": "fork.kubefed.io/v1beta1", "kind": "FederatedNamespace",
+               "metadata": {"name": ns, "namespace": ns}, "spec": {"placement": placement}}),
+        json!({"apiVersion": "fork.kubefed.io/v1beta1", "kind": "FederatedKxDial",
+               "metadata": {"name": "d", "namespace": ns},
+               "spec": {"template": {"spec": {"size": 2}}, "placement": placement}}),
+    ];
+    write_yaml(&dir.join("in"), "crd.yaml", std::slice::from_ref(&crd));
+    let fed_file = write_yaml(&dir.join("in"), "federated.yaml", &federated);
+    // Without the CRD, the object cannot be mapped: exit 6, and the
+    // report says what to give.
+    let run = export(&["-f", fed_file.to_str().unwrap(), "-o", "json"]).exits(6);
+    assert!(
+        run.stderr.contains("its target's CustomResourceDefinition"),
+        "{}",
+        run.stderr
+    );
+    // With the directory: exact, the CRD first, then the template.
+    let in_dir = dir.join("in");
+    let run = export(&["-f", in_dir.to_str().unwrap(), "-o", "json"]).ok();
+    let objects = items(&run);
+    let at = |kind: &str| objects.iter().position(|o| o["kind"] == kind).unwrap();
+    assert!(
+        at("CustomResourceDefinition") < at("KxDial"),
+        "{:?}",
+        kinds(&objects)
+    );
+    let dial = &objects[at("KxDial")];
+    assert_eq!(dial["apiVersion"], "kxoffline.example.com/v1");
+    assert_eq!(dial["spec"], json!({"size": 2}));
+    let pp = &objects[at("PropagationPolicy")];
+    assert_eq!(
+        pp["spec"]["resourceSelectors"][0],
+        json!({"apiVersion": "kxoffline.example.com/v1", "kind": "KxDial", "name": "d"})
+    );
+    assert_eq!(objects[at("CustomResourceDefinition")]["spec"], crd["spec"]);
+    // Karmada's API server takes them all: the CRD (created, so that the
+    // template's kind is served), then the rest.
+    post(
+        env,
+        "karmada",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        objects[at("CustomResourceDefinition")].clone(),
+    );
+    wait_until("kxdials served in Karmada", || {
+        get(env, "karmada", "/apis/kxoffline.example.com/v1/kxdials").is_some()
+    });
+    let rest: Vec<Value> = objects
+        .iter()
+        .filter(|o| o["kind"] != "CustomResourceDefinition")
+        .cloned()
+        .collect();
+    let (refused, _) = validate(env, &rest);
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_live_federation_exports_its_clusters_without_their_tokens() {
     let shared = TestEnv::shared();
     let f = Federation::new(shared, "kx-live", &["configmaps"]);
@@ -363,6 +439,20 @@ fn a_live_federation_exports_its_clusters_without_their_tokens() {
         .run(&["export", "karmada", "-n", f.ns, "--with-tokens"])
         .ok();
     assert!(run.stdout.contains(&token));
+    // -A is the default spelled out (every namespace, as reconcile), and
+    // conflicts with -n as in kubectl.
+    // (Exit 6 when another test's RSP, whose federated object is of
+    // another federation's group, is listed beside ours.)
+    let all = f.run(&["export", "karmada", "-A", "-o", "json"]);
+    assert!(all.code == 0 || all.code == 6, "{}", all.stderr);
+    assert!(
+        items(&all)
+            .iter()
+            .any(|o| o["kind"] == "ConfigMap" && o["metadata"]["namespace"] == f.ns),
+        "{}",
+        all.stdout
+    );
+    f.run(&["export", "karmada", "-A", "-n", f.ns]).usage();
     // Offline, tokens cannot be read: a usage error.
     let file = root().join("testdata/demo");
     f.run(&[
@@ -388,7 +478,11 @@ fn own_clusters(shared: &TestEnv, f: &Federation) -> Value {
     both
 }
 
-/// Creates `objects` in the Karmada API server (as `kubectl create -f`).
+/// Creates `objects` in the Karmada API server (as `kubectl create -f`),
+/// as docs/migrate-karmada.md says to: the Clusters (and their Secrets)
+/// first, the rest once Karmada reports them Ready with their APIs
+/// (its scheduler leaves out a Cluster without status, and does not
+/// schedule again when the status comes).
 fn apply(env: &TestEnv, objects: &[Value]) {
     post(
         env,
@@ -396,7 +490,30 @@ fn apply(env: &TestEnv, objects: &[Value]) {
         "/api/v1/namespaces",
         json!({"metadata": {"name": "karmada-cluster"}}),
     );
-    for obj in objects {
+    let first =
+        |o: &Value| o["kind"] == "Cluster" || o["metadata"]["namespace"] == "karmada-cluster";
+    for obj in objects.iter().filter(|o| first(o)) {
+        post(env, "karmada", &collection(obj), obj.clone());
+    }
+    for cluster in objects.iter().filter(|o| o["kind"] == "Cluster") {
+        let path = format!(
+            "/apis/cluster.karmada.io/v1alpha1/clusters/{}",
+            cluster["metadata"]["name"].as_str().unwrap()
+        );
+        wait_until(&format!("Karmada's {path} Ready"), || {
+            get(env, "karmada", &path).is_some_and(|c| {
+                let status = &c["status"];
+                status["apiEnablements"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+                    && status["conditions"].as_array().is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+            })
+        });
+    }
+    for obj in objects.iter().filter(|o| !first(o)) {
         post(env, "karmada", &collection(obj), obj.clone());
     }
 }
@@ -549,6 +666,127 @@ fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
     assert_eq!(before, after);
 }
 
+#[test]
+fn karmada_schedules_an_approximated_rsp_as_the_report_says() {
+    let shared = TestEnv::shared();
+    let env = karmada();
+    let f = Federation::new(shared, "kx-rsp", &["deployments.apps"]);
+    let both = own_clusters(shared, &f);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    let ns = f.ns;
+    // `capped`: a maximum KubeFed's planner honours (2 of 6 on the
+    // first member) and Karmada cannot; `roomy`: a maximum never reached
+    // (approximated, but the same replicas).
+    let rsps = [
+        (
+            "capped",
+            json!({m1.as_str(): {"weight": 1, "maxReplicas": 2}, m2.as_str(): {"weight": 1}}),
+        ),
+        (
+            "roomy",
+            json!({m1.as_str(): {"weight": 1, "maxReplicas": 5}, m2.as_str(): {"weight": 1}}),
+        ),
+    ];
+    for (name, clusters) in &rsps {
+        f.create(
+            shared,
+            "FederatedDeployment",
+            name,
+            json!({"template": fixture(deployment_type()).0, "placement": {"clusters": both.clone()}}),
+        );
+        post(
+            shared,
+            "host",
+            &format!(
+                "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{ns}/replicaschedulingpreferences"
+            ),
+            json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+                   "metadata": {"name": name, "namespace": ns},
+                   "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 6, "clusters": clusters}}),
+        );
+    }
+    f.reconcile(&[]).ok();
+    f.reconcile(&[]).ok();
+    let replicas = |name: &str| {
+        [
+            f.replicas(shared, "member1", name),
+            f.replicas(shared, "member2", name),
+        ]
+    };
+    assert_eq!(replicas("capped"), [2, 4], "KubeFed's planner");
+    assert_eq!(replicas("roomy"), [3, 3], "KubeFed's planner");
+    let deploy = |name: &str| format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}");
+    let watched: Vec<(&str, String)> = ["member1", "member2"]
+        .into_iter()
+        .flat_map(|c| [(c, deploy("capped")), (c, deploy("roomy"))])
+        .collect();
+    let before: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+
+    // The report names exactly the members whose replicas Karmada changes,
+    // with both numbers: both members of `capped`, none of `roomy`.
+    let run = f
+        .run(&["export", "karmada", "-n", ns, "--with-tokens", "-o", "json"])
+        .exits(6);
+    let named: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains(": replicas."))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            format!(
+                "FederatedDeployment {ns}/capped: approximated: ReplicaSchedulingPreference {ns}/capped: replicas.{m1}: replicas: KubeFed's planner gives 2 here, Karmada's static weights 3"
+            ),
+            format!(
+                "FederatedDeployment {ns}/capped: approximated: ReplicaSchedulingPreference {ns}/capped: replicas.{m2}: replicas: KubeFed's planner gives 4 here, Karmada's static weights 3"
+            ),
+        ],
+        "{}",
+        run.stderr
+    );
+    // Karmada's scheduler does what the report said, without recreating
+    // a Deployment.
+    apply(env, &items(&run));
+    let taken = || {
+        watched.iter().all(|(c, p)| {
+            get(shared, c, p)
+                .is_some_and(|o| o["metadata"]["labels"]["karmada.io/managed"] == "true")
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !(replicas("capped") == [3, 3] && taken()) {
+        if std::time::Instant::now() > deadline {
+            let rbs = get(
+                env,
+                "karmada",
+                &format!("/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"),
+            );
+            panic!(
+                "Karmada has not scheduled capped in 90s: capped {:?}, roomy {:?}, taken over {}\nbindings: {}",
+                replicas("capped"),
+                replicas("roomy"),
+                taken(),
+                rbs.map(|l| l["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| format!(
+                        "{} {} {}",
+                        i["metadata"]["name"], i["spec"]["clusters"], i["status"]
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+                    .unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(replicas("roomy"), [3, 3], "roomy: not named, so unchanged");
+    let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+    assert_eq!(before, after, "a Deployment was recreated");
+}
+
 /// `kubefedctl ARGS` with the federation's kubeconfig and the Karmada
 /// control plane's (context `karmada`) merged through `KUBECONFIG`.
 fn with_karmada(f: &Federation, args: &[&str]) -> Run {
@@ -648,6 +886,34 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         "-n",
         ns,
     ];
+    // A federated object of another namespace, which `-n` leaves to
+    // KubeFed: the KubeFedClusters stay while it is there.
+    let other = "kx-mig-other";
+    namespace(shared, "host", other);
+    let other_cm = format!(
+        "/apis/{}/v1beta1/namespaces/{other}/federatedconfigmaps/left",
+        f.group
+    );
+    post(
+        shared,
+        "host",
+        other_cm.rsplit_once('/').unwrap().0,
+        json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+               "metadata": {"name": "left", "namespace": other},
+               "spec": {"template": {"data": {"x": "1"}}, "placement": {"clusters": []}}}),
+    );
+    let kfcs = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters",
+        f.fedns
+    );
+    let (_, secret1) = f.kubefed_cluster(shared, &f.cluster("m1"));
+    let (_, secret2) = f.kubefed_cluster(shared, &f.cluster("m2"));
+    let member_identity = format!(
+        "/api/v1/namespaces/{}/serviceaccounts/{}-host",
+        f.fedns,
+        f.cluster("m1")
+    );
+    assert!(get(shared, "member1", &member_identity).is_some());
 
     // --dry-run plans it and writes nothing, in Karmada or the host.
     let mut dry = args.to_vec();
@@ -719,20 +985,88 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         None,
     );
 
-    // Stopped after the apply (here by a timeout, as by a kill): nothing
-    // is released, and the next run finishes the move.
-    let mut stopped = args.to_vec();
-    stopped.extend(["--timeout", "0s"]);
-    let run = with_karmada(&f, &stopped).fails();
-    assert!(run.stderr.contains("did not apply"), "{}", run.stderr);
+    // Killed (by the hook) at each step boundary before the release: each
+    // run leaves the members as they were, releases nothing, and the next
+    // one carries on from there.
+    let unchanged = |when: &str| {
+        let now: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
+        assert_eq!(before, now, "{when}: a member object was recreated");
+        for ((c, p), was) in watched.iter().zip(&written) {
+            assert_eq!(
+                &essence(get(shared, c, p).unwrap()),
+                was,
+                "{when}: {c}: {p}"
+            );
+        }
+        assert_eq!(replicas(), [4, 2], "{when}: replicas");
+    };
     let fed_cm = format!(
         "/apis/{}/v1beta1/namespaces/{ns}/federatedconfigmaps/settings",
         f.group
     );
+    let planned: usize = plan
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let partial = format!("applying#{}", planned - 2);
+    for point in ["recorded", partial.as_str()] {
+        killed_at(shared, &f, &args, point);
+        unchanged(point);
+        assert!(get(shared, "host", &fed_cm).is_some(), "{point}: released");
+    }
+
+    // Stopped after the apply (here by a timeout): nothing is released,
+    // and the next run finishes the move.
+    let mut stopped = args.to_vec();
+    stopped.extend(["--timeout", "0s"]);
+    let run = with_karmada(&f, &stopped).fails();
+    assert!(run.stderr.contains("did not apply"), "{}", run.stderr);
     assert!(
         get(shared, "host", &fed_cm).is_some(),
         "released before Karmada applied"
     );
+    for point in ["applied", "waited", "verified"] {
+        killed_at(shared, &f, &args, point);
+        unchanged(point);
+        assert!(get(shared, "host", &fed_cm).is_some(), "{point}: released");
+    }
+
+    // Killed in the middle of the release (the order: settings, api, its
+    // RSP, web, the gadget, the FederatedNamespace): one object released,
+    // the next annotated only; then deleted with its finalizer still on;
+    // then released without its RSP yet. Each time the members are as
+    // they were, and the next run releases the rest.
+    let fed_api = format!(
+        "/apis/{}/v1beta1/namespaces/{ns}/federateddeployments/api",
+        f.group
+    );
+    let rsp_api = format!(
+        "/apis/scheduling.kubefed.io/v1alpha1/namespaces/{ns}/replicaschedulingpreferences/api"
+    );
+    killed_at(shared, &f, &args, "orphaned#2");
+    unchanged("orphaned#2");
+    assert!(get(shared, "host", &fed_cm).is_none());
+    let api_obj = get(shared, "host", &fed_api).unwrap();
+    assert_eq!(
+        api_obj["metadata"]["annotations"]["kubefed.io/orphan"],
+        "true"
+    );
+    assert!(api_obj["metadata"]["deletionTimestamp"].is_null());
+    killed_at(shared, &f, &args, "deleted#1");
+    unchanged("deleted#1");
+    let api_obj = get(shared, "host", &fed_api).unwrap();
+    assert!(!api_obj["metadata"]["deletionTimestamp"].is_null());
+    killed_at(shared, &f, &args, "released#1");
+    unchanged("released#1");
+    assert!(get(shared, "host", &fed_api).is_none());
+    assert!(
+        get(shared, "host", &rsp_api).is_some(),
+        "the RSP went first"
+    );
+    assert!(f.fed(shared, "federateddeployments", "web").is_some());
 
     // Killed (SIGKILL) while it works, the federation lock in hand: the
     // lease stays until it expires; the next run waits for it
@@ -795,6 +1129,100 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
         let list = get(shared, "host", &path).unwrap();
         assert_eq!(list["items"], json!([]), "{plural}");
     }
+    // The KubeFedClusters stay while KubeFed still has an object...
+    assert!(
+        run.stdout.contains(
+            "2 KubeFedCluster(s) kept: 1 federated object(s) remain (namespaces: kx-mig-other)"
+        ),
+        "{}",
+        run.stdout
+    );
+    let clusters_left = || {
+        get(shared, "host", &kfcs).unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(clusters_left(), 2);
+    request(shared, "host", "DELETE", &other_cm, None);
+    // ... or while a federated type cannot be listed (its objects may
+    // remain): here an FTC whose federated CRD does not exist.
+    let ftcs = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs",
+        f.fedns
+    );
+    post(
+        shared,
+        "host",
+        &ftcs,
+        json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "FederatedTypeConfig",
+               "metadata": {"name": "kxnones.kxmig.example.com", "namespace": f.fedns},
+               "spec": {"propagation": "Enabled",
+                        "targetType": {"group": "kxmig.example.com", "version": "v1", "kind": "KxNone",
+                                       "pluralName": "kxnones", "scope": "Namespaced"},
+                        "federatedType": {"group": f.group, "version": "v1beta1", "kind": "FederatedKxNone",
+                                          "pluralName": "federatedkxnones", "scope": "Namespaced"}}}),
+    );
+    let run = with_karmada(&f, &args).ok();
+    assert!(
+        run.stdout.contains(
+            "2 KubeFedCluster(s) kept: federated type(s) not listed, objects may remain: kxnones.kxmig.example.com:"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(clusters_left(), 2);
+    request(
+        shared,
+        "host",
+        "DELETE",
+        &format!("{ftcs}/kxnones.kxmig.example.com"),
+        None,
+    );
+    // ... or when kept.
+    let mut keep = args.to_vec();
+    keep.push("--keep-clusters");
+    let run = with_karmada(&f, &keep).ok();
+    assert!(
+        run.stdout
+            .contains("2 KubeFedCluster(s) kept (--keep-clusters)"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(clusters_left(), 2);
+    // Otherwise they go, each after its Secret, once nothing federated is
+    // left. Killed between the first Secret and its KubeFedCluster, the
+    // next run does not apply a Secret without a token over Karmada's,
+    // and finishes.
+    killed_at(shared, &f, &args, "unjoining#1");
+    assert_eq!(clusters_left(), 2);
+    assert!(get(shared, "host", &secret1).is_none() || get(shared, "host", &secret2).is_none());
+    let run = with_karmada(&f, &args).ok();
+    assert!(
+        run.stdout
+            .contains("2 KubeFedCluster(s) and their Secrets removed from the host"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(clusters_left(), 0);
+    assert!(get(shared, "host", &secret1).is_none());
+    assert!(get(shared, "host", &secret2).is_none());
+    // Nothing in a member: the identity Karmada uses is still there, and
+    // so is the token Karmada holds.
+    assert!(get(shared, "member1", &member_identity).is_some());
+    for m in ["m1", "m2"] {
+        let secret = get(
+            env,
+            "karmada",
+            &format!(
+                "/api/v1/namespaces/karmada-cluster/secrets/{}",
+                f.cluster(m)
+            ),
+        )
+        .unwrap();
+        assert!(secret["data"]["token"].is_string(), "{m}: token lost");
+    }
+    unchanged("the KubeFedClusters removed");
     // Karmada owns the copies now.
     patch(
         env,
@@ -816,6 +1244,41 @@ fn migrate_hands_the_federation_to_karmada_and_releases_it() {
     );
     let after: Vec<String> = watched.iter().map(|(c, p)| uid(shared, c, p)).collect();
     assert_eq!(before, after);
+}
+
+/// `migrate ARGS` stopped by its own hook at `point`
+/// (`KUBEFEDCTL_MIGRATE_KILL_AT`): it died of SIGKILL there, the
+/// federation lock still its own; the lock is then removed, as its expiry
+/// would remove it (waiting for that is tested once, with a kill from
+/// outside).
+fn killed_at(shared: &TestEnv, f: &Federation, args: &[&str], point: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = karmada_command(f, args);
+    cmd.env("KUBEFEDCTL_MIGRATE_KILL_AT", point);
+    let child = cmd.spawn().unwrap();
+    let me = format!("pid {}", child.id());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "{point}: not killed there\n{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains(&format!("KUBEFEDCTL_MIGRATE_KILL_AT={point}: killed at")),
+        "{stderr}"
+    );
+    let lease = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases/kubefedctl-reconcile",
+        f.fedns
+    );
+    let holder = get(shared, "host", &lease).unwrap()["spec"]["holderIdentity"].clone();
+    assert!(
+        holder.as_str().is_some_and(|h| h.contains(&me)),
+        "{point}: the lease of {holder}"
+    );
+    request(shared, "host", "DELETE", &lease, None);
 }
 
 /// A member object as its writer made it: without what the server keeps

@@ -1286,9 +1286,9 @@ fn a_change_during_a_slice_to_an_object_it_left_alone_waits_for_no_slice() {
 
 /// The shard of `--shard I/3` that owns namespace `ns` and what is in it.
 fn shard_of(ns: &str) -> u32 {
-    use kubefedctl::core::run::shard::Shard;
+    use kubefedctl::core::{describe::ObjectKey, run::shard::Shard};
     (0..3)
-        .find(|&index| Shard { index, count: 3 }.owns(&(ns.to_string(), ns.to_string())))
+        .find(|&index| Shard { index, count: 3 }.owns(&ObjectKey::new(ns, ns)))
         .unwrap()
 }
 

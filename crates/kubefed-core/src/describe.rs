@@ -9,8 +9,35 @@
 
 use serde_json::Value;
 
-/// `(namespace, name)` of an object; cluster-scoped objects have `""`.
-pub type ObjectKey = (String, String);
+/// The key of an object; cluster-scoped objects have namespace `""`.
+/// Named fields rather than a tuple so that no reader has to remember which
+/// of `.0` and `.1` is the name. Fields in this order: keys sort by
+/// namespace, then name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> ObjectKey {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+/// `ns/name`, or `name` for a cluster-scoped object: [`qualified_key`].
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
 
 /// One federated object, the same from the observe step to a round's
 /// outcome and in the watch's work queue: its type (the
@@ -61,16 +88,12 @@ pub fn key_of(obj: &Value) -> ObjectKey {
             .unwrap_or("")
             .to_string()
     };
-    (get("namespace"), get("name"))
+    ObjectKey::new(get("namespace"), get("name"))
 }
 
 /// `ns/name`, or `name` for a cluster-scoped object.
-pub fn qualified_key((ns, name): &ObjectKey) -> String {
-    if ns.is_empty() {
-        name.clone()
-    } else {
-        format!("{ns}/{name}")
-    }
+pub fn qualified_key(key: &ObjectKey) -> String {
+    key.to_string()
 }
 
 /// `ns/name` of an object, or `name`.

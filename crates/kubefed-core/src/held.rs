@@ -197,6 +197,7 @@ mod tests {
     use super::*;
     use crate::propagation::deletion::deletion_decisions;
     use crate::propagation::desired::TargetType;
+    use crate::propagation::federated::FederatedObject;
     use crate::propagation::member::{MemberState, SyncSettings, sync_decisions};
     use crate::scheduling::preference::observe_member;
     use proptest::prelude::*;
@@ -319,7 +320,7 @@ mod tests {
                     let decide = |live: &Value| {
                         let states = [state(live.clone())];
                         let d = sync_decisions(
-                            &fed,
+                            FederatedObject::new(&fed),
                             &target,
                             &placed,
                             &states,
@@ -336,11 +337,19 @@ mod tests {
                 assert_eq!(
                     format!(
                         "{:?}",
-                        deletion_decisions(&deleting, &placed, &[state(copy.clone())])
+                        deletion_decisions(
+                            FederatedObject::new(&deleting),
+                            &placed,
+                            &[state(copy.clone())]
+                        )
                     ),
                     format!(
                         "{:?}",
-                        deletion_decisions(&deleting, &placed, &[state(view.clone())])
+                        deletion_decisions(
+                            FederatedObject::new(&deleting),
+                            &placed,
+                            &[state(view.clone())]
+                        )
                     ),
                     "{kind}"
                 );

@@ -431,7 +431,7 @@ pub(super) async fn check_members(
     let view = crate::sync::live::member_view(host, &options).await?;
     let kind = &ftc.spec.federated_type.kind;
     for row in rows.iter_mut() {
-        let key = (row.namespace.clone(), row.name.clone());
+        let key = crate::core::describe::ObjectKey::new(row.namespace.clone(), row.name.clone());
         let Some(verdicts) = view.get(&(kind.clone(), key)) else {
             continue;
         };

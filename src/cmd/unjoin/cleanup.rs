@@ -148,7 +148,7 @@ async fn host_namespaces(host: &Host) -> Result<HashMap<String, String>> {
         .iter()
         .map(|n| {
             let uid = n["metadata"]["uid"].as_str().unwrap_or("").to_string();
-            (key_of(n).1, uid)
+            (key_of(n).name, uid)
         })
         .collect())
 }
@@ -360,7 +360,10 @@ pub async fn run_host(host: &Host, side: &HostSide, cluster: &str, dry_run: bool
 /// guarded by the resourceVersion read: on a conflict the object is read
 /// again and the edit decided again. `false`: nothing left to drop.
 async fn drop_cluster(host: &Host, e: &HostEdit, cluster: &str) -> Result<bool> {
-    let (ns, name) = key_of(&e.object);
+    let ObjectKey {
+        namespace: ns,
+        name,
+    } = key_of(&e.object);
     let api = dynamic_api(&host.client, Some(&ns), &e.resource);
     let mut object = e.object.clone();
     for _ in 0..3 {

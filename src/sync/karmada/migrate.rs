@@ -2,17 +2,51 @@
 //! KubeFed made (and their UIDs), the exported objects server-side applied
 //! to the Karmada API server, the wait for Karmada's bindings, the check
 //! that Karmada took every copy over without recreating it, and the
-//! release on the KubeFed side the way KubeFed orphans.
+//! release on the KubeFed side the way KubeFed orphans, and the removal
+//! of the KubeFedClusters from the host; `checkpoint` stops a run between
+//! two steps for the tests.
 
 use crate::apply::{api_error, api_resource};
 use crate::clients::host::Host;
 use crate::clients::members::Member;
+use crate::core::export::migration::{kill_here, release_order};
 use crate::core::propagation::deletion::ORPHAN_ANNOTATION;
 use anyhow::{Context, Result, bail};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+/// The tests' kill point: `POINT` or `POINT#N` of
+/// `core::export::migration::KILL_POINTS`.
+pub const KILL_AT: &str = "KUBEFEDCTL_MIGRATE_KILL_AT";
+
+/// A step boundary crossed: with `KUBEFEDCTL_MIGRATE_KILL_AT` naming it
+/// (and this crossing), the process kills itself with SIGKILL, as a kill
+/// from outside would (no lock given back, nothing flushed), so that the
+/// tests stop a migration exactly there. Without it, nothing.
+pub fn checkpoint(point: &str) {
+    static SPEC: OnceLock<Option<String>> = OnceLock::new();
+    static CROSSED: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+    let Some(spec) = SPEC.get_or_init(|| std::env::var(KILL_AT).ok()) else {
+        return;
+    };
+    let n = {
+        let mut crossed = CROSSED.lock().unwrap_or_else(|e| e.into_inner());
+        let n = crossed.entry(point.to_string()).or_default();
+        *n += 1;
+        *n
+    };
+    if kill_here(spec, point, n) {
+        eprintln!("{KILL_AT}={spec}: killed at {point}#{n}");
+        // SAFETY: kill(2) on our own pid; no memory is touched.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
 
 /// The field manager of what a migration writes.
 pub const FIELD_MANAGER: &str = "kubefedctl-migrate";
@@ -110,9 +144,9 @@ pub async fn member_copies(
 
 /// The exported objects server-side applied to the Karmada API server, in
 /// their order (Secrets and Clusters, Namespaces, templates, policies).
-pub async fn apply(karmada: &kube::Client, objects: &[Value]) -> Result<usize> {
+pub async fn apply(karmada: &kube::Client, objects: &[&Value]) -> Result<usize> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    for obj in objects {
+    for obj in objects.iter().copied() {
         let api = api_for(karmada, obj).await?;
         let name = obj["metadata"]["name"].as_str().unwrap_or("");
         api.patch(name, &params, &Patch::Apply(obj))
@@ -127,8 +161,58 @@ pub async fn apply(karmada: &kube::Client, objects: &[Value]) -> Result<usize> {
         if obj["kind"] == "CustomResourceDefinition" {
             wait_served(karmada, obj).await?;
         }
+        checkpoint("applying");
     }
     Ok(objects.len())
+}
+
+/// Waits until Karmada reports each Cluster `Ready` with the APIs it
+/// serves (at most `timeout`, looked at once even when it is 0): the
+/// scheduler only considers a Cluster with both. The error names each
+/// that is not, with Karmada's message.
+pub async fn wait_clusters_ready(
+    karmada: &kube::Client,
+    names: &[String],
+    timeout: Duration,
+) -> Result<()> {
+    let ar = api_resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters");
+    let api: Api<DynamicObject> = Api::all_with(karmada.clone(), &ar);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut pending = Vec::new();
+        for name in names {
+            let status = api
+                .get_opt(name)
+                .await
+                .map_err(api_error)?
+                .map(|c| c.data["status"].clone())
+                .unwrap_or(Value::Null);
+            let ready = status["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "Ready");
+            let apis = status["apiEnablements"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty());
+            if !apis || ready.is_none_or(|c| c["status"] != "True") {
+                let why = ready
+                    .and_then(|c| c["message"].as_str())
+                    .unwrap_or("no status yet");
+                pending.push(format!("{name}: {why}"));
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "Karmada's Cluster(s) not Ready within {timeout:?} (nothing scheduled yet): {}",
+                pending.join("; ")
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 /// Karmada's binding of a template: `<name>-<kind>` (Karmada's
@@ -241,50 +325,85 @@ pub async fn verify(members: &[Member], copies: &[MemberCopy], timeout: Duration
 /// The release, as KubeFed orphans: each federated object annotated
 /// `kubefed.io/orphan: "true"`, deleted, and its sync finalizer removed
 /// (what KubeFed's controller does for an orphaned object, minus the
-/// removal of `kubefed.io/managed` from the copies: no member is written);
-/// the RSPs deleted; FederatedNamespaces last, so that nothing of a
-/// namespace is released before its contents.
+/// removal of `kubefed.io/managed` from the copies: no member is written),
+/// then its RSP deleted; FederatedNamespaces last, so that nothing of a
+/// namespace is released before its contents (`release_order`).
 pub async fn release(host: &Host, federated: &[Value], rsps: &[Value]) -> Result<usize> {
-    let (namespaces, others): (Vec<&Value>, Vec<&Value>) = federated
-        .iter()
-        .partition(|f| f["kind"] == "FederatedNamespace");
     let mut released = 0;
-    for obj in rsps.iter().chain(others).chain(namespaces) {
-        let api = api_for(&host.client, obj).await?;
-        let name = obj["metadata"]["name"].as_str().unwrap_or("");
-        let is_rsp = obj["kind"] == "ReplicaSchedulingPreference";
-        if !is_rsp {
-            let orphan = json!({"metadata": {"annotations": {ORPHAN_ANNOTATION: "true"}}});
-            match api
-                .patch(name, &PatchParams::default(), &Patch::Merge(&orphan))
-                .await
-            {
+    for obj in release_order(federated, rsps) {
+        if release_one(host, obj).await? {
+            released += 1;
+        }
+        checkpoint("released");
+    }
+    Ok(released)
+}
+
+/// One object released; `false` when it was already gone.
+async fn release_one(host: &Host, obj: &Value) -> Result<bool> {
+    let api = api_for(&host.client, obj).await?;
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    if obj["kind"] != "ReplicaSchedulingPreference" {
+        let orphan = json!({"metadata": {"annotations": {ORPHAN_ANNOTATION: "true"}}});
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&orphan))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(false),
+            Err(e) => return Err(api_error(e)),
+        }
+        checkpoint("orphaned");
+    }
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(false),
+        Err(e) => return Err(api_error(e)),
+    }
+    checkpoint("deleted");
+    if let Some(now) = api.get_opt(name).await.map_err(api_error)? {
+        let finalizers: Vec<String> = now
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f != SYNC_FINALIZER)
+            .collect();
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": now.metadata.resource_version}});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(api_error)?;
+    }
+    Ok(true)
+}
+
+/// The KubeFedClusters removed from the host, each after its Secret (as
+/// `unjoin` does; a run stopped between them leaves a KubeFedCluster
+/// without a Secret, which the next run's export does not apply over
+/// Karmada's: `migration::to_apply`). Nothing in a member: the member's
+/// identity is the one Karmada's Cluster uses now. How many were removed.
+pub async fn remove_clusters(host: &Host, clusters: &[Value]) -> Result<usize> {
+    use k8s_openapi::api::core::v1::Secret;
+    let secrets: Api<Secret> = Api::namespaced(host.client.clone(), &host.namespace);
+    let mut removed = 0;
+    for kfc in clusters {
+        if let Some(secret) = kfc["spec"]["secretRef"]["name"].as_str() {
+            match secrets.delete(secret, &DeleteParams::default()).await {
                 Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => continue,
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(api_error(e)),
             }
         }
+        checkpoint("unjoining");
+        let api = api_for(&host.client, kfc).await?;
+        let name = kfc["metadata"]["name"].as_str().unwrap_or("");
         match api.delete(name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => continue,
+            Ok(_) => removed += 1,
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => return Err(api_error(e)),
         }
-        if let Some(now) = api.get_opt(name).await.map_err(api_error)? {
-            let finalizers: Vec<String> = now
-                .metadata
-                .finalizers
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|f| f != SYNC_FINALIZER)
-                .collect();
-            let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": now.metadata.resource_version}});
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(api_error)?;
-        }
-        released += 1;
     }
-    Ok(released)
+    Ok(removed)
 }
 
 /// The bindings Karmada makes for the exported policies: one per template

@@ -23,9 +23,14 @@ pub struct Federation {
     pub type_configs: Vec<Value>,
     pub federated: Vec<Value>,
     pub rsps: Vec<Value>,
-    /// The CRDs of the FTCs' targets that are not built in (live only).
+    /// CustomResourceDefinitions: live, those of the FTCs' targets that
+    /// are not built in; from files, every one given (those of the types'
+    /// targets are exported, and define types no FTC names).
     pub crds: Vec<Value>,
     pub scope: Option<Scope>,
+    /// Live, the federated types that could not be listed (`<ftc>:
+    /// <error>`): their objects are not in `federated`.
+    pub unlisted: Vec<String>,
 }
 
 impl Federation {
@@ -47,6 +52,12 @@ impl Federation {
     /// Secrets carry their tokens).
     pub fn export(&self, with_tokens: bool) -> Export {
         let types = federated_types(self);
+        let crds: Vec<Value> = self
+            .crds
+            .iter()
+            .filter(|c| types.iter().any(|t| t.targets_crd(c)))
+            .cloned()
+            .collect();
         karmada::export(&Input {
             clusters: &self.clusters,
             secrets: &self.secrets,
@@ -54,15 +65,15 @@ impl Federation {
             types: &types,
             federated: &self.federated,
             rsps: &self.rsps,
-            crds: &self.crds,
+            crds: &crds,
             scope: self.scope.unwrap_or(Scope::Cluster),
             with_tokens,
         })
     }
 }
 
-/// The FTCs' types, and offline the built-in ones of federated kinds no
-/// FTC names.
+/// The FTCs' types, and offline those of federated kinds no FTC names:
+/// built in, or defined by a CRD of the input.
 fn federated_types(g: &Federation) -> Vec<FederatedType> {
     let mut types: Vec<FederatedType> = g
         .type_configs
@@ -78,7 +89,12 @@ fn federated_types(g: &Federation) -> Vec<FederatedType> {
         let known = types
             .iter()
             .any(|t| t.federated_kind == kind && t.federated_group == group);
-        if !known && let Some(t) = FederatedType::builtin(group, kind) {
+        if known {
+            continue;
+        }
+        let found = FederatedType::builtin(group, kind)
+            .or_else(|| FederatedType::from_crd(group, kind, &g.crds));
+        if let Some(t) = found {
             types.push(t);
         }
     }
@@ -86,7 +102,8 @@ fn federated_types(g: &Federation) -> Vec<FederatedType> {
 }
 
 /// The federation in files (`-f`): federated objects of `namespace` (all
-/// when `None`), RSPs, KubeFedClusters, FTCs and the KubeFedConfig's scope.
+/// when `None`), RSPs, KubeFedClusters, FTCs, CRDs and the KubeFedConfig's
+/// scope.
 pub fn read_files(paths: &[PathBuf], namespace: Option<&str>) -> Result<Federation> {
     let inputs = render::load(paths)?;
     for n in &inputs.notes {
@@ -106,10 +123,11 @@ pub fn read_files(paths: &[PathBuf], namespace: Option<&str>) -> Result<Federati
         clusters: inputs.clusters.into_iter().map(|s| s.object).collect(),
         secrets: Vec::new(),
         type_configs: inputs.type_configs.into_iter().map(|s| s.object).collect(),
-        crds: Vec::new(),
+        crds: inputs.crds.into_iter().map(|s| s.object).collect(),
         federated: objects(inputs.federated),
         rsps: objects(inputs.rsps),
         scope,
+        unlisted: Vec::new(),
     })
 }
 
@@ -132,7 +150,7 @@ pub async fn read_host(
         fed_ns,
     )
     .await?;
-    let federated = federated_objects(host, &type_configs, namespace).await;
+    let (federated, unlisted) = federated_objects(host, &type_configs, namespace).await;
     let rsp = (
         "scheduling.kubefed.io",
         "v1alpha1",
@@ -154,6 +172,7 @@ pub async fn read_host(
     let crds = target_crds(host, &type_configs).await?;
     Ok(Federation {
         crds,
+        unlisted,
         clusters,
         secrets,
         type_configs,
@@ -178,23 +197,32 @@ async fn list(
 }
 
 /// Every FTC's federated objects; a type that cannot be listed is warned
-/// about and left out.
-async fn federated_objects(host: &Host, type_configs: &[Value], ns: Option<&str>) -> Vec<Value> {
+/// about, left out, and named (`<ftc>: <error>`) in the second list.
+async fn federated_objects(
+    host: &Host,
+    type_configs: &[Value],
+    ns: Option<&str>,
+) -> (Vec<Value>, Vec<String>) {
     let mut federated = Vec::new();
+    let mut unlisted = Vec::new();
     for ftc in type_configs {
         let f = &ftc["spec"]["federatedType"];
         let s = |key: &str| f[key].as_str().unwrap_or("");
         let resource = (s("group"), s("version"), s("kind"), s("pluralName"));
         match list(host, resource, ns).await {
             Ok(o) => federated.extend(o),
-            Err(e) => tracing::warn!(
-                "{}: {}",
-                ftc["metadata"]["name"].as_str().unwrap_or(""),
-                crate::error::one_line(&e)
-            ),
+            Err(e) => {
+                let why = format!(
+                    "{}: {}",
+                    ftc["metadata"]["name"].as_str().unwrap_or(""),
+                    crate::error::one_line(&e)
+                );
+                tracing::warn!("{why}");
+                unlisted.push(why);
+            }
         }
     }
-    federated
+    (federated, unlisted)
 }
 
 /// The CRDs of the FTCs' targets outside the built-in types, as the host

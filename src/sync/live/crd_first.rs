@@ -11,7 +11,7 @@
 
 use crate::apply::resource_of;
 use crate::clients::host::Host;
-use crate::core::describe::{describe_key, key_of};
+use crate::core::describe::{ObjectKey, describe_key, key_of};
 use crate::core::outcome::Place;
 use crate::core::propagation::crd_first::{self, CRD_KIND, Phases, Target};
 use crate::core::propagation::decide::Listing;
@@ -31,7 +31,7 @@ pub fn phases(seen: &Observation) -> Option<Phases> {
         .types
         .iter()
         .filter(|t| target(t).defines_types())
-        .flat_map(|t| t.objects.iter().map(|o| key_of(o).1))
+        .flat_map(|t| t.objects.iter().map(|o| key_of(o).name))
         .collect();
     crd_first::phases(&targets, &crds)
 }
@@ -58,10 +58,6 @@ pub async fn round_in_phases(
         .into_iter()
         .map(Some)
         .collect();
-    let mut partial = seen
-        .partial
-        .take()
-        .map(|p| p.into_iter().map(Some).collect::<Vec<_>>());
     let awaited: Vec<(String, String)> = phases
         .awaits
         .iter()
@@ -69,9 +65,6 @@ pub async fn round_in_phases(
         .collect();
     let mut take = |indices: &[usize], seen: &mut Observation| {
         seen.types = indices.iter().filter_map(|&i| types[i].take()).collect();
-        seen.partial = partial
-            .as_mut()
-            .map(|p| indices.iter().filter_map(|&i| p[i].take()).collect());
     };
 
     // The CRDs alone: no RSP targets them, and DNS waits for the rest.
@@ -125,7 +118,7 @@ async fn catch_up(
         .filter(|(_, l)| matches!(l, Listing::NotServed(_)))
         .map(|(m, _)| m.clone())
         .collect();
-    let created = describe_key(CRD_KIND, &(String::new(), crd.to_string()));
+    let created = describe_key(CRD_KIND, &ObjectKey::new("", crd));
     let until = Instant::now() + o.selection.timeout;
     for cluster in unserved {
         if o.mode.plans() {

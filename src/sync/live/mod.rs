@@ -398,7 +398,10 @@ async fn member_object(
     seen: &Observation,
     t: &observe::ObservedType,
     cluster: &str,
-    (ns, name): ObjectKey,
+    ObjectKey {
+        namespace: ns,
+        name,
+    }: ObjectKey,
     o: &Options,
 ) -> Option<serde_json::Value> {
     let client = (seen.member(cluster)).and_then(|m| m.client.clone().ok())?;
@@ -505,9 +508,8 @@ fn decide_all(host: &Host, seen: &Observation) -> Vec<TypeDecisions> {
     };
     seen.types
         .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let only = seen.partial.as_ref().map(|p| &p[i]);
+        .map(|t| {
+            let only = t.only.as_ref();
             // Each object's plan depends on that object alone: on all cores.
             let plans = crate::parallel::map(&t.objects, |o| {
                 decide::decide_object(&federation, &t.ty, o, &t.members)

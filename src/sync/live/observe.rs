@@ -61,6 +61,10 @@ pub struct ObservedType {
     pub objects: Vec<Value>,
     /// Ready touched member → its objects of the type (or why not).
     pub members: BTreeMap<String, Listing>,
+    /// A watch round: the only keys of this type it covers; `objects`
+    /// hold those of them that exist, and orphans are looked for among
+    /// them only. `None`: everything was observed.
+    pub only: Option<BTreeSet<ObjectKey>>,
 }
 
 /// Everything one run reads before it decides.
@@ -90,10 +94,6 @@ pub struct Observation {
     pub dns_installed: bool,
     /// What a proposal (`-f --dry-run`) changes on the host.
     pub host_plan: Vec<crate::core::outcome::Change>,
-    /// A watch round: per type (aligned with `types`), the only keys it
-    /// covers; `objects` hold those of them that exist, and orphans are
-    /// looked for among them only. `None`: everything was observed.
-    pub partial: Option<Vec<BTreeSet<ObjectKey>>>,
     /// A dry run's (type name, member) where the type is planned as if the
     /// member held none of its objects: the CRD that defines it is created
     /// by the same plan (`crd_first`). `--validate` leaves them out.
@@ -135,7 +135,6 @@ impl Observation {
             rsp_pods: BTreeMap::new(),
             dns_installed: false,
             host_plan: Vec::new(),
-            partial: None,
             types_to_come: BTreeSet::new(),
         }
     }
@@ -230,7 +229,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         .into_iter()
         .map(|n| {
             let uid = n["metadata"]["uid"].as_str().unwrap_or("").to_string();
-            (key_of(&n).1, uid)
+            (key_of(&n).name, uid)
         })
         .collect();
     seen.rsps = rsps?;
@@ -346,7 +345,7 @@ pub async fn read_rsp_pods(seen: &mut Observation, timeout: Duration) {
             if let Some(Ok(MemberReplicas::NeedsPods { match_labels, .. })) =
                 managed.as_ref().map(observe_member)
             {
-                queries.insert(PodQuery::new(&m.name, &key.0, &match_labels));
+                queries.insert(PodQuery::new(&m.name, &key.namespace, &match_labels));
             }
         }
     }
@@ -476,6 +475,7 @@ impl ObservedType {
             service_status: service_status_type(f),
             objects: Vec::new(),
             members: BTreeMap::new(),
+            only: None,
         }
     }
 }
@@ -533,7 +533,7 @@ pub fn federated_namespaces(types: &[ObservedType]) -> BTreeMap<String, Value> {
         .flat_map(|t| t.objects.iter())
         // The FTC says which type federates namespaces, whatever its group.
         .filter(|o| federated_namespace_name_is_valid(o))
-        .map(|o| (key_of(o).1, o.clone()))
+        .map(|o| (key_of(o).name, o.clone()))
         .collect()
 }
 

@@ -102,7 +102,7 @@ async fn member_rules(
         if verb(&w.decision.action).is_none() {
             continue;
         }
-        let ns = w.key().0;
+        let ns = w.key().namespace;
         let slot = namespaces.entry(w.decision.cluster.as_str()).or_default();
         if slot.is_empty() {
             *slot = ns;

@@ -10,7 +10,7 @@
 //! namespaces being deleted somewhere.
 
 use crate::clients::host::Host;
-use crate::core::describe::{FederatedRef, ObjectRef, describe, describe_key, key_of};
+use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
@@ -435,7 +435,10 @@ fn object_events(
         attempts: results
             .iter()
             .map(|(w, result)| {
-                let (ns, name) = w.key();
+                let ObjectKey {
+                    namespace: ns,
+                    name,
+                } = w.key();
                 Attempt {
                     cluster: &w.decision.cluster,
                     action: &w.decision.action,

@@ -163,17 +163,17 @@ async fn write_ready(
     state: crate::core::propagation::status::ReadyState,
     now: &str,
 ) -> anyhow::Result<bool> {
-    let ns = Some(owner.key.0.as_str()).filter(|n| !n.is_empty());
+    let ns = Some(owner.key.namespace.as_str()).filter(|n| !n.is_empty());
     let api = dynamic_api(&host.client, ns, &owner.federated);
     for _ in 0..2 {
-        let mut obj = serde_json::to_value(api.get(&owner.key.1).await.map_err(api_error)?)?;
+        let mut obj = serde_json::to_value(api.get(&owner.key.name).await.map_err(api_error)?)?;
         let Some(status) = with_ready(&obj["status"], state, now) else {
             return Ok(false);
         };
         obj["status"] = status;
         match api
             .replace_status(
-                &owner.key.1,
+                &owner.key.name,
                 &PostParams::default(),
                 &serde_json::from_value(obj)?,
             )

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 pub const HOST_WRITES_IN_FLIGHT: usize = 16;
 
 fn federated_api(host: &Host, ar: &ApiResource, key: &ObjectKey) -> Api<DynamicObject> {
-    dynamic_api(&host.client, Some(&key.0), ar)
+    dynamic_api(&host.client, Some(&key.namespace), ar)
 }
 
 /// The finalizers of `fed` with ours added or removed.
@@ -63,7 +63,7 @@ pub async fn finalizer_first(
     }});
     let key = key_of(fed);
     let patched = federated_api(host, ar, &key)
-        .patch(&key.1, &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(api_error)
         .context(if ours {
@@ -88,7 +88,7 @@ pub async fn write_back(
 ) -> Result<usize> {
     let mut writes = 0;
     let api = federated_api(host, ar, &plan.key);
-    let name = &plan.key.1;
+    let name = &plan.key.name;
     if w.release_finalizer {
         let patch = json!({"metadata": {
             "finalizers": finalizers_with(fed, false),
@@ -159,7 +159,7 @@ async fn write_versions(
     status: Value,
     create: bool,
 ) -> Result<(usize, DynamicObject)> {
-    let (ns, pv_name) = (&plan.key.0, &plan.pv_name);
+    let (ns, pv_name) = (&plan.key.namespace, &plan.pv_name);
     let ar = if ns.is_empty() {
         resource_of::<ClusterPropagatedVersion>()
     } else {

@@ -114,7 +114,7 @@ impl Clusters {
 
     fn api(&self, cluster: &str, target: &ApiResource, key: &ObjectKey) -> Api<DynamicObject> {
         let client = &self.clients[cluster];
-        dynamic_api(client, Some(&key.0), target)
+        dynamic_api(client, Some(&key.namespace), target)
     }
 }
 
@@ -130,7 +130,7 @@ impl MemberRequests for Clusters {
         key: &ObjectKey,
         action: &Action,
     ) -> Result<Answered, kube::Error> {
-        run_action(&self.api(cluster, target, key), &key.1, action).await
+        run_action(&self.api(cluster, target, key), &key.name, action).await
     }
 
     async fn get(
@@ -139,7 +139,7 @@ impl MemberRequests for Clusters {
         target: &ApiResource,
         key: &ObjectKey,
     ) -> Result<Option<Value>, kube::Error> {
-        let live = self.api(cluster, target, key).get_opt(&key.1).await?;
+        let live = self.api(cluster, target, key).get_opt(&key.name).await?;
         Ok(live.map(|l| serde_json::to_value(l).expect("objects serialize")))
     }
 }

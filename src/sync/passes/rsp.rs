@@ -5,7 +5,7 @@
 
 use crate::apply::{api_error_line, dynamic_api};
 use crate::clients::members::Member;
-use crate::core::describe::{describe, key_of};
+use crate::core::describe::{ObjectKey, describe, key_of};
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::decide::Listing;
 use crate::core::propagation::member::{ManagedLabel, managed_label};
@@ -48,7 +48,7 @@ struct ReplicasNow {
 fn replicas_now(
     seen: &Observation,
     ti: usize,
-    key: &(String, String),
+    key: &ObjectKey,
     what: &str,
     report: &mut Report,
 ) -> Option<ReplicasNow> {
@@ -131,7 +131,7 @@ pub async fn schedule_replicas(
         let Some(now) = replicas_now(seen, ti, &key, &what, report) else {
             continue;
         };
-        let fedns = seen.fed_namespaces.get(&key.0);
+        let fedns = seen.fed_namespaces.get(&key.namespace);
         let t = &mut seen.types[ti];
         match schedule(
             &rsp,
@@ -150,10 +150,10 @@ pub async fn schedule_replicas(
                 t.objects[idx] = obj;
             }
             Ok(Scheduled::Updated(obj)) => {
-                let fapi = dynamic_api(&host.client, Some(&key.0), &t.federated);
+                let fapi = dynamic_api(&host.client, Some(&key.namespace), &t.federated);
                 match fapi
                     .replace(
-                        &key.1,
+                        &key.name,
                         &PostParams::default(),
                         &serde_json::from_value(obj)?,
                     )
@@ -185,7 +185,7 @@ fn observe(
     m: &Member,
     listings: &BTreeMap<String, Listing>,
     pods: &BTreeMap<PodQuery, Result<Vec<Value>, String>>,
-    key: &(String, String),
+    key: &ObjectKey,
     what: &str,
     report: &mut Report,
 ) -> Result<Seen> {
@@ -205,7 +205,7 @@ fn observe(
     let pods = match &state {
         MemberReplicas::Settled { .. } => PodAnalysis::default(),
         MemberReplicas::NeedsPods { match_labels, .. } => {
-            match pods.get(&PodQuery::new(&m.name, &key.0, match_labels)) {
+            match pods.get(&PodQuery::new(&m.name, &key.namespace, match_labels)) {
                 Some(Ok(pods)) => analyze_pods(pods, crate::clock::now_unix()),
                 Some(Err(why)) => bail!("{why}"),
                 None => bail!("its pods were not listed"),

@@ -83,15 +83,15 @@ async fn write_type(
             Write::Create(o) => ("create", o),
             Write::Update(o) => ("update", o),
         };
-        let what = format!("{} {}/{}", ar.kind, key.0, key.1);
+        let what = format!("{} {}/{}", ar.kind, key.namespace, key.name);
         let planned = || Change::new(Place::Host, verb, what.clone());
-        let api = dynamic_api(&host.client, Some(&key.0), ar);
+        let api = dynamic_api(&host.client, Some(&key.namespace), ar);
         let body: DynamicObject = serde_json::from_value(obj)?;
         let request = async {
             let pp = PostParams::default();
             match verb {
                 "create" => api.create(&pp, &body).await,
-                _ => api.replace(&key.1, &pp, &body).await,
+                _ => api.replace(&key.name, &pp, &body).await,
             }
             .map_err(api_error)
         };

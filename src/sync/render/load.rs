@@ -134,6 +134,7 @@ fn add_object(inputs: &mut Inputs, at: &str, obj: Value) -> Result<()> {
             return Ok(());
         }
         ("core.kubefed.io", "FederatedTypeConfig") => &mut inputs.type_configs,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => &mut inputs.crds,
         ("core.kubefed.io", _) => {
             inputs
                 .notes
@@ -144,7 +145,7 @@ fn add_object(inputs: &mut Inputs, at: &str, obj: Value) -> Result<()> {
             &mut inputs.federated
         }
         _ => bail!(
-            "{at}: {kind:?} ({}) is not a federated object, ReplicaSchedulingPreference or KubeFedCluster",
+            "{at}: {kind:?} ({}) is not a federated object, ReplicaSchedulingPreference, KubeFedCluster or CustomResourceDefinition",
             object["apiVersion"].as_str().unwrap_or("no apiVersion")
         ),
     };

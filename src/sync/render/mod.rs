@@ -42,6 +42,9 @@ pub struct Inputs {
     /// FederatedTypeConfigs: a render does not use them (it is told so),
     /// `export karmada` reads a fork's types from them.
     pub type_configs: Vec<Sourced>,
+    /// CustomResourceDefinitions: a render does not use them (it is told
+    /// so), `export karmada` finds the targets of custom types in them.
+    pub crds: Vec<Sourced>,
     pub notes: Vec<String>,
 }
 
@@ -440,7 +443,7 @@ spec:
         .to_string();
         assert_eq!(
             e,
-            "x.yaml: document 1: \"ConfigMap\" (v1) is not a federated object, ReplicaSchedulingPreference or KubeFedCluster"
+            "x.yaml: document 1: \"ConfigMap\" (v1) is not a federated object, ReplicaSchedulingPreference, KubeFedCluster or CustomResourceDefinition"
         );
         let e = target_type(
             &serde_json::json!({"kind": "FederatedGizmo", "metadata": {"name": "g"}, "spec": {}}),

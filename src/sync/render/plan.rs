@@ -25,10 +25,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
     let mut inputs = inputs;
     let mut notes = std::mem::take(&mut inputs.notes);
-    notes.extend(inputs.type_configs.iter().map(|t| {
+    notes.extend(inputs.type_configs.iter().chain(&inputs.crds).map(|t| {
         format!(
-            "{}: FederatedTypeConfig is not used when rendering; skipped",
-            t.source
+            "{}: {} is not used when rendering; skipped",
+            t.source,
+            t.object["kind"].as_str().unwrap_or("")
         )
     }));
     let clusters = clusters_of(&inputs, extra_clusters)?;
@@ -41,7 +42,7 @@ pub fn plan(inputs: Inputs, extra_clusters: &[Cluster]) -> Result<RenderPlan> {
     let fed_namespaces: BTreeMap<String, Value> = federated
         .iter()
         .filter(|f| is_federated_namespace(&f.object))
-        .map(|f| (key_of(&f.object).1, f.object.clone()))
+        .map(|f| (key_of(&f.object).name, f.object.clone()))
         .collect();
     // RSP pass first: it rewrites placement and replicas overrides.
     let scheduling = if config
@@ -141,7 +142,7 @@ pub(super) fn clusters_of(inputs: &Inputs, extra_clusters: &[Cluster]) -> Result
         .clusters
         .iter()
         .map(|c| Cluster {
-            name: key_of(&c.object).1,
+            name: key_of(&c.object).name,
             labels: c.object["metadata"]["labels"]
                 .as_object()
                 .map(|m| {
@@ -203,15 +204,17 @@ pub(super) fn schedule_rsps(
 ) -> Result<Vec<String>> {
     let mut scheduling = Vec::new();
     for rsp in &inputs.rsps {
-        let (ns, name) = key_of(&rsp.object);
+        let key = key_of(&rsp.object);
+        let (ns, name) = (&key.namespace, &key.name);
         let target_kind = rsp.object["spec"]["targetKind"].as_str().unwrap_or("");
-        let Some(fed) = federated.iter_mut().find(|f| {
-            key_of(&f.object) == (ns.clone(), name.clone()) && f.object["kind"] == target_kind
-        }) else {
+        let Some(fed) = federated
+            .iter_mut()
+            .find(|f| key_of(&f.object) == key && f.object["kind"] == target_kind)
+        else {
             notes.push(format!("{}: no {target_kind} {ns}/{name} in the input for this ReplicaSchedulingPreference", rsp.source));
             continue;
         };
-        let fedns = fed_namespaces.get(&ns);
+        let fedns = fed_namespaces.get(ns);
         let empty = BTreeMap::new();
         match schedule(&rsp.object, &fed.object, fedns, clusters, &empty, &empty)
             .map_err(|e| anyhow!("{}: {e}", rsp.source))?
@@ -330,7 +333,7 @@ pub(super) fn decide_one(
             "{}: {} is not placed: namespace {:?} has no FederatedNamespace in the input",
             f.source,
             describe_federated(obj),
-            plan.key.0
+            plan.key.namespace
         ));
     }
     Ok((Placed::new(plan), notes))

@@ -55,6 +55,7 @@ pub fn load(
         .iter()
         .chain(&inputs.dns)
         .chain(&inputs.member_status)
+        .chain(&inputs.crds)
         .chain(&inputs.config);
     if let Some(o) = others.into_iter().next() {
         bail!(
@@ -115,7 +116,7 @@ pub fn resolved(types: &[ObservedType], p: &Proposal) -> Result<Vec<Sourced>> {
     for s in &p.federated {
         let t = type_of(types, s)?;
         let mut s = s.clone();
-        let given = key_of(&s.object).0;
+        let given = key_of(&s.object).namespace;
         match (t.federated_namespaced, given.is_empty(), &p.namespace) {
             (true, false, _) | (false, true, _) => {}
             (true, true, Some(ns)) => {
@@ -164,7 +165,7 @@ pub fn overlay(seen: &mut Observation, p: &Proposal, now: &str) -> Result<Vec<Ch
         if files.is_empty() {
             continue;
         }
-        let namespaces: BTreeSet<String> = files.iter().map(|f| key_of(f).0).collect();
+        let namespaces: BTreeSet<String> = files.iter().map(|f| key_of(f).namespace).collect();
         let prune = p.prune.then_some(&namespaces);
         let (objects, what) = proposal::overlay(std::mem::take(&mut t.objects), &files, prune, now);
         t.objects = objects;
@@ -285,7 +286,7 @@ async fn proposed<'s>(
     // (group, plural, namespace) → the files' objects there.
     let mut groups: FilesByList = BTreeMap::new();
     for (i, (s, ar)) in sourced.iter().enumerate() {
-        let ns = key_of(&s.object).0;
+        let ns = key_of(&s.object).namespace;
         groups
             .entry((ar.group.clone(), ar.plural.clone(), ns))
             .or_insert((ar, i < federated, Vec::new()))
@@ -362,7 +363,10 @@ async fn take_over_client_side_fields(
     s: &Sourced,
     (managed, rv): &(Vec<Value>, String),
 ) -> Result<Change> {
-    let (ns, name) = key_of(&s.object);
+    let ObjectKey {
+        namespace: ns,
+        name,
+    } = key_of(&s.object);
     // A merge patch replaces the list whole; the resourceVersion makes it
     // conditional, as upstream's JSON patch does.
     let patch = serde_json::json!({"metadata": {"managedFields": managed, "resourceVersion": rv}});
@@ -392,7 +396,10 @@ async fn server_side_apply(
     dry_run: bool,
     force: bool,
 ) -> Result<()> {
-    let (ns, name) = key_of(&s.object);
+    let ObjectKey {
+        namespace: ns,
+        name,
+    } = key_of(&s.object);
     let api = dynamic_api(&host.client, Some(&ns), ar);
     let mut params = PatchParams::apply(FIELD_MANAGER);
     params.dry_run = dry_run;
@@ -422,8 +429,8 @@ async fn prune(host: &Host, pruned: Vec<(&ApiResource, ObjectKey)>) -> Result<Ve
     let mut lines = Vec::new();
     for (ar, key) in pruned {
         let what = crate::core::describe::describe_key(&ar.kind, &key);
-        dynamic_api(&host.client, Some(&key.0), ar)
-            .delete(&key.1, &DeleteParams::background())
+        dynamic_api(&host.client, Some(&key.namespace), ar)
+            .delete(&key.name, &DeleteParams::background())
             .await
             .map_err(|e| anyhow!("pruning {what}: {}", api_error_line(e)))?;
         lines.push(Change::new(Place::Host, "deleted (pruned)", what));

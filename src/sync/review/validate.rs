@@ -9,7 +9,7 @@
 //! their validation and admission on the dry run.
 
 use crate::apply::api_error_line;
-use crate::core::describe::describe_key;
+use crate::core::describe::{ObjectKey, describe_key};
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::Action;
 use crate::sync::live::execute::Work;
@@ -45,7 +45,7 @@ pub async fn validate(
         .iter()
         .flat_map(|j| &j.work)
         .filter(|w| is_namespace(w) && matches!(w.decision.action, Action::Create(_)))
-        .map(|w| (w.decision.cluster.clone(), w.key().1))
+        .map(|w| (w.decision.cluster.clone(), w.key().name))
         .collect();
     // Nor can a member validate an object of a type it will serve only
     // once a CRD this plan creates is established (`live::crd_first`).
@@ -65,7 +65,7 @@ pub async fn validate(
         })
         .filter(|w| {
             let in_new = !is_namespace(w)
-                && new_namespaces.contains(&(w.decision.cluster.clone(), w.key().0));
+                && new_namespaces.contains(&(w.decision.cluster.clone(), w.key().namespace));
             unchecked += usize::from(in_new);
             !in_new
         })
@@ -116,7 +116,10 @@ fn check_of(seen: &Observation, w: &Work) -> Option<Check> {
     };
     let client = (seen.member(&w.decision.cluster)).and_then(|m| m.client.clone().ok())?;
     let t = &seen.types[w.type_index];
-    let (ns, name) = w.key();
+    let ObjectKey {
+        namespace: ns,
+        name,
+    } = w.key();
     let api = crate::apply::dynamic_api(&client, Some(&ns), &t.target);
     let url = match method {
         "POST" => format!("{}?{DRY_RUN_STRICT}", api.resource_url()),

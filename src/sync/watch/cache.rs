@@ -145,7 +145,7 @@ impl Written {
         match (self, source) {
             (Written::Federated(t, _), Source::Federated(s)) => t == s,
             (Written::Version(k), Source::Versions(cluster_scoped)) => {
-                k.0.is_empty() == *cluster_scoped
+                k.namespace.is_empty() == *cluster_scoped
             }
             (Written::Member(c, t, _), Source::Member(sc, st)) => c == sc && t == st,
             _ => false,
@@ -533,7 +533,7 @@ impl Cache {
             }
             Change::Replaced(vs) => {
                 self.versions
-                    .retain(|k, _| k.0.is_empty() != cluster_scoped);
+                    .retain(|k, _| k.namespace.is_empty() != cluster_scoped);
                 self.versions
                     .extend(vs.into_iter().map(|(k, held)| (k, held.text)));
             }
@@ -587,7 +587,7 @@ impl Cache {
         // member copies' events and its FederatedNamespace's own touch it.
         let held = self.federated.get(&ns_type);
         for name in touched {
-            let key = (name.clone(), name);
+            let key = ObjectKey::new(name.clone(), name);
             if held.is_some_and(|s| s.objects.contains_key(&key)) {
                 dirt.keys.insert(FederatedRef::new(&ns_type, key));
             }
@@ -609,7 +609,7 @@ impl Cache {
             if is_namespaces {
                 // A FederatedNamespace places everything in it.
                 for (t, s) in &self.federated {
-                    for k in s.objects.keys().filter(|k| k.0 == key.0) {
+                    for k in s.objects.keys().filter(|k| k.namespace == key.namespace) {
                         dirt.keys.insert(FederatedRef::new(t, k.clone()));
                     }
                 }
@@ -737,7 +737,6 @@ impl Cache {
             .collect();
         let wanted_types = types;
         let mut types = Vec::new();
-        let mut partial = Vec::new();
         let mut texts = Texts::default();
         for (name, mut t) in self.types() {
             if !wanted_types.contains(&name) {
@@ -758,15 +757,15 @@ impl Cache {
             if matches!(cover, Cover::LastSlice(_)) && wanted.is_empty() {
                 self.fill_failing_listings(&name, &mut t, &ready, &touched);
             }
+            t.only = keys.is_some().then_some(wanted);
             types.push(t);
-            partial.push(wanted);
         }
         let fed_namespaces = self.fed_namespaces();
         texts.versions = match keys {
             None => (self.versions.iter())
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            Some(_) => self.versions_of(&types, &partial),
+            Some(_) => self.versions_of(&types),
         };
         let rsps = self.rsps_in(namespace.as_deref());
         let mut seen = Observation::new(settings, members.to_vec(), scope, namespace);
@@ -777,7 +776,6 @@ impl Cache {
         // What the cache does not hold (the RSPs' pods, whether the host
         // has the DNS API) is read by the round's own observe step
         // (`observe::finish_from_cache`).
-        seen.partial = keys.map(|_| partial);
         (seen, texts)
     }
 }
@@ -884,25 +882,25 @@ impl Cache {
 
     /// The PropagatedVersions of a partial round's keys only, looked up as
     /// decide does.
-    fn versions_of(
-        &self,
-        types: &[ObservedType],
-        partial: &[BTreeSet<ObjectKey>],
-    ) -> Vec<(ObjectKey, ObjectText)> {
+    fn versions_of(&self, types: &[ObservedType]) -> Vec<(ObjectKey, ObjectText)> {
         types
             .iter()
-            .zip(partial)
-            .flat_map(|(t, wanted)| {
-                wanted.iter().filter_map(|(ns, name)| {
-                    let k = (
-                        ns.clone(),
-                        crate::core::propagation::version::propagated_version_name(
-                            &t.ty.target.kind,
-                            name,
-                        ),
-                    );
-                    self.versions.get(&k).map(|v| (k, v.clone()))
-                })
+            .flat_map(|t| {
+                t.only.iter().flatten().filter_map(
+                    |ObjectKey {
+                         namespace: ns,
+                         name,
+                     }| {
+                        let k = ObjectKey::new(
+                            ns.clone(),
+                            crate::core::propagation::version::propagated_version_name(
+                                &t.ty.target.kind,
+                                name,
+                            ),
+                        );
+                        self.versions.get(&k).map(|v| (k, v.clone()))
+                    },
+                )
             })
             .collect()
     }
@@ -911,7 +909,7 @@ impl Cache {
     fn rsps_in(&self, namespace: Option<&str>) -> Vec<Value> {
         self.schedulings
             .iter()
-            .filter(|(k, _)| namespace.is_none_or(|ns| ns == k.0))
+            .filter(|(k, _)| namespace.is_none_or(|ns| ns == k.namespace))
             .map(|(_, v)| v.text.value())
             .collect()
     }
@@ -1099,7 +1097,7 @@ fn apply_store(store: &mut Store, change: Change) -> (Vec<ObjectKey>, Vec<Object
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// A round's scope before any member has listed: no member is touched.
@@ -1111,7 +1109,7 @@ mod tests {
     }
     use serde_json::json;
 
-    fn ftc(name: &str, kind: &str, plural: &str, group: &str) -> Value {
+    pub(in crate::sync::watch) fn ftc(name: &str, kind: &str, plural: &str, group: &str) -> Value {
         json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "FederatedTypeConfig",
                "metadata": {"name": name, "namespace": "fed"},
                "spec": {"propagation": "Enabled",
@@ -1122,11 +1120,11 @@ mod tests {
                                           "version": "v1beta1"}}})
     }
 
-    fn obj(kind: &str, ns: &str, name: &str, data: &str) -> Value {
+    pub(in crate::sync::watch) fn obj(kind: &str, ns: &str, name: &str, data: &str) -> Value {
         json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": ns}, "data": {"d": data}})
     }
 
-    fn ev(source: Source, change: Change) -> Event {
+    pub(in crate::sync::watch) fn ev(source: Source, change: Change) -> Event {
         Event { source, change }
     }
 
@@ -1146,8 +1144,8 @@ mod tests {
         c
     }
 
-    fn key(t: &str, ns: &str, name: &str) -> WorkKey {
-        FederatedRef::new(t, (ns.to_string(), name.to_string()))
+    pub(in crate::sync::watch) fn key(t: &str, ns: &str, name: &str) -> WorkKey {
+        FederatedRef::new(t, ObjectKey::new(ns, name))
     }
 
     #[test]
@@ -1418,7 +1416,7 @@ mod tests {
             [key("configmaps", "shop", "a")].into()
         );
         c.apply(ev(member.clone(), kept(&drifted)));
-        let held = &c.members["m1"]["configmaps"].objects[&("shop".to_string(), "a".to_string())];
+        let held = &c.members["m1"]["configmaps"].objects[&ObjectKey::new("shop", "a")];
         assert_eq!(
             held.text.value(),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -1442,7 +1440,7 @@ mod tests {
         c.apply(ev(fed.clone(), Change::replaced(vec![a.clone()])));
         c.apply(ev(Source::Versions(false), Change::replaced(vec![])));
         let held = |c: &Cache| {
-            c.federated["configmaps"].objects[&("shop".to_string(), "a".to_string())]
+            c.federated["configmaps"].objects[&ObjectKey::new("shop", "a")]
                 .text
                 .value()
         };
@@ -1471,7 +1469,7 @@ mod tests {
             .remove("managedFields");
         assert_eq!(held(&c), statused, "held as its watch holds it");
         assert_eq!(
-            c.versions[&("shop".to_string(), "configmap-a".to_string())].value(),
+            c.versions[&ObjectKey::new("shop", "configmap-a")].value(),
             pv
         );
         // The finalizer's event, late: dropped, and no news.
@@ -1533,7 +1531,7 @@ mod tests {
                 .written,
             [(
                 obj_a.clone(),
-                Written::Federated("configmaps".into(), ("shop".into(), "a".into())),
+                Written::Federated("configmaps".into(), ObjectKey::new("shop", "a")),
                 13
             )]
         );
@@ -1613,18 +1611,18 @@ mod tests {
         assert_eq!(cms.objects.len(), 1);
         assert_eq!(cms.objects[0]["metadata"]["name"], "b");
         assert_eq!(
-            seen.partial.as_ref().unwrap()[0],
-            [("shop".to_string(), "b".to_string())].into()
+            *seen.types[0].only.as_ref().unwrap(),
+            [ObjectKey::new("shop", "b")].into()
         );
         assert_eq!(
             seen.versions.keys().collect::<Vec<_>>(),
-            [&("shop".to_string(), "configmap-b".to_string())],
+            [&ObjectKey::new("shop", "configmap-b")],
             "the versions of the round's keys only"
         );
         let all = c.observe("fed", none_touched(), &types, &[], Cover::Everything);
         assert_eq!(all.types[0].objects.len(), 2);
         assert_eq!(all.versions.len(), 2);
-        assert!(all.partial.is_none());
+        assert!(all.types.iter().all(|t| t.only.is_none()));
         assert!(!c.member_synced("m2", &["configmaps".into()]));
         assert!(
             c.member_synced("m1", &["configmaps".into()]),
@@ -1703,7 +1701,7 @@ mod tests {
             };
             assert_eq!(
                 copies.keys().collect::<Vec<_>>(),
-                [&("shop".to_string(), "gone".to_string())],
+                [&ObjectKey::new("shop", "gone")],
                 "only the slice's copies"
             );
         }
@@ -1752,7 +1750,7 @@ mod tests {
             };
             copies.keys().cloned().collect::<BTreeSet<_>>()
         };
-        let k = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+        let k = |ns: &str, name: &str| ObjectKey::new(ns, name);
         assert_eq!(listed(0), [k("shop", "a")].into());
         assert_eq!(
             listed(1),

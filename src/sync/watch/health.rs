@@ -20,7 +20,7 @@ impl Controller<'_> {
             .run
             .selection
             .probe_timeout
-            .unwrap_or(self.cache.settings.health.timeout)
+            .unwrap_or(self.intake.cache.settings.health.timeout)
     }
 
     /// Starts a probe of every member beside the loop (a member that does
@@ -45,7 +45,9 @@ impl Controller<'_> {
             return;
         };
         self.record_cluster_events(&probed).await;
-        let news = self.fleet.take_probe(probed, self.cache.settings.health);
+        let news = self
+            .fleet
+            .take_probe(probed, self.intake.cache.settings.health);
         // A revoked token: the KubeFedCluster's Secret may hold a new one
         // (now or later); new clients and watches are built from it, at
         // every probe until the member takes its credentials again.
@@ -124,7 +126,7 @@ impl Controller<'_> {
         if !self.writes_cluster_state() {
             return;
         }
-        let clusters = &self.cache.clusters;
+        let clusters = &self.intake.cache.clusters;
         self.fleet.refresh_clusters(|name| clusters.get(name));
         let members = self.fleet.members();
         if let Err(e) = crate::sync::live::record::write_cluster_health(self.host, members).await {

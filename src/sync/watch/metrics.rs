@@ -714,6 +714,148 @@ fn render_client_requests(out: &mut String) {
 mod tests {
     use super::*;
 
+    /// Every family of the exposition, sorted by name, its samples sorted
+    /// and their values masked; of the process-wide request and warning
+    /// counts only the series this test made.
+    fn shape(text: &str) -> String {
+        let mut families: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("# HELP ") {
+                families.push(Default::default());
+            }
+            let (meta, samples) = families.last_mut().expect("# HELP first");
+            if line.starts_with('#') {
+                meta.push(line.to_string());
+                continue;
+            }
+            let (series, _value) = line.rsplit_once(' ').unwrap();
+            let global = [
+                "rest_client_requests_total",
+                "kubefedctl_api_warnings_total",
+            ];
+            if global.iter().any(|g| series.starts_with(g)) && !series.contains("golden") {
+                continue;
+            }
+            samples.push(format!("{series} _"));
+        }
+        for (_, samples) in &mut families {
+            samples.sort();
+        }
+        families.sort();
+        let lines: Vec<String> = families
+            .into_iter()
+            .flat_map(|(m, s)| m.into_iter().chain(s))
+            .collect();
+        lines.join("\n") + "\n"
+    }
+
+    /// A `Metrics` with a sample in every family.
+    async fn seeded() -> Metrics {
+        use crate::core::propagation::record::Effect;
+        use tower::{Layer, Service};
+        let m = Metrics::default();
+        m.rounds.store(3, Ordering::Relaxed);
+        m.full_rounds.store(1, Ordering::Relaxed);
+        m.failures.store(2, Ordering::Relaxed);
+        m.queue_depth.store(4, Ordering::Relaxed);
+        m.leader.store(true, Ordering::Relaxed);
+        m.rounds_in_flight.store(1, Ordering::Relaxed);
+        m.max_rounds.store(8, Ordering::Relaxed);
+        m.objects_reconciled.store(5, Ordering::Relaxed);
+        m.objects_failed.store(1, Ordering::Relaxed);
+        for (name, state) in [("eu\"1", "ready"), ("us", "offline")] {
+            m.members
+                .lock()
+                .unwrap()
+                .insert(name.into(), MemberCounts::default());
+            m.cluster_states.lock().unwrap().insert(name.into(), state);
+        }
+        m.watch_restarted("host: FederatedConfigMap", true);
+        m.watch_restarted("us: ConfigMap", false);
+        let took = Duration::from_millis(300);
+        m.latency.lock().unwrap().observe(took);
+        m.health_check_time.0.lock().unwrap().observe(took);
+        m.round_time.0.lock().unwrap().observe(took);
+        m.round_time_upstream.0.lock().unwrap().observe(took);
+        m.client_connection_time.0.lock().unwrap().observe(took);
+        m.member_write(&Effect::Created, took);
+        m.member_write(&Effect::Deleted { gone: false }, took);
+        crate::clients::api_warnings::record("golden", "a warning");
+        let url: http::Uri = "https://golden.test:6443".parse().unwrap();
+        let ok = tower::service_fn(|_: http::Request<()>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(()))
+        });
+        let mut svc = crate::clients::request_metrics::layer(&url).layer(ok);
+        svc.call(http::Request::get("/").body(()).unwrap())
+            .await
+            .unwrap();
+        m
+    }
+
+    /// Every series `/metrics` serves: name, HELP, TYPE, labels and bucket
+    /// bounds, as KubeFed's dashboards and the hand-over test read them.
+    /// `UPDATE_GOLDEN=1` rewrites the file.
+    #[tokio::test]
+    async fn the_exposition_keeps_every_series_name_type_label_and_bucket() {
+        let text = seeded().await.render();
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/golden/metrics-exposition.txt");
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(&file, shape(&text)).unwrap();
+        }
+        let want = std::fs::read_to_string(&file).unwrap_or_default();
+        assert_eq!(shape(&text), want, "{text}");
+    }
+
+    /// One GET on a fresh connection: status line, content type, body.
+    async fn get(addr: SocketAddr, path: &str) -> (String, String, String) {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).await.unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        let status = head.lines().next().unwrap().to_string();
+        let content_type = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-type: ")
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        (status, content_type, body.to_string())
+    }
+
+    #[tokio::test]
+    async fn the_listener_serves_the_three_paths_and_404_elsewhere() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let m = Arc::new(Metrics::default());
+        m.rounds.store(3, Ordering::Relaxed);
+        serve(addr, m.clone()).await.unwrap();
+        let (status, ct, body) = get(addr, "/metrics").await;
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8");
+        assert!(
+            body.contains("kubefedctl_reconcile_rounds_total 3\n"),
+            "{body}"
+        );
+        assert_eq!(get(addr, "/healthz").await.0, "HTTP/1.1 200 OK");
+        assert_eq!(get(addr, "/readyz?verbose").await.2, "ok\n");
+        m.leader.store(true, Ordering::Relaxed);
+        let (status, _, body) = get(addr, "/readyz").await;
+        assert_eq!(
+            (status.as_str(), body.as_str()),
+            ("HTTP/1.1 503 Service Unavailable", "not synced yet\n")
+        );
+        assert_eq!(get(addr, "/nope").await.0, "HTTP/1.1 404 Not Found");
+    }
+
     #[test]
     fn the_exposition_is_prometheus_text_and_the_histogram_cumulative() {
         let m = Metrics::default();

@@ -41,6 +41,7 @@ mod memory;
 pub mod metrics;
 pub mod process;
 mod rebuild;
+mod reported;
 mod rounds;
 mod scheduler;
 pub mod sources;
@@ -55,13 +56,13 @@ use crate::sync::live;
 use crate::sync::lock::{self, LockState, RunLock};
 use crate::terminal::signals::Signals;
 use anyhow::{Result, bail};
-use cache::Cache;
 use fleet::Fleet;
+use intake::Intake;
 use metrics::Metrics;
+use reported::Reported;
 use rounds::{FromRound, RoundDone, SettledSender};
 use scheduler::{ROUNDS_IN_FLIGHT, Scheduler};
-use sources::{Event, Source, Sources};
-use std::collections::{BTreeSet, HashMap};
+use sources::Source;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -210,16 +211,15 @@ struct Controller<'a> {
     shared: Shared,
     o: &'a WatchOptions,
     metrics: Arc<Metrics>,
-    cache: Cache,
-    sources: Sources,
-    rx: UnboundedReceiver<Event>,
+    /// The watches, their cache, the members catching up.
+    intake: Intake,
     /// The round bookkeeping: the queue, full rounds, keys in flight.
     scheduler: Scheduler,
     /// The members, each with its health, and their probes.
     fleet: Fleet,
     /// Failure lines printed, and when: a failure repeated by every retry
     /// is printed again only after a while.
-    reported: HashMap<String, Instant>,
+    reported: Reported,
     /// Rounds running, each a task.
     rounds: JoinSet<RoundDone>,
     /// What the rounds tell as they go: objects they are done with, their
@@ -230,10 +230,6 @@ struct Controller<'a> {
     suspended: bool,
     /// A rebuild failed (or was put off while suspended): when to try again.
     rebuild_due: Option<Instant>,
-    /// Members whose watches are listing again (back, or new): a full
-    /// round catches each up once all of its watches have listed
-    /// (`intake`).
-    catching_up: BTreeSet<String>,
 }
 
 impl<'a> Controller<'a> {
@@ -244,25 +240,21 @@ impl<'a> Controller<'a> {
         o: &'a WatchOptions,
         metrics: Arc<Metrics>,
     ) -> Controller<'a> {
-        let (tx, rx) = unbounded_channel();
         let (settled_tx, settled_rx) = unbounded_channel();
         Controller {
             host,
             shared,
             o,
-            sources: Sources::new(tx, metrics.clone(), o.run.selection.scope.shard),
+            intake: Intake::new(metrics.clone(), o.run.selection.scope.shard),
             metrics,
-            cache: Cache::default(),
-            rx,
             scheduler: Scheduler::new(o.round_size),
             fleet: Fleet::default(),
-            reported: HashMap::new(),
+            reported: Reported::default(),
             rounds: JoinSet::new(),
             settled_tx,
             settled_rx,
             suspended: false,
             rebuild_due: None,
-            catching_up: BTreeSet::new(),
         }
     }
 }
@@ -276,7 +268,7 @@ impl Controller<'_> {
         let mut probe = interval(
             self.o
                 .probe_interval
-                .unwrap_or(self.cache.settings.health.period),
+                .unwrap_or(self.intake.cache.settings.health.period),
         )
         .await;
         let mut resync = interval(self.o.resync_period).await;
@@ -314,7 +306,7 @@ impl Controller<'_> {
                         self.finish(done);
                     }
                 }
-                Some(event) = self.rx.recv() => {
+                Some(event) = self.intake.next() => {
                     active = true;
                     full |= self.take_events(event).await;
                 }
@@ -351,7 +343,7 @@ impl Controller<'_> {
         self.metrics
             .queue_depth
             .store(self.scheduler.depth() as u64, Ordering::Relaxed);
-        let full = match !self.suspended && self.cache.host_synced(&self.host_sources()) {
+        let full = match !self.suspended && self.intake.cache.host_synced(&self.host_sources()) {
             true => self.next_round(full),
             false => full,
         };
@@ -393,31 +385,16 @@ impl Controller<'_> {
 
     /// Prints a warning line, unless it was printed in the last 5 minutes.
     fn report_warning(&mut self, line: String) {
-        let now = Instant::now();
-        let key = format!("warning: {line}");
-        let repeat = self
-            .reported
-            .get(&key)
-            .is_some_and(|at| now.duration_since(*at) < Duration::from_secs(300));
-        if !repeat {
+        if self.reported.is_news("warning", &line, Instant::now()) {
             tracing::warn!("{line}");
-            self.reported.insert(key, now);
         }
     }
 
     /// Prints a failure line, unless it was printed in the last 5 minutes.
     fn report_failure(&mut self, line: String) {
-        let now = Instant::now();
-        let repeat = self
-            .reported
-            .get(&line)
-            .is_some_and(|at| now.duration_since(*at) < Duration::from_secs(300));
-        if !repeat {
+        if self.reported.is_news("failure", &line, Instant::now()) {
             tracing::error!("{line}");
-            self.reported.insert(line, now);
         }
-        self.reported
-            .retain(|_, at| now.duration_since(*at) < Duration::from_secs(600));
     }
 }
 

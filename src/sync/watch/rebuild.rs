@@ -54,13 +54,13 @@ impl Controller<'_> {
         }
         self.write_health().await;
         self.write_type_statuses(true).await;
-        self.cache.whole_copies = (self.types().into_iter())
-            .filter(|t| self.cache.keeps_member_fields(t))
+        self.intake.cache.whole_copies = (self.types().into_iter())
+            .filter(|t| self.intake.cache.keeps_member_fields(t))
             .collect();
-        if !self.cache.whole_copies.is_empty() {
+        if !self.intake.cache.whole_copies.is_empty() {
             tracing::debug!(
                 "member copies held whole (their fields kept): {:?}",
-                self.cache.whole_copies
+                self.intake.cache.whole_copies
             );
         }
         let started = self.sync_sources();

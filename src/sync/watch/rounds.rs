@@ -91,7 +91,7 @@ impl Controller<'_> {
     /// full round is still due (one asked for while rounds run).
     pub(super) fn next_round(&mut self, full: bool) -> bool {
         let first = self.goes_first();
-        let (cache, host, scope) = (&self.cache, self.host, &self.o.run.selection.scope);
+        let (cache, host, scope) = (&self.intake.cache, self.host, &self.o.run.selection.scope);
         let plan = || cache.full_round_keys(&host.namespace, scope);
         let next = self.scheduler.next(full, Instant::now(), first, plan);
         if next.planned_full {
@@ -111,7 +111,7 @@ impl Controller<'_> {
     /// round over both orders them itself; rounds of a burst and the
     /// slices of a full round would otherwise fail the rest until retried.
     fn goes_first(&self) -> impl Fn(&WorkKey) -> bool + use<> {
-        let first: BTreeSet<String> = (self.cache.types().into_iter())
+        let first: BTreeSet<String> = (self.intake.cache.types().into_iter())
             .filter(|(_, t)| {
                 t.ty.target.is_namespace() || live::crd_first::target(t).defines_types()
             })
@@ -126,7 +126,7 @@ impl Controller<'_> {
         let types = self.types();
         (self.fleet.members().iter())
             .filter(|p| self.touchable(p.name()))
-            .filter(|p| !p.is_ready() || self.cache.member_synced(p.name(), &types))
+            .filter(|p| !p.is_ready() || self.intake.cache.member_synced(p.name(), &types))
             .map(|p| p.name().to_string())
             .collect()
     }
@@ -138,7 +138,7 @@ impl Controller<'_> {
             clusters: Some(self.touched()),
             ..self.o.run.selection.scope.clone()
         };
-        self.cache.observe_texts(
+        self.intake.cache.observe_texts(
             &self.host.namespace,
             scope,
             &self.types(),
@@ -207,11 +207,16 @@ impl Controller<'_> {
             }
             FromRound::Answered(object, answer) => {
                 let member = matches!(answer.of, Answered::Member(_));
-                if member && self.cache.own_member_write_is_news(&object.type_name) {
+                if member
+                    && self
+                        .intake
+                        .cache
+                        .own_member_write_is_news(&object.type_name)
+                {
                     // Its next round records the copy's status.
                     self.scheduler.mark(object.clone(), Instant::now());
                 }
-                if let Some(seen) = self.cache.hold_own_write(&object, answer) {
+                if let Some(seen) = self.intake.cache.hold_own_write(&object, answer) {
                     // A change seen while the round held it was this write.
                     self.scheduler.own_write_answered(&object, &seen);
                 }
@@ -342,12 +347,12 @@ fn outcome_keys(outcome: &RoundOutcome) -> RoundKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::describe::ObjectRef;
+    use crate::core::describe::{ObjectKey, ObjectRef};
     use crate::core::outcome::{Change, Place};
     use crate::sync::live::ObjectOutcome;
 
     fn key(name: &str) -> WorkKey {
-        WorkKey::new("configmaps", ("shop".into(), name.into()))
+        WorkKey::new("configmaps", ObjectKey::new("shop", name))
     }
 
     fn outcome(object: ObjectRef, changed: bool, host_writes: usize, at: Instant) -> ObjectOutcome {

@@ -394,9 +394,9 @@ impl Watch {
     }
 }
 
-/// `(namespace, name)`, as `key_of` reads it from JSON.
+/// The key, as `key_of` reads it from JSON.
 fn object_key(o: &DynamicObject) -> ObjectKey {
-    (
+    ObjectKey::new(
         o.metadata.namespace.clone().unwrap_or_default(),
         o.metadata.name.clone().unwrap_or_default(),
     )

@@ -15,7 +15,8 @@ impl Controller<'_> {
     /// The enabled types this run covers (`--type`).
     pub(super) fn types(&self) -> Vec<String> {
         let wanted = &self.o.run.selection.scope.types;
-        self.cache
+        self.intake
+            .cache
             .ftcs
             .iter()
             .filter(|(_, f)| f.spec.is_enabled())
@@ -34,14 +35,14 @@ impl Controller<'_> {
         self.types()
             .into_iter()
             .filter_map(|name| {
-                let t = self.cache.ftcs.get(&name)?;
+                let t = self.intake.cache.ftcs.get(&name)?;
                 Some((name, crate::sync::live::observe::ObservedType::of(t)))
             })
             .collect()
     }
 
     pub(super) fn namespace(&self) -> Option<String> {
-        self.cache.settings.objects_namespace(
+        self.intake.cache.settings.objects_namespace(
             &self.host.namespace,
             self.o.run.selection.scope.namespace.as_deref(),
         )
@@ -49,7 +50,8 @@ impl Controller<'_> {
 
     /// The host's watches that rounds wait for.
     pub(super) fn host_sources(&self) -> Vec<Source> {
-        self.sources
+        self.intake
+            .sources
             .running()
             .filter(|s| !matches!(s, Source::Member(..)))
             .cloned()
@@ -145,7 +147,7 @@ impl Controller<'_> {
             }
             for (name, t) in self.observed_types() {
                 let in_ns = ns.as_deref().filter(|_| t.ty.namespaced);
-                let whole = self.cache.whole_copies.contains(&name);
+                let whole = self.intake.cache.whole_copies.contains(&name);
                 out.insert(
                     Source::Member(m.name.clone(), name),
                     Spec {
@@ -183,17 +185,17 @@ impl Controller<'_> {
     pub(super) fn sync_sources(&mut self) -> Vec<Source> {
         let mut wanted = self.host_specs();
         wanted.extend(self.member_specs());
-        let started = self.sources.sync(wanted);
+        let started = self.intake.sources.sync(wanted);
         for s in &started {
-            self.cache.forget(s);
+            self.intake.cache.forget(s);
         }
         started
     }
 
     /// Starts the watches `which` selects again, from a fresh list.
     pub(super) fn restart_sources(&mut self, which: impl Fn(&Source) -> bool) {
-        for s in self.sources.restart(which) {
-            self.cache.forget(&s);
+        for s in self.intake.sources.restart(which) {
+            self.intake.cache.forget(&s);
         }
         self.sync_sources();
     }
@@ -203,6 +205,6 @@ impl Controller<'_> {
         (self.fleet.members().iter())
             .filter(|p| p.is_ready() && p.member.watch_client.is_some())
             .filter(|p| self.touchable(p.name()))
-            .all(|p| self.cache.member_synced(p.name(), &types))
+            .all(|p| self.intake.cache.member_synced(p.name(), &types))
     }
 }

@@ -17,10 +17,10 @@ impl Controller<'_> {
         }
         let api: kube::Api<crate::api::core::FederatedTypeConfig> =
             kube::Api::namespaced(self.host.client.clone(), &self.host.namespace);
-        for (name, ftc) in &self.cache.ftcs {
+        for (name, ftc) in &self.intake.cache.ftcs {
             let current = serde_json::to_value(&ftc.status).unwrap_or_default();
             let generation = ftc.metadata.generation.unwrap_or(0);
-            let status_controller = (self.cache.settings)
+            let status_controller = (self.intake.cache.settings)
                 .writes_service_status(observe::service_status_type(ftc).is_some());
             let Some(status) = crate::core::types::typegen::ftc_status(
                 &current,

@@ -16,6 +16,7 @@ use crate::describe::{ObjectKey, describe_key, key_of};
 use crate::propagation::action::Action;
 use crate::propagation::decide::{FederatedType, federated_key, in_reach};
 use crate::propagation::deletion::{self, DeleteOptionsError};
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::member::{ManagedLabel, MemberState, is_system_namespace, managed_label};
 use crate::propagation::version::propagated_version_name;
 
@@ -106,12 +107,12 @@ pub fn member_steps(
     for (key, obj) in keyed {
         if managed_label(obj) != ManagedLabel::True
             || !in_reach(t, &key, reach.objects_namespace)
-            || (is_namespace && is_system_namespace(&key.1, reach.kubefed_namespace))
+            || (is_namespace && is_system_namespace(&key.name, reach.kubefed_namespace))
         {
             continue;
         }
         let host_namespace = is_namespace
-            && reach.host_namespaces.get(&key.1).is_some_and(|uid| {
+            && reach.host_namespaces.get(&key.name).is_some_and(|uid| {
                 obj.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
             });
         let step = match by_key.get(&federated_key(t, &key)) {
@@ -141,12 +142,13 @@ fn federated_step(
     obj: &Value,
     host_namespace: bool,
 ) -> Result<Option<(Action, Reason)>, CleanupError> {
+    let fed = FederatedObject::new(fed);
     let orphan = deletion::is_orphaning(fed);
     let options = if orphan {
         None
     } else {
         deletion::delete_options(fed).map_err(|error| CleanupError {
-            what: describe_key(&t.federated_kind, &key_of(fed)),
+            what: describe_key(&t.federated_kind, &fed.key()),
             error,
         })?
     };
@@ -196,8 +198,8 @@ pub fn version_keys(t: &FederatedType, federated: &[Value]) -> BTreeSet<ObjectKe
     federated
         .iter()
         .map(|f| {
-            let (ns, name) = key_of(f);
-            (ns, propagated_version_name(&t.target.kind, &name))
+            let ObjectKey { namespace, name } = key_of(f);
+            ObjectKey::new(namespace, propagated_version_name(&t.target.kind, &name))
         })
         .collect()
 }
@@ -267,7 +269,7 @@ mod tests {
     fn actions(t: &TypeSteps) -> Vec<(String, &'static str, Reason)> {
         t.steps
             .iter()
-            .map(|s| (s.key.1.clone(), s.action.verb(), s.reason))
+            .map(|s| (s.key.name.clone(), s.action.verb(), s.reason))
             .collect()
     }
 
@@ -444,12 +446,12 @@ mod tests {
         let keys = version_keys(&configmaps(), &[federated("shop", "a", json!({}))]);
         assert_eq!(
             keys.into_iter().collect::<Vec<_>>(),
-            [("shop".to_string(), "configmap-a".to_string())]
+            [ObjectKey::new("shop", "configmap-a")]
         );
         let keys = version_keys(&namespaces(), &[federated("shop", "shop", json!({}))]);
         assert_eq!(
             keys.into_iter().collect::<Vec<_>>(),
-            [("shop".to_string(), "namespace-shop".to_string())]
+            [ObjectKey::new("shop", "namespace-shop")]
         );
     }
 }

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
+use super::division;
 use super::ingress;
 use super::report::{FindingKind, ObjectReport};
 use crate::cluster::membership::Scope;
@@ -94,6 +95,57 @@ impl FederatedType {
 }
 
 impl FederatedType {
+    /// Offline, without a FederatedTypeConfig: the target of
+    /// `Federated<Kind>` from the one CustomResourceDefinition among `crds`
+    /// that defines `<Kind>` outside KubeFed's own groups (`*.kubefed.io`
+    /// are federated types, never targets), at its storage version, as
+    /// `enable` would name it. `None` when none or several do.
+    pub fn from_crd(
+        federated_group: &str,
+        federated_kind: &str,
+        crds: &[Value],
+    ) -> Option<FederatedType> {
+        let kind = federated_kind.strip_prefix("Federated")?;
+        let mut defining = crds.iter().filter(|c| {
+            let spec = &c["spec"];
+            spec["names"]["kind"] == kind
+                && spec["group"]
+                    .as_str()
+                    .is_some_and(|g| !g.is_empty() && !g.ends_with("kubefed.io"))
+        });
+        let crd = defining.next()?;
+        if defining.next().is_some() {
+            return None;
+        }
+        let spec = &crd["spec"];
+        let versions = spec["versions"].as_array()?;
+        let version = versions
+            .iter()
+            .find(|v| v["storage"] == true)
+            .or_else(|| versions.iter().find(|v| v["served"] == true))?["name"]
+            .as_str()?;
+        let group = spec["group"].as_str()?;
+        Some(FederatedType {
+            name: format!("{}.{group}", spec["names"]["plural"].as_str()?),
+            federated_group: federated_group.to_string(),
+            federated_kind: federated_kind.to_string(),
+            target_api_version: api_version(group, version),
+            target_kind: kind.to_string(),
+            namespaced: spec["scope"] != "Cluster",
+        })
+    }
+
+    /// Whether `crd` defines this type's target (its group and kind).
+    pub fn targets_crd(&self, crd: &Value) -> bool {
+        let group = self
+            .target_api_version
+            .split_once('/')
+            .map_or("", |(g, _)| g);
+        !group.is_empty()
+            && crd["spec"]["group"] == group
+            && crd["spec"]["names"]["kind"] == self.target_kind.as_str()
+    }
+
     /// A FederatedNamespace's type, in whatever federated group: its
     /// target is the Namespace.
     pub fn targets_namespace(&self) -> bool {
@@ -144,7 +196,8 @@ pub struct Input<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct Export {
     /// In the order to apply them: Secrets and Clusters, Namespaces, the
-    /// resource templates, then the policies.
+    /// resource templates, the override policies, then the propagation
+    /// policies.
     pub objects: Vec<Value>,
     pub reports: Vec<ObjectReport>,
 }
@@ -240,7 +293,11 @@ fn apply_rank(obj: &Value) -> u8 {
         (Some(CLUSTER_API), _) => 2,
         (Some("v1"), Some("Namespace")) => 3,
         (Some(CRD_API), Some("CustomResourceDefinition")) => 4,
-        (Some(POLICY_API), _) => 6,
+        // Overrides before placements: Karmada then never writes a copy
+        // without KubeFed's overrides, even when an apply stops between
+        // them (the first binding already finds its OverridePolicy).
+        (Some(POLICY_API), Some("OverridePolicy" | "ClusterOverridePolicy")) => 6,
+        (Some(POLICY_API), _) => 7,
         _ => 5,
     }
 }
@@ -406,7 +463,7 @@ fn federated_object(fed: &Value, ctx: &Context) -> (Vec<Value>, ObjectReport) {
         report.add(
             FindingKind::NotMapped,
             "",
-            format!("no FederatedTypeConfig for {kind} ({}): give it with the input to export this object", fed["apiVersion"].as_str().unwrap_or("")),
+            format!("no FederatedTypeConfig for {kind} ({}): give it (or, for a custom type, its target's CustomResourceDefinition) with the input to export this object", fed["apiVersion"].as_str().unwrap_or("")),
         );
         return (Vec::new(), report);
     };
@@ -419,7 +476,11 @@ fn federated_object(fed: &Value, ctx: &Context) -> (Vec<Value>, ObjectReport) {
     let scheduling = rsp.and_then(|r| replica_scheduling(r, &mut template, &mut report));
     objects.push(template.clone());
     if let Some(affinity) = affinity {
-        objects.push(propagation_policy(fed, &ty, affinity, scheduling));
+        let policy = propagation_policy(fed, &ty, affinity, scheduling);
+        if let Some(r) = rsp {
+            compare_replicas(r, &policy, ctx, &mut report);
+        }
+        objects.push(policy);
     }
     if let Some(op) = override_policy(fed, &ty, &template, rsp.is_some(), &mut report) {
         objects.push(op);
@@ -837,6 +898,42 @@ fn replica_scheduling(
         "replicaDivisionPreference": "Weighted",
         "weightPreference": {"staticWeightList": weights},
     }))
+}
+
+/// Each member whose replicas Karmada's static weights change from
+/// KubeFed's planner's (`division`): an approximation each, named with
+/// both numbers. Only when the input holds the KubeFedClusters to divide
+/// over (offline files without them are not compared).
+fn compare_replicas(rsp: &Value, policy: &Value, ctx: &Context, report: &mut ObjectReport) {
+    let Ok(parsed) = read_rsp(rsp) else {
+        return;
+    };
+    let exported: Vec<(String, Value)> = ctx
+        .input
+        .clusters
+        .iter()
+        .map(|c| (meta(c, "name").to_string(), c["metadata"]["labels"].clone()))
+        .collect();
+    if exported.is_empty() || policy["spec"]["placement"]["replicaScheduling"].is_null() {
+        return;
+    }
+    let affinity = &policy["spec"]["placement"]["clusterAffinity"];
+    let placed = division::affinity_clusters(Some(affinity).filter(|a| !a.is_null()), &exported);
+    let kubefed = match parsed.intersect_with_cluster_selector {
+        true => placed.clone(),
+        false => exported.iter().map(|(n, _)| n.clone()).collect(),
+    };
+    for d in division::differences(&parsed.preferences, &parsed.key, &kubefed, &placed) {
+        report.add(
+            FindingKind::Approximated,
+            &format!(
+                "ReplicaSchedulingPreference {}: replicas.{}",
+                key(rsp),
+                d.cluster
+            ),
+            d.message(),
+        );
+    }
 }
 
 /// RSPs with no federated object to schedule in the input.

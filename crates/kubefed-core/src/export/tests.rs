@@ -264,7 +264,9 @@ fn a_deployment_gets_a_template_a_policy_and_an_override_policy() {
             "policy.karmada.io/v1alpha1 OverridePolicy shop/web-deployment"
         ]
     );
-    // Objects come in the order to apply them: namespace, templates, policies.
+    // Objects come in the order to apply them: namespace, templates,
+    // overrides, then placements (no copy is ever written without its
+    // overrides).
     let kinds: Vec<&str> = out
         .objects
         .iter()
@@ -275,8 +277,8 @@ fn a_deployment_gets_a_template_a_policy_and_an_override_policy() {
         [
             "Namespace",
             "Deployment",
-            "PropagationPolicy",
             "OverridePolicy",
+            "PropagationPolicy",
             "ClusterPropagationPolicy"
         ]
     );
@@ -702,4 +704,103 @@ fn overrides_chosen_by_label_become_label_selector_rules_first() {
     );
     assert_eq!(rules[0]["overriders"]["plaintext"][0]["value"], 5);
     assert_eq!(rules[1]["targetCluster"], json!({"clusterNames": ["a"]}));
+}
+
+fn crd(group: &str, kind: &str, scope: &str, versions: Value) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": format!("{}s.{group}", kind.to_lowercase())},
+           "spec": {"group": group, "scope": scope,
+                    "names": {"kind": kind, "plural": format!("{}s", kind.to_lowercase())},
+                    "versions": versions}})
+}
+
+#[test]
+fn a_crd_of_the_input_defines_the_target_of_a_custom_type() {
+    let v1 = json!([{"name": "v1beta1", "served": true, "storage": false},
+                    {"name": "v1", "served": true, "storage": true}]);
+    let widgets = crd("example.com", "Widget", "Namespaced", v1.clone());
+    let crds = [
+        widgets.clone(),
+        // KubeFed's own federated CRD is never a target.
+        crd("types.kubefed.io", "Widget", "Namespaced", v1.clone()),
+        crd(
+            "example.com",
+            "Knob",
+            "Cluster",
+            json!([{"name": "v2", "served": true, "storage": true}]),
+        ),
+        // Two groups define Gauge: which one is meant cannot be told.
+        crd("a.example.com", "Gauge", "Namespaced", v1.clone()),
+        crd("b.example.com", "Gauge", "Namespaced", v1),
+    ];
+    let t = FederatedType::from_crd("types.kubefed.io", "FederatedWidget", &crds).unwrap();
+    assert_eq!(t.name, "widgets.example.com");
+    assert_eq!(t.target_api_version, "example.com/v1");
+    assert_eq!(t.target_kind, "Widget");
+    assert!(t.namespaced);
+    assert!(t.targets_crd(&widgets));
+    assert!(!t.targets_crd(&crds[1]));
+    let knob = FederatedType::from_crd("fork.kubefed.io", "FederatedKnob", &crds).unwrap();
+    assert_eq!(knob.target_api_version, "example.com/v2");
+    assert!(!knob.namespaced);
+    assert!(FederatedType::from_crd("types.kubefed.io", "FederatedGauge", &crds).is_none());
+    assert!(FederatedType::from_crd("types.kubefed.io", "FederatedDial", &crds).is_none());
+    assert!(FederatedType::from_crd("types.kubefed.io", "Widget", &crds).is_none());
+    // Built-in types have no CRD.
+    assert!(!deployment_type().targets_crd(&widgets));
+}
+
+#[test]
+fn members_whose_replicas_karmada_changes_are_named_in_the_report() {
+    let kfc = |name: &str| {
+        json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "KubeFedCluster",
+               "metadata": {"name": name, "namespace": "kube-federation-system"},
+               "spec": {"apiEndpoint": "https://x", "secretRef": {"name": name}}})
+    };
+    let clusters = [kfc("m1"), kfc("m2")];
+    let web = fed(
+        "FederatedDeployment",
+        "shop",
+        "web",
+        json!({"template": {"spec": {"replicas": 1}}, "placement": {"clusters": [{"name": "m1"}]}}),
+    );
+    let types = vec![
+        deployment_type(),
+        FederatedType::builtin("types.kubefed.io", "FederatedNamespace").unwrap(),
+    ];
+    let federated = [fed_ns("shop", json!({"clusterSelector": {}})), web];
+    let fields = |rsp_clusters: Value| -> Vec<String> {
+        let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"targetKind": "FederatedDeployment", "totalReplicas": 6, "clusters": rsp_clusters}});
+        let out = export(&Input {
+            clusters: &clusters,
+            secrets: &[],
+            type_configs: &[],
+            types: &types,
+            federated: &federated,
+            rsps: &[rsp],
+            crds: &[],
+            scope: Scope::Cluster,
+            with_tokens: false,
+        });
+        out.reports
+            .iter()
+            .flat_map(|r| &r.findings)
+            .filter(|f| f.field.contains(": replicas."))
+            .map(|f| format!("{}: {}", f.field, f.message))
+            .collect()
+    };
+    // Exact weights: nothing named.
+    assert!(fields(json!({"m1": {"weight": 2}, "m2": {"weight": 1}})).is_empty());
+    // A maximum: both members, with both numbers.
+    assert_eq!(
+        fields(json!({"m1": {"weight": 1, "maxReplicas": 2}, "m2": {"weight": 1}})),
+        [
+            "ReplicaSchedulingPreference shop/web: replicas.m1: replicas: KubeFed's planner gives 2 here, Karmada's static weights 3",
+            "ReplicaSchedulingPreference shop/web: replicas.m2: replicas: KubeFed's planner gives 4 here, Karmada's static weights 3",
+        ]
+    );
+    // A maximum never reached: approximated, but nothing changes.
+    assert!(fields(json!({"m1": {"weight": 1, "maxReplicas": 5}, "m2": {"weight": 1}})).is_empty());
 }

@@ -20,6 +20,7 @@ use crate::outcome::{Failure, Place};
 use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::deletion::{self, DeletionPlan, SYNC_FINALIZER};
 use crate::propagation::desired::TargetType;
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::member::{self, ManagedLabel, MemberState, SyncSettings};
 use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
 use crate::propagation::status::AggregateReason;
@@ -165,12 +166,6 @@ impl ObjectPlan {
     }
 }
 
-fn has_sync_finalizer(obj: &Value) -> bool {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|f| f.iter().any(|x| x == SYNC_FINALIZER))
-}
-
 /// The key a federated object's copy has in a member: the same, without
 /// the namespace for a cluster-scoped target (a FederatedNamespace `x/x`
 /// is the Namespace `x`). The one rule; the engines ask it.
@@ -178,7 +173,7 @@ pub fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
     if t.namespaced {
         key.clone()
     } else {
-        (String::new(), key.1.clone())
+        ObjectKey::new("", key.name.clone())
     }
 }
 
@@ -189,8 +184,8 @@ pub fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
 pub fn in_reach(t: &FederatedType, member: &ObjectKey, objects_namespace: Option<&str>) -> bool {
     match objects_namespace {
         None => true,
-        Some(ns) if t.namespaced => member.0 == ns,
-        Some(ns) => t.target.is_namespace() && member.1 == ns,
+        Some(ns) if t.namespaced => member.namespace == ns,
+        Some(ns) => t.target.is_namespace() && member.name == ns,
     }
 }
 
@@ -198,7 +193,7 @@ pub fn in_reach(t: &FederatedType, member: &ObjectKey, objects_namespace: Option
 /// to: a Namespace `x` belongs to the FederatedNamespace `x/x`.
 pub fn federated_key(t: &FederatedType, member: &ObjectKey) -> ObjectKey {
     if t.target.is_namespace() {
-        (member.1.clone(), member.1.clone())
+        ObjectKey::new(member.name.clone(), member.name.clone())
     } else {
         member_key(t, member)
     }
@@ -215,35 +210,34 @@ pub fn decide_object(
     obj: &Value,
     members: &BTreeMap<String, Listing>,
 ) -> ObjectPlan {
-    let key = key_of(obj);
+    let obj = FederatedObject::new(obj);
+    let key = obj.key();
     let what = describe_key(&t.federated_kind, &key);
-    let pv_name = propagated_version_name(&t.target.kind, &key.1);
+    let pv_name = propagated_version_name(&t.target.kind, &key.name);
     let is_namespace = t.target.is_namespace();
-    if is_namespace && member::is_system_namespace(&key.1, fed.kubefed_namespace) {
+    if is_namespace && member::is_system_namespace(&key.name, fed.kubefed_namespace) {
         // Upstream `pkg/controller/sync/accessor.go` (`isSystemNamespace`):
         // never adopted, labelled, finalized or deleted; it still places
         // the objects inside the namespace.
         return system_namespace_plan(obj, key, pv_name, &what);
     }
-    if is_namespace && !member::federated_namespace_name_is_valid(obj) {
+    if is_namespace && !member::federated_namespace_name_is_valid(obj.value()) {
         return invalid_namespace_plan(key, pv_name, &what);
     }
-    let deleting = obj
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null());
+    let deleting = obj.being_deleted();
     let states = member_states(fed, t, &key, members, deleting);
     let placement = object_placement(fed, t, obj, &key);
     let mut p = ObjectPlan::ignored(key, pv_name);
     p.record = true;
     p.pv_status = fed
         .versions
-        .get(&(p.key.0.clone(), p.pv_name.clone()))
+        .get(&ObjectKey::new(p.key.namespace.clone(), p.pv_name.clone()))
         .map(|v| v.get("status").cloned().unwrap_or(Value::Null));
     if deleting {
         plan_deletion(&mut p, obj, placement, &states, &what);
         return p;
     }
-    if !has_sync_finalizer(obj) {
+    if !obj.has_finalizer(SYNC_FINALIZER) {
         p.finalizer = FinalizerStep::AddFirst;
     }
     plan_sync(&mut p, fed, t, obj, placement, &states, &what);
@@ -252,14 +246,19 @@ pub fn decide_object(
 }
 
 /// A system namespace's FederatedNamespace: left alone, but a stray sync finalizer must go.
-fn system_namespace_plan(obj: &Value, key: ObjectKey, pv_name: String, what: &str) -> ObjectPlan {
+fn system_namespace_plan(
+    obj: FederatedObject,
+    key: ObjectKey,
+    pv_name: String,
+    what: &str,
+) -> ObjectPlan {
     let mut p = ObjectPlan::ignored(key, pv_name);
-    if has_sync_finalizer(obj) {
+    if obj.has_finalizer(SYNC_FINALIZER) {
         p.finalizer = FinalizerStep::RemoveStray;
     }
     p.notes.push(format!(
         "{what}: ignored: {:?} is a system namespace, never propagated (the objects in it still are)",
-        p.key.1
+        p.key.name
     ));
     p
 }
@@ -301,7 +300,7 @@ fn member_states<'a>(
             };
             let is_host_namespace = is_namespace
                 && live.as_ref().is_some_and(|l| {
-                    fed.host_namespaces.get(&key.1).is_some_and(|uid| {
+                    fed.host_namespaces.get(&key.name).is_some_and(|uid| {
                         l.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
                     })
                 });
@@ -321,11 +320,11 @@ fn member_states<'a>(
 fn object_placement(
     fed: &Federation,
     t: &FederatedType,
-    obj: &Value,
+    obj: FederatedObject,
     key: &ObjectKey,
 ) -> Result<NamespacedPlacement, PlacementError> {
     let fed_namespace = if t.namespaced {
-        fed.fed_namespaces.get(&key.0)
+        fed.fed_namespaces.get(&key.namespace)
     } else {
         None
     };
@@ -341,7 +340,7 @@ fn object_placement(
 /// Deletion: the placed members' copies go or lose the label; what blocks it is reported.
 fn plan_deletion(
     p: &mut ObjectPlan,
-    obj: &Value,
+    obj: FederatedObject,
     placement: Result<NamespacedPlacement, PlacementError>,
     states: &[MemberState],
     what: &str,
@@ -377,7 +376,7 @@ fn plan_sync(
     p: &mut ObjectPlan,
     fed: &Federation,
     t: &FederatedType,
-    obj: &Value,
+    obj: FederatedObject,
     placement: Result<NamespacedPlacement, PlacementError>,
     states: &[MemberState],
     what: &str,
@@ -489,7 +488,9 @@ pub fn orphans(
             if member::managed_label(&obj) != ManagedLabel::True {
                 continue;
             }
-            if t.target.is_namespace() && member::is_system_namespace(&k.1, fed.kubefed_namespace) {
+            if t.target.is_namespace()
+                && member::is_system_namespace(&k.name, fed.kubefed_namespace)
+            {
                 continue;
             }
             if !in_reach(t, k, fed.objects_namespace()) {
@@ -957,121 +958,114 @@ mod tests {
         let mut bad_placement = fed.clone();
         bad_placement["spec"]["placement"] =
             json!({"clusterSelector": {"matchExpressions": [{"key": "k", "operator": "Nope"}]}});
-        type Row<'a> = (
-            &'a str,
-            &'a Value,
-            Option<Value>,
-            bool,
-            bool,
-            Vec<(String, &'static str, Option<ClusterStatus>)>,
-        );
-        let rows: Vec<Row> = vec![
-            (
-                "absent: create",
-                &fed,
-                None,
-                true,
-                false,
-                vec![row("a", "create", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "recorded version matches: unchanged",
-                &fed,
-                Some(managed.clone()),
-                true,
-                true,
-                vec![row("a", "unchanged", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "no recorded version: update",
-                &fed,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "update", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "unlabelled: adopt",
-                &fed,
-                Some(copy(json!({}), "7")),
-                true,
-                false,
-                vec![row("a", "update", Some(ClusterStatus::Ok))],
-            ),
-            (
-                "unlabelled, adoption disabled",
-                &fed,
-                Some(copy(json!({}), "7")),
-                false,
-                false,
-                vec![row("a", "skip", Some(ClusterStatus::AlreadyExists))],
-            ),
-            (
-                "managed=false is never touched",
-                &fed,
-                Some(copy(json!({"kubefed.io/managed": "false"}), "7")),
-                true,
-                false,
-                vec![row("a", "skip", Some(ClusterStatus::ManagedLabelFalse))],
-            ),
-            (
-                "no longer placed: delete",
-                &unplaced,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "delete", Some(ClusterStatus::WaitingForRemoval))],
-            ),
-            (
-                "no longer placed, unmanaged: left alone",
-                &unplaced,
-                Some(copy(json!({}), "7")),
-                true,
-                false,
-                vec![row("a", "nothing", None)],
-            ),
-            (
-                "invalid placement: nothing",
-                &bad_placement,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![],
-            ),
-            (
-                "deleted: delete",
-                &deleting,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "delete", None)],
-            ),
-            (
-                "deleted, orphaning: unlabel",
-                &orphaning,
-                Some(managed.clone()),
-                true,
-                false,
-                vec![row("a", "unlabel", None)],
-            ),
+        /// A row: the federated object, the member's copy, the settings
+        /// and the decisions wanted (named fields: two of them are bools).
+        struct ObjectRow<'a> {
+            name: &'a str,
+            fed: &'a Value,
+            live: Option<Value>,
+            adopt: bool,
+            /// A PropagatedVersion records the copy's version.
+            recorded: bool,
+            want: Vec<(String, &'static str, Option<ClusterStatus>)>,
+        }
+        impl<'a> ObjectRow<'a> {
+            /// No copy, adoption on, nothing recorded.
+            fn new(fed: &'a Value) -> Self {
+                ObjectRow {
+                    name: "",
+                    fed,
+                    live: None,
+                    adopt: true,
+                    recorded: false,
+                    want: Vec::new(),
+                }
+            }
+        }
+        let rows = [
+            ObjectRow {
+                name: "absent: create",
+                want: vec![row("a", "create", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "recorded version matches: unchanged",
+                live: Some(managed.clone()),
+                recorded: true,
+                want: vec![row("a", "unchanged", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "no recorded version: update",
+                live: Some(managed.clone()),
+                want: vec![row("a", "update", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "unlabelled: adopt",
+                live: Some(copy(json!({}), "7")),
+                want: vec![row("a", "update", Some(ClusterStatus::Ok))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "unlabelled, adoption disabled",
+                live: Some(copy(json!({}), "7")),
+                adopt: false,
+                want: vec![row("a", "skip", Some(ClusterStatus::AlreadyExists))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "managed=false is never touched",
+                live: Some(copy(json!({"kubefed.io/managed": "false"}), "7")),
+                want: vec![row("a", "skip", Some(ClusterStatus::ManagedLabelFalse))],
+                ..ObjectRow::new(&fed)
+            },
+            ObjectRow {
+                name: "no longer placed: delete",
+                live: Some(managed.clone()),
+                want: vec![row("a", "delete", Some(ClusterStatus::WaitingForRemoval))],
+                ..ObjectRow::new(&unplaced)
+            },
+            ObjectRow {
+                name: "no longer placed, unmanaged: left alone",
+                live: Some(copy(json!({}), "7")),
+                want: vec![row("a", "nothing", None)],
+                ..ObjectRow::new(&unplaced)
+            },
+            ObjectRow {
+                name: "invalid placement: nothing",
+                live: Some(managed.clone()),
+                want: vec![],
+                ..ObjectRow::new(&bad_placement)
+            },
+            ObjectRow {
+                name: "deleted: delete",
+                live: Some(managed.clone()),
+                want: vec![row("a", "delete", None)],
+                ..ObjectRow::new(&deleting)
+            },
+            ObjectRow {
+                name: "deleted, orphaning: unlabel",
+                live: Some(managed.clone()),
+                want: vec![row("a", "unlabel", None)],
+                ..ObjectRow::new(&orphaning)
+            },
         ];
-        for (name, obj, live, adopt, with_version, want) in rows {
+        for r in rows {
+            let name = r.name;
             let mut versions = HashMap::new();
-            if with_version {
-                versions.insert(
-                    ("shop".to_string(), "configmap-x".to_string()),
-                    recorded.clone(),
-                );
+            if r.recorded {
+                versions.insert(ObjectKey::new("shop", "configmap-x"), recorded.clone());
             }
             let mut f = w.federation();
             f.versions = &versions;
-            f.settings.adopt_resources = adopt;
+            f.settings.adopt_resources = r.adopt;
             let members = BTreeMap::from([(
                 "a".to_string(),
-                listed(&live.into_iter().collect::<Vec<_>>()),
+                listed(&r.live.into_iter().collect::<Vec<_>>()),
             )]);
-            let p = decide_object(&f, &configmaps(), obj, &members);
-            assert_eq!(actions(&p), want, "{name}");
+            let p = decide_object(&f, &configmaps(), r.fed, &members);
+            assert_eq!(actions(&p), r.want, "{name}");
             if name.starts_with("invalid") {
                 assert_eq!(p.reason, AggregateReason::ComputePlacementFailed, "{name}");
                 assert!(
@@ -1095,7 +1089,7 @@ mod tests {
         let found = orphans(&f, &t, &[fed_cm("kept")], &members, None);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].decision.action, Action::RemoveManagedLabel);
-        assert_eq!(key_of(&found[0].live).1, "gone");
+        assert_eq!(key_of(&found[0].live).name, "gone");
         let with_selector = RunScope {
             selector: Some("app=web".into()),
             ..RunScope::default()
@@ -1106,8 +1100,8 @@ mod tests {
         };
         assert!(orphans(&f_selected, &t, &[], &members, None).is_empty());
         // A watch round over some keys: only those keys' orphans.
-        let gone: BTreeSet<ObjectKey> = [("shop".to_string(), "gone".to_string())].into();
-        let other: BTreeSet<ObjectKey> = [("shop".to_string(), "kept".to_string())].into();
+        let gone: BTreeSet<ObjectKey> = [ObjectKey::new("shop", "gone")].into();
+        let other: BTreeSet<ObjectKey> = [ObjectKey::new("shop", "kept")].into();
         assert_eq!(orphans(&f, &t, &[], &members, Some(&gone)).len(), 1);
         assert!(orphans(&f, &t, &[], &members, Some(&other)).is_empty());
         // Namespace type under -n: only that namespace itself.
@@ -1126,7 +1120,7 @@ mod tests {
         let f_limited = Federation { run: &limited, ..f };
         let found = orphans(&f_limited, &ns, &[], &members, None);
         assert_eq!(found.len(), 1);
-        assert_eq!(key_of(&found[0].live).1, "shop");
+        assert_eq!(key_of(&found[0].live).name, "shop");
     }
 
     #[test]
@@ -1267,7 +1261,7 @@ mod properties {
             }
             prop_assert_eq!(recorded.len(), first.selected.len());
             let status = merged_status(None, &template_version(&obj).unwrap(), &overrides_version(&obj).unwrap(), &first.selected, &recorded);
-            let versions = HashMap::from([(("shop".to_string(), first.pv_name.clone()), json!({"status": status}))]);
+            let versions = HashMap::from([(ObjectKey::new("shop", first.pv_name.clone()), json!({"status": status}))]);
             f.versions = &versions;
             let second = decide_object(&f, &t, &obj, &members);
             for d in &second.decisions {

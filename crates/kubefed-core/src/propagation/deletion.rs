@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::propagation::action::{Action, Decision};
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::member::{ManagedLabel, MemberState, managed_label, terminating};
 
 /// Annotation on a federated object asking deletion to keep member objects.
@@ -54,12 +55,8 @@ impl DeletionPlan {
 }
 
 /// Whether the federated object asks for orphaning (`kubefed.io/orphan: "true"` exactly).
-pub fn is_orphaning(fed: &Value) -> bool {
-    fed.get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(ORPHAN_ANNOTATION))
-        .and_then(Value::as_str)
-        == Some("true")
+pub fn is_orphaning(fed: FederatedObject) -> bool {
+    fed.annotation(ORPHAN_ANNOTATION) == Some("true")
 }
 
 /// A `kubefed.io/deleteoption` annotation that is not a JSON object
@@ -72,13 +69,8 @@ pub struct DeleteOptionsError {
 
 /// DeleteOptions from `kubefed.io/deleteoption` (only `propagationPolicy`,
 /// `gracePeriodSeconds`, `preconditions` kept), `None` when absent.
-pub fn delete_options(fed: &Value) -> Result<Option<Value>, DeleteOptionsError> {
-    let Some(text) = fed
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(DELETE_OPTION_ANNOTATION))
-        .and_then(Value::as_str)
-    else {
+pub fn delete_options(fed: FederatedObject) -> Result<Option<Value>, DeleteOptionsError> {
+    let Some(text) = fed.annotation(DELETE_OPTION_ANNOTATION) else {
         return Ok(None);
     };
     let parsed: Value = serde_json::from_str(text)
@@ -96,13 +88,6 @@ pub fn delete_options(fed: &Value) -> Result<Option<Value>, DeleteOptionsError> 
     Ok(Some(Value::Object(out)))
 }
 
-fn has_finalizer(fed: &Value) -> bool {
-    fed.get("metadata")
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(SYNC_FINALIZER)))
-}
-
 /// Decisions for a federated object with a deletionTimestamp, over the
 /// clusters of its current placement (others are not examined).
 ///
@@ -112,12 +97,12 @@ fn has_finalizer(fed: &Value) -> bool {
 /// say what to delete. The record step releases it once every copy is
 /// confirmed deleted or unlabelled ([`crate::propagation::record`]).
 pub fn deletion_decisions(
-    fed: &Value,
+    fed: FederatedObject,
     placed: &BTreeSet<String>,
     members: &[MemberState],
 ) -> Result<DeletionPlan, DeleteOptionsError> {
     let mut plan = DeletionPlan::default();
-    if !has_finalizer(fed) {
+    if !fed.has_finalizer(SYNC_FINALIZER) {
         return Ok(plan);
     }
     plan.has_finalizer = true;

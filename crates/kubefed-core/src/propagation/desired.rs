@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::describe::describe_federated;
+use crate::propagation::federated::FederatedObject;
 
 use crate::propagation::overrides::{
     ClusterOverride, MemberCluster, OverrideError, ParsedOverrides, SELECTED_OVERRIDES_ANNOTATION,
@@ -89,15 +90,21 @@ impl TemplateWarning {
 /// The template metadata upstream drops with a Warning
 /// ([`rendered_template`]'s rule), read without rendering.
 pub fn template_warnings(fed: &Value) -> Vec<TemplateWarning> {
-    let meta = &fed["spec"]["template"]["metadata"];
+    let meta = FederatedObject::new(fed)
+        .template()
+        .and_then(|t| t.get("metadata"));
+    let field = |k: &str| meta.and_then(|m| m.get(k));
     let mut out = Vec::new();
-    if meta["annotations"]
-        .as_object()
+    if field("annotations")
+        .and_then(Value::as_object)
         .is_some_and(|a| !a.is_empty())
     {
         out.push(TemplateWarning::AnnotationsNotSupported);
     }
-    if meta["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
+    if field("finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+    {
         out.push(TemplateWarning::FinalizersNotSupported);
     }
     out
@@ -141,12 +148,13 @@ pub fn rendered_template(
     fed: &Value,
     target: &TargetType,
 ) -> Result<(Value, Vec<TemplateWarning>), DesiredError> {
-    let mut obj = match fed.get("spec").and_then(|s| s.get("template")) {
+    let fed = FederatedObject::new(fed);
+    let mut obj = match fed.template() {
         None => Value::Object(Map::new()),
         Some(t @ Value::Object(_)) => t.clone(),
         Some(_) => {
             return Err(DesiredError::TemplateNotObject {
-                object: describe_federated(fed),
+                object: fed.describe(),
             });
         }
     };
@@ -176,24 +184,17 @@ pub fn rendered_template(
         meta.remove("finalizers");
         warnings.push(TemplateWarning::FinalizersNotSupported);
     }
-    let fed_meta = fed.get("metadata");
-    let fed_get = |k: &str| {
-        fed_meta
-            .and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    meta.insert("name".into(), Value::String(fed_get("name")));
+    let name = fed.name().unwrap_or("");
+    meta.insert("name".into(), Value::String(name.to_string()));
     // Namespace targets keep whatever the template says (upstream does not
     // touch it); every other target gets the federated object's namespace,
     // i.e. none for cluster-scoped objects.
-    let namespace = fed_get("namespace");
+    let namespace = fed.namespace().unwrap_or("");
     if !target.is_namespace() {
         if namespace.is_empty() {
             meta.remove("namespace");
         } else {
-            meta.insert("namespace".into(), Value::String(namespace));
+            meta.insert("namespace".into(), Value::String(namespace.to_string()));
         }
     }
     root.insert("kind".into(), Value::String(target.kind.clone()));
@@ -218,7 +219,7 @@ pub fn desired_for_cluster(
 ) -> Result<Value, DesiredError> {
     let (mut obj, _) = rendered_template(fed, target)?;
     if let Some(live) = live {
-        let retain_replicas = match fed.get("spec").and_then(|s| s.get("retainReplicas")) {
+        let retain_replicas = match FederatedObject::new(fed).retain_replicas() {
             None => false,
             Some(Value::Bool(b)) => *b,
             Some(_) => {

@@ -16,6 +16,7 @@ use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::desired::{
     DesiredError, DesiredObjects, MANAGED_LABEL, TargetType, desired_for_cluster,
 };
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::foreign;
 use crate::propagation::overrides::{MemberCluster, SELECTED_OVERRIDES_ANNOTATION};
 use crate::propagation::version::{member_version, recorded_version};
@@ -92,7 +93,7 @@ pub(crate) fn terminating(obj: &Value) -> bool {
 /// `selected` is the computed placement; `versions` is the
 /// PropagatedVersion's `status` (if any).
 pub fn sync_decisions(
-    fed: &Value,
+    fed: FederatedObject,
     target: &TargetType,
     selected: &BTreeSet<String>,
     members: &[MemberState],
@@ -108,7 +109,7 @@ pub fn sync_decisions(
 
 /// What every member's sync decision shares, so the object is hashed and rendered once.
 struct SyncInputs<'a> {
-    fed: &'a Value,
+    fed: FederatedObject<'a>,
     target: &'a TargetType,
     versions: Option<&'a Value>,
     settings: SyncSettings,
@@ -121,7 +122,7 @@ struct SyncInputs<'a> {
 impl<'a> SyncInputs<'a> {
     /// The inputs, with nothing hashed or rendered yet.
     fn new(
-        fed: &'a Value,
+        fed: FederatedObject<'a>,
         target: &'a TargetType,
         versions: Option<&'a Value>,
         settings: SyncSettings,
@@ -140,8 +141,9 @@ impl<'a> SyncInputs<'a> {
     fn hashes(&self) -> &(String, String) {
         self.hashes.get_or_init(|| {
             (
-                crate::propagation::version::template_version(self.fed).unwrap_or_default(),
-                crate::propagation::version::overrides_version(self.fed).unwrap_or_default(),
+                crate::propagation::version::template_version(self.fed.value()).unwrap_or_default(),
+                crate::propagation::version::overrides_version(self.fed.value())
+                    .unwrap_or_default(),
             )
         })
     }
@@ -149,7 +151,7 @@ impl<'a> SyncInputs<'a> {
     /// The desired objects of every cluster, rendered on first use only.
     fn desired_objects(&self) -> &Result<DesiredObjects, DesiredError> {
         self.desired_objects
-            .get_or_init(|| DesiredObjects::new(self.fed, self.target))
+            .get_or_init(|| DesiredObjects::new(self.fed.value(), self.target))
     }
 
     /// One member's decision: the steps of upstream's per-cluster sync, in order.
@@ -217,7 +219,7 @@ impl<'a> SyncInputs<'a> {
                 Some(format!(
                     "Failed to create {} {:?} in cluster {:?}: Resource pre-exist in cluster",
                     self.target.kind,
-                    crate::describe::qualified(self.fed),
+                    crate::describe::qualified_key(&self.fed.key()),
                     m.cluster
                 )),
             ));
@@ -237,9 +239,14 @@ impl<'a> SyncInputs<'a> {
 
     /// A manageable live copy: update it when its version or metadata drifted, else unchanged.
     fn update_decision(&self, m: &MemberState, live: &Value, adopt: bool) -> Decision {
-        let kept = desired_for_cluster(self.fed, self.target, m.member_cluster(), Some(live))
-            .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
-            .and_then(|d| self.keep_theirs(d, live));
+        let kept = desired_for_cluster(
+            self.fed.value(),
+            self.target,
+            m.member_cluster(),
+            Some(live),
+        )
+        .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
+        .and_then(|d| self.keep_theirs(d, live));
         let (desired, conflicts) = match kept {
             Ok(kept) => kept,
             Err((status, message)) => {
@@ -274,12 +281,13 @@ impl<'a> SyncInputs<'a> {
         mut desired: Value,
         live: &Value,
     ) -> Result<(Value, Option<String>), (ClusterStatus, String)> {
-        let policy = foreign::Policy::of(&self.target.type_annotations, self.fed).map_err(|e| {
-            (
-                ClusterStatus::ApplyOverridesFailed,
-                format!("{}: {e}", crate::describe::describe_federated(self.fed)),
-            )
-        })?;
+        let policy =
+            foreign::Policy::of(&self.target.type_annotations, self.fed.value()).map_err(|e| {
+                (
+                    ClusterStatus::ApplyOverridesFailed,
+                    format!("{}: {e}", self.fed.describe()),
+                )
+            })?;
         if !policy.is_active() {
             return Ok((desired, None));
         }
@@ -389,7 +397,7 @@ pub fn after_conflict(
             "the object exists in the member and adoption is disabled".into(),
         ));
     }
-    let sync = SyncInputs::new(fed, target, None, settings);
+    let sync = SyncInputs::new(FederatedObject::new(fed), target, None, settings);
     let (object, _) = desired_for_cluster(fed, target, cluster, Some(live))
         .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
         .and_then(|d| sync.keep_theirs(d, live))?;
@@ -409,9 +417,8 @@ pub fn is_system_namespace(name: &str, kubefed_namespace: &str) -> bool {
 /// A FederatedNamespace must be `<ns>/<ns>`; otherwise upstream emits a
 /// Warning `InvalidName` and does nothing for it.
 pub fn federated_namespace_name_is_valid(fed: &Value) -> bool {
-    let meta = fed.get("metadata");
-    let get = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
-    get("name").is_some() && get("name") == get("namespace")
+    let fed = FederatedObject::new(fed);
+    fed.name().is_some() && fed.name() == fed.namespace()
 }
 
 /// Upstream's `ObjectMetaEquivalent`: name, namespace, labels and

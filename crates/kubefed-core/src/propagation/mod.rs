@@ -1,5 +1,5 @@
 //! KubeFed's sync controller (`pkg/controller/sync`), as rules: which
-//! members a federated object selects ([`placement`]), what each gets
+//! members a federated object (read through [`federated`]) selects ([`placement`]), what each gets
 //! ([`overrides`], [`desired`], [`retain`]), whether a member already holds
 //! it ([`compare`], [`version`]), the decide step ([`decide`]: [`member`]
 //! and [`deletion`] choose each member's [`action`], [`status`] is what is
@@ -14,6 +14,7 @@ pub mod crd_first;
 pub mod decide;
 pub mod deletion;
 pub mod desired;
+pub mod federated;
 pub mod field_owners;
 pub mod foreign;
 pub mod member;

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Number, Value};
 
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::placement::Selector;
 
 /// Paths no override may touch: name, namespace and kind tie the member
@@ -152,19 +153,19 @@ pub fn overrides_for_cluster(
     fed: &Value,
     cluster: MemberCluster,
 ) -> Result<Vec<ClusterOverride>, OverrideError> {
-    Ok(parse(fed, false)?.for_cluster(cluster))
+    Ok(parse(FederatedObject::new(fed), false)?.for_cluster(cluster))
 }
 
 /// Every cluster's overrides, checked as [`overrides_for_cluster`] checks
 /// them, for callers that want many clusters of one object.
 pub fn overrides_by_cluster(fed: &Value) -> Result<ParsedOverrides, OverrideError> {
-    parse(fed, false)
+    parse(FederatedObject::new(fed), false)
 }
 
 /// Offline validation of `spec.overrides`: upstream's run-time checks plus
 /// the CRD's (op in add/remove/replace, path required and non-empty).
 pub fn validate_overrides(fed: &Value) -> Result<(), OverrideError> {
-    parse(fed, true).map(|_| ())
+    parse(FederatedObject::new(fed), true).map(|_| ())
 }
 
 /// `spec.overrides`, parsed: the entries naming a cluster, in list order,
@@ -218,8 +219,8 @@ pub fn selected_digest(overrides: &[ClusterOverride]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn parse(fed: &Value, strict: bool) -> Result<ParsedOverrides, OverrideError> {
-    let items = match fed.get("spec").and_then(|s| s.get("overrides")) {
+fn parse(fed: FederatedObject, strict: bool) -> Result<ParsedOverrides, OverrideError> {
+    let items = match fed.overrides() {
         None | Some(Value::Null) => return Ok(ParsedOverrides::default()),
         Some(Value::Array(items)) => items,
         Some(_) => return Err(OverrideError::Malformed("not a list".into())),

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::describe::describe_federated;
+use crate::propagation::federated::FederatedObject;
 
 use crate::cluster::membership::Scope;
 
@@ -54,7 +54,7 @@ pub fn selected_clusters(
     fed: &Value,
     clusters: &[Cluster],
 ) -> Result<BTreeSet<String>, PlacementError> {
-    compute(fed, clusters, false)
+    compute(FederatedObject::new(fed), clusters, false)
 }
 
 /// The RSP's selector-only variant (upstream
@@ -64,7 +64,7 @@ pub fn selector_only_clusters(
     fed: &Value,
     clusters: &[Cluster],
 ) -> Result<BTreeSet<String>, PlacementError> {
-    compute(fed, clusters, true)
+    compute(FederatedObject::new(fed), clusters, true)
 }
 
 /// Placement of a namespaced federated object (upstream
@@ -108,14 +108,14 @@ pub fn namespaced_placement(
 /// the intersection with `federated_namespace` (the `<ns>/<ns>` object, or
 /// `None` when it does not exist) as [`namespaced_placement`] decides.
 pub fn sync_placement(
-    fed: &Value,
+    fed: FederatedObject,
     federated_namespace: Option<&Value>,
     clusters: &[Cluster],
     scope: Scope,
     namespaced_type: bool,
 ) -> Result<NamespacedPlacement, PlacementError> {
-    let own = selected_clusters(fed, clusters)?;
-    if !namespaced_type || is_federated_namespace(fed) {
+    let own = compute(fed, clusters, false)?;
+    if !namespaced_type || federated_namespace_kind(fed) {
         return Ok(NamespacedPlacement {
             clusters: own,
             namespace_not_federated: false,
@@ -130,8 +130,12 @@ pub fn sync_placement(
 /// `FederatedNamespace` in either API group spelling (`types.kubefed.io`
 /// or the older `types.kubefed.k8s.io`); no apiVersion means "trust the kind".
 pub fn is_federated_namespace(fed: &Value) -> bool {
-    let kind_ok = fed.get("kind").and_then(Value::as_str) == Some("FederatedNamespace");
-    let group_ok = match fed.get("apiVersion").and_then(Value::as_str) {
+    federated_namespace_kind(FederatedObject::new(fed))
+}
+
+fn federated_namespace_kind(fed: FederatedObject) -> bool {
+    let kind_ok = fed.kind() == Some("FederatedNamespace");
+    let group_ok = match fed.api_version() {
         None => true,
         Some(av) => {
             let group = av.split_once('/').map(|(g, _)| g).unwrap_or("");
@@ -142,15 +146,12 @@ pub fn is_federated_namespace(fed: &Value) -> bool {
 }
 
 fn compute(
-    fed: &Value,
+    fed: FederatedObject,
     clusters: &[Cluster],
     selector_only: bool,
 ) -> Result<BTreeSet<String>, PlacementError> {
-    let object = describe_federated(fed);
-    let placement = fed.get("spec").and_then(|s| s.get("placement"));
-    let listed = placement
-        .and_then(|p| p.get("clusters"))
-        .filter(|c| !c.is_null());
+    let object = fed.describe();
+    let listed = fed.placement_clusters();
     let registered: BTreeSet<&str> = clusters.iter().map(|c| c.name.as_str()).collect();
     if let (Some(list), false) = (listed, selector_only) {
         let Value::Array(items) = list else {
@@ -173,10 +174,7 @@ fn compute(
         }
         return Ok(out);
     }
-    let selector = placement
-        .and_then(|p| p.get("clusterSelector"))
-        .filter(|s| !s.is_null());
-    let Some(selector) = selector else {
+    let Some(selector) = fed.cluster_selector() else {
         return Ok(BTreeSet::new());
     };
     let selector = Selector::parse(selector)
@@ -684,11 +682,32 @@ mod tests {
             json!({"kind": "FederatedConfigMap", "spec": {"placement": {"clusterSelector": {}}}});
         let fed_ns = json!({"apiVersion": "types.kubefed.k8s.io/v1beta1", "kind": "FederatedNamespace",
             "spec": {"placement": {"clusters": [{"name": "cluster2"}]}}});
-        let p = sync_placement(&cm, Some(&fed_ns), &clusters, Scope::Cluster, true).unwrap();
+        let p = sync_placement(
+            FederatedObject::new(&cm),
+            Some(&fed_ns),
+            &clusters,
+            Scope::Cluster,
+            true,
+        )
+        .unwrap();
         assert_eq!(p.clusters, names(&["cluster2"]));
-        let p = sync_placement(&cm, None, &clusters, Scope::Cluster, true).unwrap();
+        let p = sync_placement(
+            FederatedObject::new(&cm),
+            None,
+            &clusters,
+            Scope::Cluster,
+            true,
+        )
+        .unwrap();
         assert!(p.namespace_not_federated && p.clusters.is_empty());
-        let p = sync_placement(&fed_ns, None, &clusters, Scope::Cluster, true).unwrap();
+        let p = sync_placement(
+            FederatedObject::new(&fed_ns),
+            None,
+            &clusters,
+            Scope::Cluster,
+            true,
+        )
+        .unwrap();
         assert_eq!(
             p.clusters,
             names(&["cluster2"]),
@@ -696,7 +715,14 @@ mod tests {
         );
         let cr =
             json!({"kind": "FederatedClusterRole", "spec": {"placement": {"clusterSelector": {}}}});
-        let p = sync_placement(&cr, None, &clusters, Scope::Cluster, false).unwrap();
+        let p = sync_placement(
+            FederatedObject::new(&cr),
+            None,
+            &clusters,
+            Scope::Cluster,
+            false,
+        )
+        .unwrap();
         assert_eq!(p.clusters.len(), 2);
         assert!(is_federated_namespace(
             &json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedNamespace"})

@@ -69,7 +69,7 @@ pub fn overlay(
                 h["spec"] = f["spec"].clone();
                 what.push((key, Proposed::Update));
             }
-            None if prune.is_some_and(|ns| ns.contains(&key.0))
+            None if prune.is_some_and(|ns| ns.contains(&key.namespace))
                 && h["metadata"]["deletionTimestamp"].is_null() =>
             {
                 h["metadata"]["deletionTimestamp"] = now.into();
@@ -117,7 +117,7 @@ mod tests {
         ];
         let files = [fed("same", "1"), fed("changed", "2"), fed("new", "1")];
         let (objects, what) = overlay(host.clone(), &files, None, "2026-01-01T00:00:00Z");
-        let key = |n: &str| ("shop".to_string(), n.to_string());
+        let key = |n: &str| ObjectKey::new("shop", n);
         assert_eq!(
             what,
             [

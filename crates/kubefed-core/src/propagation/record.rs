@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::propagation::action::{Action, ClusterStatus};
 use crate::propagation::decide::ObjectPlan;
 use crate::propagation::deletion::DeletionPlan;
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::placement::Cluster;
 use crate::propagation::status::{AggregateReason, ClusterOutcome, federated_status};
 use crate::propagation::version::{
@@ -109,6 +110,7 @@ pub fn plan_write_back_collecting(
     if !plan.record {
         return out;
     }
+    let fed = FederatedObject::new(fed);
 
     let mut outcomes = decided_outcomes(plan, results);
     if let Some(remote) = remote {
@@ -125,7 +127,14 @@ pub fn plan_write_back_collecting(
         }
     }
     let updated_any = created_or_updated(results);
-    let status = federated_status(fed, reason, &outcomes, remote.is_some(), updated_any, now);
+    let status = federated_status(
+        fed.value(),
+        reason,
+        &outcomes,
+        remote.is_some(),
+        updated_any,
+        now,
+    );
     if status.changed {
         out.status = Some(status.status);
     }
@@ -164,12 +173,12 @@ fn deletion_write_back(
 /// the current template and overrides. Upstream touches every member, so
 /// never meets this; its recorded OK must not make `Propagation` True for
 /// a template that member has not received (docs/kubefed-differences.md).
-fn untouched_behind(fed: &Value, plan: &ObjectPlan, touched: &BTreeSet<String>) -> bool {
+fn untouched_behind(fed: FederatedObject, plan: &ObjectPlan, touched: &BTreeSet<String>) -> bool {
     if plan.selected.iter().all(|c| touched.contains(c)) {
         return false;
     }
-    let template = template_version(fed).unwrap_or_default();
-    let overrides = overrides_version(fed).unwrap_or_default();
+    let template = template_version(fed.value()).unwrap_or_default();
+    let overrides = overrides_version(fed.value()).unwrap_or_default();
     plan.selected.iter().any(|c| {
         !touched.contains(c)
             && recorded_version(plan.pv_status.as_ref(), &template, &overrides, c).is_none()
@@ -204,17 +213,12 @@ fn decided_outcomes(
 
 /// The statuses `fed` records for registered clusters this run may not touch.
 fn recorded_outcomes(
-    fed: &Value,
+    fed: FederatedObject,
     clusters: &[Cluster],
     touched: &BTreeSet<String>,
 ) -> Vec<ClusterOutcome> {
     let mut outcomes = Vec::new();
-    for c in fed
-        .pointer("/status/clusters")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for c in fed.status_clusters() {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
         if !touched.contains(name) && clusters.iter().any(|k| k.name == name) {
             outcomes.push(ClusterOutcome {
@@ -243,7 +247,7 @@ fn created_or_updated(results: &BTreeMap<String, MemberResult>) -> bool {
 
 /// The PropagatedVersion's new `status`: the versions of what each selected member now holds.
 fn propagated_versions(
-    fed: &Value,
+    fed: FederatedObject,
     plan: &ObjectPlan,
     results: &BTreeMap<String, MemberResult>,
 ) -> Value {
@@ -259,8 +263,8 @@ fn propagated_versions(
     }
     merged_status(
         plan.pv_status.as_ref(),
-        &template_version(fed).unwrap_or_default(),
-        &overrides_version(fed).unwrap_or_default(),
+        &template_version(fed.value()).unwrap_or_default(),
+        &overrides_version(fed.value()).unwrap_or_default(),
         &plan.selected,
         &recorded,
     )
@@ -348,46 +352,54 @@ mod tests {
         fed["metadata"]["deletionTimestamp"] = json!("t");
         let p = plan_for(&fed, &[copy("x", false)], &[copy("x", false)]);
         let clusters = [];
-        type Case<'a> = (&'a str, BTreeMap<String, MemberResult>, bool, Vec<&'a str>);
-        let cases: Vec<Case> = vec![
-            (
-                "both gone",
-                results(&[
+        /// A row: the member results, whether the finalizer goes, and
+        /// the clusters still holding a copy.
+        struct Case<'a> {
+            name: &'a str,
+            results: BTreeMap<String, MemberResult>,
+            release: bool,
+            pending: Vec<&'a str>,
+        }
+        let cases = [
+            Case {
+                name: "both gone",
+                results: results(&[
                     ("a", ok(Effect::Deleted { gone: true })),
                     ("b", ok(Effect::Deleted { gone: true })),
                 ]),
-                true,
-                vec![],
-            ),
-            (
-                "b accepted but still terminating",
-                results(&[
+                release: true,
+                pending: vec![],
+            },
+            Case {
+                name: "b accepted but still terminating",
+                results: results(&[
                     ("a", ok(Effect::Deleted { gone: true })),
                     ("b", ok(Effect::Deleted { gone: false })),
                 ]),
-                false,
-                vec!["b"],
-            ),
-            (
-                "b failed",
-                results(&[
+                release: false,
+                pending: vec!["b"],
+            },
+            Case {
+                name: "b failed",
+                results: results(&[
                     ("a", ok(Effect::Deleted { gone: true })),
                     ("b", Err((ClusterStatus::DeletionFailed, "boom".into()))),
                 ]),
-                false,
-                vec![],
-            ),
-            (
-                "run killed before b (no result)",
-                results(&[("a", ok(Effect::Deleted { gone: true }))]),
-                false,
-                vec!["b"],
-            ),
+                release: false,
+                pending: vec![],
+            },
+            Case {
+                name: "run killed before b (no result)",
+                results: results(&[("a", ok(Effect::Deleted { gone: true }))]),
+                release: false,
+                pending: vec!["b"],
+            },
         ];
-        for (name, r, release, pending) in cases {
-            let w = plan_write_back(&fed, &p, &r, &clusters, None, "now");
-            assert_eq!(w.release_finalizer, release, "{name}");
-            assert_eq!(w.pending, pending, "{name}");
+        for c in cases {
+            let name = c.name;
+            let w = plan_write_back(&fed, &p, &c.results, &clusters, None, "now");
+            assert_eq!(w.release_finalizer, c.release, "{name}");
+            assert_eq!(w.pending, c.pending, "{name}");
             assert!(w.status.is_none() && w.versions.is_none(), "{name}");
         }
         // A copy already terminating is waited for: released only once gone.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::propagation::action::{ClusterStatus, Decision};
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::readiness::Readiness;
 use crate::propagation::version::floats_only;
 
@@ -70,12 +71,9 @@ pub fn federated_status(
     resources_updated: bool,
     now: &str,
 ) -> StatusUpdate {
-    let old = fed.get("status").cloned().unwrap_or(json!({}));
-    let generation = fed
-        .get("metadata")
-        .and_then(|m| m.get("generation"))
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let fed = FederatedObject::new(fed);
+    let old = fed.status().cloned().unwrap_or(json!({}));
+    let generation = fed.generation();
     let generation_updated = old
         .get("observedGeneration")
         .and_then(Value::as_i64)

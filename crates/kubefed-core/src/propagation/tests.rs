@@ -6,9 +6,14 @@ use super::deletion::*;
 use super::member::*;
 use super::status::*;
 use crate::propagation::desired::{MANAGED_LABEL, TargetType};
+use crate::propagation::federated::FederatedObject;
 use crate::propagation::version::{overrides_version, template_version};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+
+fn view(fed: &Value) -> FederatedObject<'_> {
+    FederatedObject::new(fed)
+}
 
 fn target() -> TargetType {
     TargetType::new("", "v1", "ConfigMap")
@@ -69,7 +74,36 @@ fn one(
     } else {
         set(&[])
     };
-    sync_decisions(&fed(), &target(), &sel, &[m], versions, settings).remove(0)
+    sync_decisions(view(&fed()), &target(), &sel, &[m], versions, settings).remove(0)
+}
+
+/// A row of [`sync_decision_table`]: one member as the decision sees it,
+/// and the decision wanted.
+struct SyncRow<'a> {
+    name: &'a str,
+    selected: bool,
+    ready: bool,
+    live: Option<&'a Value>,
+    versions: Option<&'a Value>,
+    settings: SyncSettings,
+    action: &'a str,
+    status: Option<ClusterStatus>,
+}
+
+impl SyncRow<'_> {
+    /// A placed, ready member holding nothing, adoption on.
+    fn placed() -> Self {
+        SyncRow {
+            name: "",
+            selected: true,
+            ready: true,
+            live: None,
+            versions: None,
+            settings: ADOPT,
+            action: "",
+            status: None,
+        }
+    }
 }
 
 #[test]
@@ -81,156 +115,119 @@ fn sync_decision_table() {
     terminating["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
     let matching = versions_for(&fed(), "c1", "rv:5");
     let stale = versions_for(&fed(), "c1", "rv:4");
-    type Row<'a> = (
-        &'a str,
-        bool,
-        bool,
-        Option<&'a Value>,
-        Option<&'a Value>,
-        SyncSettings,
-        &'a str,
-        Option<ClusterStatus>,
-    );
-    let rows: Vec<Row> = vec![
-        (
-            "unready selected",
-            true,
-            false,
-            None,
-            None,
-            ADOPT,
-            "skip",
-            Some(ClusterStatus::ClusterNotReady),
-        ),
-        (
-            "unready unselected",
-            false,
-            false,
-            Some(&managed),
-            None,
-            ADOPT,
-            "nothing",
-            None,
-        ),
-        (
-            "unselected absent",
-            false,
-            true,
-            None,
-            None,
-            ADOPT,
-            "nothing",
-            None,
-        ),
-        (
-            "unselected unmanaged is never touched",
-            false,
-            true,
-            Some(&unlabelled),
-            None,
-            ADOPT,
-            "nothing",
-            None,
-        ),
-        (
-            "unselected managed",
-            false,
-            true,
-            Some(&managed),
-            None,
-            ADOPT,
-            "delete",
-            Some(ClusterStatus::WaitingForRemoval),
-        ),
-        (
-            "unselected terminating",
-            false,
-            true,
-            Some(&terminating),
-            None,
-            ADOPT,
-            "nothing",
-            Some(ClusterStatus::WaitingForRemoval),
-        ),
-        (
-            "selected absent",
-            true,
-            true,
-            None,
-            None,
-            ADOPT,
-            "create",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "adoption disabled",
-            true,
-            true,
-            Some(&unlabelled),
-            None,
-            NO_ADOPT,
-            "skip",
-            Some(ClusterStatus::AlreadyExists),
-        ),
-        (
-            "adoption enabled",
-            true,
-            true,
-            Some(&unlabelled),
-            None,
-            ADOPT,
-            "adopt",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "label false",
-            true,
-            true,
-            Some(&label_false),
-            None,
-            ADOPT,
-            "skip",
-            Some(ClusterStatus::ManagedLabelFalse),
-        ),
-        (
-            "no recorded version",
-            true,
-            true,
-            Some(&managed),
-            None,
-            ADOPT,
-            "update",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "stale version",
-            true,
-            true,
-            Some(&managed),
-            Some(&stale),
-            ADOPT,
-            "update",
-            Some(ClusterStatus::Ok),
-        ),
-        (
-            "matching version",
-            true,
-            true,
-            Some(&managed),
-            Some(&matching),
-            ADOPT,
-            "unchanged",
-            Some(ClusterStatus::Ok),
-        ),
+    let rows = [
+        SyncRow {
+            name: "unready selected",
+            ready: false,
+            action: "skip",
+            status: Some(ClusterStatus::ClusterNotReady),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unready unselected",
+            selected: false,
+            ready: false,
+            live: Some(&managed),
+            action: "nothing",
+            status: None,
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected absent",
+            selected: false,
+            action: "nothing",
+            status: None,
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected unmanaged is never touched",
+            selected: false,
+            live: Some(&unlabelled),
+            action: "nothing",
+            status: None,
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected managed",
+            selected: false,
+            live: Some(&managed),
+            action: "delete",
+            status: Some(ClusterStatus::WaitingForRemoval),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "unselected terminating",
+            selected: false,
+            live: Some(&terminating),
+            action: "nothing",
+            status: Some(ClusterStatus::WaitingForRemoval),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "selected absent",
+            action: "create",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "adoption disabled",
+            live: Some(&unlabelled),
+            settings: NO_ADOPT,
+            action: "skip",
+            status: Some(ClusterStatus::AlreadyExists),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "adoption enabled",
+            live: Some(&unlabelled),
+            action: "adopt",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "label false",
+            live: Some(&label_false),
+            action: "skip",
+            status: Some(ClusterStatus::ManagedLabelFalse),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "no recorded version",
+            live: Some(&managed),
+            action: "update",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "stale version",
+            live: Some(&managed),
+            versions: Some(&stale),
+            action: "update",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
+        SyncRow {
+            name: "matching version",
+            live: Some(&managed),
+            versions: Some(&matching),
+            action: "unchanged",
+            status: Some(ClusterStatus::Ok),
+            ..SyncRow::placed()
+        },
     ];
-    for (name, selected, ready, live, versions, settings, want_action, want_status) in rows {
-        let d = one(selected, member("c1", ready, live), versions, settings);
+    for r in rows {
+        let d = one(
+            r.selected,
+            member("c1", r.ready, r.live),
+            r.versions,
+            r.settings,
+        );
         let action = match &d.action {
             Action::Update { adopt: true, .. } => "adopt",
             other => other.verb(),
         };
-        assert_eq!(action, want_action, "{name}");
-        assert_eq!(d.status, want_status, "{name}");
+        assert_eq!(action, r.action, "{}", r.name);
+        assert_eq!(d.status, r.status, "{}", r.name);
     }
 }
 
@@ -243,7 +240,7 @@ fn generation_tracked_objects_also_compare_metadata() {
     let versions = versions_for(&fed_d, "c1", "gen:3");
     let decide = |o: &Value| {
         sync_decisions(
-            &fed_d,
+            view(&fed_d),
             &deploy,
             &set(&["c1"]),
             &[member("c1", true, Some(o))],
@@ -265,7 +262,7 @@ fn generation_tracked_objects_also_compare_metadata() {
     cm["metadata"]["labels"]["extra"] = json!("x");
     let v = versions_for(&cm_fed, "c1", "rv:5");
     let d = sync_decisions(
-        &cm_fed,
+        view(&cm_fed),
         &target(),
         &set(&["c1"]),
         &[member("c1", true, Some(&cm))],
@@ -289,7 +286,7 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
         is_host_namespace: true,
         unobserved: None,
     };
-    let d = sync_decisions(&fed_ns, &ns_target, &set(&[]), &[m], None, NO_ADOPT);
+    let d = sync_decisions(view(&fed_ns), &ns_target, &set(&[]), &[m], None, NO_ADOPT);
     assert_eq!(d[0].action, Action::RemoveManagedLabel);
     assert_eq!(d[0].status, None);
     host["metadata"]["labels"] = json!({});
@@ -301,7 +298,14 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
         is_host_namespace: true,
         unobserved: None,
     };
-    let d = sync_decisions(&fed_ns, &ns_target, &set(&["host"]), &[m], None, NO_ADOPT);
+    let d = sync_decisions(
+        view(&fed_ns),
+        &ns_target,
+        &set(&["host"]),
+        &[m],
+        None,
+        NO_ADOPT,
+    );
     assert!(matches!(d[0].action, Action::Update { adopt: true, .. }));
 }
 
@@ -311,7 +315,7 @@ fn desired_errors_become_statuses() {
     bad["spec"]["overrides"] =
         json!([{"clusterName": "c1", "clusterOverrides": [{"path": "/metadata/name"}]}]);
     let d = sync_decisions(
-        &bad,
+        view(&bad),
         &target(),
         &set(&["c1"]),
         &[member("c1", true, None)],
@@ -339,7 +343,7 @@ fn deletion_and_orphaning() {
         member("outside", true, Some(&managed)),
     ];
     let placed = set(&["a", "b", "c", "d"]);
-    let plan = deletion_decisions(&deleting, &placed, &members).unwrap();
+    let plan = deletion_decisions(view(&deleting), &placed, &members).unwrap();
     assert_eq!(plan.decisions.len(), 2);
     assert_eq!(plan.decisions[0].cluster, "a");
     assert_eq!(
@@ -362,14 +366,14 @@ fn deletion_and_orphaning() {
 
     let gone = [member("a", true, None), member("c", true, None)];
     assert!(
-        deletion_decisions(&deleting, &set(&["a", "c"]), &gone)
+        deletion_decisions(view(&deleting), &set(&["a", "c"]), &gone)
             .unwrap()
             .remove_finalizer
     );
 
     let mut orphaning = deleting.clone();
     orphaning["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "true"});
-    let plan = deletion_decisions(&orphaning, &placed, &members).unwrap();
+    let plan = deletion_decisions(view(&orphaning), &placed, &members).unwrap();
     assert!(
         !plan.remove_finalizer,
         "orphaning keeps the finalizer until the labels are gone"
@@ -387,47 +391,47 @@ fn deletion_and_orphaning() {
 
     let mut no_finalizer = deleting.clone();
     no_finalizer["metadata"]["finalizers"] = json!([]);
-    let plan = deletion_decisions(&no_finalizer, &placed, &members).unwrap();
+    let plan = deletion_decisions(view(&no_finalizer), &placed, &members).unwrap();
     assert!(plan.decisions.is_empty() && !plan.remove_finalizer && !plan.has_finalizer);
 
     let unlisted = [MemberState {
         unobserved: Some("list failed"),
         ..member("a", true, None)
     }];
-    let plan = deletion_decisions(&deleting, &set(&["a"]), &unlisted).unwrap();
+    let plan = deletion_decisions(view(&deleting), &set(&["a"]), &unlisted).unwrap();
     assert_eq!(plan.unobserved, vec!["a"]);
     assert!(!plan.remove_finalizer, "nothing is known of a's copy");
 
     let mut bad = deleting.clone();
     bad["metadata"]["annotations"] = json!({DELETE_OPTION_ANNOTATION: "nope"});
     assert!(
-        deletion_decisions(&bad, &placed, &members)
+        deletion_decisions(view(&bad), &placed, &members)
             .unwrap_err()
             .to_string()
             .contains("'nope'")
     );
     let mut orphan_wrong_value = deleting.clone();
     orphan_wrong_value["metadata"]["annotations"] = json!({ORPHAN_ANNOTATION: "True"});
-    assert!(!is_orphaning(&orphan_wrong_value));
+    assert!(!is_orphaning(view(&orphan_wrong_value)));
 }
 
 // Upstream util/deletionannotation_test.go.
 #[test]
 fn delete_option_annotation_cases() {
     let with = |v: &str| json!({"metadata": {"annotations": {DELETE_OPTION_ANNOTATION: v}}});
-    assert_eq!(delete_options(&json!({})).unwrap(), None);
+    assert_eq!(delete_options(view(&json!({}))).unwrap(), None);
     assert_eq!(
-        delete_options(&with(r#"{"propagationPolicy":"Orphan"}"#)).unwrap(),
+        delete_options(view(&with(r#"{"propagationPolicy":"Orphan"}"#))).unwrap(),
         Some(json!({"propagationPolicy": "Orphan"}))
     );
     assert_eq!(
-        delete_options(&with(r#"{"gracePeriodSeconds":5}"#)).unwrap(),
+        delete_options(view(&with(r#"{"gracePeriodSeconds":5}"#))).unwrap(),
         Some(json!({"gracePeriodSeconds": 5}))
     );
     assert_eq!(
-        delete_options(&with(
+        delete_options(view(&with(
             r#"{"propagationPolicy":"Orphan","gracePeriodSeconds":5}"#
-        ))
+        )))
         .unwrap(),
         Some(json!({"propagationPolicy": "Orphan", "gracePeriodSeconds": 5}))
     );

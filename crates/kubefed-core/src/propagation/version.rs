@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use md5::{Digest, Md5};
 use serde_json::{Map, Number, Value, json};
 
-use crate::describe::{FieldError, FieldProblem, describe_federated};
+use crate::describe::{FieldError, FieldProblem};
+use crate::propagation::federated::FederatedObject;
 
 /// Why a hash could not be computed (the shape of the federated object is
 /// wrong where KubeFed's typed decoding would also fail).
@@ -36,11 +37,12 @@ pub enum VersionError {
 /// the same ([`recorded_version`]), so no record they left makes a member
 /// write.
 pub fn template_version(fed: &Value) -> Result<String, VersionError> {
-    match fed.get("spec").and_then(|s| s.get("template")) {
+    let fed = FederatedObject::new(fed);
+    match fed.template() {
         None | Some(Value::Null) => Ok(String::new()),
         Some(t @ Value::Object(_)) => Ok(md5_hex(&go_json_line(t))),
         Some(_) => Err(VersionError::TemplateNotObject {
-            object: describe_federated(fed),
+            object: fed.describe(),
         }),
     }
 }
@@ -50,21 +52,22 @@ pub fn template_version(fed: &Value) -> Result<String, VersionError> {
 /// `clusterOverrides`; `op`, `path`, `value`; empty fields omitted; numbers
 /// through float64), plus a newline. `""` when the object has no `spec`.
 pub fn overrides_version(fed: &Value) -> Result<String, VersionError> {
-    let spec = match fed.get("spec") {
+    let fed = FederatedObject::new(fed);
+    match fed.spec() {
         None | Some(Value::Null) => return Ok(String::new()),
-        Some(Value::Object(s)) => s,
+        Some(Value::Object(_)) => {}
         Some(_) => {
             return Err(VersionError::SpecNotObject {
-                object: describe_federated(fed),
+                object: fed.describe(),
             });
         }
-    };
+    }
     let bad = |problem: String| VersionError::BadOverrides {
-        object: describe_federated(fed),
+        object: fed.describe(),
         problem,
     };
     let mut out = String::from("{\"overrides\":");
-    match spec.get("overrides") {
+    match fed.overrides() {
         None | Some(Value::Null) => out.push_str("null"),
         Some(Value::Array(items)) => {
             out.push('[');

@@ -59,10 +59,9 @@ impl Shard {
         })
     }
 
-    /// Whether this shard owns the object with `key` (`(namespace, name)`;
-    /// a FederatedNamespace is `(name, name)`, a cluster-scoped object
-    /// `("", name)`).
-    pub fn owns(&self, (namespace, name): &ObjectKey) -> bool {
+    /// Whether this shard owns the object with `key` (a FederatedNamespace
+    /// is keyed `name/name`, a cluster-scoped object has namespace `""`).
+    pub fn owns(&self, ObjectKey { namespace, name }: &ObjectKey) -> bool {
         let by = if namespace.is_empty() {
             name
         } else {
@@ -127,7 +126,7 @@ mod tests {
     use super::*;
 
     fn key(ns: &str, name: &str) -> ObjectKey {
-        (ns.to_string(), name.to_string())
+        ObjectKey::new(ns, name)
     }
 
     #[test]

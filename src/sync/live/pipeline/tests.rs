@@ -93,9 +93,9 @@ impl MemberRequests for Scripted {
         self.log
             .lock()
             .unwrap()
-            .push(format!("{cluster} {verb} {}", key.1));
+            .push(format!("{cluster} {verb} {}", key.name));
         let reply = (self.replies.lock().unwrap())
-            .get_mut(&(cluster.to_string(), key.1.clone()))
+            .get_mut(&(cluster.to_string(), key.name.clone()))
             .and_then(VecDeque::pop_front)
             .unwrap_or(Reply::Ok);
         let effect = match action {

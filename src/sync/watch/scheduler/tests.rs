@@ -3,6 +3,7 @@
 //! clock: a second later is `t(1)`).
 
 use super::*;
+use crate::core::describe::ObjectKey;
 use crate::core::run::queue::{BASE_BACKOFF, MIN_WRITE_INTERVAL};
 use std::sync::LazyLock;
 
@@ -14,11 +15,11 @@ fn t(secs: u64) -> Instant {
 }
 
 fn cm(name: &str) -> WorkKey {
-    WorkKey::new("configmaps", ("shop".into(), name.into()))
+    WorkKey::new("configmaps", ObjectKey::new("shop", name))
 }
 
 fn ns(name: &str) -> WorkKey {
-    WorkKey::new("namespaces", (name.into(), name.into()))
+    WorkKey::new("namespaces", ObjectKey::new(name, name))
 }
 
 /// Namespaces go before what they hold.
@@ -184,8 +185,8 @@ fn a_key_a_round_wrote_stays_held_until_the_round_ends() {
 /// round's own write.
 #[test]
 fn a_held_change_is_queued_after_its_round_unless_it_was_the_rounds_own_write() {
-    let own = (Written::Version(("shop".into(), "configmap-a".into())), 7);
-    let other = (Written::Version(("shop".into(), "configmap-b".into())), 9);
+    let own = (Written::Version(ObjectKey::new("shop", "configmap-a")), 7);
+    let other = (Written::Version(ObjectKey::new("shop", "configmap-b")), 9);
     let mut s = Scheduler::new(10);
     s.mark(cm("a"), t(0));
     s.mark(cm("b"), t(0));
@@ -199,7 +200,7 @@ fn a_held_change_is_queued_after_its_round_unless_it_was_the_rounds_own_write() 
     // Not held by any round: a change is queued at once.
     s.mark_written(
         cm("c"),
-        (Written::Version(("shop".into(), "c".into())), 1),
+        (Written::Version(ObjectKey::new("shop", "c")), 1),
         t(3),
     );
     assert_eq!(keys(&queue_rounds(&mut s, t(3))[0]), [cm("c")]);
