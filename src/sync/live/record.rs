@@ -265,13 +265,13 @@ pub async fn write_rollout_record(
             .0;
     }
     if let Some(value) = annotation {
-        let ar = if plan.key.0.is_empty() {
+        let ar = if plan.key.namespace.is_empty() {
             resource_of::<ClusterPropagatedVersion>()
         } else {
             resource_of::<PropagatedVersion>()
         };
         let patch = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: value}}});
-        dynamic_api(&host.client, Some(&plan.key.0), &ar)
+        dynamic_api(&host.client, Some(&plan.key.namespace), &ar)
             .patch(
                 &plan.pv_name,
                 &PatchParams::default(),
@@ -297,14 +297,14 @@ pub async fn write_rollout_status(
 ) -> Result<bool> {
     let api = federated_api(host, federated, key);
     for _ in 0..2 {
-        let mut obj = serde_json::to_value(api.get(&key.1).await.map_err(api_error)?)?;
+        let mut obj = serde_json::to_value(api.get(&key.name).await.map_err(api_error)?)?;
         let Some(status) = edit(&obj["status"]) else {
             return Ok(false);
         };
         obj["status"] = status;
         match api
             .replace_status(
-                &key.1,
+                &key.name,
                 &PostParams::default(),
                 &serde_json::from_value(obj)?,
             )

@@ -269,7 +269,7 @@ mod tests {
             })
             .collect();
         ObjectPlan {
-            key: ("ns".into(), "x".into()),
+            key: crate::describe::ObjectKey::new("ns", "x"),
             decisions,
             reason: crate::propagation::status::AggregateReason::Success,
             selected: clusters.iter().map(|c| c.to_string()).collect(),
