@@ -526,6 +526,23 @@ fn uid(env: &TestEnv, cluster: &str, path: &str) -> String {
 }
 
 /// Every binding of `ns` (and the namespace's own) fully applied.
+/// A namespace's ResourceBindings, one line each (name, clusters,
+/// status), for a failure's message.
+fn bindings_text(rbs: Option<&Value>) -> String {
+    let Some(items) = rbs.and_then(|l| l["items"].as_array()) else {
+        return String::new();
+    };
+    (items.iter())
+        .map(|i| {
+            format!(
+                "{} {} {}",
+                i["metadata"]["name"], i["spec"]["clusters"], i["status"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn fully_applied(env: &TestEnv, ns: &str) -> bool {
     let applied = |b: &Value| {
         b["status"]["conditions"]
@@ -622,17 +639,7 @@ fn karmadas_controllers_take_over_the_export_without_recreating_anything() {
                         .collect::<Vec<_>>()
                         .join("; "))
                     .unwrap_or_default(),
-                rbs.map(|l| l["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|i| format!(
-                        "{} {} {}",
-                        i["metadata"]["name"], i["spec"]["clusters"], i["status"]
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("\n"))
-                    .unwrap_or_default(),
+                bindings_text(rbs.as_ref()),
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
@@ -767,17 +774,7 @@ fn karmada_schedules_an_approximated_rsp_as_the_report_says() {
                 replicas("capped"),
                 replicas("roomy"),
                 taken(),
-                rbs.map(|l| l["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|i| format!(
-                        "{} {} {}",
-                        i["metadata"]["name"], i["spec"]["clusters"], i["status"]
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("\n"))
-                    .unwrap_or_default()
+                bindings_text(rbs.as_ref())
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(200));

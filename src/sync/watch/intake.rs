@@ -74,13 +74,6 @@ impl Intake {
         dirt
     }
 
-    /// One event into the cache, alone (at start, before any round).
-    fn take_one(&mut self, event: Event) -> Dirt {
-        let dirt = self.cache.apply(event);
-        self.catching_up.extend(dirt.listed.iter().cloned());
-        dirt
-    }
-
     /// Whether a member listing again (still a member: `is_member`) has
     /// now listed all of its watches of `types` (those left are still
     /// catching up). Its catch-up is one full round after the last of
@@ -178,7 +171,7 @@ impl Controller<'_> {
                 }
                 event = self.intake.next() => match event {
                     Some(event) => {
-                        let dirt = self.intake.take_one(event);
+                        let dirt = self.intake.take(event);
                         for w in &dirt.warnings {
                             tracing::warn!("{w}");
                         }
