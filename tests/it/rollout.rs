@@ -408,6 +408,207 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
     );
 }
 
+/// `reconcile --watch` over the federation, logging to `name` in the
+/// environment's directory.
+fn watch(env: &TestEnv, f: &Federation, name: &str) -> (crate::watch::Watch, std::path::PathBuf) {
+    let log = env.dir().join(name);
+    (crate::watch::spawn_watch(&f.kc, f, &log, &[]), log)
+}
+
+/// [`wait_until`], the watch's log in the failure.
+fn wait_watched(what: &str, log: &std::path::Path, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        let text = crate::watch::log(log);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}; the watch said:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_watch_rolls_a_change_out_wave_by_wave_and_holds_no_other_object_back() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-w", &["configmaps"]);
+    let p = policy(&f, json!({"minSuccessTime": "10s"}));
+    let spec =
+        |v: &str| json!({"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}});
+    create(
+        env,
+        &f,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "cfg",
+        spec("1"),
+        &p,
+    );
+    f.create(env, "FederatedConfigMap", "free", spec("1"));
+    let (_watch, log) = watch(env, &f, "watch-ro-w.log");
+    wait_watched("the first rollout to complete", &log, || {
+        MEMBERS.iter().all(|(m, _)| value(env, &f, m, "cfg") == "1")
+            && record(&pv(env, &f, "configmap-cfg")).is_none()
+            && pv_members(&pv(env, &f, "configmap-cfg")).len() == 3
+    });
+    let old_template = pv(env, &f, "configmap-cfg")["status"]["templateVersion"].clone();
+
+    // Both change: the object with a policy reaches the canary; the other
+    // reaches every member, not held back by the rollout's soak.
+    f.reset();
+    for name in ["cfg", "free"] {
+        patch(
+            env,
+            "host",
+            &fed_path(&f, "federatedconfigmaps", name),
+            json!({"spec": {"template": {"data": {"v": "2"}}}}),
+        );
+    }
+    wait_watched(
+        "the canary and every copy of free have the change",
+        &log,
+        || {
+            value(env, &f, "m1", "cfg") == "2"
+                && MEMBERS
+                    .iter()
+                    .all(|(m, _)| value(env, &f, m, "free") == "2")
+        },
+    );
+    assert_eq!(value(env, &f, "m2", "cfg"), "1");
+    assert_eq!(value(env, &f, "m3", "cfg"), "1");
+    let mid = pv(env, &f, "configmap-cfg");
+    assert_eq!(mid["status"]["templateVersion"], old_template, "{mid}");
+    assert_eq!(
+        pv_members(&mid),
+        [f.cluster("m2"), f.cluster("m3")],
+        "{mid}"
+    );
+    assert!(record(&mid).is_some(), "{mid}");
+
+    // The soak ends: the second wave, from a time of its own.
+    wait_watched("the second wave has the change", &log, || {
+        MEMBERS.iter().all(|(m, _)| value(env, &f, m, "cfg") == "2")
+    });
+    let at = |cluster| written_at(&cm(env, cluster, f.ns, "cfg").unwrap());
+    let (canary, second) = (at("member1"), at("member2"));
+    assert!(
+        seconds_until(&second) - seconds_until(&canary) >= 10,
+        "{canary} then {second}"
+    );
+    wait_watched("the rollout to complete", &log, || {
+        let done = pv(env, &f, "configmap-cfg");
+        record(&done).is_none() && pv_members(&done).len() == 3
+    });
+    assert_ne!(
+        pv(env, &f, "configmap-cfg")["status"]["templateVersion"],
+        old_template
+    );
+    // Watched, not polled: the canary's copy was never read by itself.
+    let cfg = format!("/namespaces/{}/configmaps/cfg", f.ns);
+    let reads: Vec<_> = (f.m1.records().into_iter())
+        .filter(|r| r.method == "GET" && r.path.ends_with(&cfg))
+        .collect();
+    assert!(reads.is_empty(), "{reads:?}");
+    let text = crate::watch::log(&log);
+    let object = format!("rollout of FederatedConfigMap {}/cfg", f.ns);
+    for said in [
+        "wave 1: wrote ro-w-m1",
+        "wave 2: wrote ro-w-m2, ro-w-m3",
+        "complete",
+    ] {
+        assert!(
+            text.contains(&format!("{object}: {said}")),
+            "{said}: {text}"
+        );
+    }
+}
+
+#[test]
+fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-x", &["deployments.apps"]);
+    let _controller = Controller::start(f.ns, "web");
+    let p = policy(
+        &f,
+        json!({"minSuccessTime": "1s", "progressDeadline": "5s"}),
+    );
+    let deployment = |replicas: i64, image: &str| {
+        json!({"template": {"spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "c", "image": image}]}}}},
+            "placement": {"clusterSelector": {}}})
+    };
+    create(
+        env,
+        &f,
+        "federateddeployments",
+        "FederatedDeployment",
+        "web",
+        deployment(0, "nginx:1"),
+        &p,
+    );
+    let (_watch, log) = watch(env, &f, "watch-ro-x.log");
+    let replicas = |m: &str| {
+        let cluster = MEMBERS.iter().find(|(s, _)| *s == m).unwrap().1;
+        let path = format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns);
+        get(env, cluster, &path).map(|d| d["spec"]["replicas"].as_i64().unwrap())
+    };
+    // The canary's readiness (its status, set by the thread above) moves
+    // the rollout on: no time would.
+    wait_watched("every member to have the deployment", &log, || {
+        MEMBERS.iter().all(|(m, _)| replicas(m) == Some(0))
+            && record(&pv(env, &f, "deployment-web")).is_none()
+    });
+
+    let path = fed_path(&f, "federateddeployments", "web");
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": deployment(1, "nginx:2")}),
+    );
+    let ready = |fed: &Value| {
+        (fed["status"]["conditions"].as_array().into_iter().flatten())
+            .find(|c| c["type"] == "Ready")
+            .cloned()
+            .unwrap_or_default()
+    };
+    wait_watched("the rollout to halt at its progress deadline", &log, || {
+        let fed = get(env, "host", &path).unwrap();
+        ready(&fed)["reason"] == "RolloutHalted"
+    });
+    assert_eq!(replicas("m1"), Some(1));
+    assert_eq!(replicas("m2"), Some(0));
+    assert_eq!(replicas("m3"), Some(0));
+    let halted = pv(env, &f, "deployment-web");
+    assert_eq!(
+        pv_members(&halted),
+        [f.cluster("m2"), f.cluster("m3")],
+        "{halted}"
+    );
+    assert!(
+        crate::watch::log(&log).contains("rollout halted in wave 1: ro-x-m1"),
+        "{}",
+        crate::watch::log(&log)
+    );
+
+    // Fixed: a new version starts over from the first wave and completes.
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"spec": deployment(0, "nginx:3")}),
+    );
+    wait_watched("the fix to be rolled out", &log, || {
+        let fed = get(env, "host", &path).unwrap();
+        let done = pv(env, &f, "deployment-web");
+        ready(&fed)["status"] == "True" && record(&done).is_none() && pv_members(&done).len() == 3
+    });
+    for m in ["m1", "m2", "m3"] {
+        assert_eq!(replicas(m), Some(0), "{m}");
+    }
+}
+
 #[test]
 fn a_run_killed_between_waves_is_resumed_by_the_next() {
     let env = TestEnv::shared();

@@ -259,14 +259,14 @@ pub struct LockFlags {
     pub no_lock: bool,
 }
 
-/// Progressive rollouts of the one-shot run (`live::rollout`).
+/// Progressive rollouts, of one-shot runs and the watch (`live::rollout`).
 #[derive(Args, Debug)]
-#[command(next_help_heading = "Rollout (one-shot runs)")]
+#[command(next_help_heading = "Rollout")]
 pub struct RolloutFlags {
     /// The rollout policy of federated objects without a kubefedctl.kubefed.io/rollout
     /// annotation, as JSON or a file holding it (waves, progressDeadline, minSuccessTime,
     /// maxFailures, maxConcurrency): a change reaches them wave by wave
-    #[arg(long, value_name = "FILE|JSON", conflicts_with_all = ["from", "watch"])]
+    #[arg(long, value_name = "FILE|JSON", conflicts_with = "from")]
     pub rollout: Option<String>,
 
     /// With -f holding the previous version of federated objects with a rollout in
@@ -393,7 +393,7 @@ impl ReconcileOptions {
             wait_ready: self.waits.wait_ready.is_some(),
             force_conflicts: self.input.force_conflicts,
             rollout: live::rollout::RolloutOptions {
-                enabled: !self.watch.watch,
+                enabled: true,
                 // Read and checked before anything else (`validate`).
                 policy: self.rollout.policy().ok().flatten(),
                 abort: self.rollout.rollout_abort,

@@ -207,8 +207,17 @@ mod tests {
         assert!(validate(&good).is_ok());
         let policy = good.rollout.policy().unwrap().unwrap();
         assert_eq!(policy.waves.len(), 1);
-        // Not with the watch (it does not roll out yet); an abort needs -f.
+        // The watch rolls out too, but aborts nothing; an abort needs -f.
         let watch = ["kubefedctl", "reconcile", "--watch", "--rollout", "{}"];
+        assert!(crate::cli::Cli::try_parse_from(watch).is_ok());
+        let watch = [
+            "kubefedctl",
+            "reconcile",
+            "--watch",
+            "-f",
+            "p/",
+            "--rollout-abort",
+        ];
         assert!(crate::cli::Cli::try_parse_from(watch).is_err());
         let abort = ["kubefedctl", "reconcile", "--rollout-abort"];
         assert!(crate::cli::Cli::try_parse_from(abort).is_err());

@@ -70,7 +70,7 @@ pub struct Options {
     /// `--force-conflicts`: where a member field another manager owns
     /// conflicts with the template, the template's value is written.
     pub force_conflicts: bool,
-    /// Progressive rollouts (`rollout`): off for the watch.
+    /// Progressive rollouts (`rollout`).
     pub rollout: rollout::RolloutOptions,
 }
 
@@ -278,7 +278,9 @@ impl Written<'_> {
         let (host, seen, decided) = (self.host, self.seen, self.decided);
         rollout::record_before(host, seen, decided, rollouts, &mut jobs, report).await;
         let rolling = rollout::in_progress(rollouts);
-        let mut finished = run_pipeline(host, seen, self.o, jobs, self.progress, rolling).await;
+        let holds = rollout::objects(seen, rollouts);
+        let mut finished =
+            run_pipeline(host, seen, self.o, jobs, self.progress, (rolling, holds)).await;
         events.extend(
             finished
                 .iter_mut()
@@ -323,7 +325,10 @@ async fn run_pipeline(
     o: &Options,
     jobs: Vec<Job<'_>>,
     progress: &dyn Progress,
-    rolling: std::collections::HashSet<(usize, usize)>,
+    (rolling, holds): (
+        std::collections::HashSet<(usize, usize)>,
+        std::collections::HashSet<crate::core::describe::FederatedRef>,
+    ),
 ) -> Vec<Finished> {
     progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
     let limits = Limits {
@@ -337,6 +342,7 @@ async fn run_pipeline(
     let mut pipeline = Pipeline::new((host, &clusters), seen, limits, wait_until, progress);
     pipeline.record_events = o.events.is_some();
     pipeline.rolling = rolling;
+    pipeline.holds = holds;
     pipeline.run(jobs).await
 }
 

@@ -104,6 +104,11 @@ pub struct Pipeline<'a, M: MemberRequests = Clusters, H: HostRequests = Host> {
     /// (type, object) mid-rollout: their PropagatedVersion is the
     /// rollout's record's (`live::rollout`), not written here.
     pub rolling: std::collections::HashSet<(usize, usize)>,
+    /// Objects a round writes for after the pipeline (a rollout's record
+    /// and end, `live::rollout::record_after`): not reported settled as
+    /// their jobs end, so that the watch takes no other round over them
+    /// before their record is written.
+    pub holds: std::collections::HashSet<FederatedRef>,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
     /// By type: whether its member copies are held whole
@@ -148,6 +153,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             now: crate::clock::now_rfc3339(),
             record_events: false,
             rolling: std::collections::HashSet::new(),
+            holds: std::collections::HashSet::new(),
             host_lane: Semaphore::new(HOST_WRITES_IN_FLIGHT),
             member_lanes,
         }
@@ -188,10 +194,17 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
 
     /// Whether an object's job may be reported settled as it ends: not
     /// when its round writes something for it after the pipeline, as the
-    /// FederatedServiceStatus of a Service (`passes::service_status`).
+    /// FederatedServiceStatus of a Service (`passes::service_status`), or a
+    /// rollout's record (`holds`).
     fn settles_early(&self, job: &Job<'_>) -> bool {
         let t = &self.seen.types[job.type_index];
-        !(self.seen.settings).writes_service_status(t.service_status.is_some())
+        if (self.seen.settings).writes_service_status(t.service_status.is_some()) {
+            return false;
+        }
+        self.holds.is_empty() || {
+            let object = object_ref(self.seen, job.type_index, job.target, job.work.first());
+            !self.holds.contains(object.federated())
+        }
     }
 
     async fn run_job<'j>(&self, job: Job<'j>) -> Finished {

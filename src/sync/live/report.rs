@@ -59,6 +59,9 @@ pub struct Report {
 pub struct RolloutLine {
     /// `FederatedConfigMap shop/web`.
     pub object: String,
+    /// The object as the watch's queue names it.
+    #[serde(skip)]
+    pub key: crate::core::describe::FederatedRef,
     pub state: RolloutStand,
     /// `wave 1: m1 (0/1 available)`, or the halt, or `complete`.
     pub detail: String,

@@ -5,7 +5,7 @@
 //! whose PropagatedVersion records their version, are not touched.
 
 use crate::clients::host::Host;
-use crate::core::describe::describe;
+use crate::core::describe::{FederatedRef, describe, key_of};
 use crate::core::events::record::{Event, EventType, InvolvedObject, sync_component};
 use crate::core::outcome::Failure;
 use crate::core::propagation::action::Action;
@@ -202,6 +202,19 @@ pub fn in_progress(rollouts: &[ObjectRollout]) -> HashSet<(usize, usize)> {
         .collect()
 }
 
+/// The objects with a rollout in this round whose record is written
+/// after the member writes (`record_after`): the pipeline does not let
+/// them go early (`Pipeline::holds`).
+pub fn objects(seen: &Observation, rollouts: &[ObjectRollout]) -> HashSet<FederatedRef> {
+    (rollouts.iter())
+        .filter(|r| !r.refused)
+        .map(|r| {
+            let t = &seen.types[r.type_index];
+            FederatedRef::new(&t.name, key_of(&t.objects[r.object_index]))
+        })
+        .collect()
+}
+
 /// Before the member writes: each record that changed (writes begun, a
 /// readiness noted) and the PropagatedVersion mid-rollout. An object whose
 /// record cannot be written gets no member write.
@@ -322,7 +335,8 @@ pub async fn record_after(
                 component: sync_component(&t.federated.kind),
             });
         }
-        report.rollouts.push(line(what, r));
+        let key = FederatedRef::new(&t.name, key_of(fed));
+        report.rollouts.push(line(what, key, r));
     }
 }
 
@@ -372,7 +386,7 @@ fn written(f: &Finished, write: &[String]) -> Vec<String> {
 }
 
 /// Where one object's rollout stands, as the report says it.
-pub fn line(object: String, r: &ObjectRollout) -> RolloutLine {
+pub fn line(object: String, key: FederatedRef, r: &ObjectRollout) -> RolloutLine {
     let plan = &r.rolling.plan;
     let (state, detail, recheck_at) = match &plan.state {
         RolloutState::Complete if r.aborted.is_some() => {
@@ -400,6 +414,7 @@ pub fn line(object: String, r: &ObjectRollout) -> RolloutLine {
         waves_text: core_rollout::waves_text(plan),
         waves_markdown: core_rollout::waves_markdown(&object, plan),
         object,
+        key,
         state,
         detail,
         wrote: r.wrote.clone(),
@@ -411,15 +426,21 @@ pub fn line(object: String, r: &ObjectRollout) -> RolloutLine {
 pub fn plan_lines(seen: &Observation, rollouts: &[ObjectRollout], report: &mut Report) {
     for r in rollouts {
         let t = &seen.types[r.type_index];
-        let what = describe(&t.federated.kind, &t.objects[r.object_index]);
-        report.rollouts.push(line(what, r));
+        let fed = &t.objects[r.object_index];
+        let key = FederatedRef::new(&t.name, key_of(fed));
+        report
+            .rollouts
+            .push(line(describe(&t.federated.kind, fed), key, r));
     }
 }
 
 /// How a one-shot run rolls out.
 #[derive(Clone, Debug, Default)]
 pub struct RolloutOptions {
-    /// Roll out wave by wave (the one-shot run; the watch does not yet).
+    /// Roll out wave by wave: one-shot runs go on with rounds while a
+    /// rollout waits (`go_on`); the watch takes each waiting object again
+    /// when its members' readiness changes or its time comes
+    /// (`sync::watch::rollouts`).
     pub enabled: bool,
     /// `--rollout`: the policy of objects without an annotation.
     pub policy: Option<RolloutPolicy>,

@@ -59,6 +59,10 @@ pub struct Dirt {
     /// holds the key, the change may be that round's own write, whose
     /// answer then names it ([`Cache::hold_own_write`]) and makes it no news.
     pub written: Vec<(WorkKey, Written, u64)>,
+    /// Keys whose member copies changed in their status alone, where that
+    /// is no news by itself (not in `keys`): news for an object whose
+    /// progressive rollout waits for its members (`watch::rollouts`).
+    pub status_only: BTreeSet<WorkKey>,
 }
 
 impl Dirt {
@@ -657,8 +661,11 @@ impl Cache {
         let collected = self.reads_member_status(&t);
         for key in status_only {
             let fed_key = federated_key(&t.ty, &key);
-            if collected || self.schedulings.contains_key(&fed_key) {
-                dirt.keys.insert(FederatedRef::new(ftc, fed_key));
+            let work = FederatedRef::new(ftc, fed_key);
+            if collected || self.schedulings.contains_key(&work.key) {
+                dirt.keys.insert(work);
+            } else {
+                dirt.status_only.insert(work);
             }
         }
         if !(self.member_store(cluster, ftc)).is_some_and(|s| s.state == StoreState::Listed) {
@@ -1382,11 +1389,10 @@ pub(super) mod tests {
         c.apply(ev(member.clone(), Change::replaced(vec![copy.clone()])));
         let mut status = copy.clone();
         status["status"] = json!({"observedGeneration": 2});
-        assert!(
-            c.apply(ev(member.clone(), Change::Applied(status.clone())))
-                .keys
-                .is_empty()
-        );
+        let dirt = c.apply(ev(member.clone(), Change::Applied(status.clone())));
+        assert!(dirt.keys.is_empty());
+        // Said apart: news for an object whose rollout waits (`rollouts`).
+        assert_eq!(dirt.status_only, [key("configmaps", "shop", "a")].into());
         // Unless an RSP schedules it: its replicas follow the members'.
         let rsp = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
                          "metadata": {"name": "a", "namespace": "shop"},

@@ -142,6 +142,12 @@ impl Controller<'_> {
         for (k, written, rv) in dirt.written {
             self.scheduler.mark_written(k, (written, rv), now);
         }
+        // A wave's readiness, watched.
+        for k in dirt.status_only {
+            if self.rollouts.waits_for(&k) {
+                self.scheduler.mark(k, now);
+            }
+        }
         self.caught_up() || dirt.structure
     }
 
@@ -194,6 +200,7 @@ fn merge(into: &mut Dirt, more: Dirt) {
     into.structure |= more.structure;
     into.listed.extend(more.listed);
     into.written.extend(more.written);
+    into.status_only.extend(more.status_only);
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ pub mod metrics;
 pub mod process;
 mod rebuild;
 mod reported;
+mod rollouts;
 mod rounds;
 mod scheduler;
 pub mod sources;
@@ -60,6 +61,7 @@ use fleet::Fleet;
 use intake::Intake;
 use metrics::Metrics;
 use reported::Reported;
+use rollouts::Rollouts;
 use rounds::{FromRound, RoundDone, SettledSender};
 use scheduler::{ROUNDS_IN_FLIGHT, Scheduler};
 use sources::Source;
@@ -217,6 +219,8 @@ struct Controller<'a> {
     scheduler: Scheduler,
     /// The members, each with its health, and their probes.
     fleet: Fleet,
+    /// The progressive rollouts waiting: what takes each again.
+    rollouts: Rollouts,
     /// Failure lines printed, and when: a failure repeated by every retry
     /// is printed again only after a while.
     reported: Reported,
@@ -249,6 +253,7 @@ impl<'a> Controller<'a> {
             metrics,
             scheduler: Scheduler::new(o.round_size),
             fleet: Fleet::default(),
+            rollouts: Rollouts::default(),
             reported: Reported::default(),
             rounds: JoinSet::new(),
             settled_tx,
@@ -324,6 +329,10 @@ impl Controller<'_> {
                 }
                 _ = tick.tick() => {
                     self.scheduler.queue_held_changes();
+                    let now = Instant::now();
+                    for key in self.rollouts.due(now) {
+                        self.scheduler.mark(key, now);
+                    }
                     if self.rebuild_due.is_some_and(|at| at <= Instant::now()) {
                         self.try_rebuild().await;
                     }
@@ -362,6 +371,7 @@ impl Controller<'_> {
         while self.rounds.join_next().await.is_some() {}
         while self.settled_rx.try_recv().is_ok() {}
         self.scheduler.abandon();
+        self.rollouts.abandon();
     }
 
     /// The lock is renewed after a suspension: every host watch lists again

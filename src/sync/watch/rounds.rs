@@ -150,20 +150,27 @@ impl Controller<'_> {
     /// Runs a round the scheduler started as a task of its own, over an
     /// observation of what it covers.
     fn spawn_round(&mut self, start: RoundStart) {
+        let id = start.id;
         let (seen, dns) = match &start.covers {
-            Covers::Keys(keys) => (self.observe(Cover::Keys(keys)), false),
+            Covers::Keys(keys) => {
+                let covers: &dyn Fn(&WorkKey) -> bool = &|k| keys.contains(k);
+                self.rollouts.round_started(id, Some(covers));
+                (self.observe(Cover::Keys(keys)), false)
+            }
             Covers::Slice { nth, last, whole } => {
                 let empty = BTreeSet::new();
                 let keys = self.scheduler.slice_keys(*nth).unwrap_or(&empty);
+                let covers: &dyn Fn(&WorkKey) -> bool = &|k| keys.contains(k);
                 let cover = match (whole, last) {
                     (true, _) => Cover::Everything,
                     (false, true) => Cover::LastSlice(keys),
                     (false, false) => Cover::Keys(keys),
                 };
+                let whole = matches!(cover, Cover::Everything);
+                (self.rollouts).round_started(id, (!whole).then_some(covers));
                 (self.observe(cover), *last)
             }
         };
-        let id = start.id;
         let settled = self.settled_tx.clone();
         let passes = Passes {
             cluster_health: false,
@@ -251,6 +258,7 @@ impl Controller<'_> {
             Err(e) => {
                 self.metrics.failures.fetch_add(1, Ordering::Relaxed);
                 self.report_failure(crate::error::one_line(&e));
+                self.rollouts.round_done(done.id, None, now, 0);
                 let settles = self.scheduler.finish(done.id, None, now);
                 self.observe_settles(settles);
                 return;
@@ -266,6 +274,11 @@ impl Controller<'_> {
         }
         let settles = self.scheduler.finish(done.id, Some(&r.keys), now);
         self.observe_settles(settles);
+        let lines = Some(r.outcome.report.rollouts.as_slice());
+        let unix_now = crate::clock::now_unix();
+        for line in self.rollouts.round_done(done.id, lines, now, unix_now) {
+            super::rollouts::log(line);
+        }
         self.report_outcome(&r.outcome);
     }
 
