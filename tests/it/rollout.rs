@@ -757,6 +757,26 @@ fn a_plan_lists_the_waves_and_a_malformed_policy_writes_nothing_of_its_object() 
     assert!(pv(env, &f, "configmap-bad").is_null());
     let bad = get(env, "host", &fed_path(&f, "federatedconfigmaps", "bad")).unwrap();
     assert!(bad["metadata"]["finalizers"].is_null(), "{bad}");
+
+    // A run that may not write to every member an object is placed on
+    // takes no step of its rollout: it would count them written.
+    patch(
+        env,
+        "host",
+        &fed_path(&f, "federatedconfigmaps", "planned"),
+        json!({"spec": {"template": {"data": {"v": "2"}}}}),
+    );
+    f.reset();
+    let run = f.reconcile(&["--cluster", &f.cluster("m1")]).exits(3);
+    assert!(
+        run.stderr.contains(&format!(
+            "FederatedConfigMap {ns}/planned: its rollout goes on only in a run that may write to every member it is placed on, and this one may not write to ro-d-m2, ro-d-m3 (--cluster)"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+    assert_eq!(cm(env, "member1", ns, "planned").unwrap()["data"]["v"], "1");
 }
 
 #[test]

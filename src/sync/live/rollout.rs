@@ -91,6 +91,12 @@ pub fn gate(
             if core_rollout::rolled_out(pv, &target) {
                 continue;
             }
+            if let Some(why) = out_of_reach(seen, p) {
+                let what = describe(&t.federated.kind, fed);
+                report.failures.push(Failure::of_federated(what, why));
+                write_nothing(p);
+                continue;
+            }
             let members = member_copies(seen, t, p);
             let mut rolling = core_rollout::gate::start(policy, &target, pv, &members, now);
             if let Some(why) = &rolling.unreadable {
@@ -157,6 +163,24 @@ fn abort_one(
             None
         }
     }
+}
+
+/// Why a run may not take a rollout a step: some of the members the
+/// object is placed on are not the run's to write (`--cluster`, or in the
+/// watch members whose watches have not listed yet). The planner would
+/// count them written when their step came, and their deadline would
+/// halt the rollout for a write never made.
+fn out_of_reach(seen: &Observation, p: &ObjectPlan) -> Option<String> {
+    let outside: Vec<&str> = (p.selected.iter())
+        .filter(|c| !seen.scope.touches(c))
+        .map(String::as_str)
+        .collect();
+    (!outside.is_empty()).then(|| {
+        format!(
+            "its rollout goes on only in a run that may write to every member it is placed on, and this one may not write to {} (--cluster); nothing of it is written",
+            outside.join(", ")
+        )
+    })
 }
 
 /// Nothing of this object is written: no member request, no status, no
