@@ -361,9 +361,16 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
         "{events}"
     );
 
-    // Run again unchanged: still halted, nothing beyond the canary written.
+    // Run again unchanged: still halted, nothing beyond the canary written,
+    // and the object's status, which says so already, neither read alone
+    // nor written.
+    f.reset();
     f.reconcile(&[]).exits(7);
     assert_eq!(replicas("m2"), 0);
+    let object: Vec<_> = (f.host.records().into_iter())
+        .filter(|r| r.path.contains("/federateddeployments/web"))
+        .collect();
+    assert!(object.is_empty(), "{object:?}");
     // `status` says where it stopped.
     let status = f.run(&["status", "deployments.apps", "-n", f.ns]).ok();
     assert!(

@@ -349,7 +349,10 @@ pub async fn record_after(
                 )),
             }
         }
-        ended(host, t, &p.key, r, report).await;
+        // Unless the pipeline wrote something for it, its status is as observed.
+        let untouched = done.is_none_or(|f| f.host_writes == 0);
+        let observed = untouched.then_some(&fed["status"]);
+        ended(host, t, &p.key, r, observed, report).await;
         if let Some(halt) = r.rolling.halt() {
             events.push(Event {
                 involved: InvolvedObject::of(fed),
@@ -367,11 +370,16 @@ pub async fn record_after(
 /// A halted rollout on its object's status (`Ready` `False`, reason
 /// `RolloutHalted`, the failed members' entries); a completed one's
 /// `Ready` `True` (each member was ready for `minSuccessTime`).
+/// `observed`: the object's status as the round observed it, when nothing
+/// of the round wrote it since; when that says so already, nothing is
+/// read or written (a halted object decided again, as every resync of the
+/// watch does, costs no request).
 async fn ended(
     host: &Host,
     t: &ObservedType,
     key: &crate::core::describe::ObjectKey,
     r: &ObjectRollout,
+    observed: Option<&serde_json::Value>,
     report: &mut Report,
 ) {
     use crate::core::propagation::status::{ReadyState, with_ready};
@@ -379,17 +387,17 @@ async fn ended(
     if r.aborted.is_some() {
         return;
     }
-    let written = match (r.rolling.halt(), r.rolling.complete()) {
-        (Some(halt), _) => {
-            let edit = |s: &serde_json::Value| core_rollout::halted_status(s, halt, &now);
-            crate::sync::live::record::write_rollout_status(host, &t.federated, key, edit).await
-        }
-        (None, true) => {
-            let edit = |s: &serde_json::Value| with_ready(s, ReadyState::Ready, &now);
-            crate::sync::live::record::write_rollout_status(host, &t.federated, key, edit).await
-        }
+    type Edit<'a> = Box<dyn Fn(&serde_json::Value) -> Option<serde_json::Value> + Send + Sync + 'a>;
+    let edit: Edit = match (r.rolling.halt(), r.rolling.complete()) {
+        (Some(halt), _) => Box::new(|s| core_rollout::halted_status(s, halt, &now)),
+        (None, true) => Box::new(|s| with_ready(s, ReadyState::Ready, &now)),
         _ => return,
     };
+    if observed.is_some_and(|s| edit(s).is_none()) {
+        return;
+    }
+    let written =
+        crate::sync::live::record::write_rollout_status(host, &t.federated, key, edit).await;
     match written {
         Ok(wrote) => report.host_writes += usize::from(wrote),
         Err(e) => report.warnings.push(format!(

@@ -33,6 +33,10 @@ pub enum ClusterStatus {
     UpdateTimedOut,
     DeletionTimedOut,
     LabelRemovalTimedOut,
+    /// Ours, not upstream's: the member's copy failed a progressive
+    /// rollout's gate (`rollout::gate`); KubeFed's controller taking over
+    /// writes its own status in its place.
+    RolloutHalted,
 }
 
 impl ClusterStatus {
@@ -60,6 +64,7 @@ impl ClusterStatus {
             UpdateTimedOut => "UpdateTimedOut",
             DeletionTimedOut => "DeletionTimedOut",
             LabelRemovalTimedOut => "LabelRemovalTimedOut",
+            RolloutHalted => "RolloutHalted",
         }
     }
 
@@ -87,6 +92,7 @@ impl ClusterStatus {
             UpdateTimedOut,
             DeletionTimedOut,
             LabelRemovalTimedOut,
+            RolloutHalted,
         ]
         .into_iter()
         .find(|s| s.as_str() == text)

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::ledger::{ROLLOUT_STATUS_ANNOTATION, RolloutRecord, Target};
 use super::plan::{Halt, MemberState, RolloutInput, RolloutPlan, RolloutState, plan};
 use super::policy::RolloutPolicy;
-use crate::propagation::action::Action;
+use crate::propagation::action::{Action, ClusterStatus};
 use crate::propagation::decide::ObjectPlan;
 use crate::propagation::readiness::Readiness;
 use crate::propagation::version::{overrides_version, template_version};
@@ -164,6 +164,17 @@ impl Rolling {
                 }
             }
         }
+        // A halt's failed members say so in the status the round writes
+        // (not only in the one written after it: `halted_status`), so a
+        // round deciding a halted object again writes nothing.
+        let failed: BTreeSet<&str> = (self.halt().into_iter())
+            .flat_map(|h| h.failures.iter().map(|f| f.member.as_str()))
+            .collect();
+        for d in &mut plan.decisions {
+            if failed.contains(d.cluster.as_str()) && d.status == Some(ClusterStatus::Ok) {
+                d.status = Some(ClusterStatus::RolloutHalted);
+            }
+        }
         for d in &mut plan.decisions {
             let placing = matches!(d.action, Action::Create(_) | Action::Update { .. });
             if !placing || !plan.selected.contains(&d.cluster) || write.contains(d.cluster.as_str())
@@ -232,7 +243,7 @@ pub fn halted_status(status: &Value, halt: &Halt, now: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::propagation::action::{ClusterStatus, Decision};
+    use crate::propagation::action::Decision;
     use crate::propagation::rollout::plan::Step;
 
     fn policy() -> RolloutPolicy {
@@ -363,6 +374,21 @@ mod tests {
         assert!(status["clusters"][1].get("status").is_none());
         assert_eq!(status["conditions"][0]["reason"], "RolloutHalted");
         assert_eq!(halted_status(&status, halt, "t2"), None);
+        // The round's own status says so too: its failed member's entry.
+        let mut halted = halted;
+        let mut decided = object_plan(&["m1", "m2"]);
+        decided.decisions[0].action = Action::Unchanged;
+        halted.gate(&mut decided, &pending);
+        let statuses: Vec<_> = decided.decisions.iter().map(|d| d.status).collect();
+        assert_eq!(
+            statuses,
+            [Some(ClusterStatus::RolloutHalted), Some(ClusterStatus::Ok)]
+        );
+        assert_eq!(
+            decided.decisions[1].action,
+            Action::Unchanged,
+            "m2 keeps its own"
+        );
         let again = start(&p, &target("b"), Some(&pv), &pending, 10);
         assert_eq!(again.plan.write, ["m1"]);
         assert!(again.record.members["m1"].version.is_none());
