@@ -38,6 +38,23 @@ fn converges_with_overrides_and_rsp_then_writes_nothing() {
     );
     assert_eq!(f.member_writes(), 0, "a dry run writes nothing to members");
 
+    // --type: that type alone is read and decided.
+    f.reset();
+    let only = f.reconcile(&["--dry-run", "--type", "configmaps"]).ok();
+    assert!(
+        only.stdout
+            .contains(&format!("{m2}: create ConfigMap rc-a-objs/settings")),
+        "{}",
+        only.stdout
+    );
+    assert!(!only.stdout.contains("Deployment"), "{}", only.stdout);
+    let deployments: Vec<RequestRecord> = [&f.host, &f.m1, &f.m2]
+        .iter()
+        .flat_map(|p| p.records())
+        .filter(|r| r.path.contains("deployments"))
+        .collect();
+    assert!(deployments.is_empty(), "{deployments:?}");
+
     f.reset();
     let run = f.reconcile(&[]).ok();
     assert!(run.stdout.contains("CREATED"), "{}", run.stdout);

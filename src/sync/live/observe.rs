@@ -221,6 +221,10 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         relist_whole(&mut seen, o.timeout).await;
     }
     seen.fed_namespaces = federated_namespaces(&seen.types);
+    // A type read only for placement (`enabled_types`) has nothing decided.
+    for t in seen.types.iter_mut().filter(|t| t.only.is_some()) {
+        t.objects.clear();
+    }
     if let Some(sel) = &o.scope.selector {
         retain_selected_namespaces(&mut seen.types, sel)?;
     }
@@ -374,7 +378,8 @@ pub async fn read_rsp_pods(seen: &mut Observation, timeout: Duration) {
     seen.rsp_pods = futures::future::join_all(lists).await.into_iter().collect();
 }
 
-/// The enabled types (all, or those asked for), with nothing read of them yet.
+/// The enabled types (all, or those `--type` asks for: an unknown one is an
+/// error), with nothing read of them yet.
 pub async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedType>> {
     let ftc_api: Api<FederatedTypeConfig> = Api::namespaced(host.client.clone(), &host.namespace);
     let mut ftcs: Vec<FederatedTypeConfig> = ftc_api
@@ -392,7 +397,24 @@ pub async fn enabled_types(host: &Host, o: &Selection) -> Result<Vec<ObservedTyp
             bail!("no enabled federated type {t:?} (see kubefedctl status types)");
         }
     }
-    Ok(ftcs.iter().map(ObservedType::of).collect())
+    // `--type`: only those are decided. The FederatedNamespaces are read
+    // all the same (they place what their namespaces hold), none decided.
+    let wanted = &o.scope.types;
+    let asked = |f: &FederatedTypeConfig| {
+        wanted.is_empty()
+            || (wanted.iter()).any(|t| crate::clients::host::names_federated_type(f, t))
+    };
+    let mut types = Vec::new();
+    for f in &ftcs {
+        let mut t = ObservedType::of(f);
+        match (asked(f), t.ty.target.is_namespace()) {
+            (true, _) => {}
+            (false, true) => t.only = Some(BTreeSet::new()),
+            (false, false) => continue,
+        }
+        types.push(t);
+    }
+    Ok(types)
 }
 
 /// The federated objects of each type (in `types`' order), all types at
