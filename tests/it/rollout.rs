@@ -135,7 +135,7 @@ fn finish(child: std::process::Child) -> Run {
 #[test]
 fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
     let env = TestEnv::shared();
-    let f = federation(env, "ro-a", &["configmaps"]);
+    let f = federation(env, "ro-a", &["configmaps", "secrets"]);
     let p = policy(
         &f,
         json!({"minSuccessTime": "3s", "progressDeadline": "30s"}),
@@ -176,6 +176,7 @@ fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
         &fed_path(&f, "federatedconfigmaps", "cfg"),
         json!({"spec": {"template": {"data": {"v": "2"}}}}),
     );
+    f.reset();
     let child = spawn(&f, &["--wait-ready=60s"]);
     wait_until("the canary has the change", || {
         value(env, &f, "m1", "cfg") == "2"
@@ -203,6 +204,15 @@ fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
         "{}",
         run.stderr
     );
+    // The rounds between waves read the types of the rollouts waiting
+    // alone: member1's Secrets were listed by the first round only.
+    let lists = |resource: &str| {
+        (f.m1.records().iter())
+            .filter(|r| r.verb == "list" && r.resource == resource)
+            .count()
+    };
+    assert_eq!(lists("secrets"), 1, "{:?}", f.m1.records());
+    assert!(lists("configmaps") >= 2, "{:?}", f.m1.records());
     for (m, _) in MEMBERS {
         assert_eq!(value(env, &f, m, "cfg"), "2", "{m}");
     }

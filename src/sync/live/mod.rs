@@ -85,7 +85,7 @@ pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Res
     rollout::log(&report, &mut said);
     while let Some(pause) = rollout::go_on(&report, o, started) {
         tokio::time::sleep(pause).await;
-        let mut later = one_round(host, o, progress).await?;
+        let mut later = one_round(host, &rollout::later_round(o, &report), progress).await?;
         later.clusters.values_mut().for_each(|c| c.unchanged = 0);
         later.failures.retain(|f| !report.failures.contains(f));
         rollout::log(&later, &mut said);

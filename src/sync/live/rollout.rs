@@ -513,6 +513,21 @@ pub fn go_on(
     })
 }
 
+/// A later round of a one-shot run (`go_on`) covers only the types of
+/// the rollouts still waiting: the others were done by the first round,
+/// and are neither read nor decided again.
+pub fn later_round(o: &crate::sync::live::Options, report: &Report) -> crate::sync::live::Options {
+    let mut types: Vec<String> = (report.rollouts.iter())
+        .filter(|r| r.state == RolloutStand::Waiting)
+        .map(|r| r.key.type_name.to_string())
+        .collect();
+    types.sort();
+    types.dedup();
+    let mut later = o.clone();
+    later.selection.scope.types = types;
+    later
+}
+
 /// Each rollout's line on stderr when it says something new (`said`:
 /// what was said of each object).
 pub fn log(report: &Report, said: &mut std::collections::BTreeMap<String, String>) {
