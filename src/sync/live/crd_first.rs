@@ -61,7 +61,7 @@ pub async fn round_in_phases(
     let awaited: Vec<(String, String)> = phases
         .awaits
         .iter()
-        .filter_map(|(&i, crd)| Some((types[i].as_ref()?.name.clone(), crd.clone())))
+        .filter_map(|(&i, crd)| Some((types[i].as_ref()?.name.to_string(), crd.clone())))
         .collect();
     let mut take = |indices: &[usize], seen: &mut Observation| {
         seen.types = indices.iter().filter_map(|&i| types[i].take()).collect();
@@ -109,7 +109,7 @@ async fn catch_up(
     first: &Report,
 ) -> Vec<String> {
     let mut served = Vec::new();
-    let Some(ti) = seen.types.iter().position(|t| t.name == type_name) else {
+    let Some(ti) = seen.types.iter().position(|t| *t.name == *type_name) else {
         return served;
     };
     let unserved: Vec<String> = seen.types[ti]

@@ -468,11 +468,11 @@ pub fn object_ref(
 ) -> ObjectRef {
     let t = &seen.types[type_index];
     match target.object(t) {
-        Some(o) => ObjectRef::Federated(FederatedRef::new(&t.name, key_of(o))),
+        Some(o) => ObjectRef::Federated(FederatedRef::sharing(&t.name, key_of(o))),
         None => {
             let member = first.map(Work::key).unwrap_or_default();
             let key = crate::core::propagation::decide::federated_key(&t.ty, &member);
-            ObjectRef::Orphan(FederatedRef::new(&t.name, key))
+            ObjectRef::Orphan(FederatedRef::sharing(&t.name, key))
         }
     }
 }

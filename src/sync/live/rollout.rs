@@ -79,10 +79,7 @@ pub fn gate(
             let Some(target) = core_rollout::target_of(fed) else {
                 continue;
             };
-            let pv = seen.versions.get(&crate::core::describe::ObjectKey::new(
-                p.key.namespace.clone(),
-                p.pv_name.clone(),
-            ));
+            let pv = (seen.versions).get(&p.pv_key() as &dyn crate::core::describe::KeyParts);
             if o.abort && pv.and_then(core_rollout::record_text).is_some() {
                 let what = describe(&t.federated.kind, fed);
                 out.extend(abort_one(p, pv, &target, (ti, oi), &what, report));

@@ -50,7 +50,7 @@ pub async fn validate(
     // Nor can a member validate an object of a type it will serve only
     // once a CRD this plan creates is established (`live::crd_first`).
     let type_to_come = |w: &&Work| {
-        let name = seen.types[w.type_index].name.clone();
+        let name = seen.types[w.type_index].name.to_string();
         seen.types_to_come
             .contains(&(name, w.decision.cluster.clone()))
     };
