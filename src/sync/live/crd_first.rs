@@ -137,7 +137,7 @@ async fn catch_up(
             continue;
         }
         if let Some(listing) =
-            served_once_established(seen, ti, &cluster, crd, until, &o.selection).await
+            served_once_established(seen, &seen.types[ti], &cluster, crd, until, &o.selection).await
         {
             seen.types[ti].members.insert(cluster.clone(), listing);
             served.push(cluster);
@@ -151,7 +151,7 @@ async fn catch_up(
 /// propagation failed: the first round said so) or time ran out.
 async fn served_once_established(
     seen: &Observation,
-    ti: usize,
+    t: &ObservedType,
     cluster: &str,
     crd: &str,
     until: Instant,
@@ -159,7 +159,6 @@ async fn served_once_established(
 ) -> Option<Listing> {
     let timeout = selection.timeout;
     let client = (seen.member(cluster)).and_then(|m| m.client.clone().ok())?;
-    let t = &seen.types[ti];
     let ns = seen.namespace.as_deref().filter(|_| t.ty.namespaced);
     let crds = resource_of::<CustomResourceDefinition>();
     let api = crate::apply::dynamic_api(&client, None, &crds);
