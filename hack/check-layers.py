@@ -2,7 +2,8 @@
 """Lists imports that point up the layers of docs/architecture.md
 (core < api < shell < sync < cmd < entry), commands importing each
 other, rules of the core written again in the engines or commands
-(DECISIONS), shapes the engines keep (ENGINE_SHAPES), and import circles between the modules of src/ or of
+(DECISIONS), shapes the engines keep (ENGINE_SHAPES: no positions into an
+observation carried by a job or a rollout, among others), and import circles between the modules of src/ or of
 testenv/src/ (two modules that import each other, directly or through
 others, are one concept split in two or one in the wrong place), and
 modules docs/architecture.md does not name, and functions over 80 lines
@@ -53,7 +54,9 @@ DECISIONS = [
 # Shapes the engines keep (issue #56): the members' health travels with
 # them (`ProbedMember`), not as a vector beside them matched by position;
 # a run's mode is resolved once (`live::mode::PlanMode`), not a flag
-# threaded through the passes; a round's keys live in their observed type.
+# threaded through the passes; a round's keys live in their observed type;
+# a job, a request or a rollout holds its type and object (references, or
+# a FederatedRef), not their positions in the observation.
 ENGINE_SHAPES = [
     (r"Vec<Health>|&\[Health\]|\.zip\(&?[a-z_.]*health\b",
      "a member's health travels with it: clients::members::ProbedMember"),
@@ -61,6 +64,9 @@ ENGINE_SHAPES = [
      "a run's mode is live::mode::PlanMode, resolved once; host writes go through HostWriter"),
     (r"\bpartial\s*:\s*Option<Vec<",
      "a round's keys live in their observed type (ObservedType::only)"),
+    (r"\b(?:type|object)_index\s*:|\bObject\(\s*usize\s*\)|\bseen\.types\[[^\]]*\.",
+     "no positions into the observation: a job, request or rollout holds &ObservedType and "
+     "the federated &Value (execute::Target), or a FederatedRef"),
 ]
 
 problems = []

@@ -8,15 +8,66 @@
 //! - [`qualified`]: `ns/name` (or `name`), where the kind is already said.
 
 use serde_json::Value;
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// The key of an object; cluster-scoped objects have namespace `""`.
 /// Named fields rather than a tuple so that no reader has to remember which
 /// of `.0` and `.1` is the name. Fields in this order: keys sort by
-/// namespace, then name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// namespace, then name. A map keyed by it is also looked up by borrowed
+/// parts, building no key: [`KeyParts`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ObjectKey {
     pub namespace: String,
     pub name: String,
+}
+
+/// A key's namespace and name, borrowed: `HashMap<ObjectKey, _>` is
+/// looked up with `map.get(&("ns", "name") as &dyn KeyParts)`, which
+/// clones no String. [`ObjectKey`] hashes and compares as its parts do.
+pub trait KeyParts {
+    /// (namespace, name).
+    fn parts(&self) -> (&str, &str);
+}
+
+impl KeyParts for ObjectKey {
+    fn parts(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
+    }
+}
+
+impl KeyParts for (&str, &str) {
+    fn parts(&self) -> (&str, &str) {
+        (self.0, self.1)
+    }
+}
+
+impl<'a> Borrow<dyn KeyParts + 'a> for ObjectKey {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn KeyParts + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+/// As its parts hash (the borrowed lookups need the same hash).
+impl Hash for ObjectKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self as &dyn KeyParts).hash(state);
+    }
 }
 
 impl ObjectKey {
@@ -41,17 +92,25 @@ impl std::fmt::Display for ObjectKey {
 
 /// One federated object, the same from the observe step to a round's
 /// outcome and in the watch's work queue: its type (the
-/// FederatedTypeConfig's name, unique in a federation) and its key.
+/// FederatedTypeConfig's name, unique in a federation) and its key. The
+/// type's name is shared: a key is cloned for every queue, set and map
+/// that holds it, and cloning it copies the key's two Strings only.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FederatedRef {
-    pub type_name: String,
+    pub type_name: Arc<str>,
     pub key: ObjectKey,
 }
 
 impl FederatedRef {
+    /// Allocates the name once; [`FederatedRef::sharing`] does not.
     pub fn new(type_name: &str, key: ObjectKey) -> FederatedRef {
+        FederatedRef::sharing(&Arc::from(type_name), key)
+    }
+
+    /// With a name already shared (the observed type's own).
+    pub fn sharing(type_name: &Arc<str>, key: ObjectKey) -> FederatedRef {
         FederatedRef {
-            type_name: type_name.to_string(),
+            type_name: type_name.clone(),
             key,
         }
     }
@@ -198,6 +257,35 @@ pub fn typed<'de, T: serde::Deserialize<'de>>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_map_of_keys_is_looked_up_by_borrowed_parts() {
+        let map: std::collections::HashMap<ObjectKey, u8> = [
+            (ObjectKey::new("shop", "web"), 1),
+            (ObjectKey::new("", "web"), 2),
+            (ObjectKey::new("shop", "db"), 3),
+        ]
+        .into();
+        let get = |ns: &str, name: &str| map.get(&(ns, name) as &dyn KeyParts).copied();
+        assert_eq!(get("shop", "web"), Some(1));
+        assert_eq!(get("", "web"), Some(2));
+        assert_eq!(get("shop", "db"), Some(3));
+        assert_eq!(get("shopweb", ""), None);
+        assert_eq!(get("web", "shop"), None);
+    }
+
+    #[test]
+    fn keys_of_one_type_share_its_name() {
+        let name: Arc<str> = "configmaps".into();
+        let a = FederatedRef::sharing(&name, ObjectKey::new("shop", "a"));
+        let b = FederatedRef::sharing(&name, ObjectKey::new("shop", "b"));
+        assert!(Arc::ptr_eq(&a.type_name, &b.type_name));
+        assert!(Arc::ptr_eq(&a.type_name, &a.clone().type_name));
+        assert_eq!(
+            a,
+            FederatedRef::new("configmaps", ObjectKey::new("shop", "a"))
+        );
+    }
 
     #[test]
     fn each_format_names_namespaced_and_cluster_scoped_objects() {

@@ -154,19 +154,19 @@ async fn host_namespaces(host: &Host) -> Result<HashMap<String, String>> {
 }
 
 /// One type's steps in the member, with the objects they are for.
-pub struct TypeWork {
-    index: usize,
+pub struct TypeWork<'s> {
+    ty: &'s ObservedType,
     steps: TypeSteps,
     live: HashMap<ObjectKey, Value>,
 }
 
 /// What the member cleanup will do, and the types it could not list.
-pub struct MemberPlan {
-    types: Vec<TypeWork>,
+pub struct MemberPlan<'s> {
+    types: Vec<TypeWork<'s>>,
     pub failures: Vec<String>,
 }
 
-impl MemberPlan {
+impl MemberPlan<'_> {
     /// (deletes, unlabels) planned.
     pub fn counts(&self) -> (usize, usize) {
         let steps = self.types.iter().flat_map(|t| &t.steps.steps);
@@ -180,11 +180,11 @@ impl MemberPlan {
 
 /// Lists each enabled type's labelled objects in the member (through
 /// `client`, the operator's own context) and asks the core what each gets.
-pub async fn plan_member(
-    side: &HostSide,
+pub async fn plan_member<'s>(
+    side: &'s HostSide,
     client: &kube::Client,
     kubefed_namespace: &str,
-) -> Result<MemberPlan> {
+) -> Result<MemberPlan<'s>> {
     let reach = Reach {
         kubefed_namespace,
         objects_namespace: side.objects_namespace.as_deref(),
@@ -193,7 +193,7 @@ pub async fn plan_member(
     let managed = ListParams::default().labels(&format!("{MANAGED_LABEL}=true"));
     let mut types = Vec::new();
     let mut failures = Vec::new();
-    for (index, t) in side.types.iter().enumerate() {
+    for t in &side.types {
         let ns = side
             .objects_namespace
             .as_deref()
@@ -209,7 +209,7 @@ pub async fn plan_member(
         };
         let steps = cleanup::member_steps(&t.name, &t.ty, &labelled, &t.objects, reach)?;
         let live = labelled.into_iter().map(|o| (key_of(&o), o)).collect();
-        types.push(TypeWork { index, steps, live });
+        types.push(TypeWork { ty: t, steps, live });
     }
     types.sort_by(|a, b| cleanup::order(&a.steps, &b.steps));
     Ok(MemberPlan { types, failures })
@@ -234,12 +234,12 @@ fn why(step: &Step) -> String {
 
 /// `--dry-run`: what would be deleted or unlabelled, type by type, in
 /// the order the requests would be made.
-pub fn print_member_plan(side: &HostSide, plan: &MemberPlan, cluster: &str) {
+pub fn print_member_plan(plan: &MemberPlan<'_>, cluster: &str) {
     for w in &plan.types {
         if w.steps.steps.is_empty() {
             continue;
         }
-        let t = &side.types[w.index];
+        let t = w.ty;
         let deletes = w
             .steps
             .steps
@@ -269,7 +269,7 @@ pub fn print_member_plan(side: &HostSide, plan: &MemberPlan, cluster: &str) {
 /// reconcile makes them; returns how many were done and what failed.
 pub async fn run_member(
     side: &HostSide,
-    plan: &MemberPlan,
+    plan: &MemberPlan<'_>,
     client: &kube::Client,
     cluster: &str,
     timeout: Duration,
@@ -285,11 +285,11 @@ pub async fn run_member(
     let mut done = 0;
     let mut failures = Vec::new();
     for w in &plan.types {
-        let t = &side.types[w.index];
+        let t = w.ty;
         let results: Vec<(String, &Step, _)> = futures::stream::iter(&w.steps.steps)
             .map(|s| async move {
                 let work = Work {
-                    type_index: w.index,
+                    ty: t,
                     target: Target::Orphan,
                     decision: Decision {
                         cluster: cluster.to_string(),
@@ -299,10 +299,9 @@ pub async fn run_member(
                     },
                     live: w.live.get(&s.key).cloned(),
                 };
-                let result =
-                    execute::apply_one(member, t, (&work, &Default::default()), limits, None)
-                        .await
-                        .map(|(done, _)| done);
+                let result = execute::apply_one(member, (&work, &Default::default()), limits, None)
+                    .await
+                    .map(|(done, _)| done);
                 (describe(&t.target, &s.key), s, result)
             })
             .buffered(IN_FLIGHT)

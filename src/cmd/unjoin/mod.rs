@@ -190,7 +190,7 @@ async fn host_records(host: &Host, o: &UnjoinOptions) -> Result<HostRecords> {
 }
 
 /// Unjoining is not undone by a re-run: ask on a terminal, unless --yes or --dry-run.
-fn confirm(o: &UnjoinOptions, host: &Host, plan: Option<&cleanup::MemberPlan>) -> Result<()> {
+fn confirm(o: &UnjoinOptions, host: &Host, plan: Option<&cleanup::MemberPlan<'_>>) -> Result<()> {
     if !o.yes && !o.dry_run && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
         let what = match plan.map(cleanup::MemberPlan::counts) {
             Some((deletes, unlabels)) => {
@@ -233,7 +233,7 @@ async fn clean_up_member(
     global: &GlobalOptions,
     o: &UnjoinOptions,
     member: Result<kube::Client>,
-    work: Option<(&cleanup::HostSide, &cleanup::MemberPlan)>,
+    work: Option<(&cleanup::HostSide, &cleanup::MemberPlan<'_>)>,
     host: &Host,
     (names, consumers): (&JoinNames, &[String]),
 ) -> Result<usize> {
@@ -301,14 +301,14 @@ async fn clean_up_managed(
     global: &GlobalOptions,
     o: &UnjoinOptions,
     side: &cleanup::HostSide,
-    plan: &cleanup::MemberPlan,
+    plan: &cleanup::MemberPlan<'_>,
     client: &kube::Client,
 ) -> Result<usize> {
     let cluster = &o.cluster_name;
     let mut failures = plan.failures.clone();
     let mut done = 0;
     if o.dry_run {
-        cleanup::print_member_plan(side, plan, cluster);
+        cleanup::print_member_plan(plan, cluster);
     } else {
         let timeout = match global.request_timeout.is_zero() {
             true => std::time::Duration::from_secs(24 * 3600),

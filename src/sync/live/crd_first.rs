@@ -61,7 +61,7 @@ pub async fn round_in_phases(
     let awaited: Vec<(String, String)> = phases
         .awaits
         .iter()
-        .filter_map(|(&i, crd)| Some((types[i].as_ref()?.name.clone(), crd.clone())))
+        .filter_map(|(&i, crd)| Some((types[i].as_ref()?.name.to_string(), crd.clone())))
         .collect();
     let mut take = |indices: &[usize], seen: &mut Observation| {
         seen.types = indices.iter().filter_map(|&i| types[i].take()).collect();
@@ -109,7 +109,7 @@ async fn catch_up(
     first: &Report,
 ) -> Vec<String> {
     let mut served = Vec::new();
-    let Some(ti) = seen.types.iter().position(|t| t.name == type_name) else {
+    let Some(ti) = seen.types.iter().position(|t| *t.name == *type_name) else {
         return served;
     };
     let unserved: Vec<String> = seen.types[ti]
@@ -137,7 +137,7 @@ async fn catch_up(
             continue;
         }
         if let Some(listing) =
-            served_once_established(seen, ti, &cluster, crd, until, &o.selection).await
+            served_once_established(seen, &seen.types[ti], &cluster, crd, until, &o.selection).await
         {
             seen.types[ti].members.insert(cluster.clone(), listing);
             served.push(cluster);
@@ -151,7 +151,7 @@ async fn catch_up(
 /// propagation failed: the first round said so) or time ran out.
 async fn served_once_established(
     seen: &Observation,
-    ti: usize,
+    t: &ObservedType,
     cluster: &str,
     crd: &str,
     until: Instant,
@@ -159,7 +159,6 @@ async fn served_once_established(
 ) -> Option<Listing> {
     let timeout = selection.timeout;
     let client = (seen.member(cluster)).and_then(|m| m.client.clone().ok())?;
-    let t = &seen.types[ti];
     let ns = seen.namespace.as_deref().filter(|_| t.ty.namespaced);
     let crds = resource_of::<CustomResourceDefinition>();
     let api = crate::apply::dynamic_api(&client, None, &crds);

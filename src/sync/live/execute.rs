@@ -30,35 +30,54 @@ pub struct Limits {
 }
 
 /// What a request or a pipeline job is for, within its observed type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// The federated object at this index of the type's objects.
-    Object(usize),
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'s> {
+    /// This federated object, one of its type's observed objects.
+    Object(&'s Value),
     /// Member copies whose federated object is gone.
     Orphan,
 }
 
-impl Target {
+impl<'s> Target<'s> {
     /// The federated object, if there is one.
-    pub fn object<'o>(&self, t: &'o ObservedType) -> Option<&'o Value> {
+    pub fn object(&self) -> Option<&'s Value> {
         match *self {
-            Target::Object(i) => Some(&t.objects[i]),
+            Target::Object(fed) => Some(fed),
             Target::Orphan => None,
         }
+    }
+
+    /// Whether it is `fed` itself, the same observed object (not one
+    /// equal to it).
+    pub fn is(&self, fed: &Value) -> bool {
+        self.object().is_some_and(|o| std::ptr::eq(o, fed))
     }
 }
 
 /// One member request to make.
-#[derive(Clone, Debug)]
-pub struct Work {
-    pub type_index: usize,
-    pub target: Target,
+#[derive(Clone)]
+pub struct Work<'s> {
+    /// Its type, as observed.
+    pub ty: &'s ObservedType,
+    pub target: Target<'s>,
     pub decision: Decision,
     /// The member object as listed (absent for creates).
     pub live: Option<Value>,
 }
 
-impl Work {
+/// The type by its name; the rest as it is.
+impl std::fmt::Debug for Work<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Work")
+            .field("ty", &self.ty.name)
+            .field("target", &self.target)
+            .field("decision", &self.decision)
+            .field("live", &self.live)
+            .finish()
+    }
+}
+
+impl Work<'_> {
     /// The member object's key.
     pub fn key(&self) -> ObjectKey {
         match (&self.live, &self.decision.action) {
@@ -79,11 +98,11 @@ impl Work {
 /// holds it at once: `progress::Answer`).
 pub async fn apply_one(
     requests: &impl MemberRequests,
-    t: &ObservedType,
-    (w, labels): (&Work, &BTreeMap<String, String>),
+    (w, labels): (&Work<'_>, &BTreeMap<String, String>),
     limits: Limits,
     stalled: Option<&Stall>,
 ) -> Result<Answered, (ClusterStatus, String)> {
+    let t = w.ty;
     let key = w.key();
     let cluster = w.decision.cluster.as_str();
     let failed = w
@@ -92,7 +111,7 @@ pub async fn apply_one(
         .failure_status()
         .unwrap_or(ClusterStatus::UpdateFailed);
     let mut action = w.decision.action.clone();
-    let fed = w.target.object(t);
+    let fed = w.target.object();
     let stall_message = "the member stopped answering; not tried until a probe is answered";
     let mut number = 0;
     loop {
@@ -141,7 +160,7 @@ pub async fn apply_one(
                 return Err((status, message));
             }
             Next::Reread => {
-                action = redecide(requests, t, (w, labels), limits, message).await?;
+                action = redecide(requests, (w, labels), limits, message).await?;
             }
         }
     }
@@ -151,11 +170,11 @@ pub async fn apply_one(
 /// needs, decided again (it was created or changed meanwhile).
 async fn redecide(
     requests: &impl MemberRequests,
-    t: &ObservedType,
-    (w, labels): (&Work, &BTreeMap<String, String>),
+    (w, labels): (&Work<'_>, &BTreeMap<String, String>),
     limits: Limits,
     message: String,
 ) -> Result<Action, (ClusterStatus, String)> {
+    let t = w.ty;
     let failed = w
         .decision
         .action
@@ -163,7 +182,7 @@ async fn redecide(
         .unwrap_or(ClusterStatus::UpdateFailed);
     let fed = w
         .target
-        .object(t)
+        .object()
         .expect("only federated objects are decided again");
     let live = match requests.get(&w.decision.cluster, &t.target, &w.key()).await {
         Ok(Some(l)) => l,

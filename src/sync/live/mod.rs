@@ -30,14 +30,14 @@ pub mod rollout;
 
 use crate::clients::host::Host;
 use crate::clients::members::{Health, ProbedMember};
-use crate::core::describe::{ObjectKey, ObjectRef, describe, describe_key, key_of};
+use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
 use crate::core::propagation::decide::{self, Federation, ObjectPlan, TypeDecisions};
 use anyhow::Result;
 use execute::{Limits, Target, Work};
 use mode::{HostWriter, PlanMode};
-use observe::{Observation, Selection};
+use observe::{Observation, ObservedType, Selection};
 use pipeline::{Finished, Job, Pipeline};
 use progress::Progress;
 use report::Report;
@@ -213,15 +213,15 @@ pub async fn round(
 
     let mut decided = decide_all(host, seen);
     let mut rollouts = rollout::gate(seen, &mut decided, &o.rollout, &mut report);
-    report_decisions(seen, &decided, o.wait_ready, &mut report);
-    let mut jobs = jobs(seen, &decided, o.wait.is_some(), &mut report);
+    report_decisions(&decided, o.wait_ready, &mut report);
+    let mut jobs = jobs(&decided, o.wait.is_some(), &mut report);
     if passes.permissions {
         permissions::check(seen, &mut jobs, o.selection.timeout, &mut report).await;
     }
     if o.mode.plans() {
         resolve_creates(seen, &mut jobs, o, &mut report).await;
-        dry_run_plan(seen, &jobs, &mut report);
-        rollout::plan_lines(seen, &rollouts, &mut report);
+        dry_run_plan(&jobs, &mut report);
+        rollout::plan_lines(&rollouts, &mut report);
         if o.mode.validates() {
             let (concurrency, timeout) = (o.concurrency, o.selection.timeout);
             crate::sync::review::validate::validate(seen, &jobs, concurrency, timeout, &mut report)
@@ -244,7 +244,7 @@ pub async fn round(
         report.events += recorded.writes;
         report.warnings.extend(recorded.warnings);
     }
-    crate::parallel::drop_in_background(decided);
+    crate::parallel::drop_in_background(Decided::into_decisions(decided));
     crate::sync::passes::service_status::write_all(writer, seen, &mut report).await;
     if passes.dns {
         dns(host, seen, o, &mut report).await?;
@@ -261,7 +261,7 @@ struct Written<'r> {
     host: &'r Host,
     seen: &'r Observation,
     o: &'r Options,
-    decided: &'r [TypeDecisions],
+    decided: &'r [Decided<'r>],
     progress: &'r dyn Progress,
 }
 
@@ -271,14 +271,14 @@ impl Written<'_> {
     async fn execute(
         &self,
         mut jobs: Vec<Job<'_>>,
-        rollouts: &mut [rollout::ObjectRollout],
+        rollouts: &mut [rollout::ObjectRollout<'_>],
         report: &mut Report,
         events: &mut Vec<crate::core::events::record::Event>,
     ) -> Vec<ObjectOutcome> {
         let (host, seen, decided) = (self.host, self.seen, self.decided);
-        rollout::record_before(host, seen, decided, rollouts, &mut jobs, report).await;
+        rollout::record_before(host, decided, rollouts, &mut jobs, report).await;
         let rolling = rollout::in_progress(rollouts);
-        let holds = rollout::objects(seen, rollouts);
+        let holds = rollout::objects(rollouts);
         let mut finished =
             run_pipeline(host, seen, self.o, jobs, self.progress, (rolling, holds)).await;
         events.extend(
@@ -286,23 +286,19 @@ impl Written<'_> {
                 .iter_mut()
                 .flat_map(|f| std::mem::take(&mut f.events)),
         );
-        rollout::record_after(host, seen, decided, rollouts, &finished, report, events).await;
-        account(seen, finished, report)
+        rollout::record_after(host, decided, rollouts, &finished, report, events).await;
+        account(finished, report)
     }
 }
 
 /// What the decide step found worth saying: failures, notes, the member
 /// objects placed (when `placed`: for `--wait-ready`) and the templates'
 /// warnings.
-fn report_decisions(
-    seen: &Observation,
-    decided: &[TypeDecisions],
-    placed: bool,
-    report: &mut Report,
-) {
-    for (t, d) in seen.types.iter().zip(decided) {
-        report.failures.extend(d.failures.iter().cloned());
-        for (p, fed) in d.objects.iter().zip(&t.objects) {
+fn report_decisions(decided: &[Decided<'_>], placed: bool, report: &mut Report) {
+    for d in decided {
+        let t = d.ty;
+        report.failures.extend(d.decisions.failures.iter().cloned());
+        for (fed, p) in d.objects() {
             report.failures.extend(p.failures.iter().cloned());
             report.notes.extend(p.notes.iter().cloned());
             report.warnings.extend(p.warnings.iter().cloned());
@@ -319,17 +315,17 @@ fn report_decisions(
 
 /// The execute and record steps: the jobs through the pipeline, within
 /// the run's limits.
-async fn run_pipeline(
+async fn run_pipeline<'j>(
     host: &Host,
     seen: &Observation,
     o: &Options,
-    jobs: Vec<Job<'_>>,
+    jobs: Vec<Job<'j>>,
     progress: &dyn Progress,
     (rolling, holds): (
-        std::collections::HashSet<(usize, usize)>,
-        std::collections::HashSet<crate::core::describe::FederatedRef>,
+        std::collections::HashSet<FederatedRef>,
+        std::collections::HashSet<FederatedRef>,
     ),
-) -> Vec<Finished> {
+) -> Vec<Finished<'j>> {
     progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
     let limits = Limits {
         concurrency: o.concurrency,
@@ -370,8 +366,9 @@ pub async fn member_view(
     crate::sync::passes::rsp::schedule_replicas(writer, &mut seen, &mut report).await?;
     let decided = decide_all(host, &seen);
     let mut view = BTreeMap::new();
-    for (t, d) in seen.types.iter().zip(&decided) {
-        for p in &d.objects {
+    for d in &decided {
+        let t = d.ty;
+        for p in &d.decisions.objects {
             let mut verdicts = Vec::new();
             for dec in &p.decisions {
                 let Some(mut verdict) = action::live_verdict(&dec.action, dec.status) else {
@@ -393,6 +390,7 @@ pub async fn member_view(
             view.insert((t.federated.kind.clone(), p.key.clone()), verdicts);
         }
     }
+    let decided = Decided::into_decisions(decided);
     crate::parallel::drop_in_background((seen, decided));
     Ok(view)
 }
@@ -500,8 +498,36 @@ fn placed_objects<'p>(
     })
 }
 
+/// One type's plans beside the observed type they were decided from:
+/// read together, never paired up by position with `seen.types`.
+pub struct Decided<'s> {
+    pub ty: &'s ObservedType,
+    pub decisions: TypeDecisions,
+}
+
+impl<'s> Decided<'s> {
+    /// Each federated object with its plan (decide makes
+    /// `TypeDecisions::objects` in the order of the type's objects).
+    pub fn objects(&self) -> impl Iterator<Item = (&'s serde_json::Value, &ObjectPlan)> {
+        self.ty.objects.iter().zip(&self.decisions.objects)
+    }
+
+    /// [`Decided::objects`], the plans to change.
+    pub fn objects_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (&'s serde_json::Value, &mut ObjectPlan)> {
+        self.ty.objects.iter().zip(&mut self.decisions.objects)
+    }
+
+    /// The plans alone, to be freed off a round's path
+    /// (`parallel::drop_in_background` takes no borrow).
+    fn into_decisions(decided: Vec<Decided<'_>>) -> Vec<TypeDecisions> {
+        decided.into_iter().map(|d| d.decisions).collect()
+    }
+}
+
 /// The decide step over every type.
-fn decide_all(host: &Host, seen: &Observation) -> Vec<TypeDecisions> {
+fn decide_all<'s>(host: &Host, seen: &'s Observation) -> Vec<Decided<'s>> {
     let federation = Federation {
         kubefed_namespace: &host.namespace,
         scope: seen.settings.scope,
@@ -520,7 +546,9 @@ fn decide_all(host: &Host, seen: &Observation) -> Vec<TypeDecisions> {
             let plans = crate::parallel::map(&t.objects, |o| {
                 decide::decide_object(&federation, &t.ty, o, &t.members)
             });
-            decide::complete_type(&federation, &t.ty, &t.objects, &t.members, only, plans)
+            let decisions =
+                decide::complete_type(&federation, &t.ty, &t.objects, &t.members, only, plans);
+            Decided { ty: t, decisions }
         })
         .collect()
 }
@@ -557,8 +585,7 @@ async fn resolve_creates(
         futures::stream::iter(creates)
             .map(|(j, i)| async move {
                 let w = &jobs[j].work[i];
-                let t = &seen.types[w.type_index];
-                let live = member_object(seen, t, &w.decision.cluster, w.key(), o).await;
+                let live = member_object(seen, w.ty, &w.decision.cluster, w.key(), o).await;
                 ((j, i), live)
             })
             .buffer_unordered(o.concurrency.max(1))
@@ -569,8 +596,8 @@ async fn resolve_creates(
     for ((j, i), live) in found {
         let Some(live) = live else { continue };
         let w = &mut jobs[j].work[i];
-        let t = &seen.types[w.type_index];
-        let Some(fed) = w.target.object(t) else {
+        let t = w.ty;
+        let Some(fed) = w.target.object() else {
             continue;
         };
         let cluster = crate::core::propagation::overrides::MemberCluster {
@@ -606,9 +633,9 @@ async fn resolve_creates(
 }
 
 /// Member changes a dry run would make, with diffs.
-fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
+fn dry_run_plan(jobs: &[Job<'_>], report: &mut Report) {
     for w in jobs.iter().flat_map(|j| &j.work) {
-        let kind = &seen.types[w.type_index].ty.target.kind;
+        let kind = &w.ty.ty.target.kind;
         let action = &w.decision.action;
         let desired = match action {
             Action::Create(obj) => Some(obj.as_ref()),
@@ -669,16 +696,11 @@ fn dry_run_plan(seen: &Observation, jobs: &[Job], report: &mut Report) {
 
 /// One job per federated object (and per orphan), with the member requests
 /// its decisions need; what needs no request is counted here.
-fn jobs<'d>(
-    seen: &Observation,
-    decided: &'d [TypeDecisions],
-    wait: bool,
-    report: &mut Report,
-) -> Vec<Job<'d>> {
+fn jobs<'d>(decided: &'d [Decided<'_>], wait: bool, report: &mut Report) -> Vec<Job<'d>> {
     let mut jobs = Vec::new();
-    for (ti, d) in decided.iter().enumerate() {
-        let t = &seen.types[ti];
-        for (oi, p) in d.objects.iter().enumerate() {
+    for d in decided {
+        let t = d.ty;
+        for (fed, p) in d.objects() {
             let mut work = Vec::new();
             for dec in &p.decisions {
                 match (&dec.action, dec.status) {
@@ -688,27 +710,27 @@ fn jobs<'d>(
                     (Action::Nothing, _) => {}
                     (Action::AwaitRemoval, _) if !wait => {}
                     _ => work.push(Work {
-                        type_index: ti,
-                        target: Target::Object(oi),
+                        ty: t,
+                        target: Target::Object(fed),
                         decision: dec.clone(),
                         live: live_copy(t, &dec.cluster, p),
                     }),
                 }
             }
             jobs.push(Job {
-                type_index: ti,
-                target: Target::Object(oi),
+                ty: t,
+                target: Target::Object(fed),
                 plan: Some(p),
                 work,
             });
         }
-        for orphan in &d.orphans {
+        for orphan in &d.decisions.orphans {
             jobs.push(Job {
-                type_index: ti,
+                ty: t,
                 target: Target::Orphan,
                 plan: None,
                 work: vec![Work {
-                    type_index: ti,
+                    ty: t,
                     target: Target::Orphan,
                     decision: orphan.decision.clone(),
                     live: Some(orphan.live.clone()),
@@ -734,17 +756,17 @@ fn live_copy(
 
 /// Counts what the pipeline did per member, and its failures and pending
 /// deletions, into the report; returns what became of each object.
-fn account(seen: &Observation, finished: Vec<Finished>, report: &mut Report) -> Vec<ObjectOutcome> {
+fn account(finished: Vec<Finished<'_>>, report: &mut Report) -> Vec<ObjectOutcome> {
     use crate::core::propagation::record::Effect;
     let mut outcomes = Vec::new();
     for f in finished {
         report.host_writes += f.host_writes;
-        let t = &seen.types[f.type_index];
+        let t = f.ty;
         let fed_kind = &t.federated.kind;
-        let subject = pipeline::subject(seen, &f);
+        let subject = f.target.object();
         let what = subject.map(|o| describe(fed_kind, o)).unwrap_or_default();
         let first = f.results.first().map(|(w, _)| w);
-        let object = pipeline::object_ref(seen, f.type_index, f.target, first);
+        let object = pipeline::object_ref(t, f.target, first);
         let mut outcome = ObjectOutcome {
             object,
             failed: f.refused.is_some() || f.write_failed.is_some(),

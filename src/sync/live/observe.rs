@@ -45,8 +45,9 @@ pub struct Selection {
 
 /// One enabled type and what was read of it.
 pub struct ObservedType {
-    /// The FederatedTypeConfig's name (`FederatedRef::type_name`).
-    pub name: String,
+    /// The FederatedTypeConfig's name (`FederatedRef::type_name`, which
+    /// shares it).
+    pub name: std::sync::Arc<str>,
     pub ty: FederatedType,
     pub federated: ApiResource,
     /// The federated objects are namespaced (FederatedNamespaces are, though
@@ -474,7 +475,7 @@ impl ObservedType {
         let (t, fd) = (&f.spec.target_type, &f.spec.federated_type);
         let target_group = t.group.clone().unwrap_or_default();
         ObservedType {
-            name: f.metadata.name.clone().unwrap_or_default(),
+            name: f.metadata.name.as_deref().unwrap_or_default().into(),
             ty: FederatedType {
                 target: TargetType {
                     type_annotations: serde_json::to_value(&f.metadata.annotations)

@@ -52,7 +52,7 @@ pub async fn check(
             let Some(verb) = verb(&w.decision.action) else {
                 return true;
             };
-            let target = &seen.types[w.type_index].target;
+            let target = &w.ty.target;
             if missing(
                 rules,
                 [(target.group.as_str(), target.plural.as_str(), verb)],

@@ -15,14 +15,14 @@ use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
 use crate::sync::live::execute::{Limits, Target, Work, apply_one};
-use crate::sync::live::observe::Observation;
+use crate::sync::live::observe::{Observation, ObservedType};
 use crate::sync::live::progress::{Answer, Settled};
 use crate::sync::live::record::HOST_WRITES_IN_FLIGHT;
 use crate::sync::live::requests::{Clusters, HostRequests, MemberRequests};
 use futures::StreamExt;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
@@ -32,11 +32,12 @@ const OBJECTS_IN_FLIGHT: usize = 256;
 
 /// One federated object's way through the pipeline (or an orphan's request).
 pub struct Job<'a> {
-    pub type_index: usize,
-    pub target: Target,
+    /// Its type, as observed.
+    pub ty: &'a ObservedType,
+    pub target: Target<'a>,
     /// The federated object's plan (`None` for an orphan's unlabel).
     pub plan: Option<&'a ObjectPlan>,
-    pub work: Vec<Work>,
+    pub work: Vec<Work<'a>>,
 }
 
 /// The pipeline's stages, in the order they run: namespaced objects never
@@ -52,8 +53,8 @@ enum Stage {
 }
 
 impl Job<'_> {
-    fn stage(&self, seen: &Observation) -> Stage {
-        if !seen.types[self.type_index].ty.target.is_namespace() {
+    fn stage(&self) -> Stage {
+        if !self.ty.ty.target.is_namespace() {
             return Stage::Contents;
         }
         let deletes = self
@@ -69,10 +70,10 @@ impl Job<'_> {
 }
 
 /// What became of one job.
-pub struct Finished {
-    pub type_index: usize,
-    pub target: Target,
-    pub results: Vec<(Work, MemberResult)>,
+pub struct Finished<'a> {
+    pub ty: &'a ObservedType,
+    pub target: Target<'a>,
+    pub results: Vec<(Work<'a>, MemberResult)>,
     /// Host writes made (finalizer, status, versions, release).
     pub host_writes: usize,
     /// When its last request was answered: a watch's next round of the
@@ -101,19 +102,19 @@ pub struct Pipeline<'a, M: MemberRequests = Clusters, H: HostRequests = Host> {
     pub now: String,
     /// Derive each object's Events (`reconcile --events`, the default).
     pub record_events: bool,
-    /// (type, object) mid-rollout: their PropagatedVersion is the
-    /// rollout's record's (`live::rollout`), not written here.
-    pub rolling: std::collections::HashSet<(usize, usize)>,
+    /// Objects mid-rollout: their PropagatedVersion is the rollout's
+    /// record's (`live::rollout`), not written here.
+    pub rolling: HashSet<FederatedRef>,
     /// Objects a round writes for after the pipeline (a rollout's record
     /// and end, `live::rollout::record_after`): not reported settled as
     /// their jobs end, so that the watch takes no other round over them
     /// before their record is written.
-    pub holds: std::collections::HashSet<FederatedRef>,
+    pub holds: HashSet<FederatedRef>,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
-    /// By type: whether its member copies are held whole
+    /// By type name: whether its member copies are held whole
     /// (`ObservedType::keeps_member_fields`), worked out once per round.
-    whole_copies: Vec<bool>,
+    whole_copies: HashMap<&'a str, bool>,
 }
 
 /// One member's requests: how many at once, and whether it stopped
@@ -143,7 +144,9 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             })
             .collect();
         Pipeline {
-            whole_copies: seen.types.iter().map(|t| t.keeps_member_fields()).collect(),
+            whole_copies: (seen.types.iter())
+                .map(|t| (&*t.name, t.keeps_member_fields()))
+                .collect(),
             host,
             members,
             seen,
@@ -152,8 +155,8 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             progress,
             now: crate::clock::now_rfc3339(),
             record_events: false,
-            rolling: std::collections::HashSet::new(),
-            holds: std::collections::HashSet::new(),
+            rolling: HashSet::new(),
+            holds: HashSet::new(),
             host_lane: Semaphore::new(HOST_WRITES_IN_FLIGHT),
             member_lanes,
         }
@@ -161,12 +164,12 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
 
     /// Runs every job, stage by stage; tells the progress each object it
     /// follows as soon as the object's last job is done.
-    pub async fn run<'j>(&self, jobs: Vec<Job<'j>>) -> Vec<Finished> {
+    pub async fn run<'j>(&self, jobs: Vec<Job<'j>>) -> Vec<Finished<'j>> {
         let mut tally = (self.progress.follows_objects())
-            .then(|| Tally::of(self.seen, jobs.iter().filter(|j| self.settles_early(j))));
+            .then(|| Tally::of(jobs.iter().filter(|j| self.settles_early(j))));
         let mut stages: BTreeMap<Stage, Vec<Job<'j>>> = BTreeMap::new();
         for job in jobs {
-            stages.entry(job.stage(self.seen)).or_default().push(job);
+            stages.entry(job.stage()).or_default().push(job);
         }
         let mut out = Vec::new();
         for stage in stages.into_values() {
@@ -183,7 +186,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
                 let Some(finished) = in_flight.next().await else {
                     break;
                 };
-                if let Some(settled) = tally.as_mut().and_then(|t| t.done(self.seen, &finished)) {
+                if let Some(settled) = tally.as_mut().and_then(|t| t.done(&finished)) {
                     self.progress.object_settled(settled);
                 }
                 out.push(finished);
@@ -197,26 +200,25 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
     /// FederatedServiceStatus of a Service (`passes::service_status`), or a
     /// rollout's record (`holds`).
     fn settles_early(&self, job: &Job<'_>) -> bool {
-        let t = &self.seen.types[job.type_index];
-        if (self.seen.settings).writes_service_status(t.service_status.is_some()) {
+        if (self.seen.settings).writes_service_status(job.ty.service_status.is_some()) {
             return false;
         }
         self.holds.is_empty() || {
-            let object = object_ref(self.seen, job.type_index, job.target, job.work.first());
+            let object = object_ref(job.ty, job.target, job.work.first());
             !self.holds.contains(object.federated())
         }
     }
 
-    async fn run_job<'j>(&self, job: Job<'j>) -> Finished {
+    async fn run_job<'j>(&self, job: Job<'j>) -> Finished<'j> {
         let mut done = self.settle(job).await;
         done.settled = Instant::now();
         done
     }
 
     /// One job's requests: the finalizer, its members', its write-back.
-    async fn settle<'j>(&self, job: Job<'j>) -> Finished {
+    async fn settle<'j>(&self, job: Job<'j>) -> Finished<'j> {
         let mut done = Finished {
-            type_index: job.type_index,
+            ty: job.ty,
             target: job.target,
             results: Vec::new(),
             host_writes: 0,
@@ -226,14 +228,14 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             pending: Vec::new(),
             events: Vec::new(),
         };
-        let t = &self.seen.types[job.type_index];
-        let (Target::Object(oi), Some(plan)) = (job.target, job.plan) else {
+        let t = job.ty;
+        let (Target::Object(fed), Some(plan)) = (job.target, job.plan) else {
             done.results = self.member_requests(job.work).await;
             return done;
         };
-        let object = object_ref(self.seen, job.type_index, job.target, None);
+        let object = object_ref(t, job.target, None);
         // 1. The finalizer before any member write.
-        let mut fed = Cow::Borrowed(&t.objects[oi]);
+        let mut fed = Cow::Borrowed(fed);
         if plan.finalizer != FinalizerStep::Keep {
             let _lane = self.host_lane.acquire().await.expect("open");
             let step = plan.finalizer;
@@ -274,7 +276,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             remote.as_ref(),
             &self.now,
         );
-        self.leave_versions_to_rollout((job.type_index, oi), &mut write);
+        self.leave_versions_to_rollout(object.federated(), &mut write);
         for cluster in &write.pending {
             done.pending.push(format!(
                 "{cluster}: {} is still being deleted; {} keeps its finalizer until it is gone (--wait waits; the next run completes the deletion)",
@@ -299,10 +301,10 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
     /// record's (`live::rollout`), not the write-back's.
     fn leave_versions_to_rollout(
         &self,
-        object: (usize, usize),
+        object: &FederatedRef,
         write: &mut decide_record::WriteBack,
     ) {
-        if self.rolling.contains(&object) {
+        if self.rolling.contains(object) {
             write.versions = None;
             write.create_versions = false;
         }
@@ -313,7 +315,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
     async fn write_back(
         &self,
         object: &ObjectRef,
-        t: &crate::sync::live::observe::ObservedType,
+        t: &ObservedType,
         fed: &Value,
         plan: &ObjectPlan,
         write: decide_record::WriteBack,
@@ -331,7 +333,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
     }
 
     /// Requests of one job, each in its member's lane.
-    async fn member_requests(&self, work: Vec<Work>) -> Vec<(Work, MemberResult)> {
+    async fn member_requests<'j>(&self, work: Vec<Work<'j>>) -> Vec<(Work<'j>, MemberResult)> {
         futures::future::join_all(work.into_iter().map(|w| self.member_request(w))).await
     }
 
@@ -343,15 +345,14 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
         }
     }
 
-    async fn member_request(&self, w: Work) -> (Work, MemberResult) {
-        let t = &self.seen.types[w.type_index];
+    async fn member_request<'j>(&self, w: Work<'j>) -> (Work<'j>, MemberResult) {
         let result = match self.member_lanes.get(&w.decision.cluster) {
             Some(MemberLane { lane, stalled }) => {
                 let _lane = lane.acquire().await.expect("open");
                 let started = Instant::now();
                 let labels = self.seen.labels_of(&w.decision.cluster);
                 let (members, limits) = (self.members, self.limits);
-                let result = apply_one(members, t, (&w, labels), limits, stalled.as_deref()).await;
+                let result = apply_one(members, (&w, labels), limits, stalled.as_deref()).await;
                 // A poll for a removal is no write.
                 let polled = matches!(w.decision.action, Action::AwaitRemoval);
                 if let (Ok((done, _)), false) = (&result, polled) {
@@ -368,8 +369,9 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
         match result {
             Ok((done, answer)) => {
                 if let (Some(copy), true) = (answer, self.progress.follows_objects()) {
-                    let object = object_ref(self.seen, w.type_index, w.target, Some(&w));
-                    let whole = self.whole_copies[w.type_index];
+                    let object = object_ref(w.ty, w.target, Some(&w));
+                    let whole = (self.whole_copies.get(&*w.ty.name).copied())
+                        .unwrap_or_else(|| w.ty.keeps_member_fields());
                     let answer = Answer::member(&w.decision.cluster, &copy, whole);
                     self.progress.answered(object.federated(), answer);
                 }
@@ -381,7 +383,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
 
     /// `--wait`: polls member copies still terminating (one GET per copy per
     /// second) until they are gone or `deadline` passes.
-    async fn wait_for_removal(&self, results: &mut [(Work, MemberResult)], deadline: Instant) {
+    async fn wait_for_removal(&self, results: &mut [(Work<'_>, MemberResult)], deadline: Instant) {
         let still_there = |r: &MemberResult| {
             matches!(
                 r,
@@ -410,10 +412,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
 }
 
 /// The observed `.status` of each member's copy of `plan`'s object.
-fn remote_statuses(
-    t: &crate::sync::live::observe::ObservedType,
-    plan: &ObjectPlan,
-) -> BTreeMap<String, Value> {
+fn remote_statuses(t: &ObservedType, plan: &ObjectPlan) -> BTreeMap<String, Value> {
     let key = crate::core::propagation::decide::member_key(&t.ty, &plan.key);
     plan.decisions
         .iter()
@@ -431,10 +430,10 @@ fn remote_statuses(
 /// What upstream's sync controller records for one object's member
 /// requests (`core::events`).
 fn object_events(
-    t: &crate::sync::live::observe::ObservedType,
+    t: &ObservedType,
     fed: &Value,
     plan: &ObjectPlan,
-    results: &[(crate::sync::live::execute::Work, MemberResult)],
+    results: &[(Work<'_>, MemberResult)],
     pending: &[String],
 ) -> Vec<crate::core::events::record::Event> {
     use crate::core::events::record::{self as events, Attempt, ObjectRun};
@@ -466,31 +465,20 @@ fn object_events(
     events::object_events(&run)
 }
 
-/// The federated object a finished job was about, for messages.
-pub fn subject<'s>(seen: &'s Observation, f: &Finished) -> Option<&'s Value> {
-    f.target.object(&seen.types[f.type_index])
-}
-
 /// The object a job is about: its federated object, or, for an orphan,
 /// the federated object its member copy had (named from its first request).
-pub fn object_ref(
-    seen: &Observation,
-    type_index: usize,
-    target: Target,
-    first: Option<&Work>,
-) -> ObjectRef {
-    let t = &seen.types[type_index];
-    match target.object(t) {
-        Some(o) => ObjectRef::Federated(FederatedRef::new(&t.name, key_of(o))),
+pub fn object_ref(t: &ObservedType, target: Target<'_>, first: Option<&Work<'_>>) -> ObjectRef {
+    match target.object() {
+        Some(o) => ObjectRef::Federated(FederatedRef::sharing(&t.name, key_of(o))),
         None => {
             let member = first.map(Work::key).unwrap_or_default();
             let key = crate::core::propagation::decide::federated_key(&t.ty, &member);
-            ObjectRef::Orphan(FederatedRef::new(&t.name, key))
+            ObjectRef::Orphan(FederatedRef::sharing(&t.name, key))
         }
     }
 }
 
-impl Finished {
+impl Finished<'_> {
     /// What its requests did to the object: whether one failed, whether a
     /// member copy changed.
     pub fn failed_and_changed(&self) -> (bool, bool) {
@@ -518,10 +506,10 @@ struct Tally {
 }
 
 impl Tally {
-    fn of<'j>(seen: &Observation, jobs: impl Iterator<Item = &'j Job<'j>>) -> Tally {
+    fn of<'j>(jobs: impl Iterator<Item = &'j Job<'j>>) -> Tally {
         let mut open: HashMap<FederatedRef, (usize, Settled)> = HashMap::new();
         for j in jobs {
-            let object = object_ref(seen, j.type_index, j.target, j.work.first());
+            let object = object_ref(j.ty, j.target, j.work.first());
             let object = object.federated().clone();
             let entry = open.entry(object.clone()).or_insert_with(|| {
                 let at = Instant::now();
@@ -540,9 +528,9 @@ impl Tally {
     }
 
     /// A job ended: the object's outcome once it was its last.
-    fn done(&mut self, seen: &Observation, f: &Finished) -> Option<Settled> {
+    fn done(&mut self, f: &Finished<'_>) -> Option<Settled> {
         let first = f.results.first().map(|(w, _)| w);
-        let object = object_ref(seen, f.type_index, f.target, first);
+        let object = object_ref(f.ty, f.target, first);
         let (left, settled) = self.open.get_mut(object.federated())?;
         let (failed, changed) = f.failed_and_changed();
         settled.failed |= failed;

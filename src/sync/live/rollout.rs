@@ -5,26 +5,29 @@
 //! whose PropagatedVersion records their version, are not touched.
 
 use crate::clients::host::Host;
-use crate::core::describe::{FederatedRef, describe, key_of};
+use crate::core::describe::{FederatedRef, KeyParts, ObjectKey, describe, key_of};
 use crate::core::events::record::{Event, EventType, InvolvedObject, sync_component};
 use crate::core::outcome::Failure;
 use crate::core::propagation::action::Action;
-use crate::core::propagation::decide::{self, FinalizerStep, Listing, ObjectPlan, TypeDecisions};
+use crate::core::propagation::decide::{self, FinalizerStep, Listing, ObjectPlan};
 use crate::core::propagation::readiness::readiness;
 use crate::core::propagation::rollout::{
     self as core_rollout, MemberCopy, Rolling, RolloutPolicy, RolloutState,
 };
 use crate::core::propagation::version::member_version;
-use crate::sync::live::execute::Target;
+use crate::sync::live::Decided;
 use crate::sync::live::observe::{Observation, ObservedType};
 use crate::sync::live::pipeline::{Finished, Job};
 use crate::sync::live::report::{Report, RolloutLine, RolloutStand};
-use std::collections::HashSet;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 /// One object rolled out wave by wave in this round.
-pub struct ObjectRollout {
-    pub type_index: usize,
-    pub object_index: usize,
+pub struct ObjectRollout<'s> {
+    /// Its type, as observed.
+    pub ty: &'s ObservedType,
+    /// The federated object, as observed.
+    pub fed: &'s Value,
     pub rolling: Rolling,
     /// Its record could not be written before the member writes: none
     /// were made.
@@ -39,22 +42,21 @@ pub struct ObjectRollout {
 /// `run`'s) whose version is not rolled out yet, its decisions gated. A
 /// malformed annotation is a failure naming the object and the field, and
 /// nothing of that object is written.
-pub fn gate(
+pub fn gate<'s>(
     seen: &Observation,
-    decided: &mut [TypeDecisions],
+    decided: &mut [Decided<'s>],
     o: &RolloutOptions,
     report: &mut Report,
-) -> Vec<ObjectRollout> {
+) -> Vec<ObjectRollout<'s>> {
     let now = crate::clock::now_unix();
     let mut out = Vec::new();
     if !o.enabled {
         return out;
     }
     let run = o.policy.as_ref();
-    for (ti, d) in decided.iter_mut().enumerate() {
-        let t = &seen.types[ti];
-        for (oi, p) in d.objects.iter_mut().enumerate() {
-            let fed = &t.objects[oi];
+    for d in decided.iter_mut() {
+        let t = d.ty;
+        for (fed, p) in d.objects_mut() {
             if p.deletion.is_some() || !p.record {
                 continue;
             }
@@ -79,13 +81,10 @@ pub fn gate(
             let Some(target) = core_rollout::target_of(fed) else {
                 continue;
             };
-            let pv = seen.versions.get(&crate::core::describe::ObjectKey::new(
-                p.key.namespace.clone(),
-                p.pv_name.clone(),
-            ));
+            let pv = seen.versions.get(&p.pv_key() as &dyn KeyParts);
             if o.abort && pv.and_then(core_rollout::record_text).is_some() {
                 let what = describe(&t.federated.kind, fed);
-                out.extend(abort_one(p, pv, &target, (ti, oi), &what, report));
+                out.extend(abort_one(p, pv, &target, (t, fed), &what, report));
                 continue;
             }
             if core_rollout::rolled_out(pv, &target) {
@@ -107,8 +106,8 @@ pub fn gate(
             }
             rolling.gate(p, &members);
             out.push(ObjectRollout {
-                type_index: ti,
-                object_index: oi,
+                ty: t,
+                fed,
                 rolling,
                 refused: false,
                 wrote: Vec::new(),
@@ -125,21 +124,21 @@ pub fn gate(
 /// once: the members that got the aborted version go back, the others
 /// are unchanged, and the record goes after the write-back. Otherwise a
 /// failure naming why, and nothing of the object is written.
-fn abort_one(
+fn abort_one<'s>(
     p: &mut ObjectPlan,
     pv: Option<&serde_json::Value>,
     target: &core_rollout::Target,
-    (type_index, object_index): (usize, usize),
+    (ty, fed): (&'s ObservedType, &'s Value),
     what: &str,
     report: &mut Report,
-) -> Option<ObjectRollout> {
+) -> Option<ObjectRollout<'s>> {
     let text = pv.and_then(core_rollout::record_text)?;
     let record = core_rollout::RolloutRecord::parse(text).ok();
     let recorded = pv.and_then(|v| core_rollout::Target::of_status(&v["status"]));
     match core_rollout::abort(record.as_ref(), recorded.as_ref(), Some(target)) {
         Ok(rollback) => Some(ObjectRollout {
-            type_index,
-            object_index,
+            ty,
+            fed,
             rolling: Rolling {
                 record: record.unwrap_or_default(),
                 recorded: Some(text.to_string()),
@@ -217,25 +216,52 @@ fn member_copies(seen: &Observation, t: &ObservedType, p: &ObjectPlan) -> Vec<Me
         .collect()
 }
 
+impl ObjectRollout<'_> {
+    /// The object, as the pipeline and the watch name it.
+    pub fn object(&self) -> FederatedRef {
+        FederatedRef::sharing(&self.ty.name, key_of(self.fed))
+    }
+}
+
+/// Each object's plan by its type's name and key, for the rollouts to
+/// find theirs, gated in place, with one look-up each (none to find
+/// without rollouts).
+fn plans<'d>(
+    decided: &'d [Decided<'_>],
+    rollouts: &[ObjectRollout<'_>],
+) -> HashMap<(&'d str, &'d ObjectKey), &'d ObjectPlan> {
+    if rollouts.is_empty() {
+        return HashMap::new();
+    }
+    (decided.iter())
+        .flat_map(|d| (d.decisions.objects.iter()).map(move |p| ((&*d.ty.name, &p.key), p)))
+        .collect()
+}
+
+/// The plan of `r`'s object, among [`plans`].
+fn plan_of<'d>(
+    plans: &HashMap<(&'d str, &'d ObjectKey), &'d ObjectPlan>,
+    r: &ObjectRollout<'_>,
+) -> &'d ObjectPlan {
+    plans[&(&*r.ty.name, &key_of(r.fed))]
+}
+
 /// The objects mid-rollout: the pipeline leaves their PropagatedVersion
 /// to the rollout's record.
-pub fn in_progress(rollouts: &[ObjectRollout]) -> HashSet<(usize, usize)> {
+pub fn in_progress(rollouts: &[ObjectRollout<'_>]) -> HashSet<FederatedRef> {
     (rollouts.iter())
         .filter(|r| !r.rolling.complete() && !r.refused)
-        .map(|r| (r.type_index, r.object_index))
+        .map(ObjectRollout::object)
         .collect()
 }
 
 /// The objects with a rollout in this round whose record is written
 /// after the member writes (`record_after`): the pipeline does not let
 /// them go early (`Pipeline::holds`).
-pub fn objects(seen: &Observation, rollouts: &[ObjectRollout]) -> HashSet<FederatedRef> {
+pub fn objects(rollouts: &[ObjectRollout<'_>]) -> HashSet<FederatedRef> {
     (rollouts.iter())
         .filter(|r| !r.refused)
-        .map(|r| {
-            let t = &seen.types[r.type_index];
-            FederatedRef::new(&t.name, key_of(&t.objects[r.object_index]))
-        })
+        .map(ObjectRollout::object)
         .collect()
 }
 
@@ -244,18 +270,15 @@ pub fn objects(seen: &Observation, rollouts: &[ObjectRollout]) -> HashSet<Federa
 /// record cannot be written gets no member write.
 pub async fn record_before(
     host: &Host,
-    seen: &Observation,
-    decided: &[TypeDecisions],
-    rollouts: &mut [ObjectRollout],
+    decided: &[Decided<'_>],
+    rollouts: &mut [ObjectRollout<'_>],
     jobs: &mut [Job<'_>],
     report: &mut Report,
 ) {
+    let plans = plans(decided, rollouts);
     for r in rollouts.iter_mut() {
-        let t = &seen.types[r.type_index];
-        let (fed, p) = (
-            &t.objects[r.object_index],
-            &decided[r.type_index].objects[r.object_index],
-        );
+        let t = r.ty;
+        let (fed, p) = (r.fed, plan_of(&plans, r));
         if r.rolling.complete() {
             continue;
         }
@@ -281,9 +304,8 @@ pub async fn record_before(
                     describe(&t.federated.kind, fed),
                     format!("{}; no member written", crate::error::one_line(&e)),
                 ));
-                let at = Target::Object(r.object_index);
                 for j in jobs.iter_mut() {
-                    if j.type_index == r.type_index && j.target == at {
+                    if j.target.is(fed) {
                         j.work.clear();
                     }
                 }
@@ -298,23 +320,18 @@ pub async fn record_before(
 /// status and as an Event. Each object's rollout as a report line.
 pub async fn record_after(
     host: &Host,
-    seen: &Observation,
-    decided: &[TypeDecisions],
-    rollouts: &mut [ObjectRollout],
-    finished: &[Finished],
+    decided: &[Decided<'_>],
+    rollouts: &mut [ObjectRollout<'_>],
+    finished: &[Finished<'_>],
     report: &mut Report,
     events: &mut Vec<Event>,
 ) {
+    let plans = plans(decided, rollouts);
     for r in rollouts.iter_mut() {
-        let t = &seen.types[r.type_index];
-        let (fed, p) = (
-            &t.objects[r.object_index],
-            &decided[r.type_index].objects[r.object_index],
-        );
+        let t = r.ty;
+        let (fed, p) = (r.fed, plan_of(&plans, r));
         let what = describe(&t.federated.kind, fed);
-        let done = finished
-            .iter()
-            .find(|f| f.type_index == r.type_index && f.target == Target::Object(r.object_index));
+        let done = finished.iter().find(|f| f.target.is(fed));
         let failed = done.is_none_or(|f| f.write_failed.is_some() || f.refused.is_some());
         if let Some(f) = done {
             r.wrote = written(f, &r.rolling.plan.write);
@@ -362,8 +379,7 @@ pub async fn record_after(
                 component: sync_component(&t.federated.kind),
             });
         }
-        let key = FederatedRef::new(&t.name, key_of(fed));
-        report.rollouts.push(line(what, key, r));
+        report.rollouts.push(line(what, r));
     }
 }
 
@@ -377,8 +393,8 @@ pub async fn record_after(
 async fn ended(
     host: &Host,
     t: &ObservedType,
-    key: &crate::core::describe::ObjectKey,
-    r: &ObjectRollout,
+    key: &ObjectKey,
+    r: &ObjectRollout<'_>,
     observed: Option<&serde_json::Value>,
     report: &mut Report,
 ) {
@@ -409,7 +425,7 @@ async fn ended(
 }
 
 /// The members of `write` whose request succeeded.
-fn written(f: &Finished, write: &[String]) -> Vec<String> {
+fn written(f: &Finished<'_>, write: &[String]) -> Vec<String> {
     (f.results.iter())
         .filter(|(w, res)| res.is_ok() && write.contains(&w.decision.cluster))
         .filter(|(w, _)| matches!(w.decision.action, Action::Create(_) | Action::Update { .. }))
@@ -418,7 +434,7 @@ fn written(f: &Finished, write: &[String]) -> Vec<String> {
 }
 
 /// Where one object's rollout stands, as the report says it.
-pub fn line(object: String, key: FederatedRef, r: &ObjectRollout) -> RolloutLine {
+pub fn line(object: String, r: &ObjectRollout<'_>) -> RolloutLine {
     let plan = &r.rolling.plan;
     let (state, detail, recheck_at) = match &plan.state {
         RolloutState::Complete if r.aborted.is_some() => {
@@ -446,7 +462,7 @@ pub fn line(object: String, key: FederatedRef, r: &ObjectRollout) -> RolloutLine
         waves_text: core_rollout::waves_text(plan),
         waves_markdown: core_rollout::waves_markdown(&object, plan),
         object,
-        key,
+        key: r.object(),
         state,
         detail,
         wrote: r.wrote.clone(),
@@ -455,14 +471,10 @@ pub fn line(object: String, key: FederatedRef, r: &ObjectRollout) -> RolloutLine
 }
 
 /// A dry run's rollouts: each object's line, nothing recorded.
-pub fn plan_lines(seen: &Observation, rollouts: &[ObjectRollout], report: &mut Report) {
+pub fn plan_lines(rollouts: &[ObjectRollout<'_>], report: &mut Report) {
     for r in rollouts {
-        let t = &seen.types[r.type_index];
-        let fed = &t.objects[r.object_index];
-        let key = FederatedRef::new(&t.name, key_of(fed));
-        report
-            .rollouts
-            .push(line(describe(&t.federated.kind, fed), key, r));
+        let what = describe(&r.ty.federated.kind, r.fed);
+        report.rollouts.push(line(what, r));
     }
 }
 

@@ -15,7 +15,7 @@ use crate::core::scheduling::preference::{
     schedule,
 };
 use crate::sync::live::mode::HostWriter;
-use crate::sync::live::observe::{Observation, PodQuery};
+use crate::sync::live::observe::{Observation, ObservedType, PodQuery};
 use crate::sync::live::report::Report;
 use anyhow::{Result, bail};
 use kube::api::PostParams;
@@ -47,7 +47,7 @@ struct ReplicasNow {
 /// elsewhere, so the placement is left as it is this run.
 fn replicas_now(
     seen: &Observation,
-    ti: usize,
+    t: &ObservedType,
     key: &ObjectKey,
     what: &str,
     report: &mut Report,
@@ -59,14 +59,7 @@ fn replicas_now(
     };
     let mut unobservable = Vec::new();
     for m in seen.ready_members() {
-        match observe(
-            m,
-            &seen.types[ti].members,
-            &seen.rsp_pods,
-            key,
-            what,
-            report,
-        ) {
+        match observe(m, &t.members, &seen.rsp_pods, key, what, report) {
             Ok(Seen::Replicas(replicas, cap)) => {
                 now.current.insert(m.name.clone(), replicas);
                 if let Some(cap) = cap {
@@ -128,7 +121,7 @@ pub async fn schedule_replicas(
             continue;
         };
         let what = describe(&target_kind, &rsp);
-        let Some(now) = replicas_now(seen, ti, &key, &what, report) else {
+        let Some(now) = replicas_now(seen, &seen.types[ti], &key, &what, report) else {
             continue;
         };
         let fedns = seen.fed_namespaces.get(&key.namespace);

@@ -38,7 +38,7 @@ pub async fn validate(
     // A dry run of an object in a namespace this plan creates would only
     // say the namespace is not there: such objects are not validated.
     let is_namespace = |w: &&Work| {
-        let target = &seen.types[w.type_index].ty.target;
+        let target = &w.ty.ty.target;
         target.group.is_empty() && target.kind == "Namespace"
     };
     let new_namespaces: BTreeSet<(String, String)> = jobs
@@ -50,7 +50,7 @@ pub async fn validate(
     // Nor can a member validate an object of a type it will serve only
     // once a CRD this plan creates is established (`live::crd_first`).
     let type_to_come = |w: &&Work| {
-        let name = seen.types[w.type_index].name.clone();
+        let name = w.ty.name.to_string();
         seen.types_to_come
             .contains(&(name, w.decision.cluster.clone()))
     };
@@ -115,7 +115,7 @@ fn check_of(seen: &Observation, w: &Work) -> Option<Check> {
         _ => return None,
     };
     let client = (seen.member(&w.decision.cluster)).and_then(|m| m.client.clone().ok())?;
-    let t = &seen.types[w.type_index];
+    let t = w.ty;
     let ObjectKey {
         namespace: ns,
         name,

@@ -203,9 +203,10 @@ impl Cache {
             .federated
             .iter()
             .flat_map(|(t, s)| {
+                let t = std::sync::Arc::from(t.as_str());
                 s.objects
                     .keys()
-                    .map(move |k| FederatedRef::new(t, k.clone()))
+                    .map(move |k| FederatedRef::sharing(&t, k.clone()))
             })
             .collect();
         if scope.selector.is_some() {
@@ -222,7 +223,7 @@ impl Cache {
                     .filter(|k| in_reach(&t.ty, k, namespace.as_deref()))
                     .map(|k| federated_key(&t.ty, k))
                     .filter(|k| shard::owned(scope.shard, k))
-                    .map(|k| FederatedRef::new(ftc, k)),
+                    .map(|k| FederatedRef::sharing(&t.name, k)),
             );
         }
         keys
@@ -265,12 +266,14 @@ impl Cache {
         let Answer { of, key, held } = answer;
         let rv = held.version?;
         let written = match of {
-            Answered::Federated => Written::Federated(object.type_name.clone(), key),
+            Answered::Federated => Written::Federated(object.type_name.to_string(), key),
             Answered::Version => Written::Version(key),
-            Answered::Member(cluster) => Written::Member(cluster, object.type_name.clone(), key),
+            Answered::Member(cluster) => {
+                Written::Member(cluster, object.type_name.to_string(), key)
+            }
         };
         let id = Some((written.clone(), rv));
-        let Some(fed) = self.federated.get_mut(&object.type_name) else {
+        let Some(fed) = self.federated.get_mut(&*object.type_name) else {
             return id;
         };
         if !fed.objects.contains_key(&object.key) {
@@ -699,9 +702,10 @@ impl Cache {
         self.federated
             .get(ftc)
             .map(|s| {
+                let ftc = std::sync::Arc::from(ftc);
                 s.objects
                     .keys()
-                    .map(|k| FederatedRef::new(ftc, k.clone()))
+                    .map(|k| FederatedRef::sharing(&ftc, k.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -752,7 +756,7 @@ impl Cache {
             let wanted: BTreeSet<ObjectKey> = match keys {
                 Some(keys) => keys
                     .iter()
-                    .filter(|r| r.type_name == name)
+                    .filter(|r| *r.type_name == *name)
                     .map(|r| r.key.clone())
                     .collect(),
                 None => BTreeSet::new(),

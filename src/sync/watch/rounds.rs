@@ -117,7 +117,7 @@ impl Controller<'_> {
             })
             .map(|(name, _)| name)
             .collect();
-        move |k: &WorkKey| first.contains(&k.type_name)
+        move |k: &WorkKey| first.contains(&*k.type_name)
     }
 
     /// The members a round may touch: the unready (their objects show

@@ -27,7 +27,7 @@ use crate::propagation::status::AggregateReason;
 use crate::propagation::version::{member_version, propagated_version_name};
 use crate::run::shard;
 
-use crate::describe::{ObjectKey, describe_key, key_of};
+use crate::describe::{KeyParts, ObjectKey, describe_key, key_of};
 use crate::object_text::ObjectText;
 
 /// The federation as one run sees it, the same for every object.
@@ -146,6 +146,12 @@ pub struct ObjectPlan {
 }
 
 impl ObjectPlan {
+    /// Its (Cluster)PropagatedVersion's key, borrowed, for looking it up
+    /// in a map of [`ObjectKey`]s (`KeyParts`).
+    pub fn pv_key(&self) -> (&str, &str) {
+        (&self.key.namespace, &self.pv_name)
+    }
+
     fn ignored(key: ObjectKey, pv_name: String) -> ObjectPlan {
         ObjectPlan {
             key,
@@ -170,10 +176,15 @@ impl ObjectPlan {
 /// the namespace for a cluster-scoped target (a FederatedNamespace `x/x`
 /// is the Namespace `x`). The one rule; the engines ask it.
 pub fn member_key(t: &FederatedType, key: &ObjectKey) -> ObjectKey {
-    if t.namespaced {
-        key.clone()
-    } else {
-        ObjectKey::new("", key.name.clone())
+    let (namespace, name) = member_key_parts(t, key);
+    ObjectKey::new(namespace, name)
+}
+
+/// [`member_key`], borrowed: for looking a copy up (`KeyParts`).
+pub fn member_key_parts<'k>(t: &FederatedType, key: &'k ObjectKey) -> (&'k str, &'k str) {
+    match t.namespaced {
+        true => (&key.namespace, &key.name),
+        false => ("", &key.name),
     }
 }
 
@@ -231,7 +242,7 @@ pub fn decide_object(
     p.record = true;
     p.pv_status = fed
         .versions
-        .get(&ObjectKey::new(p.key.namespace.clone(), p.pv_name.clone()))
+        .get(&p.pv_key() as &dyn KeyParts)
         .map(|v| v.get("status").cloned().unwrap_or(Value::Null));
     if deleting {
         plan_deletion(&mut p, obj, placement, &states, &what);
@@ -282,7 +293,7 @@ fn member_states<'a>(
     deleting: bool,
 ) -> Vec<MemberState<'a>> {
     let is_namespace = t.target.is_namespace();
-    let live_key = member_key(t, key);
+    let live_key = member_key_parts(t, key);
     fed.clusters
         .iter()
         .filter(|c| fed.touches(&c.name))
@@ -290,7 +301,8 @@ fn member_states<'a>(
             let (live, unobserved) = match members.get(&c.name) {
                 _ if !c.ready => (None, None),
                 Some(Listing::Listed(objects)) => {
-                    (objects.get(&live_key).map(ObjectText::value), None)
+                    let live = objects.get(&live_key as &dyn KeyParts);
+                    (live.map(ObjectText::value), None)
                 }
                 // Nothing of the type can exist there: nothing to delete.
                 Some(Listing::NotServed(_)) if deleting => (None, None),

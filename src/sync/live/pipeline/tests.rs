@@ -146,10 +146,14 @@ impl HostRequests for Scripted {
         _: &ApiResource,
         _: &Value,
         _: &ObjectPlan,
-        _: decide_record::WriteBack,
+        write: decide_record::WriteBack,
         _: Option<&mut Vec<Answer>>,
     ) -> anyhow::Result<usize> {
-        self.log.lock().unwrap().push("host write-back".into());
+        let versions = match write.versions {
+            Some(_) => " with versions",
+            None => "",
+        };
+        (self.log.lock().unwrap()).push(format!("host write-back{versions}"));
         Ok(1)
     }
 }
@@ -211,11 +215,18 @@ fn limits(attempts: u32) -> Limits {
     }
 }
 
-/// One request for `name` in `cluster` of type `type_index`.
-fn work(type_index: usize, cluster: &str, name: &str, action: Action) -> Work {
-    let ns = if type_index == 1 { "" } else { "shop" };
+/// The observation's type named `name`.
+fn ty<'s>(seen: &'s Observation, name: &str) -> &'s ObservedType {
+    (seen.types.iter())
+        .find(|t| &*t.name == name)
+        .expect("observed")
+}
+
+/// One request for `name` in `cluster` of type `t`.
+fn work<'s>(t: &'s ObservedType, cluster: &str, name: &str, action: Action) -> Work<'s> {
+    let ns = if t.ty.namespaced { "shop" } else { "" };
     Work {
-        type_index,
+        ty: t,
         target: Target::Orphan,
         decision: Decision {
             cluster: cluster.into(),
@@ -231,21 +242,21 @@ fn delete() -> Action {
     Action::Delete { options: None }
 }
 
-fn orphan_job(works: Vec<Work>) -> Job<'static> {
+fn orphan_job(works: Vec<Work<'_>>) -> Job<'_> {
     Job {
-        type_index: works[0].type_index,
+        ty: works[0].ty,
         target: Target::Orphan,
         plan: None,
         work: works,
     }
 }
 
-async fn run(
+async fn run<'s>(
     requests: &Scripted,
     seen: &Observation,
-    jobs: Vec<Job<'_>>,
+    jobs: Vec<Job<'s>>,
     attempts: u32,
-) -> Vec<Finished> {
+) -> Vec<Finished<'s>> {
     let pipeline = Pipeline::new((requests, requests), seen, limits(attempts), None, &Quiet);
     pipeline.run(jobs).await
 }
@@ -259,8 +270,18 @@ async fn a_busy_member_is_retried_after_its_retry_after_and_a_refusal_is_not() {
         .answer("m1", "a", &[Reply::Status(429, 2), Reply::Status(503, 1)])
         .answer("m2", "a", &[Reply::Status(403, 0)]);
     let job = orphan_job(vec![
-        work(0, "m1", "a", Action::RemoveManagedLabel),
-        work(0, "m2", "a", Action::RemoveManagedLabel),
+        work(
+            ty(&seen, "configmaps"),
+            "m1",
+            "a",
+            Action::RemoveManagedLabel,
+        ),
+        work(
+            ty(&seen, "configmaps"),
+            "m2",
+            "a",
+            Action::RemoveManagedLabel,
+        ),
     ]);
     let started = tokio::time::Instant::now();
     let finished = run(&requests, &seen, vec![job], 5).await;
@@ -282,7 +303,7 @@ async fn a_busy_member_is_retried_after_its_retry_after_and_a_refusal_is_not() {
 async fn a_member_that_keeps_failing_is_asked_attempts_times() {
     let seen = observation(None);
     let requests = Scripted::reaching(&["m1"]).answer("m1", "a", &vec![Reply::Status(500, 0); 9]);
-    let job = orphan_job(vec![work(0, "m1", "a", delete())]);
+    let job = orphan_job(vec![work(ty(&seen, "configmaps"), "m1", "a", delete())]);
     let finished = run(&requests, &seen, vec![job], 3).await;
     assert_eq!(requests.log().len(), 3);
     assert!(matches!(
@@ -297,8 +318,8 @@ async fn a_member_out_of_reach_fails_without_a_request() {
     let seen = observation(None);
     let requests = Scripted::reaching(&["m1"]);
     let job = orphan_job(vec![
-        work(0, "m2", "a", delete()),
-        work(0, "m1", "a", delete()),
+        work(ty(&seen, "configmaps"), "m2", "a", delete()),
+        work(ty(&seen, "configmaps"), "m1", "a", delete()),
     ]);
     let finished = run(&requests, &seen, vec![job], 3).await;
     assert_eq!(requests.log(), ["m1 delete a"]);
@@ -316,7 +337,7 @@ async fn a_silent_member_is_marked_stalled_and_its_next_requests_give_up_at_once
     let stall = Arc::new(Stall::default());
     let seen = observation(Some(stall.clone()));
     let requests = Scripted::reaching(&["m1", "m2"]).answer("m2", "a", &[Reply::Silence]);
-    let first = orphan_job(vec![work(0, "m2", "a", delete())]);
+    let first = orphan_job(vec![work(ty(&seen, "configmaps"), "m2", "a", delete())]);
     let started = tokio::time::Instant::now();
     let finished = run(&requests, &seen, vec![first], 3).await;
     assert_eq!(started.elapsed(), limits(3).timeout);
@@ -325,7 +346,7 @@ async fn a_silent_member_is_marked_stalled_and_its_next_requests_give_up_at_once
         &finished[0].results[0].1,
         Err((ClusterStatus::DeletionTimedOut, _))
     ));
-    let next = orphan_job(vec![work(0, "m2", "b", delete())]);
+    let next = orphan_job(vec![work(ty(&seen, "configmaps"), "m2", "b", delete())]);
     let finished = run(&requests, &seen, vec![next], 3).await;
     assert_eq!(requests.log(), ["m2 delete a"]);
     assert!(matches!(
@@ -342,10 +363,15 @@ async fn stages_run_namespaces_then_contents_then_namespace_deletions() {
     let requests = Scripted::reaching(&["m1"]);
     let create_ns = Action::Create(Arc::new(json!({"metadata": {"name": "new"}})));
     let jobs = vec![
-        orphan_job(vec![work(1, "m1", "old", delete())]),
-        orphan_job(vec![work(0, "m1", "a", delete())]),
-        orphan_job(vec![work(1, "m1", "new", create_ns)]),
-        orphan_job(vec![work(0, "m1", "b", Action::RemoveManagedLabel)]),
+        orphan_job(vec![work(ty(&seen, "namespaces"), "m1", "old", delete())]),
+        orphan_job(vec![work(ty(&seen, "configmaps"), "m1", "a", delete())]),
+        orphan_job(vec![work(ty(&seen, "namespaces"), "m1", "new", create_ns)]),
+        orphan_job(vec![work(
+            ty(&seen, "configmaps"),
+            "m1",
+            "b",
+            Action::RemoveManagedLabel,
+        )]),
     ];
     run(&requests, &seen, jobs, 3).await;
     let log = requests.log();
@@ -354,9 +380,23 @@ async fn stages_run_namespaces_then_contents_then_namespace_deletions() {
     assert_eq!(log.len(), 4);
 }
 
+/// The job of the FederatedConfigMap `web`: a delete in m1.
+fn object_job<'s>(seen: &'s Observation, plan: &'s ObjectPlan) -> Job<'s> {
+    let t = ty(seen, "configmaps");
+    Job {
+        ty: t,
+        target: Target::Object(&t.objects[0]),
+        plan: Some(plan),
+        work: vec![Work {
+            target: Target::Object(&t.objects[0]),
+            ..work(t, "m1", "web", delete())
+        }],
+    }
+}
+
 fn plan_of(seen: &Observation, finalizer: FinalizerStep) -> ObjectPlan {
     ObjectPlan {
-        key: key_of(&seen.types[0].objects[0]),
+        key: key_of(&ty(seen, "configmaps").objects[0]),
         decisions: Vec::new(),
         reason: AggregateReason::Success,
         selected: ["m1".to_string()].into(),
@@ -380,15 +420,7 @@ fn plan_of(seen: &Observation, finalizer: FinalizerStep) -> ObjectPlan {
 async fn no_member_request_is_made_when_the_finalizer_is_refused() {
     let seen = observation(None);
     let plan = plan_of(&seen, FinalizerStep::AddFirst);
-    let job = |plan| Job {
-        type_index: 0,
-        target: Target::Object(0),
-        plan: Some(plan),
-        work: vec![Work {
-            target: Target::Object(0),
-            ..work(0, "m1", "web", delete())
-        }],
-    };
+    let job = |plan| object_job(&seen, plan);
     let refusing = Scripted {
         refuse_finalizer: true,
         ..Scripted::reaching(&["m1"])
@@ -403,6 +435,34 @@ async fn no_member_request_is_made_when_the_finalizer_is_refused() {
     assert_eq!(log[..2], ["host finalizer", "m1 delete web"]);
     assert_eq!(
         finished[0].host_writes,
-        1 + log.iter().filter(|l| *l == "host write-back").count()
+        1 + log
+            .iter()
+            .filter(|l| l.starts_with("host write-back"))
+            .count()
     );
+}
+
+/// An object mid-rollout (`Pipeline::rolling`, by its key) gets its
+/// write-back without the PropagatedVersion, which is its rollout's
+/// record's; any other object's carries it.
+#[tokio::test(start_paused = true)]
+async fn an_object_mid_rollout_is_written_back_without_its_versions() {
+    let seen = observation(None);
+    let plan = plan_of(&seen, FinalizerStep::Keep);
+    let requests = Scripted::reaching(&["m1"]);
+    let pipeline = Pipeline::new((&requests, &requests), &seen, limits(3), None, &Quiet);
+    pipeline.run(vec![object_job(&seen, &plan)]).await;
+    assert_eq!(
+        requests.log(),
+        ["m1 delete web", "host write-back with versions"]
+    );
+    let requests = Scripted::reaching(&["m1"]);
+    let mut pipeline = Pipeline::new((&requests, &requests), &seen, limits(3), None, &Quiet);
+    pipeline.rolling = [FederatedRef::new(
+        "configmaps",
+        ObjectKey::new("shop", "web"),
+    )]
+    .into();
+    pipeline.run(vec![object_job(&seen, &plan)]).await;
+    assert_eq!(requests.log(), ["m1 delete web", "host write-back"]);
 }

@@ -24,7 +24,7 @@ fn ns(name: &str) -> WorkKey {
 
 /// Namespaces go before what they hold.
 fn namespaces_first(k: &WorkKey) -> bool {
-    k.type_name == "namespaces"
+    &*k.type_name == "namespaces"
 }
 
 /// The next rounds at `now`, no full round due (a plan would be a bug).
