@@ -61,6 +61,9 @@ compat=(
   handover::
   inventory::
   overrides::
+  # Progressive rollouts, one-shot and watched (Deployment readiness as
+  # v1.20 reports it).
+  rollout::
   # Karmada's controllers on v1.20 members (Karmada's own API server stays
   # on the current release, as Karmada deploys it: docs/migrate-karmada.md).
   karmada::
