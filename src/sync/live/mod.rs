@@ -26,6 +26,7 @@ pub mod ready;
 pub mod record;
 pub mod report;
 pub mod requests;
+pub mod rollback;
 pub mod rollout;
 
 use crate::clients::host::Host;
@@ -496,16 +497,7 @@ fn placed_objects<'p>(
 
 /// The decide step over every type.
 fn decide_all(host: &Host, seen: &Observation) -> Vec<TypeDecisions> {
-    let federation = Federation {
-        kubefed_namespace: &host.namespace,
-        scope: seen.settings.scope,
-        settings: seen.settings.sync,
-        clusters: &seen.clusters,
-        run: &seen.scope,
-        fed_namespaces: &seen.fed_namespaces,
-        host_namespaces: &seen.host_namespaces,
-        versions: &seen.versions,
-    };
+    let federation = federation(&host.namespace, seen);
     seen.types
         .iter()
         .map(|t| {
@@ -517,6 +509,21 @@ fn decide_all(host: &Host, seen: &Observation) -> Vec<TypeDecisions> {
             decide::complete_type(&federation, &t.ty, &t.objects, &t.members, only, plans)
         })
         .collect()
+}
+
+/// The federation as decide sees it over `seen` (`kubefed_namespace`:
+/// the host's federation namespace).
+pub fn federation<'a>(kubefed_namespace: &'a str, seen: &'a Observation) -> Federation<'a> {
+    Federation {
+        kubefed_namespace,
+        scope: seen.settings.scope,
+        settings: seen.settings.sync,
+        clusters: &seen.clusters,
+        run: &seen.scope,
+        fed_namespaces: &seen.fed_namespaces,
+        host_namespaces: &seen.host_namespaces,
+        versions: &seen.versions,
+    }
 }
 
 /// A dry run's creates, checked one GET each: members are listed by the
