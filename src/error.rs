@@ -26,7 +26,9 @@ pub const EXIT_NOT_READY: u8 = 5;
 pub const EXIT_APPROXIMATED: u8 = 6;
 
 /// `reconcile`: a progressive rollout halted (a wave with more failed
-/// members than it tolerates); later waves keep the previous version.
+/// members than it tolerates); later waves keep the previous version. Also
+/// a run of a version aborted with `--rollout-abort --previous`: nothing
+/// of it is written until the template changes.
 pub const EXIT_ROLLOUT_HALTED: u8 = 7;
 
 /// The exit-code table, as help texts and man pages print it.
@@ -35,7 +37,7 @@ pub const EXIT_CODES_HELP: &str =
 3 some objects or clusters failed (the rest done); 4 changes pending
 (--dry-run --exit-code); 5 not ready (--wait-ready, status --exit-code);
 6 approximations present (export karmada: written, see the report);
-7 rollout halted (reconcile: later waves untouched);
+7 rollout halted or aborted (reconcile: later waves untouched);
 130/143 interrupted (Ctrl-C/SIGTERM).";
 
 /// A usage error: a flag's value or a name that is not valid, found before

@@ -884,3 +884,121 @@ fn rollout_abort_sends_the_members_that_got_a_version_back_at_once() {
     );
     assert_eq!(pv_members(&back).len(), 3, "{back}");
 }
+
+#[test]
+fn rollout_abort_with_previous_keeps_the_host_and_writes_the_aborted_version_no_more() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-p", &["configmaps"]);
+    let object = |v: &str| {
+        json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+            "metadata": {"name": "cfg", "namespace": f.ns,
+                "annotations": {"kubefedctl.kubefed.io/rollout": policy(&f, json!({"minSuccessTime": "60s"}))}},
+            "spec": {"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}}})
+    };
+    let collection = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
+        f.group, f.ns
+    );
+    let (status, answer) = crate::fixtures::create(env, "host", &collection, object("1"));
+    assert_eq!(status, 201, "{answer}");
+    f.reconcile(&[]).ok();
+    let rolled_out = pv(env, &f, "configmap-cfg");
+    // v2 reaches the canary; the second wave waits out its soak.
+    let path = fed_path(&f, "federatedconfigmaps", "cfg");
+    patch(env, "host", &path, json!({"spec": object("2")["spec"]}));
+    f.reconcile(&["--wait-ready=4s"]).exits(5);
+    assert_eq!(value(env, &f, "m1", "cfg"), "2");
+    assert_eq!(value(env, &f, "m2", "cfg"), "1");
+    let mid = pv(env, &f, "configmap-cfg");
+
+    let dir = std::env::temp_dir().join("kubefedctl-it-ro-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A version other than the recorded one: a failure naming the
+    // object, nothing of it written.
+    let wrong = dir.join("wrong.yaml");
+    std::fs::write(&wrong, object("3").to_string()).unwrap();
+    f.reset();
+    let run = f
+        .reconcile(&["--rollout-abort", "--previous", wrong.to_str().unwrap()])
+        .exits(3);
+    let ns = f.ns;
+    assert!(
+        run.stderr.contains(&format!(
+            "FederatedConfigMap {ns}/cfg: --rollout-abort --previous {}: document 1: previous template unknown: the given template hashes to",
+            wrong.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+    assert_eq!(value(env, &f, "m1", "cfg"), "2");
+    assert_eq!(pv(env, &f, "configmap-cfg"), mid);
+
+    // The recorded version: the canary goes back, the host's object
+    // keeps asking for v2.
+    let previous = dir.join("previous.yaml");
+    std::fs::write(&previous, object("1").to_string()).unwrap();
+    let run = f
+        .reconcile(&["--rollout-abort", "--previous", previous.to_str().unwrap()])
+        .ok();
+    assert!(
+        run.stderr
+            .contains("aborted: ro-p-m1 back to the previous version"),
+        "{}",
+        run.stderr
+    );
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "1", "{m}");
+    }
+    let host = get(env, "host", &path).unwrap();
+    assert_eq!(host["spec"]["template"]["data"]["v"], "2", "{host}");
+    // For KubeFed: the previous hashes, every member on them.
+    let back = pv(env, &f, "configmap-cfg");
+    assert_eq!(
+        back["status"]["templateVersion"],
+        rolled_out["status"]["templateVersion"]
+    );
+    assert_eq!(pv_members(&back).len(), 3, "{back}");
+    let kept = record(&back).expect("the record stays, aborted");
+    assert!(kept["aborted"]["at"].is_string(), "{kept}");
+    assert!(
+        kept["members"].as_object().is_none_or(|m| m.is_empty()),
+        "{kept}"
+    );
+
+    // Runs of v2 write nothing to the members and say why (exit 7).
+    f.reset();
+    let run = f.reconcile(&[]).exits(7);
+    assert!(
+        run.stderr.contains(&format!(
+            "rollout of FederatedConfigMap {ns}/cfg: aborted at "
+        )) && run.stderr.contains("change the template to go on"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+    assert_eq!(value(env, &f, "m1", "cfg"), "1");
+    assert_eq!(pv(env, &f, "configmap-cfg")["status"], back["status"]);
+
+    // The watch reads the same record: it writes nothing of v2 either.
+    f.reset();
+    let (mut watch_child, log) = watch(env, &f, "watch-ro-p.log");
+    wait_watched("the watch to say the rollout was aborted", &log, || {
+        crate::watch::log(&log).contains("change the template to go on")
+    });
+    // Stopped as a user would: the lock released for the next run.
+    crate::watch::sigterm(&watch_child);
+    watch_child.wait().unwrap();
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "1", "{m}");
+    }
+
+    // A new template starts over from the first wave.
+    patch(env, "host", &path, json!({"spec": object("3")["spec"]}));
+    f.reconcile(&["--wait-ready=4s"]).exits(5);
+    assert_eq!(value(env, &f, "m1", "cfg"), "3");
+    assert_eq!(value(env, &f, "m2", "cfg"), "1");
+    let again = record(&pv(env, &f, "configmap-cfg")).unwrap();
+    assert!(again.get("aborted").is_none(), "{again}");
+}

@@ -67,14 +67,18 @@ pub fn resource_version(v: &Value) -> Option<u64> {
 /// The fields of a member copy's `spec` that are read: `retain` keeps
 /// `replicas` (when replicas are retained), a Job's `selector` and template
 /// labels, a Service's cluster IPs, node ports and health check node port;
-/// an RSP reads `replicas` and `selector.matchLabels`.
-const SPEC_READ: [&str; 6] = [
+/// an RSP reads `replicas` and `selector.matchLabels`; readiness (the
+/// `--wait-ready` rules a rollout gates on) reads `replicas`, a Service's
+/// `type` (a LoadBalancer waits for its address) and a Job's `completions`.
+const SPEC_READ: [&str; 8] = [
     "replicas",
     "selector",
     "clusterIP",
     "clusterIPs",
     "ports",
     "healthCheckNodePort",
+    "type",
+    "completions",
 ];
 
 /// What decide and the passes read of a member copy: its kind, its whole
@@ -199,6 +203,7 @@ mod tests {
     use crate::propagation::desired::TargetType;
     use crate::propagation::federated::FederatedObject;
     use crate::propagation::member::{MemberState, SyncSettings, sync_decisions};
+    use crate::propagation::readiness::{Readiness, readiness};
     use crate::scheduling::preference::observe_member;
     use proptest::prelude::*;
     use serde_json::json;
@@ -238,6 +243,7 @@ mod tests {
                 "Job",
                 json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta("job"),
                 "spec": {"selector": {"matchLabels": {"controller-uid": "u-9"}},
+                         "completions": 3, "backoffLimit": 6,
                          "template": {"metadata": {"labels": {"controller-uid": "u-9",
                                                               "job-name": "job"}},
                                       "spec": {"containers": [{"name": "c"}]}}},
@@ -356,6 +362,12 @@ mod tests {
             }
             assert_eq!(observe_member(&copy), observe_member(&view), "{kind}");
             assert_eq!(copy["status"], view["status"], "{kind}");
+            let ready = |v: &Value| {
+                let group = v["apiVersion"].as_str().unwrap().rsplit_once('/');
+                let group = group.map_or("", |(g, _)| g);
+                readiness(group, kind, v)
+            };
+            assert_eq!(ready(&copy), ready(&view), "{kind}");
             assert_eq!(
                 crate::propagation::version::member_version(&copy),
                 crate::propagation::version::member_version(&view),
@@ -383,6 +395,32 @@ mod tests {
         let service_account = &views[3].1;
         assert!(service_account.get("imagePullSecrets").is_none());
         assert_eq!(service_account["secrets"], json!([{"name": "sa-token-x"}]));
+    }
+
+    /// A rollout gates on readiness read from views: a LoadBalancer
+    /// Service without an address is not ready, a Job counts its own
+    /// completions.
+    #[test]
+    fn readiness_reads_a_view_as_the_copy() {
+        let lb = json!({"apiVersion": "v1", "kind": "Service", "metadata": meta("lb"),
+            "spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.8",
+                     "ports": [{"port": 80, "nodePort": 30081}]},
+            "status": {"loadBalancer": {}}});
+        assert_eq!(
+            readiness("", "Service", &member_view(&lb)),
+            Readiness::Pending("no load balancer address yet".into())
+        );
+        let mut served = lb.clone();
+        served["status"]["loadBalancer"]["ingress"] = json!([{"ip": "1.2.3.4"}]);
+        assert_eq!(
+            readiness("", "Service", &member_view(&served)),
+            Readiness::Ready
+        );
+        let job = &copies()[2].1;
+        assert_eq!(
+            readiness("batch", "Job", &member_view(job)),
+            Readiness::Pending("1/3 succeeded".into())
+        );
     }
 
     #[test]

@@ -32,11 +32,11 @@ pub struct InputFlags {
     /// Live: these files' federated objects, FederatedNamespaces and RSPs
     /// (files, directories, - for stdin) replace the host's for this run:
     /// planned with --dry-run, else applied to the host first (server-side)
-    #[arg(short = 'f', long = "filename", value_name = "PATH", conflicts_with_all = ["from", "watch", "shard"])]
+    #[arg(short = 'f', long = "filename", value_name = "PATH", group = "abort_from", conflicts_with_all = ["from", "watch", "shard"])]
     pub filenames: Vec<PathBuf>,
 
-    /// With -f: read directories' subdirectories too
-    #[arg(short = 'R', long, requires = "filenames")]
+    /// With -f or --previous: read directories' subdirectories too
+    #[arg(short = 'R', long, requires = "abort_from")]
     pub recursive: bool,
 
     /// With -f and -l: host objects of the files' federated types that -l selects and the files lack are deleted
@@ -269,11 +269,19 @@ pub struct RolloutFlags {
     #[arg(long, value_name = "FILE|JSON", conflicts_with = "from")]
     pub rollout: Option<String>,
 
-    /// With -f holding the previous version of federated objects with a rollout in
-    /// progress: their members that got the new version go back to it at once, when
-    /// it is the version their PropagatedVersion records (else nothing of them is written)
-    #[arg(long, requires = "filenames", conflicts_with_all = ["from", "watch"])]
+    /// With -f or --previous holding the previous version of federated objects with a
+    /// rollout in progress: their members that got the new version go back to it at
+    /// once, when it is the version their PropagatedVersion records (else nothing of
+    /// them is written)
+    #[arg(long, requires = "abort_from", conflicts_with_all = ["from", "watch"])]
     pub rollout_abort: bool,
+
+    /// With --rollout-abort: the previous version of federated objects (files,
+    /// directories, - for stdin), not applied to the host: the members go back to it,
+    /// and runs of the version the host's object still asks for write nothing until
+    /// its template changes (exit 7)
+    #[arg(long, value_name = "PATH", group = "abort_from", requires = "rollout_abort", conflicts_with_all = ["from", "watch"])]
+    pub previous: Vec<PathBuf>,
 }
 
 impl RolloutFlags {
@@ -397,6 +405,8 @@ impl ReconcileOptions {
                 // Read and checked before anything else (`validate`).
                 policy: self.rollout.policy().ok().flatten(),
                 abort: self.rollout.rollout_abort,
+                // Read before the host is (`live::run`), given with its namespace.
+                previous: None,
                 wait: self.waits.wait_ready.unwrap_or(DEFAULT_ROLLOUT_WAIT),
             },
         }

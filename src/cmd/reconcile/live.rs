@@ -17,17 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<()> {
-    // A change's files are read (and any error in them named) before any
-    // cluster is.
-    let proposal = match o.input.filenames.is_empty() {
-        true => None,
-        false => Some(Arc::new(files::load(
-            &o.input.filenames,
-            o.input.recursive,
-            o.selection.namespace.as_deref(),
-            o.input.prune,
-        )?)),
-    };
+    let (proposal, previous) = read_files(o)?;
     let (_, host) = global.connect_host().await?;
     host.require_initialised().await?;
     if !o.plan.dry_run() {
@@ -40,7 +30,8 @@ pub(super) async fn run(global: &GlobalOptions, o: &ReconcileOptions) -> Result<
         None => (None, None),
     };
     let planned = proposal.clone().filter(|_| o.plan.dry_run());
-    let opts = o.live_options(planned, None, settings);
+    let mut opts = o.live_options(planned, None, settings);
+    opts.rollout.previous = previous.map(|p| Arc::new(p.in_federation(&host.namespace)));
     let progress = progress_bar(o);
     // From here on a signal releases the lock (while waiting for it, the
     // default action still ends the process at once).
@@ -124,6 +115,32 @@ async fn take_run_lock(
     let lock = lock::take(host, &name, o.lock.lock_timeout, settings.leader_elect).await?;
     Ok(Some((lock, settings)))
 }
+/// A change's files (`-f`) and the previous versions (`--previous`), read
+/// (and any error in them named) before any cluster is.
+fn read_files(
+    o: &ReconcileOptions,
+) -> Result<(Option<Arc<Proposal>>, Option<live::rollback::Previous>)> {
+    let namespace = o.selection.namespace.as_deref();
+    let proposal = match o.input.filenames.is_empty() {
+        true => None,
+        false => Some(Arc::new(files::load(
+            &o.input.filenames,
+            o.input.recursive,
+            namespace,
+            o.input.prune,
+        )?)),
+    };
+    let previous = match o.rollout.previous.is_empty() {
+        true => None,
+        false => Some(live::rollback::Previous::load(
+            &o.rollout.previous,
+            o.input.recursive,
+            namespace,
+        )?),
+    };
+    Ok((proposal, previous))
+}
+
 /// `-f` without `--dry-run`: the files' objects server-side applied to the
 /// host (checked against every enabled type, whatever `--type` says).
 async fn apply_files(

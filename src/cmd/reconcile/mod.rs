@@ -219,12 +219,37 @@ mod tests {
             "--rollout-abort",
         ];
         assert!(crate::cli::Cli::try_parse_from(watch).is_err());
-        let abort = ["kubefedctl", "reconcile", "--rollout-abort"];
-        assert!(crate::cli::Cli::try_parse_from(abort).is_err());
+        // An abort needs the previous version: -f or --previous, not both;
+        // --previous only with an abort.
+        let parses = |args: &[&str]| {
+            let all = [&["kubefedctl", "reconcile"], args].concat();
+            crate::cli::Cli::try_parse_from(all).is_ok()
+        };
+        assert!(!parses(&["--rollout-abort"]));
+        assert!(!parses(&["--previous", "prev/"]));
+        assert!(!parses(&[
+            "-f",
+            "a/",
+            "--previous",
+            "prev/",
+            "--rollout-abort"
+        ]));
+        assert!(!parses(&[
+            "--previous",
+            "prev/",
+            "--rollout-abort",
+            "--watch"
+        ]));
+        assert!(parses(&["--previous", "prev/", "-R", "--rollout-abort"]));
         assert!(
             options(&["-f", "prev/", "--rollout-abort"])
                 .rollout
                 .rollout_abort
+        );
+        let previous = options(&["--previous", "a.yaml", "--previous", "-", "--rollout-abort"]);
+        assert_eq!(
+            previous.rollout.previous,
+            ["a.yaml", "-"].map(std::path::PathBuf::from)
         );
     }
 

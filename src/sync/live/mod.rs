@@ -26,6 +26,7 @@ pub mod ready;
 pub mod record;
 pub mod report;
 pub mod requests;
+pub mod rollback;
 pub mod rollout;
 
 use crate::clients::host::Host;
@@ -528,16 +529,7 @@ impl<'s> Decided<'s> {
 
 /// The decide step over every type.
 fn decide_all<'s>(host: &Host, seen: &'s Observation) -> Vec<Decided<'s>> {
-    let federation = Federation {
-        kubefed_namespace: &host.namespace,
-        scope: seen.settings.scope,
-        settings: seen.settings.sync,
-        clusters: &seen.clusters,
-        run: &seen.scope,
-        fed_namespaces: &seen.fed_namespaces,
-        host_namespaces: &seen.host_namespaces,
-        versions: &seen.versions,
-    };
+    let federation = federation(&host.namespace, seen);
     seen.types
         .iter()
         .map(|t| {
@@ -551,6 +543,21 @@ fn decide_all<'s>(host: &Host, seen: &'s Observation) -> Vec<Decided<'s>> {
             Decided { ty: t, decisions }
         })
         .collect()
+}
+
+/// The federation as decide sees it over `seen` (`kubefed_namespace`:
+/// the host's federation namespace).
+pub fn federation<'a>(kubefed_namespace: &'a str, seen: &'a Observation) -> Federation<'a> {
+    Federation {
+        kubefed_namespace,
+        scope: seen.settings.scope,
+        settings: seen.settings.sync,
+        clusters: &seen.clusters,
+        run: &seen.scope,
+        fed_namespaces: &seen.fed_namespaces,
+        host_namespaces: &seen.host_namespaces,
+        versions: &seen.versions,
+    }
 }
 
 /// A dry run's creates, checked one GET each: members are listed by the

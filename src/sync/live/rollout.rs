@@ -84,38 +84,59 @@ pub fn gate<'s>(
             let pv = seen.versions.get(&p.pv_key() as &dyn KeyParts);
             if o.abort && pv.and_then(core_rollout::record_text).is_some() {
                 let what = describe(&t.federated.kind, fed);
-                out.extend(abort_one(p, pv, &target, (t, fed), &what, report));
+                out.extend(match &o.previous {
+                    Some(previous) => abort_previous(seen, (t, fed), p, pv, previous, report),
+                    None => abort_one(p, pv, &target, (t, fed), &what, report),
+                });
                 continue;
             }
             if core_rollout::rolled_out(pv, &target) {
                 continue;
             }
-            if let Some(why) = out_of_reach(seen, p) {
-                let what = describe(&t.federated.kind, fed);
-                report.failures.push(Failure::of_federated(what, why));
-                write_nothing(p);
-                continue;
-            }
-            let members = member_copies(seen, t, p);
-            let mut rolling = core_rollout::gate::start(policy, &target, pv, &members, now);
-            if let Some(why) = &rolling.unreadable {
-                let what = describe(&t.federated.kind, fed);
-                report
-                    .warnings
-                    .push(format!("{what}: {why}; its rollout starts over"));
-            }
-            rolling.gate(p, &members);
-            out.push(ObjectRollout {
-                ty: t,
-                fed,
-                rolling,
-                refused: false,
-                wrote: Vec::new(),
-                aborted: None,
-            });
+            let rolling = (policy, &target, pv, now);
+            out.extend(start_one(seen, (t, fed), p, rolling, report));
         }
     }
+    if let Some(previous) = &o.previous {
+        report.notes.extend(previous.unused(seen));
+    }
     out
+}
+
+/// One object's rollout in this round: its record resumed, its members
+/// observed, its decisions gated (`core::propagation::rollout::gate`);
+/// `None` when the run may not take it a step (`out_of_reach`: a failure,
+/// and nothing of it is written).
+fn start_one<'s>(
+    seen: &Observation,
+    (t, fed): (&'s ObservedType, &'s Value),
+    p: &mut ObjectPlan,
+    (policy, target, pv, now): (&RolloutPolicy, &core_rollout::Target, Option<&Value>, i64),
+    report: &mut Report,
+) -> Option<ObjectRollout<'s>> {
+    if let Some(why) = out_of_reach(seen, p) {
+        let what = describe(&t.federated.kind, fed);
+        report.failures.push(Failure::of_federated(what, why));
+        write_nothing(p);
+        return None;
+    }
+    let members = member_copies(seen, t, p);
+    let mut rolling = core_rollout::gate::start(policy, target, pv, &members, now);
+    if let Some(why) = &rolling.unreadable {
+        let what = describe(&t.federated.kind, fed);
+        report
+            .warnings
+            .push(format!("{what}: {why}; its rollout starts over"));
+    }
+    rolling.gate(p, &members);
+    Some(ObjectRollout {
+        ty: t,
+        fed,
+        rolling,
+        refused: false,
+        wrote: Vec::new(),
+        aborted: None,
+    })
 }
 
 /// `--rollout-abort` of one object with a rollout record: when the core's
@@ -150,6 +171,7 @@ fn abort_one<'s>(
                     state: RolloutState::Complete,
                 },
                 unreadable: None,
+                back: Default::default(),
             },
             refused: false,
             wrote: Vec::new(),
@@ -180,6 +202,55 @@ fn out_of_reach(seen: &Observation, p: &ObjectPlan) -> Option<String> {
             outside.join(", ")
         )
     })
+}
+
+/// `--rollout-abort --previous FILE` of one object with a rollout record:
+/// when the file's version of it hashes to what its PropagatedVersion
+/// records (the core's `abort`), its decisions are the file's version's
+/// (`rollback::decide`), the host's object untouched: the members that got
+/// the aborted version go back, and the record stays, marked aborted, so
+/// that runs of the host's version write nothing. Otherwise a failure
+/// naming why, and nothing of the object is written.
+fn abort_previous<'s>(
+    seen: &Observation,
+    (t, fed): (&'s ObservedType, &'s Value),
+    p: &mut ObjectPlan,
+    pv: Option<&serde_json::Value>,
+    previous: &crate::sync::live::rollback::Previous,
+    report: &mut Report,
+) -> Option<ObjectRollout<'s>> {
+    let text = pv.and_then(core_rollout::record_text)?;
+    let record = core_rollout::RolloutRecord::parse(text).ok();
+    let recorded = pv.and_then(|v| core_rollout::Target::of_status(&v["status"]));
+    let file = previous.of(t, fed);
+    let given = file.and_then(|f| core_rollout::target_of(&f.object));
+    match core_rollout::abort(record.as_ref(), recorded.as_ref(), given.as_ref()) {
+        Ok(rollback) => {
+            let file = &file.expect("a given version").object;
+            *p = crate::sync::live::rollback::decide(seen, t, fed, previous, file);
+            let record = record.unwrap_or_default();
+            let now = crate::clock::now_unix();
+            let text = Some(text.to_string());
+            let rolling = core_rollout::abort_to_previous(record, text, &rollback, p, now);
+            Some(ObjectRollout {
+                ty: t,
+                fed,
+                rolling,
+                refused: false,
+                wrote: Vec::new(),
+                aborted: Some(rollback.members),
+            })
+        }
+        Err(why) => {
+            let source = file.map(|f| format!(" {}", f.source)).unwrap_or_default();
+            let why =
+                format!("--rollout-abort --previous{source}: {why}; nothing of it is written");
+            let what = describe(&t.federated.kind, fed);
+            report.failures.push(Failure::of_federated(what, why));
+            write_nothing(p);
+            None
+        }
+    }
 }
 
 /// Nothing of this object is written: no member request, no status, no
@@ -354,7 +425,7 @@ pub async fn record_after(
                 &t.federated,
                 fed,
                 p,
-                None,
+                r.rolling.versions_after(p),
                 annotation,
             )
             .await;
@@ -443,6 +514,11 @@ pub fn line(object: String, r: &ObjectRollout<'_>) -> RolloutLine {
             (RolloutStand::Aborted, detail, None)
         }
         RolloutState::Complete => (RolloutStand::Complete, "complete".to_string(), None),
+        RolloutState::Aborted(a) if r.aborted.is_some() => {
+            (RolloutStand::Aborted, aborted_now(r, a), None)
+        }
+        // A run of an aborted version: it writes nothing, as a halt.
+        RolloutState::Aborted(a) => (RolloutStand::Halted, a.to_string(), None),
         RolloutState::Halted(h) => (RolloutStand::Halted, h.to_string(), None),
         RolloutState::Waiting(w) => {
             let members: Vec<String> = (w.members.iter())
@@ -470,6 +546,20 @@ pub fn line(object: String, r: &ObjectRollout<'_>) -> RolloutLine {
     }
 }
 
+/// `--rollout-abort --previous FILE`'s line: who went back, who did not.
+fn aborted_now(r: &ObjectRollout, a: &core_rollout::Aborted) -> String {
+    let back: Vec<&str> = (r.aborted.iter().flatten())
+        .filter(|m| !a.left.contains(m))
+        .map(String::as_str)
+        .collect();
+    let mut detail = format!("aborted: {} back to the previous version", back.join(", "));
+    if !a.left.is_empty() {
+        detail.push_str(&format!("; {} still on this version", a.left.join(", ")));
+    }
+    detail.push_str("; the federated object still asks for this version: runs of it write nothing until its template changes");
+    detail
+}
+
 /// A dry run's rollouts: each object's line, nothing recorded.
 pub fn plan_lines(rollouts: &[ObjectRollout<'_>], report: &mut Report) {
     for r in rollouts {
@@ -492,6 +582,9 @@ pub struct RolloutOptions {
     /// at once to the version its PropagatedVersion records, which `-f`
     /// gave (`core::propagation::rollout::abort`).
     pub abort: bool,
+    /// `--rollout-abort --previous FILE`: that version, not applied to the
+    /// host, is what the members go back to (`rollback`).
+    pub previous: Option<std::sync::Arc<crate::sync::live::rollback::Previous>>,
     /// How long a run goes on waiting for waves, in all: then it stops,
     /// the rollout waiting, and the next run resumes it.
     pub wait: std::time::Duration,

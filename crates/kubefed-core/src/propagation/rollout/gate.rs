@@ -7,8 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::ledger::{ROLLOUT_STATUS_ANNOTATION, RolloutRecord, Target};
-use super::plan::{Halt, MemberState, RolloutInput, RolloutPlan, RolloutState, plan};
+use super::ledger::{ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord, Target};
+use super::plan::{
+    Aborted, Halt, MemberState, RolloutInput, RolloutPlan, RolloutState, assign_waves, plan,
+};
 use super::policy::RolloutPolicy;
 use crate::propagation::action::{Action, ClusterStatus};
 use crate::propagation::decide::ObjectPlan;
@@ -36,6 +38,9 @@ pub struct Rolling {
     pub plan: RolloutPlan,
     /// The record in the annotation could not be read: why (started over).
     pub unreadable: Option<String>,
+    /// `--rollout-abort --previous FILE`: members back on the previous
+    /// version in this round, with their member versions.
+    pub back: BTreeMap<String, String>,
 }
 
 /// The version `fed` asks for; `None` when its hashes cannot be computed
@@ -77,6 +82,9 @@ pub fn start(
         None => (None, None),
     };
     let mut record = RolloutRecord::resume(existing, target);
+    if record.aborted.is_some() {
+        return aborted(policy, record, recorded, members);
+    }
     let states: Vec<MemberState> = members
         .iter()
         .map(|m| {
@@ -101,6 +109,80 @@ pub fn start(
         recorded,
         plan,
         unreadable,
+        back: BTreeMap::new(),
+    }
+}
+
+/// A run of an aborted target: nothing is written, nothing recorded.
+fn aborted(
+    policy: &RolloutPolicy,
+    record: RolloutRecord,
+    recorded: Option<String>,
+    members: &[MemberCopy],
+) -> Rolling {
+    let waves = assign_waves(policy, members.iter().map(|m| (m.name.as_str(), &m.labels)));
+    let plan = RolloutPlan {
+        waves,
+        step: Some(record.step),
+        write: Vec::new(),
+        keep: members.iter().map(|m| m.name.clone()).collect(),
+        state: RolloutState::Aborted(Aborted {
+            at: record.aborted.as_ref().map_or(0, |a| a.at),
+            left: record.members.keys().cloned().collect(),
+        }),
+    };
+    Rolling {
+        record,
+        recorded,
+        plan,
+        unreadable: None,
+        back: BTreeMap::new(),
+    }
+}
+
+/// `--rollout-abort --previous FILE` of one object, once [`abort`]
+/// allowed it: `plan` is the decide step's for the previous version (its
+/// template, placement and overrides), which the members that got the
+/// target go back to while the host's object keeps asking for the target.
+/// The record stays, marked aborted, so that runs of the target write
+/// nothing. A member of the record the previous version does not place,
+/// or whose copy is already the previous one, is out of it at once.
+///
+/// [`abort`]: super::ledger::abort
+pub fn abort_to_previous(
+    mut record: RolloutRecord,
+    recorded: Option<String>,
+    rollback: &Rollback,
+    plan: &ObjectPlan,
+    now: i64,
+) -> Rolling {
+    record.abort(&rollback.to, now);
+    let mut back = BTreeMap::new();
+    for d in &plan.decisions {
+        if d.action == Action::Unchanged
+            && let Some(v) = plan.unchanged_versions.get(&d.cluster)
+            && record.members.remove(&d.cluster).is_some()
+        {
+            back.insert(d.cluster.clone(), v.clone());
+        }
+    }
+    record.members.retain(|m, _| plan.selected.contains(m));
+    let state = RolloutState::Aborted(Aborted {
+        at: record.aborted.as_ref().map_or(now, |a| a.at),
+        left: record.members.keys().cloned().collect(),
+    });
+    Rolling {
+        plan: RolloutPlan {
+            waves: Vec::new(),
+            step: None,
+            write: Vec::new(),
+            keep: Vec::new(),
+            state,
+        },
+        record,
+        recorded,
+        unreadable: None,
+        back,
     }
 }
 
@@ -118,6 +200,11 @@ impl Rolling {
         }
     }
 
+    /// Whether its target was aborted (`--rollout-abort --previous FILE`).
+    pub fn aborted(&self) -> bool {
+        self.record.aborted.is_some()
+    }
+
     /// The annotation to write now: `Some(None)` removes it, `None`: as it is.
     pub fn annotation(&self) -> Option<Option<String>> {
         let want = (!self.complete()).then(|| self.record.to_annotation());
@@ -129,17 +216,38 @@ impl Rolling {
     pub fn versions(&self, plan: &ObjectPlan) -> Option<Value> {
         (!self.complete()).then(|| {
             self.record
-                .propagated_versions(plan.pv_status.as_ref(), &plan.selected, false)
+                .versions_with(plan.pv_status.as_ref(), &plan.selected, &self.back)
         })
     }
 
+    /// The PropagatedVersion `status` after the member writes: members
+    /// sent back to the previous version with their versions (`None`
+    /// when none was: as recorded before the writes).
+    pub fn versions_after(&self, plan: &ObjectPlan) -> Option<Value> {
+        (!self.back.is_empty())
+            .then(|| self.versions(plan))
+            .flatten()
+    }
+
     /// After the member writes: the versions of the members that got the
-    /// target (`written`: member, its new version).
+    /// target (`written`: member, its new version); once aborted, of the
+    /// members sent back to the previous version, out of the record.
     pub fn wrote<'a>(&mut self, written: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        let aborted = self.aborted();
         for (member, version) in written {
-            if self.record.members.contains_key(member) {
-                self.record.wrote(member, version);
+            if !self.record.members.contains_key(member) {
+                continue;
             }
+            match aborted {
+                true => {
+                    self.record.members.remove(member);
+                    self.back.insert(member.to_string(), version.to_string());
+                }
+                false => self.record.wrote(member, version),
+            }
+        }
+        if let RolloutState::Aborted(a) = &mut self.plan.state {
+            a.left = self.record.members.keys().cloned().collect();
         }
     }
 
@@ -148,14 +256,16 @@ impl Rolling {
     /// unchanged, is recorded as written: no request would record it); a
     /// member on the target whose copy is still the one recorded is
     /// unchanged (its version recorded as such); every other placed
-    /// member keeps the version it holds (no request). Removals and
-    /// members outside the placement go on as decided.
+    /// member keeps the version it holds (no request), and once aborted
+    /// every placed member does. Removals and members outside the
+    /// placement go on as decided.
     pub fn gate(&mut self, plan: &mut ObjectPlan, members: &[MemberCopy]) {
         let live: BTreeMap<&str, &str> = members
             .iter()
             .filter_map(|m| Some((m.name.as_str(), m.copy.as_ref()?.1.as_str())))
             .collect();
         let write: BTreeSet<&str> = self.plan.write.iter().map(String::as_str).collect();
+        let aborted = self.aborted();
         for d in &plan.decisions {
             if d.action == Action::Unchanged && write.contains(d.cluster.as_str()) {
                 let version = plan.unchanged_versions.get(&d.cluster).map(String::as_str);
@@ -188,9 +298,10 @@ impl Rolling {
                         .insert(d.cluster.clone(), v.to_string());
                     d.action = Action::Unchanged;
                 }
-                // On the target, changed since: written the target again.
-                Some(_) => {}
-                None => d.action = Action::Unchanged,
+                // On the target, changed since: written the target again
+                // (not once aborted).
+                Some(_) if !aborted => {}
+                _ => d.action = Action::Unchanged,
             }
         }
     }
@@ -407,6 +518,109 @@ mod tests {
         let pv = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: r.record.to_annotation()}}});
         let next = start(&policy(), &target("new"), Some(&pv), &members, 5);
         assert!(next.plan.write.is_empty(), "{:?}", next.plan);
+    }
+
+    /// `--rollout-abort --previous FILE`: the members that got the target
+    /// go back (recorded before the writes, out of the record after), the
+    /// record stays marked aborted, and runs of the target write nothing;
+    /// a new template starts over.
+    #[test]
+    fn an_aborted_target_is_written_no_more() {
+        let mut record = RolloutRecord::resume(None, &target("new"));
+        record.writing("m1", 0);
+        record.wrote("m1", "rv:10");
+        record.writing("m2", 0);
+        let old = target("old");
+        let rollback = crate::propagation::rollout::abort(Some(&record), Some(&old), Some(&old))
+            .expect("the previous version is known");
+        assert_eq!(rollback.members, ["m1", "m2"]);
+        // The previous version decided: m1 goes back, m2's write never
+        // happened (its copy is the previous one), m3 never got the target.
+        let mut previous = object_plan(&["m1", "m2", "m3"]);
+        for d in &mut previous.decisions[1..] {
+            d.action = Action::Unchanged;
+        }
+        previous.unchanged_versions = BTreeMap::from([
+            ("m2".to_string(), "rv:2".to_string()),
+            ("m3".to_string(), "rv:3".to_string()),
+        ]);
+        previous.pv_status = Some(json!({"templateVersion": "old", "overridesVersion": "o",
+            "clusterVersions": [{"clusterName": "m3", "version": "rv:3"}]}));
+        let mut r = abort_to_previous(record, Some("as read".into()), &rollback, &previous, 50);
+        assert!(r.aborted() && !r.complete() && r.halt().is_none());
+        assert_eq!(r.record.members.keys().collect::<Vec<_>>(), ["m1"]);
+        let before = r.versions(&previous).unwrap();
+        assert_eq!(before["templateVersion"], "old");
+        assert_eq!(
+            before["clusterVersions"],
+            json!([{"clusterName": "m2", "version": "rv:2"}, {"clusterName": "m3", "version": "rv:3"}])
+        );
+        let annotation = r.annotation().expect("recorded before the writes").unwrap();
+        assert!(annotation.contains(r#""aborted":{"at":"#), "{annotation}");
+        r.wrote([("m1", "rv:11"), ("m3", "rv:3")]);
+        assert!(r.record.members.is_empty());
+        let after = r.versions_after(&previous).expect("m1 went back");
+        assert_eq!(
+            after["clusterVersions"],
+            json!([{"clusterName": "m1", "version": "rv:11"},
+                   {"clusterName": "m2", "version": "rv:2"},
+                   {"clusterName": "m3", "version": "rv:3"}])
+        );
+        let RolloutState::Aborted(a) = &r.plan.state else {
+            panic!("{:?}", r.plan.state)
+        };
+        assert!(a.left.is_empty() && a.at == 50, "{a:?}");
+
+        // The next run of the same target: nothing written, nothing
+        // recorded, even for a member whose copy changed since.
+        let pv = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: r.record.to_annotation()}},
+                        "status": after});
+        let now = [
+            copy("m1", Some((Readiness::Ready, "rv:12"))),
+            copy("m2", Some((Readiness::Ready, "rv:2"))),
+            copy("m3", Some((Readiness::Ready, "rv:3"))),
+        ];
+        let mut again = start(&policy(), &target("new"), Some(&pv), &now, 100);
+        assert!(again.plan.write.is_empty());
+        assert!(matches!(again.plan.state, RolloutState::Aborted(_)));
+        assert!(!rolled_out(Some(&pv), &target("new")));
+        let mut p = object_plan(&["m1", "m2", "m3"]);
+        p.pv_status = Some(pv["status"].clone());
+        again.gate(&mut p, &now);
+        assert!(p.decisions.iter().all(|d| d.action == Action::Unchanged));
+        assert_eq!(again.annotation(), None);
+        assert_eq!(again.versions(&p).as_ref(), p.pv_status.as_ref());
+        assert_eq!(again.versions_after(&p), None);
+        // A new template starts over from the first wave.
+        let fresh = start(&policy(), &target("newer"), Some(&pv), &now, 100);
+        assert_eq!(fresh.plan.write, ["m1"]);
+        assert!(!fresh.aborted());
+    }
+
+    #[test]
+    fn an_aborted_record_reads_back_and_older_records_still_read() {
+        let mut r = RolloutRecord::resume(None, &target("new"));
+        r.writing("m1", 0);
+        r.abort(&target("old"), 60);
+        r.abort(&target("old"), 90);
+        let back = RolloutRecord::parse(&r.to_annotation()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(
+            back.aborted.as_ref().unwrap().at,
+            60,
+            "the first abort's time"
+        );
+        assert_eq!(back.summary(), "aborted: m1 writing");
+        let older = RolloutRecord::parse(r#"{"templateVersion":"t","overridesVersion":"o"}"#);
+        assert_eq!(older.unwrap().aborted, None);
+        let left = Aborted {
+            at: 0,
+            left: vec!["m1".into()],
+        };
+        assert!(
+            left.to_string().contains("m1 still on this version"),
+            "{left}"
+        );
     }
 
     #[test]

@@ -55,6 +55,22 @@ pub struct RolloutRecord {
     pub step: Step,
     #[serde(default)]
     pub members: BTreeMap<String, MemberRecord>,
+    /// `--rollout-abort --previous FILE`: the target was aborted and its
+    /// members sent back to the previous version; `members` then holds
+    /// those still on the target. Runs of this target write nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<AbortRecord>,
+}
+
+/// When a rollout was aborted, and the version its members went back to
+/// (the one the PropagatedVersion records).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AbortRecord {
+    #[serde(with = "instant")]
+    pub at: i64,
+    #[serde(flatten)]
+    pub to: Target,
 }
 
 /// One member that got the target.
@@ -159,6 +175,13 @@ impl RolloutRecord {
         }
     }
 
+    /// `--rollout-abort --previous FILE`: the target aborted, its members
+    /// going back to `to` (the first abort's time kept).
+    pub fn abort(&mut self, to: &Target, now: i64) {
+        let at = self.aborted.as_ref().map_or(now, |a| a.at);
+        self.aborted = Some(AbortRecord { at, to: to.clone() });
+    }
+
     /// Where it stands, for `status`: `wave 2: m1 ready, m2 written, m3
     /// writing` (the step's wave as messages number it; each member that
     /// got the target: ready since a run saw it so, written, or its write
@@ -174,9 +197,13 @@ impl RolloutRecord {
                 format!("{name} {how}")
             })
             .collect();
+        let wave = match self.aborted {
+            Some(_) => "aborted".to_string(),
+            None => format!("wave {}", self.step.wave + 1),
+        };
         match members.is_empty() {
-            true => format!("wave {}", self.step.wave + 1),
-            false => format!("wave {}: {}", self.step.wave + 1, members.join(", ")),
+            true => wave,
+            false => format!("{wave}: {}", members.join(", ")),
         }
     }
 
@@ -205,18 +232,36 @@ impl RolloutRecord {
                 &recorded,
             );
         }
+        self.versions_with(existing, selected, &BTreeMap::new())
+    }
+
+    /// The PropagatedVersion `status` of a rollout not complete (in
+    /// progress, or aborted): the previous hashes and entries of
+    /// `existing`, without the members on (or getting) the target, with
+    /// `back`: members sent back to the previous version and their new
+    /// member versions.
+    pub fn versions_with(
+        &self,
+        existing: Option<&Value>,
+        selected: &BTreeSet<String>,
+        back: &BTreeMap<String, String>,
+    ) -> Value {
         let previous = existing.and_then(Target::of_status).unwrap_or_default();
         let still_old: BTreeSet<String> = selected
             .iter()
             .filter(|n| !self.members.contains_key(*n))
             .cloned()
             .collect();
+        let back: BTreeMap<String, String> = (back.iter())
+            .filter(|(n, _)| still_old.contains(*n))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
         merged_status(
             existing,
             &previous.template_version,
             &previous.overrides_version,
             &still_old,
-            &BTreeMap::new(),
+            &back,
         )
     }
 }

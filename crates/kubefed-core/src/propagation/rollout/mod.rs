@@ -7,7 +7,9 @@
 //! - [`policy`]: [`RolloutPolicy`], from the [`ROLLOUT_ANNOTATION`] or `--rollout`.
 //! - [`plan`]: [`assign_waves`] and the planner, [`plan()`].
 //! - [`ledger`]: [`RolloutRecord`], what a run records so the next resumes;
-//!   the PropagatedVersion mid-rollout; [`abort`] (`--rollout-abort`).
+//!   the PropagatedVersion mid-rollout; [`abort`] (`--rollout-abort`), and
+//!   a record marked aborted (`--previous FILE`: the host's object still
+//!   asks for the aborted target, so runs of it write nothing).
 //! - [`render`]: the waves as markdown or text.
 //! - [`gate`]: steps 1–4 for one object in a round, and its decisions gated.
 //!
@@ -40,13 +42,16 @@ pub mod render;
 #[cfg(test)]
 mod tests;
 
-pub use gate::{MemberCopy, Rolling, halted_status, record_text, rolled_out, target_of};
+pub use gate::{
+    MemberCopy, Rolling, abort_to_previous, halted_status, record_text, rolled_out, target_of,
+};
 pub use ledger::{
-    AbortError, MemberRecord, ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord, Target, abort,
+    AbortError, AbortRecord, MemberRecord, ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord,
+    Target, abort,
 };
 pub use plan::{
-    Halt, Health, MemberFailure, MemberState, OnTarget, PlannedWave, RolloutInput, RolloutPlan,
-    RolloutState, Step, Wait, assign_waves, plan,
+    Aborted, Halt, Health, MemberFailure, MemberState, OnTarget, PlannedWave, RolloutInput,
+    RolloutPlan, RolloutState, Step, Wait, assign_waves, plan,
 };
 pub use policy::{
     IntOrPercent, ObjectPolicyError, PolicyError, ROLLOUT_ANNOTATION, RolloutPolicy, Wave,

@@ -168,12 +168,44 @@ pub struct Wait {
     pub recheck_at: Option<i64>,
 }
 
+/// The rollout was aborted (`--rollout-abort --previous FILE`): its
+/// members went back to the previous version while the federated object
+/// still asks for this one, so runs of this version write nothing; a new
+/// template starts over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Aborted {
+    /// When (seconds since the epoch).
+    pub at: i64,
+    /// Members still on the aborted version (their way back not
+    /// confirmed), by name.
+    pub left: Vec<String>,
+}
+
+impl std::fmt::Display for Aborted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "aborted at {}: ", crate::time::rfc3339(self.at))?;
+        match self.left.is_empty() {
+            true => write!(f, "every member is on the previous version")?,
+            false => write!(
+                f,
+                "{} still on this version (--rollout-abort --previous FILE sends them back)",
+                self.left.join(", ")
+            )?,
+        }
+        write!(
+            f,
+            "; nothing of this version is written (change the template to go on)"
+        )
+    }
+}
+
 /// How the rollout stands after this decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RolloutState {
     Waiting(Wait),
     Halted(Halt),
     Complete,
+    Aborted(Aborted),
 }
 
 /// The planner's decision for one object.

@@ -12,6 +12,7 @@ fn when(plan: &RolloutPlan, step: Step) -> &'static str {
         RolloutState::Complete => return "done",
         RolloutState::Waiting(w) => w.step,
         RolloutState::Halted(h) => h.step,
+        RolloutState::Aborted(_) => return "aborted",
     };
     match step.cmp(&current) {
         std::cmp::Ordering::Less => "done",
@@ -52,8 +53,13 @@ pub fn waves_markdown(object: &str, plan: &RolloutPlan) -> String {
             );
         }
     }
-    if let RolloutState::Halted(h) = &plan.state {
-        let _ = writeln!(out, "\n{h}");
+    let end = match &plan.state {
+        RolloutState::Halted(h) => h.to_string(),
+        RolloutState::Aborted(a) => a.to_string(),
+        _ => String::new(),
+    };
+    if !end.is_empty() {
+        let _ = writeln!(out, "\n{end}");
     }
     out
 }
