@@ -280,30 +280,49 @@ impl Drop for Controller {
     }
 }
 
-#[test]
-fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_completes() {
-    let env = TestEnv::shared();
-    let f = federation(env, "ro-b", &["deployments.apps"]);
-    let _controller = Controller::start(f.ns, "web");
+/// The spec of FederatedDeployment `web`: `replicas` of `image`, on every
+/// member.
+fn web_deployment(replicas: i64, image: &str) -> Value {
+    json!({"template": {"spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}},
+                     "spec": {"containers": [{"name": "c", "image": image}]}}}},
+        "placement": {"clusterSelector": {}}})
+}
+
+/// A federation of Deployments (see [`federation`]) holding `web` of no
+/// replicas, whose rollout halts a member not ready within 5 s, with the
+/// thread that makes such Deployments ready.
+fn web_federation(env: &'static TestEnv, prefix: &'static str) -> (Federation, Controller) {
+    let f = federation(env, prefix, &["deployments.apps"]);
+    let controller = Controller::start(f.ns, "web");
     let p = policy(
         &f,
         json!({"minSuccessTime": "1s", "progressDeadline": "5s"}),
     );
-    let deployment = |replicas: i64, image: &str| {
-        json!({"template": {"spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                         "spec": {"containers": [{"name": "c", "image": image}]}}}},
-            "placement": {"clusterSelector": {}}})
-    };
     create(
         env,
         &f,
         "federateddeployments",
         "FederatedDeployment",
         "web",
-        deployment(0, "nginx:1"),
+        web_deployment(0, "nginx:1"),
         &p,
     );
+    (f, controller)
+}
+
+/// A federated object's `Ready` condition (`null` when it has none).
+fn ready_condition(fed: &Value) -> Value {
+    (fed["status"]["conditions"].as_array().into_iter().flatten())
+        .find(|c| c["type"] == "Ready")
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_completes() {
+    let env = TestEnv::shared();
+    let (f, _controller) = web_federation(env, "ro-b");
     f.reconcile(&[]).ok();
     let replicas = |m: &str| {
         let cluster = MEMBERS.iter().find(|(s, _)| *s == m).unwrap().1;
@@ -319,7 +338,7 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
         env,
         "host",
         &path,
-        json!({"spec": deployment(1, "nginx:2")}),
+        json!({"spec": web_deployment(1, "nginx:2")}),
     );
     let run = f.reconcile(&[]).exits(7);
     assert!(
@@ -342,13 +361,7 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
     );
     assert!(record(&halted).is_some(), "{halted}");
     let fed = get(env, "host", &path).unwrap();
-    let ready = fed["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Ready")
-        .cloned()
-        .unwrap_or_default();
+    let ready = ready_condition(&fed);
     assert_eq!(ready["status"], "False", "{fed}");
     assert_eq!(ready["reason"], "RolloutHalted", "{fed}");
     let canary = fed["status"]["clusters"]
@@ -401,7 +414,7 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
         env,
         "host",
         &path,
-        json!({"spec": deployment(0, "nginx:1")}),
+        json!({"spec": web_deployment(0, "nginx:1")}),
     );
     f.reset();
     let run = f.reconcile(&[]).ok();
@@ -545,27 +558,7 @@ fn the_watch_rolls_a_change_out_wave_by_wave_and_holds_no_other_object_back() {
 #[test]
 fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix() {
     let env = TestEnv::shared();
-    let f = federation(env, "ro-x", &["deployments.apps"]);
-    let _controller = Controller::start(f.ns, "web");
-    let p = policy(
-        &f,
-        json!({"minSuccessTime": "1s", "progressDeadline": "5s"}),
-    );
-    let deployment = |replicas: i64, image: &str| {
-        json!({"template": {"spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                         "spec": {"containers": [{"name": "c", "image": image}]}}}},
-            "placement": {"clusterSelector": {}}})
-    };
-    create(
-        env,
-        &f,
-        "federateddeployments",
-        "FederatedDeployment",
-        "web",
-        deployment(0, "nginx:1"),
-        &p,
-    );
+    let (f, _controller) = web_federation(env, "ro-x");
     let (_watch, log) = watch(env, &f, "watch-ro-x.log");
     let replicas = |m: &str| {
         let cluster = MEMBERS.iter().find(|(s, _)| *s == m).unwrap().1;
@@ -584,17 +577,11 @@ fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix()
         env,
         "host",
         &path,
-        json!({"spec": deployment(1, "nginx:2")}),
+        json!({"spec": web_deployment(1, "nginx:2")}),
     );
-    let ready = |fed: &Value| {
-        (fed["status"]["conditions"].as_array().into_iter().flatten())
-            .find(|c| c["type"] == "Ready")
-            .cloned()
-            .unwrap_or_default()
-    };
     wait_watched("the rollout to halt at its progress deadline", &log, || {
         let fed = get(env, "host", &path).unwrap();
-        ready(&fed)["reason"] == "RolloutHalted"
+        ready_condition(&fed)["reason"] == "RolloutHalted"
     });
     assert_eq!(replicas("m1"), Some(1));
     assert_eq!(replicas("m2"), Some(0));
@@ -616,12 +603,14 @@ fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix()
         env,
         "host",
         &path,
-        json!({"spec": deployment(0, "nginx:3")}),
+        json!({"spec": web_deployment(0, "nginx:3")}),
     );
     wait_watched("the fix to be rolled out", &log, || {
         let fed = get(env, "host", &path).unwrap();
         let done = pv(env, &f, "deployment-web");
-        ready(&fed)["status"] == "True" && record(&done).is_none() && pv_members(&done).len() == 3
+        ready_condition(&fed)["status"] == "True"
+            && record(&done).is_none()
+            && pv_members(&done).len() == 3
     });
     for m in ["m1", "m2", "m3"] {
         assert_eq!(replicas(m), Some(0), "{m}");

@@ -63,15 +63,9 @@ pub fn gate<'s>(
             let policy = match RolloutPolicy::of_object(fed) {
                 Ok(own) => own,
                 Err(e) => {
-                    report.failures.push(Failure::of_federated(
-                        describe(&t.federated.kind, fed),
-                        format!(
-                            "annotation {}: {}",
-                            core_rollout::ROLLOUT_ANNOTATION,
-                            e.problem
-                        ),
-                    ));
-                    write_nothing(p);
+                    let annotation = core_rollout::ROLLOUT_ANNOTATION;
+                    let why = format!("annotation {annotation}: {}", e.problem);
+                    refuse((t, fed), p, why, report);
                     continue;
                 }
             };
@@ -82,11 +76,10 @@ pub fn gate<'s>(
                 continue;
             };
             let pv = seen.versions.get(&p.pv_key() as &dyn KeyParts);
-            if o.abort && pv.and_then(core_rollout::record_text).is_some() {
-                let what = describe(&t.federated.kind, fed);
+            if let Some(recorded) = o.abort.then(|| Recorded::of(pv)).flatten() {
                 out.extend(match &o.previous {
-                    Some(previous) => abort_previous(seen, (t, fed), p, pv, previous, report),
-                    None => abort_one(p, pv, &target, (t, fed), &what, report),
+                    Some(previous) => abort_previous(seen, (t, fed), p, recorded, previous, report),
+                    None => abort_one((t, fed), p, recorded, &target, report),
                 });
                 continue;
             }
@@ -115,9 +108,7 @@ fn start_one<'s>(
     report: &mut Report,
 ) -> Option<ObjectRollout<'s>> {
     if let Some(why) = out_of_reach(seen, p) {
-        let what = describe(&t.federated.kind, fed);
-        report.failures.push(Failure::of_federated(what, why));
-        write_nothing(p);
+        refuse((t, fed), p, why, report);
         return None;
     }
     let members = member_copies(seen, t, p);
@@ -129,14 +120,35 @@ fn start_one<'s>(
             .push(format!("{what}: {why}; its rollout starts over"));
     }
     rolling.gate(p, &members);
-    Some(ObjectRollout {
-        ty: t,
-        fed,
-        rolling,
-        refused: false,
-        wrote: Vec::new(),
-        aborted: None,
-    })
+    Some(ObjectRollout::new((t, fed), rolling, None))
+}
+
+/// A rollout record as a PropagatedVersion holds it, for an abort: its
+/// text, parsed (`None`: unreadable), and the version it records.
+struct Recorded<'v> {
+    text: &'v str,
+    record: Option<core_rollout::RolloutRecord>,
+    version: Option<core_rollout::Target>,
+}
+
+impl<'v> Recorded<'v> {
+    /// `None` when `pv` holds no rollout record: nothing to abort.
+    fn of(pv: Option<&'v Value>) -> Option<Recorded<'v>> {
+        let text = pv.and_then(core_rollout::record_text)?;
+        Some(Recorded {
+            text,
+            record: core_rollout::RolloutRecord::parse(text).ok(),
+            version: pv.and_then(|v| core_rollout::Target::of_status(&v["status"])),
+        })
+    }
+
+    /// What `core_rollout::abort` says of going back to `previous`.
+    fn abort(
+        &self,
+        previous: Option<&core_rollout::Target>,
+    ) -> Result<core_rollout::Rollback, core_rollout::AbortError> {
+        core_rollout::abort(self.record.as_ref(), self.version.as_ref(), previous)
+    }
 }
 
 /// `--rollout-abort` of one object with a rollout record: when the core's
@@ -146,41 +158,22 @@ fn start_one<'s>(
 /// are unchanged, and the record goes after the write-back. Otherwise a
 /// failure naming why, and nothing of the object is written.
 fn abort_one<'s>(
+    object: (&'s ObservedType, &'s Value),
     p: &mut ObjectPlan,
-    pv: Option<&serde_json::Value>,
+    recorded: Recorded<'_>,
     target: &core_rollout::Target,
-    (ty, fed): (&'s ObservedType, &'s Value),
-    what: &str,
     report: &mut Report,
 ) -> Option<ObjectRollout<'s>> {
-    let text = pv.and_then(core_rollout::record_text)?;
-    let record = core_rollout::RolloutRecord::parse(text).ok();
-    let recorded = pv.and_then(|v| core_rollout::Target::of_status(&v["status"]));
-    match core_rollout::abort(record.as_ref(), recorded.as_ref(), Some(target)) {
-        Ok(rollback) => Some(ObjectRollout {
-            ty,
-            fed,
-            rolling: Rolling {
-                record: record.unwrap_or_default(),
-                recorded: Some(text.to_string()),
-                plan: core_rollout::RolloutPlan {
-                    waves: Vec::new(),
-                    step: None,
-                    write: Vec::new(),
-                    keep: Vec::new(),
-                    state: RolloutState::Complete,
-                },
-                unreadable: None,
-                back: Default::default(),
-            },
-            refused: false,
-            wrote: Vec::new(),
-            aborted: Some(rollback.members),
-        }),
+    match recorded.abort(Some(target)) {
+        Ok(rollback) => {
+            let text = Some(recorded.text.to_string());
+            let record = recorded.record.unwrap_or_default();
+            let rolling = core_rollout::abort_at_once(record, text);
+            Some(ObjectRollout::new(object, rolling, Some(rollback.members)))
+        }
         Err(why) => {
             let why = format!("--rollout-abort: {why}; nothing of it is written");
-            report.failures.push(Failure::of_federated(what, why));
-            write_nothing(p);
+            refuse(object, p, why, report);
             None
         }
     }
@@ -215,42 +208,41 @@ fn abort_previous<'s>(
     seen: &Observation,
     (t, fed): (&'s ObservedType, &'s Value),
     p: &mut ObjectPlan,
-    pv: Option<&serde_json::Value>,
+    recorded: Recorded<'_>,
     previous: &crate::sync::live::rollback::Previous,
     report: &mut Report,
 ) -> Option<ObjectRollout<'s>> {
-    let text = pv.and_then(core_rollout::record_text)?;
-    let record = core_rollout::RolloutRecord::parse(text).ok();
-    let recorded = pv.and_then(|v| core_rollout::Target::of_status(&v["status"]));
     let file = previous.of(t, fed);
     let given = file.and_then(|f| core_rollout::target_of(&f.object));
-    match core_rollout::abort(record.as_ref(), recorded.as_ref(), given.as_ref()) {
+    match recorded.abort(given.as_ref()) {
         Ok(rollback) => {
             let file = &file.expect("a given version").object;
             *p = crate::sync::live::rollback::decide(seen, t, fed, previous, file);
-            let record = record.unwrap_or_default();
+            let record = recorded.record.unwrap_or_default();
             let now = crate::clock::now_unix();
-            let text = Some(text.to_string());
+            let text = Some(recorded.text.to_string());
             let rolling = core_rollout::abort_to_previous(record, text, &rollback, p, now);
-            Some(ObjectRollout {
-                ty: t,
-                fed,
+            Some(ObjectRollout::new(
+                (t, fed),
                 rolling,
-                refused: false,
-                wrote: Vec::new(),
-                aborted: Some(rollback.members),
-            })
+                Some(rollback.members),
+            ))
         }
         Err(why) => {
             let source = file.map(|f| format!(" {}", f.source)).unwrap_or_default();
             let why =
                 format!("--rollout-abort --previous{source}: {why}; nothing of it is written");
-            let what = describe(&t.federated.kind, fed);
-            report.failures.push(Failure::of_federated(what, why));
-            write_nothing(p);
+            refuse((t, fed), p, why, report);
             None
         }
     }
+}
+
+/// A failure naming the object and `why`, and nothing of it written.
+fn refuse((t, fed): (&ObservedType, &Value), p: &mut ObjectPlan, why: String, report: &mut Report) {
+    let what = describe(&t.federated.kind, fed);
+    report.failures.push(Failure::of_federated(what, why));
+    write_nothing(p);
 }
 
 /// Nothing of this object is written: no member request, no status, no
@@ -287,7 +279,24 @@ fn member_copies(seen: &Observation, t: &ObservedType, p: &ObjectPlan) -> Vec<Me
         .collect()
 }
 
-impl ObjectRollout<'_> {
+impl<'s> ObjectRollout<'s> {
+    /// `object`'s rollout in this round, nothing written yet; `aborted`:
+    /// the members an abort sends back.
+    fn new(
+        (ty, fed): (&'s ObservedType, &'s Value),
+        rolling: Rolling,
+        aborted: Option<Vec<String>>,
+    ) -> ObjectRollout<'s> {
+        ObjectRollout {
+            ty,
+            fed,
+            rolling,
+            refused: false,
+            wrote: Vec::new(),
+            aborted,
+        }
+    }
+
     /// The object, as the pipeline and the watch name it.
     pub fn object(&self) -> FederatedRef {
         FederatedRef::sharing(&self.ty.name, key_of(self.fed))

@@ -172,17 +172,27 @@ pub fn abort_to_previous(
         left: record.members.keys().cloned().collect(),
     });
     Rolling {
-        plan: RolloutPlan {
-            waves: Vec::new(),
-            step: None,
-            write: Vec::new(),
-            keep: Vec::new(),
-            state,
-        },
+        plan: RolloutPlan::without_waves(state),
         record,
         recorded,
         unreadable: None,
         back,
+    }
+}
+
+/// `--rollout-abort` with `-f`, once [`abort`] allowed it: the host's
+/// object asks for the previous version again, so its decisions stand as
+/// decided, all at once, and the rollout is over (its record goes after
+/// the write-back).
+///
+/// [`abort`]: super::ledger::abort
+pub fn abort_at_once(record: RolloutRecord, recorded: Option<String>) -> Rolling {
+    Rolling {
+        record,
+        recorded,
+        plan: RolloutPlan::without_waves(RolloutState::Complete),
+        unreadable: None,
+        back: BTreeMap::new(),
     }
 }
 

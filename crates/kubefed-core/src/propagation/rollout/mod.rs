@@ -43,7 +43,8 @@ pub mod render;
 mod tests;
 
 pub use gate::{
-    MemberCopy, Rolling, abort_to_previous, halted_status, record_text, rolled_out, target_of,
+    MemberCopy, Rolling, abort_at_once, abort_to_previous, halted_status, record_text, rolled_out,
+    target_of,
 };
 pub use ledger::{
     AbortError, AbortRecord, MemberRecord, ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord,

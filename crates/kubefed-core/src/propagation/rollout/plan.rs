@@ -221,6 +221,20 @@ pub struct RolloutPlan {
     pub state: RolloutState,
 }
 
+impl RolloutPlan {
+    /// A plan of no waves that writes nothing in them: an abort's (the
+    /// members go back as decided, or not at all).
+    pub fn without_waves(state: RolloutState) -> RolloutPlan {
+        RolloutPlan {
+            waves: Vec::new(),
+            step: None,
+            write: Vec::new(),
+            keep: Vec::new(),
+            state,
+        }
+    }
+}
+
 /// What the planner is given for one object.
 #[derive(Clone, Copy, Debug)]
 pub struct RolloutInput<'a> {
