@@ -26,8 +26,8 @@ use clap::Args;
 before any change (the federation lock held by another run included); 2 usage
 error; 3 some objects or clusters failed (listed on stderr); 4 changes pending
 (--exit-code); 5 not ready (--wait-ready; a rollout still waiting when the run's
-wait ends); 7 a rollout halted; 130/143 interrupted by Ctrl-C or SIGTERM (the
-lock is released).
+wait ends); 7 a rollout halted, or aborted with --previous; 130/143 interrupted
+by Ctrl-C or SIGTERM (the lock is released).
 
 Examples:
   # Offline: print the member manifests of the bundled demo
