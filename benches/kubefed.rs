@@ -4,7 +4,7 @@
 //! a host and 3 members (real kube-apiservers, one etcd), each behind a
 //! counting proxy, and 1,000 FederatedDeployments + 1,000 FederatedConfigMaps
 //! in one namespace, placed on every member. Prints a table; the last one
-//! measured is in docs/performance.md.
+//! measured is in docs/performance/kubefed.md.
 //!
 //! KubeFed runs twice: with its own default of one sync worker per type
 //! (its chart's and its defaulting's `maxConcurrentReconciles: 1`), and

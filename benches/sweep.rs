@@ -5,7 +5,7 @@
 //! latency of a burst of changes), each in a test environment of its own;
 //! then the largest point once more across watch shards. Writes the
 //! figures to docs/performance/sweep.csv and draws them as SVG charts
-//! beside it (docs/performance.md, *Cost curves*, embeds them).
+//! beside it (docs/performance/cost-curves.md embeds them).
 //!
 //! KUBEFEDCTL_SWEEP_OBJECTS (`1000,3000,10000` federated objects, half
 //! FederatedDeployments, half FederatedConfigMaps), KUBEFEDCTL_SWEEP_MEMBERS

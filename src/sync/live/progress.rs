@@ -59,7 +59,7 @@ pub struct Settled {
 /// holds it: a member copy as its view (`core::held`), so that what travels
 /// to the watch's loop is small and the loop only compares versions. The
 /// first sync at 10,000 × 10 answers some 130,000 writes; sent whole, they
-/// took the watch's peak to 543 MiB (docs/performance.md, run 15).
+/// took the watch's peak to 543 MiB (docs/performance/faults.md, run 15).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     /// Which object was written.

@@ -81,7 +81,7 @@ impl Intake {
     /// own time, and a full round per type (with the probe's own, started
     /// before any had listed, while rounds still left the member out) held
     /// changes back three times as long at 10,000 × 10
-    /// (docs/performance.md, *Faults at 10,000 × 10*).
+    /// (docs/performance/faults.md).
     pub(super) fn caught_up(&mut self, is_member: impl Fn(&str) -> bool, types: &[String]) -> bool {
         // Called for every batch of events: nothing to build when no
         // member is listing again.

@@ -8,7 +8,7 @@
 //! code allocates (and the library's own tests and benches). With glibc
 //! for everything, an idle watch at 10,000 × 10 held 91 MiB of heap in use
 //! and 101 MiB freed that `malloc_trim` could not give back
-//! (docs/performance.md, *The watch's idle memory*).
+//! (docs/performance/memory.md, *The watch's idle memory*).
 
 /// glibc's malloc tuned for a process that lives for days through bursts:
 /// two arenas, not eight per core (rounds run on every worker thread and on

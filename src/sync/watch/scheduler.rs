@@ -315,7 +315,7 @@ impl Scheduler {
     /// Keys in queue rounds at most: a round holds each of its objects
     /// parsed and each plan until it ends; one round over all 10,000
     /// objects of a large federation held hundreds of MB at once
-    /// (docs/performance.md). Two rounds' worth keep both cores busy;
+    /// (docs/performance/memory.md). Two rounds' worth keep both cores busy;
     /// during a full round, whose slices hold two more, one round's worth.
     fn keys_in_flight(&self) -> usize {
         match self.full {
@@ -391,8 +391,8 @@ impl Scheduler {
     /// may give it to another round from now on, and a running slice no
     /// longer holds it. An object it wrote stays its own to its end, as
     /// before: letting written objects go too made the first sync at
-    /// 10,000 × 10 twice as slow (docs/performance.md, *Faults at 10,000 ×
-    /// 10*, run 9), when the echoes of a round's writes were still news
+    /// 10,000 × 10 twice as slow (docs/performance/faults.md,
+    /// run 9), when the echoes of a round's writes were still news
     /// (before `Cache::hold_own_write`); not measured again since.
     pub(super) fn settled(&mut self, round: u64, settled: Settled, now: Instant) -> Settles {
         let mut out = Settles::default();
