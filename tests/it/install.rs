@@ -188,6 +188,30 @@ fn needs_a_loader(path: &Path) -> bool {
     })
 }
 
+/// The migration's kill points are the tests' alone: a release binary
+/// does not even name the variable (so nothing in it can read it), while
+/// the build the tests drive does.
+#[test]
+fn the_release_build_has_no_test_hooks() {
+    let hook = b"KUBEFEDCTL_MIGRATE_KILL_AT";
+    let names = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap();
+        bytes.windows(hook.len()).any(|w| w == hook)
+    };
+    assert!(
+        names(Path::new(crate::fixtures::KUBEFEDCTL)),
+        "the tests' build has the hook"
+    );
+    let bin = unpacked("hooks");
+    for program in ["kubefedctl", "kubectl-fed"] {
+        assert!(
+            !names(&bin.join(program)),
+            "{program} of the release archive names {}",
+            String::from_utf8_lossy(hook)
+        );
+    }
+}
+
 #[test]
 fn the_release_archive_is_static_complete_and_checksummed() {
     let r = release();

@@ -9,25 +9,30 @@
 use crate::apply::{api_error, api_resource};
 use crate::clients::host::Host;
 use crate::clients::members::Member;
-use crate::core::export::migration::{kill_here, release_order};
+use crate::core::export::migration::release_order;
 use crate::core::propagation::deletion::ORPHAN_ANNOTATION;
 use anyhow::{Context, Result, bail};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The tests' kill point: `POINT` or `POINT#N` of
-/// `core::export::migration::KILL_POINTS`.
+/// `core::export::migration::KILL_POINTS`. Compiled into builds with debug
+/// assertions only (the test profile), so a release binary neither reads
+/// nor names it (tests/it/install.rs proves it on the release archive).
+#[cfg(debug_assertions)]
 pub const KILL_AT: &str = "KUBEFEDCTL_MIGRATE_KILL_AT";
 
 /// A step boundary crossed: with `KUBEFEDCTL_MIGRATE_KILL_AT` naming it
 /// (and this crossing), the process kills itself with SIGKILL, as a kill
 /// from outside would (no lock given back, nothing flushed), so that the
 /// tests stop a migration exactly there. Without it, nothing.
+#[cfg(debug_assertions)]
 pub fn checkpoint(point: &str) {
+    use crate::core::export::migration::kill_here;
+    use std::sync::{Mutex, OnceLock};
     static SPEC: OnceLock<Option<String>> = OnceLock::new();
     static CROSSED: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
     let Some(spec) = SPEC.get_or_init(|| std::env::var(KILL_AT).ok()) else {
@@ -47,6 +52,11 @@ pub fn checkpoint(point: &str) {
         }
     }
 }
+
+/// A release build has no kill points: a step boundary is just that.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn checkpoint(_point: &str) {}
 
 /// The field manager of what a migration writes.
 pub const FIELD_MANAGER: &str = "kubefedctl-migrate";
