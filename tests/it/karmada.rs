@@ -453,6 +453,42 @@ fn a_live_federation_exports_its_clusters_without_their_tokens() {
         all.stdout
     );
     f.run(&["export", "karmada", "-A", "-n", f.ns]).usage();
+    // A member whose token expires (join --token-ttl): Karmada could not
+    // renew it, so it is not handed over, and the report says how to fix it.
+    let m2 = f.cluster("m2");
+    f.run(&[
+        "join",
+        &m2,
+        "--cluster-context",
+        "member2",
+        "--token-ttl",
+        "1h",
+        "--error-on-existing=false",
+    ])
+    .ok();
+    let run = f
+        .run(&[
+            "export",
+            "karmada",
+            "-n",
+            f.ns,
+            "--with-tokens",
+            "-o",
+            "json",
+        ])
+        .exits(6);
+    let secret = items(&run)
+        .into_iter()
+        .find(|o| o["kind"] == "Secret" && o["metadata"]["name"] == m2.as_str())
+        .unwrap();
+    assert!(secret["data"].get("token").is_none(), "{secret}");
+    assert!(
+        run.stderr
+            .contains(&format!("the token of {m2} expires at"))
+            && run.stderr.contains("without --token-ttl"),
+        "{}",
+        run.stderr
+    );
     // Offline, tokens cannot be read: a usage error.
     let file = root().join("testdata/demo");
     f.run(&[

@@ -408,7 +408,15 @@ fn cluster_secret(
         .iter()
         .find(|s| meta(s, "name") == secret_name && meta(s, "namespace") == meta(kfc, "namespace"))
         .and_then(|s| s["data"]["token"].as_str());
+    let expires = crate::cluster::token::Lifetime::of_cluster(kfc);
     match (with_tokens, token) {
+        // Karmada keeps the token it is given and never renews it: one that
+        // expires would cut Karmada off from the member at its expiry.
+        (true, Some(_)) if expires.is_some() => report.add(
+            FindingKind::NotMapped,
+            "spec.secretRef",
+            expiring_token(name, expires.map_or(0, |l| l.expires_at)),
+        ),
         (true, Some(token)) => {
             data.insert("token".into(), json!(token));
         }
@@ -428,6 +436,29 @@ fn cluster_secret(
         "metadata": {"namespace": CLUSTER_SECRET_NAMESPACE, "name": name},
         "data": data,
     })
+}
+
+/// Why a member's expiring token (`join --token-ttl`) is not handed to
+/// Karmada, and how to give the member a lasting one.
+pub fn expiring_token(cluster: &str, expires_at: i64) -> String {
+    format!(
+        "the token of {cluster} expires at {} (joined with --token-ttl) and Karmada cannot renew it: \
+         give the member a lasting token first (kubefedctl join {cluster} --cluster-context CONTEXT \
+         --error-on-existing=false, without --token-ttl), then export or migrate again",
+        crate::time::rfc3339(expires_at)
+    )
+}
+
+/// The members whose token expires, each with why and how to fix it:
+/// `migrate karmada` refuses them before anything is written.
+pub fn expiring_tokens(clusters: &[Value]) -> Vec<String> {
+    clusters
+        .iter()
+        .filter_map(|kfc| {
+            let life = crate::cluster::token::Lifetime::of_cluster(kfc)?;
+            Some(expiring_token(meta(kfc, "name"), life.expires_at))
+        })
+        .collect()
 }
 
 /// What a federated object's export reads besides the object.

@@ -568,6 +568,34 @@ fn a_kubefed_cluster_becomes_a_push_cluster_without_its_token() {
 }
 
 #[test]
+fn an_expiring_token_is_not_handed_to_karmada_and_migrate_refuses_it() {
+    use crate::cluster::token::{TOKEN_EXPIRES_ANNOTATION, TOKEN_TTL_ANNOTATION};
+    let lasting = json!({"metadata": {"name": "member1", "namespace": "fed"},
+        "spec": {"apiEndpoint": "https://10.0.0.1:6443", "secretRef": {"name": "member1-x"}}});
+    let mut expiring = lasting.clone();
+    expiring["metadata"]["name"] = json!("member2");
+    expiring["spec"]["secretRef"]["name"] = json!("member2-x");
+    expiring["metadata"]["annotations"] = json!({
+        TOKEN_TTL_ANNOTATION: "3600", TOKEN_EXPIRES_ANNOTATION: "2026-12-06T05:00:00Z"});
+    let secret = |name: &str| json!({"metadata": {"name": name, "namespace": "fed"}, "data": {"token": "c2VjcmV0"}});
+    let (objects, report) = cluster(&expiring, &[secret("member2-x")], true);
+    assert!(objects[0]["data"].get("token").is_none(), "{}", objects[0]);
+    assert!(report.inexact());
+    let message = &report.findings[0].message;
+    assert!(message.contains("2026-12-06T05:00:00Z"), "{message}");
+    assert!(message.contains("kubefedctl join member2"), "{message}");
+    let (objects, report) = cluster(&lasting, &[secret("member1-x")], true);
+    assert_eq!(objects[0]["data"]["token"], "c2VjcmV0");
+    assert!(!report.inexact());
+    let refused = super::karmada::expiring_tokens(&[lasting, expiring]);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].starts_with("the token of member2 expires"),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn a_fork_group_federated_namespace_still_narrows_its_contents() {
     // `enable --federated-group` puts every federated type, the
     // FederatedNamespace included, in a group of the user's choice.
