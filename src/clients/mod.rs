@@ -29,14 +29,16 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
     pub connect: Duration,
-    pub read: Duration,
+    /// `None`: no limit (`--request-timeout 0`, as kubectl reads it), so
+    /// that no message names a limit the user never set.
+    pub read: Option<Duration>,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(10),
-            read: Duration::from_secs(30),
+            read: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -82,8 +84,8 @@ impl ClientFactory {
             .await
             .map_err(|e| kubeconfig::context_error(&context, &e))?;
         config.connect_timeout = Some(self.timeouts.connect);
-        config.read_timeout = Some(self.timeouts.read);
-        config.write_timeout = Some(self.timeouts.read);
+        config.read_timeout = self.timeouts.read;
+        config.write_timeout = self.timeouts.read;
         // kube retries 429/503/504 up to 15 times with backoff capped at
         // 1000 s: minutes of silence behind one request. Commands retry
         // themselves, boundedly, where a retry is safe and useful.

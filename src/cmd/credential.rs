@@ -71,10 +71,7 @@ pub async fn run(global: &GlobalOptions, o: &CredentialOptions) -> Result<()> {
     let (_, host) = global.connect_host().await?;
     let members = crate::clients::members::load(
         &host,
-        match global.request_timeout.is_zero() {
-            true => Duration::from_secs(30),
-            false => global.request_timeout,
-        },
+        global.member_timeout(),
         std::slice::from_ref(&target.cluster),
     )
     .await?;

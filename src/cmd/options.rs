@@ -85,18 +85,56 @@ impl GlobalOptions {
     /// Loads the kubeconfig and returns a factory for clients of its contexts.
     pub fn client_factory(&self) -> anyhow::Result<ClientFactory> {
         let kubeconfig = crate::clients::kubeconfig::load(self.kubeconfig.as_deref())?;
-        let read = if self.request_timeout.is_zero() {
-            Duration::from_secs(24 * 3600)
-        } else {
-            self.request_timeout
-        };
+        let read = self.request_limit();
         Ok(ClientFactory::new(
             kubeconfig,
             Timeouts {
-                connect: read.min(Duration::from_secs(10)),
+                connect: read.map_or(CONNECT_LIMIT, |r| r.min(CONNECT_LIMIT)),
                 read,
             },
         ))
+    }
+
+    /// `--request-timeout`, `None` for 0: no limit, as kubectl reads it.
+    pub fn request_limit(&self) -> Option<Duration> {
+        (!self.request_timeout.is_zero()).then_some(self.request_timeout)
+    }
+
+    /// The timeout of one request to a member: `--request-timeout`, or
+    /// its default 30 s under `0` (members' clients always have one, as
+    /// their KubeFedClusters' own timeouts do).
+    pub fn member_timeout(&self) -> Duration {
+        self.request_limit().unwrap_or(Duration::from_secs(30))
+    }
+}
+
+/// The longest wait for a connection: an unreachable server is told
+/// within it (a shorter `--request-timeout` shortens it too).
+const CONNECT_LIMIT: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+mod request_limit_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        global: GlobalOptions,
+    }
+
+    fn global(args: &[&str]) -> GlobalOptions {
+        Cli::parse_from([&["kubefedctl"], args].concat()).global
+    }
+
+    #[test]
+    fn zero_is_no_limit_and_names_none() {
+        let g = global(&["--request-timeout", "0"]);
+        assert_eq!(g.request_limit(), None);
+        assert_eq!(g.member_timeout(), Duration::from_secs(30));
+        let g = global(&["--request-timeout", "2s"]);
+        assert_eq!(g.request_limit(), Some(Duration::from_secs(2)));
+        assert_eq!(g.member_timeout(), Duration::from_secs(2));
     }
 }
 

@@ -19,7 +19,7 @@ fn factory(kubeconfig_yaml: &str) -> ClientFactory {
         },
         Timeouts {
             connect: Duration::from_secs(5),
-            read: Duration::from_secs(20),
+            read: Some(Duration::from_secs(20)),
         },
     )
 }
