@@ -19,13 +19,18 @@ struct Seen {
 
 static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
 
+/// The target of the servers' warnings: logged at `warn` (a collector of
+/// JSON logs files them with the tool's own warnings), printed in text as
+/// kubectl prints them (`Warning: ...`, no `warning: ` before it).
+pub const TARGET: &str = "kubefedctl::server_warning";
+
 /// Records one warning of `cluster`: shown the first time, counted always.
 pub fn record(cluster: &str, text: &str) {
     let mut guard = locked(&SEEN);
     let seen = guard.get_or_insert_with(Seen::default);
     *seen.counts.entry(cluster.to_string()).or_default() += 1;
     if seen.shown.insert((cluster.to_string(), text.to_string())) {
-        tracing::info!("Warning: {cluster}: {text}");
+        tracing::warn!(target: TARGET, "Warning: {cluster}: {text}");
     }
 }
 

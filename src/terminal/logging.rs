@@ -115,17 +115,10 @@ where
             );
             return writeln!(w, "{line}");
         }
-        match *meta.level() {
-            Level::ERROR => write!(w, "error: ")?,
-            Level::WARN => write!(w, "warning: ")?,
-            _ => {}
-        }
-        // A request's line is kubectl's, without a target before it.
-        if self.with_target
-            && !meta
-                .target()
-                .starts_with(crate::clients::request_log::TARGET)
-        {
+        write!(w, "{}", text_prefix(*meta.level(), meta.target()))?;
+        // A request's line and a server's warning are kubectl's, without
+        // a target before them.
+        if self.with_target && !kubectls_own_line(meta.target()) {
             write!(w, "{}: ", meta.target())?;
         }
         write!(w, "{}", fields.message)?;
@@ -133,6 +126,24 @@ where
             write!(w, " {k}={v}")?;
         }
         writeln!(w)
+    }
+}
+
+/// Lines kubectl prints itself, which keep its words: requests' lines
+/// (`-v 6`) and the servers' `Warning: ...`.
+fn kubectls_own_line(target: &str) -> bool {
+    target.starts_with(crate::clients::request_log::TARGET)
+        || target == crate::clients::api_warnings::TARGET
+}
+
+/// What a text line starts with: `error: `, `warning: `, or nothing
+/// (information, and a server's warning, whose `Warning: ` is its own).
+fn text_prefix(level: Level, target: &str) -> &'static str {
+    match level {
+        Level::ERROR => "error: ",
+        Level::WARN if target == crate::clients::api_warnings::TARGET => "",
+        Level::WARN => "warning: ",
+        _ => "",
     }
 }
 
@@ -194,6 +205,29 @@ mod tests {
         assert_eq!(on(6), [true, false, false]);
         assert_eq!(on(8), [true, true, false]);
         assert_eq!(on(9), [true, true, true]);
+    }
+
+    #[test]
+    fn a_servers_warning_is_kubectls_line_in_text_and_warn_in_json() {
+        use crate::clients::api_warnings::TARGET;
+        assert_eq!(text_prefix(Level::WARN, TARGET), "");
+        assert!(kubectls_own_line(TARGET));
+        assert_eq!(text_prefix(Level::WARN, "kubefedctl::sync"), "warning: ");
+        assert_eq!(text_prefix(Level::ERROR, "kubefedctl::sync"), "error: ");
+        assert_eq!(text_prefix(Level::INFO, "kubefedctl::sync"), "");
+        assert!(!kubectls_own_line("kubefedctl::sync"));
+        let line = json_line(
+            "2026-01-01T00:00:00Z",
+            Level::WARN,
+            TARGET,
+            Fields {
+                message: "Warning: m1: v1 Endpoints is deprecated".into(),
+                rest: vec![],
+            },
+        );
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["level"], "warn");
+        assert_eq!(v["target"], TARGET);
     }
 
     #[test]

@@ -48,7 +48,12 @@ fn member_warnings_are_shown_once_per_member_and_counted_by_the_watch() {
         &f.kc,
         &f,
         &log_path,
-        &["--metrics-bind-address", &format!("127.0.0.1:{port}")],
+        &[
+            "--metrics-bind-address",
+            &format!("127.0.0.1:{port}"),
+            "--log-format",
+            "json",
+        ],
     );
     crate::fixtures::patch(
         env,
@@ -74,9 +79,25 @@ fn member_warnings_are_shown_once_per_member_and_counted_by_the_watch() {
     let counted = samples(&http_get(port, "/metrics").1).get(&series).copied();
     sigterm(&watch);
     assert!(watch.wait().unwrap().success(), "{}", log(&log_path));
+    // In JSON logs a server's warning is a warning, as a collector files it.
+    let logged = std::fs::read_to_string(&log_path).unwrap();
+    let warning_lines: Vec<serde_json::Value> = logged
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| {
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("Warning: "))
+        })
+        .collect();
     if warns {
         assert!(counted.is_some_and(|n| n >= 1.0), "{series}: {counted:?}");
+        assert!(!warning_lines.is_empty(), "{logged}");
+        for line in &warning_lines {
+            assert_eq!(line["level"], "warn", "{line}");
+        }
     } else {
         assert_eq!(counted, None, "no warning, no series");
+        assert!(warning_lines.is_empty(), "{logged}");
     }
 }
