@@ -95,6 +95,13 @@ for path in glob.glob(os.path.join(ROOT, "**", "*.rs"), recursive=True):
                 line = body[: m.start()].count("\n") + 1
                 if not body.splitlines()[line - 1].lstrip().startswith("//"):
                     problems.append(f"{rel}:{line}: {why}")
+    # A mode is resolved once (issue #65): no flag's bool threaded through
+    # the shell or the commands either.
+    for m in re.finditer(r"\bdry_run: bool\b", body):
+        line = body[: m.start()].count("\n") + 1
+        if not body.splitlines()[line - 1].lstrip().startswith("//"):
+            problems.append(f"{rel}:{line}: a command's mode is apply::WriteMode "
+                            "(options::DryRunFlag), a run's live::mode::PlanMode")
     if mine in ("sync", "cmd"):
         for pattern, why in DECISIONS:
             for m in re.finditer(pattern, body):

@@ -13,6 +13,29 @@ use kube::{Client, Resource};
 use serde_json::Value;
 use std::fmt;
 
+/// Whether a command writes what it decides or only says what it would
+/// write (`--dry-run`): resolved from the flag once, before any work, as
+/// kubectl's `DryRunStrategy` is; the helpers that write take this, never
+/// a flag's bool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Writes (the default).
+    #[default]
+    Write,
+    /// `--dry-run` (=client): decides here and prints, writing nothing.
+    DryRun,
+}
+
+impl WriteMode {
+    pub fn is_dry_run(self) -> bool {
+        self == WriteMode::DryRun
+    }
+
+    pub fn writes(self) -> bool {
+        self == WriteMode::Write
+    }
+}
+
 /// The API resource of a typed object (k8s-openapi or our own CRDs).
 pub fn resource_of<K: Resource<DynamicType = ()>>() -> ApiResource {
     ApiResource::erase::<K>(&())
@@ -316,11 +339,11 @@ pub async fn preview(
 
 /// A kubectl-style line: `serviceaccount/x created (member1)`, or
 /// `... would be created` in a dry run.
-pub fn outcome_line(target: &ObjectRef, outcome: Outcome, dry_run: bool) -> String {
-    let verb = match (outcome, dry_run) {
+pub fn outcome_line(target: &ObjectRef, outcome: Outcome, mode: WriteMode) -> String {
+    let verb = match (outcome, mode) {
         (Outcome::Unchanged, _) => "unchanged".to_string(),
-        (o, true) => format!("would be {o}"),
-        (o, false) => o.to_string(),
+        (o, WriteMode::DryRun) => format!("would be {o}"),
+        (o, WriteMode::Write) => o.to_string(),
     };
     format!("{} {verb} ({})", target.short(), target.cluster)
 }

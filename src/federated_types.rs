@@ -5,7 +5,7 @@
 
 use crate::api::core::FederatedTypeConfig;
 use crate::apply::{
-    Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
+    Journal, ObjectRef, OnExisting, Outcome, WriteMode, ensure, outcome_line, preview, resource_of,
 };
 use crate::clients::discovery;
 use crate::clients::host::Host;
@@ -105,7 +105,7 @@ fn is_custom(target: &ServedResource) -> bool {
 
 /// Writes one federated type: checks first, then the CRD (waiting until it
 /// is served), then the FTC.
-pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()> {
+pub async fn write_type(host: &Host, g: &Generated, mode: WriteMode) -> Result<()> {
     let ftc_name = g.target.qualified_name();
     let ftc = host.object(resource_of::<FederatedTypeConfig>(), true, &ftc_name);
     let mut ftc_body = g.type_config.clone();
@@ -124,18 +124,18 @@ pub async fn write_type(host: &Host, g: &Generated, dry_run: bool) -> Result<()>
         .as_deref()
         .map(|name| host.object(resource_of::<FederatedTypeConfig>(), true, name));
 
-    if dry_run {
+    if mode.is_dry_run() {
         return preview_type(g, &ftc_name, (&crd, &ftc, &ftc_body), old_ftc.as_ref()).await;
     }
     let mut journal = Journal::default();
     let result = async {
         let (outcome, _) = ensure(&crd, &g.crd, &OnExisting::Update, &mut journal).await?;
-        println!("{}", outcome_line(&crd, outcome, false));
+        println!("{}", outcome_line(&crd, outcome, WriteMode::Write));
         if outcome != Outcome::Unchanged {
             wait_served(host, &g.names).await?;
         }
         let (outcome, _) = ensure(&ftc, &ftc_body, &OnExisting::Update, &mut journal).await?;
-        println!("{}", outcome_line(&ftc, outcome, false));
+        println!("{}", outcome_line(&ftc, outcome, WriteMode::Write));
         // The federated CRD and its objects stay; only the target moves.
         if let Some(old) = &old_ftc
             && old.delete().await?
@@ -187,14 +187,18 @@ async fn preview_type(
 ) -> Result<()> {
     println!(
         "{}",
-        outcome_line(crd, preview(crd, &g.crd, &OnExisting::Update).await?, true)
+        outcome_line(
+            crd,
+            preview(crd, &g.crd, &OnExisting::Update).await?,
+            WriteMode::DryRun
+        )
     );
     println!(
         "{}",
         outcome_line(
             ftc,
             preview(ftc, ftc_body, &OnExisting::Update).await?,
-            true
+            WriteMode::DryRun
         )
     );
     if let Some(old) = old_ftc {
@@ -303,7 +307,7 @@ pub async fn follow_new_types(
     host: &Host,
     factory: &crate::clients::ClientFactory,
     generated: &[Generated],
-    dry_run: bool,
+    mode: WriteMode,
 ) -> Result<(
     Vec<String>,
     (Vec<String>, Vec<crate::core::outcome::Failure>),
@@ -317,8 +321,7 @@ pub async fn follow_new_types(
             plural: fd["pluralName"].as_str().unwrap_or_default().to_string(),
         }
     });
-    let lines =
-        crate::reconciler::refresh_rules(host, dry_run, |types| types.extend(added)).await?;
+    let lines = crate::reconciler::refresh_rules(host, mode, |types| types.extend(added)).await?;
     // Least-privilege members gain the types' resources (a dry run has not
     // written them yet).
     let targets = generated.iter().map(|g| {
@@ -329,9 +332,8 @@ pub async fn follow_new_types(
             namespaced: t["scope"] == "Namespaced",
         }
     });
-    let members = crate::member_rbac::refresh(host, factory, dry_run, |resources| {
-        resources.extend(targets)
-    })
-    .await?;
+    let members =
+        crate::member_rbac::refresh(host, factory, mode, |resources| resources.extend(targets))
+            .await?;
     Ok((lines, members))
 }

@@ -5,7 +5,9 @@
 //! say is `core::cluster::rbac`'s.
 
 use crate::api::core::KubeFedCluster;
-use crate::apply::{Journal, ObjectRef, OnExisting, api_error, ensure, outcome_line, resource_of};
+use crate::apply::{
+    Journal, ObjectRef, OnExisting, WriteMode, api_error, ensure, outcome_line, resource_of,
+};
 use crate::clients::ClientFactory;
 use crate::clients::host::Host;
 use crate::core::cluster::membership::{self, JoinNames, Scope};
@@ -53,7 +55,7 @@ pub async fn rules(host: &Host, scope: Scope, resources: &[SyncedResource]) -> R
 pub async fn refresh(
     host: &Host,
     factory: &ClientFactory,
-    dry_run: bool,
+    mode: WriteMode,
     adjust: impl FnOnce(&mut Vec<SyncedResource>),
 ) -> Result<(Vec<String>, Vec<Failure>)> {
     let clusters: Api<KubeFedCluster> = Api::namespaced(host.client.clone(), &host.namespace);
@@ -87,7 +89,7 @@ pub async fn refresh(
         async move {
             let written = async {
                 let client = factory.client(context).await?;
-                update_role(host, name, &client, &names, scope, rules, dry_run).await
+                update_role(host, name, &client, &names, scope, rules, mode).await
             };
             written.await.map_err(|e| {
                 Failure::at(
@@ -121,7 +123,7 @@ async fn update_role(
     names: &JoinNames,
     scope: Scope,
     rules: Vec<Value>,
-    dry_run: bool,
+    mode: WriteMode,
 ) -> Result<Option<String>> {
     let (resource, namespace) = match scope {
         Scope::Cluster => (resource_of::<ClusterRole>(), None),
@@ -130,13 +132,13 @@ async fn update_role(
     let target = ObjectRef::new(member, client, resource, namespace, &names.role);
     // The main role, as `join` writes it: the first of its RBAC objects.
     let body = membership::rbac(names, &host.namespace, scope, Some(&rules)).swap_remove(0);
-    let outcome = if dry_run {
-        crate::apply::preview(&target, &body, &OnExisting::Update).await?
-    } else {
-        ensure(&target, &body, &OnExisting::Update, &mut Journal::default())
-            .await?
-            .0
+    let outcome = match mode {
+        WriteMode::DryRun => crate::apply::preview(&target, &body, &OnExisting::Update).await?,
+        WriteMode::Write => {
+            ensure(&target, &body, &OnExisting::Update, &mut Journal::default())
+                .await?
+                .0
+        }
     };
-    Ok((outcome != crate::apply::Outcome::Unchanged)
-        .then(|| outcome_line(&target, outcome, dry_run)))
+    Ok((outcome != crate::apply::Outcome::Unchanged).then(|| outcome_line(&target, outcome, mode)))
 }

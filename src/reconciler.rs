@@ -4,7 +4,7 @@
 //! (FederatedTypeConfigs, the DNS API, the server version) and writes.
 
 use crate::apply::{
-    Journal, ObjectRef, OnExisting, Outcome, api_error, api_resource, ensure, preview,
+    Journal, ObjectRef, OnExisting, Outcome, WriteMode, api_error, api_resource, ensure, preview,
 };
 use crate::clients::host::Host;
 use crate::core::cluster::membership::Scope;
@@ -87,21 +87,20 @@ pub fn on_existing(obj: &Value) -> OnExisting {
     }
 }
 
-/// Writes (or, `dry_run`, previews) `objects`; returns one line per object.
+/// Writes (or, in a dry run, previews) `objects`; returns one line per object.
 pub async fn write(
     host: &Host,
     objects: &[Value],
-    dry_run: bool,
+    mode: WriteMode,
     journal: &mut Journal,
 ) -> Result<Vec<(ObjectRef, Outcome)>> {
     let mut out = Vec::new();
     for obj in objects {
         let t = target(host, obj)?;
         let policy = on_existing(obj);
-        let outcome = if dry_run {
-            preview(&t, obj, &policy).await?
-        } else {
-            ensure(&t, obj, &policy, journal).await?.0
+        let outcome = match mode {
+            WriteMode::DryRun => preview(&t, obj, &policy).await?,
+            WriteMode::Write => ensure(&t, obj, &policy, journal).await?.0,
         };
         out.push((t, outcome));
     }
@@ -184,7 +183,7 @@ pub async fn delete(stale: &[ObjectRef]) -> Result<()> {
 /// not installed or nothing changed).
 pub async fn refresh_rules(
     host: &Host,
-    dry_run: bool,
+    write_mode: WriteMode,
     adjust: impl FnOnce(&mut Vec<FederatedResource>),
 ) -> Result<Vec<String>> {
     let role = host.object(
@@ -229,10 +228,10 @@ pub async fn refresh_rules(
         })
         .collect();
     let mut journal = Journal::default();
-    let written = write(host, &roles, dry_run, &mut journal).await?;
+    let written = write(host, &roles, write_mode, &mut journal).await?;
     Ok(written
         .into_iter()
         .filter(|(_, o)| *o != Outcome::Unchanged)
-        .map(|(t, o)| crate::apply::outcome_line(&t, o, dry_run))
+        .map(|(t, o)| crate::apply::outcome_line(&t, o, write_mode))
         .collect())
 }

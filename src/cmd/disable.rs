@@ -7,7 +7,7 @@
 
 use crate::api::DEFAULT_FEDERATED_GROUP;
 use crate::api::core::FederatedTypeConfig;
-use crate::apply::{ObjectRef, api_error, resource_of};
+use crate::apply::{ObjectRef, WriteMode, api_error, resource_of};
 use crate::clients::discovery;
 use crate::clients::host::Host;
 use crate::cmd::options::GlobalOptions;
@@ -57,11 +57,8 @@ pub struct DisableOptions {
     #[arg(short = 'y', long)]
     pub yes: bool,
 
-    /// Show what would change, writing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 
     /// How long to wait for a running controller (reconcile --watch, or KubeFed's) to stop propagating the type
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::cmd::options::parse_duration)]
@@ -91,12 +88,12 @@ async fn disable(global: &GlobalOptions, o: &DisableOptions) -> Result<()> {
         guard_crd_deletion(&host, o, crd, ar).await?;
     }
 
-    if o.dry_run {
-        print_dry_run(&host, &target).await?;
-        return refresh_reconciler_rules(&host, &factory, target.ftc.as_ref(), true).await;
+    let mode = o.dry_run.mode();
+    match mode {
+        WriteMode::DryRun => print_dry_run(&host, &target).await?,
+        WriteMode::Write => apply(&host, &target, o.timeout).await?,
     }
-    apply(&host, &target, o.timeout).await?;
-    refresh_reconciler_rules(&host, &factory, target.ftc.as_ref(), false).await
+    refresh_reconciler_rules(&host, &factory, target.ftc.as_ref(), mode).await
 }
 
 /// NAME as the FTC's name (a dotted name as it is, so a type whose API is gone still works).
@@ -175,7 +172,11 @@ async fn guard_crd_deletion(
             ar.kind
         );
     }
-    if !o.dry_run && !o.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    if o.dry_run.mode().writes()
+        && !o.yes
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal()
+    {
         let ok = dialoguer::Confirm::new()
             .with_prompt(format!(
                 "Delete CRD {:?} and every {} in the host?",
@@ -277,13 +278,13 @@ async fn refresh_reconciler_rules(
     host: &crate::clients::host::Host,
     factory: &crate::clients::ClientFactory,
     ftc: Option<&FederatedTypeConfig>,
-    dry_run: bool,
+    mode: WriteMode,
 ) -> Result<()> {
     let gone = ftc.map(|f| FederatedResource {
         group: f.spec.federated_type.group.clone().unwrap_or_default(),
         plural: f.spec.federated_type.plural_name.clone(),
     });
-    let lines = crate::reconciler::refresh_rules(host, dry_run, |types| {
+    let lines = crate::reconciler::refresh_rules(host, mode, |types| {
         types.retain(|t| Some(t) != gone.as_ref())
     })
     .await?;
@@ -298,7 +299,7 @@ async fn refresh_reconciler_rules(
             f.spec.target_type.plural_name.clone(),
         )
     });
-    let refreshed = crate::member_rbac::refresh(host, factory, dry_run, |resources| {
+    let refreshed = crate::member_rbac::refresh(host, factory, mode, |resources| {
         resources.retain(|r| Some((&r.group, &r.plural)) != target.as_ref().map(|(g, p)| (g, p)))
     })
     .await?;

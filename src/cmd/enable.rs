@@ -62,11 +62,8 @@ pub struct EnableOptions {
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
 
-    /// Show what would change, writing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 }
 
 /// Parses EnableTypeDirective documents; errors name the file and document.
@@ -146,10 +143,11 @@ async fn enable(global: &GlobalOptions, o: &EnableOptions, directives: &[Directi
         );
     }
     for g in &generated {
-        write_type(&host, g, o.dry_run).await?;
+        write_type(&host, g, o.dry_run.mode()).await?;
     }
     crate::cmd::options::print_followers(
-        crate::federated_types::follow_new_types(&host, &factory, &generated, o.dry_run).await?,
+        crate::federated_types::follow_new_types(&host, &factory, &generated, o.dry_run.mode())
+            .await?,
     )
 }
 

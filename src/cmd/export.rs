@@ -27,6 +27,7 @@ pub enum ExportTarget {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("namespace", |a| a.help("Only the federated objects and RSPs of this namespace [default: every namespace, as reconcile: the federation is moved whole, not the context's namespace]")))]
 #[command(
     after_help = "Reads the host (or -f files), writes nothing there. Each KubeFedCluster
 becomes a Push-mode Cluster and a Secret in karmada-cluster (its token only
@@ -52,20 +53,8 @@ pub struct KarmadaOptions {
     )]
     pub filename: Vec<PathBuf>,
 
-    /// Only the federated objects and RSPs of this namespace [default:
-    /// every namespace, as reconcile: the federation is moved whole, not
-    /// the context's namespace]
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAMESPACE",
-        conflicts_with = "all_namespaces"
-    )]
-    pub namespace: Option<String>,
-
-    /// Every namespace (the default, spelled as kubectl spells it)
-    #[arg(short = 'A', long)]
-    pub all_namespaces: bool,
+    #[command(flatten)]
+    pub scope: crate::cmd::options::NamespaceScope,
 
     /// Output format of the objects [default: yaml]
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
@@ -100,9 +89,9 @@ pub async fn run(global: &GlobalOptions, o: &ExportOptions) -> Result<()> {
     }
     let federation = if k.filename.is_empty() {
         let (_, host) = global.connect_host().await?;
-        karmada::read_host(&host, k.namespace.as_deref(), k.with_tokens).await?
+        karmada::read_host(&host, k.scope.or_every(), k.with_tokens).await?
     } else {
-        karmada::read_files(&k.filename, k.namespace.as_deref())?
+        karmada::read_files(&k.filename, k.scope.or_every())?
     };
     let export = federation.export(k.with_tokens);
     write(k, &export)?;

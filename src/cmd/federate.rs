@@ -99,11 +99,8 @@ pub struct FederateOptions {
     #[arg(long)]
     pub overwrite: bool,
 
-    /// Show what would change, writing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 }
 
 impl FederateOptions {
@@ -518,19 +515,20 @@ async fn write_all(
     if !to_enable.is_empty() {
         let generated = generate(host, to_enable, TemplateSchema::Preserve).await?;
         for g in &generated {
-            write_type(host, g, o.dry_run).await?;
+            write_type(host, g, o.dry_run.mode()).await?;
         }
         // As `enable` does: without it least-privilege members could not
         // be written the new types (403 on the next reconcile).
         crate::cmd::options::print_followers(
-            crate::federated_types::follow_new_types(host, factory, &generated, o.dry_run).await?,
+            crate::federated_types::follow_new_types(host, factory, &generated, o.dry_run.mode())
+                .await?,
         )?;
     }
     let mut differing = Vec::new();
     let pending: Vec<String> = to_enable.iter().map(|d| d.name.clone()).collect();
     for (fed, obj) in &prepared.objects {
         // A type enabled in this (dry) run is not served yet: nothing exists.
-        let new_type = o.dry_run
+        let new_type = o.dry_run.mode().is_dry_run()
             && pending
                 .iter()
                 .any(|p| fed.plural == federated_plural(p.split('.').next().unwrap_or("")));
@@ -597,8 +595,9 @@ async fn write_federated(
         Federating::Differs if o.overwrite => "updated",
         Federating::Differs => return Ok(Err(shown)),
     };
-    if o.dry_run || verdict == "unchanged" {
-        let v = if o.dry_run && verdict != "unchanged" {
+    let mode = o.dry_run.mode();
+    if mode.is_dry_run() || verdict == "unchanged" {
+        let v = if mode.is_dry_run() && verdict != "unchanged" {
             format!("would be {verdict}")
         } else {
             verdict.to_string()
@@ -731,7 +730,7 @@ mod tests {
             placement_clusters: Vec::new(),
             cluster_selector: None,
             overwrite: false,
-            dry_run: false,
+            dry_run: Default::default(),
         }
     }
 

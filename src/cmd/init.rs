@@ -7,7 +7,7 @@
 use crate::api::core::{KubeFedConfig, KubeFedConfigSpec};
 use crate::api::{KUBEFED_CONFIG_NAME, core_crds};
 use crate::apply::{
-    Journal, ObjectRef, OnExisting, Outcome, ensure, outcome_line, preview, resource_of,
+    Journal, ObjectRef, OnExisting, Outcome, WriteMode, ensure, outcome_line, preview, resource_of,
 };
 use crate::clients::host::Host;
 use crate::cmd::options::{GlobalOptions, ReconcilerFlag, ScopeFlag};
@@ -41,11 +41,8 @@ pub struct InitOptions {
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<DocumentFormat>,
 
-    /// Show what would change, writing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 
     /// Also install the multi-cluster DNS CRDs (Domain, ServiceDNSRecord, IngressDNSRecord, DNSEndpoint)
     #[arg(long)]
@@ -177,7 +174,7 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
             );
         }
     }
-    if o.dry_run {
+    if o.dry_run.mode().is_dry_run() {
         return preview_init(&host, o, &objects).await;
     }
     let mut journal = Journal::default();
@@ -197,7 +194,8 @@ async fn run_live(global: &GlobalOptions, o: &InitOptions, scope: Scope) -> Resu
     if o.with_dns {
         // Members joined before DNS was installed now read what the DNS
         // pass reads.
-        let refreshed = crate::member_rbac::refresh(&host, &factory, false, |_| {}).await?;
+        let refreshed =
+            crate::member_rbac::refresh(&host, &factory, WriteMode::Write, |_| {}).await?;
         crate::cmd::options::print_member_rbac(refreshed)?;
     }
     Ok(())
@@ -248,17 +246,17 @@ async fn preview_init(host: &Host, o: &InitOptions, objects: &HostObjects) -> Re
     steps.extend(objects.crds.iter().map(|(r, b)| (r, b, OnExisting::Update)));
     for (target, body, policy) in steps {
         let outcome = preview(target, body, &policy).await?;
-        println!("{}", outcome_line(target, outcome, true));
+        println!("{}", outcome_line(target, outcome, WriteMode::DryRun));
     }
     // Without the CRD, the config cannot even be read: it would be created.
     let (config, config_body) = &objects.config;
     let outcome = preview(config, config_body, &OnExisting::Keep)
         .await
         .unwrap_or(Outcome::Created);
-    println!("{}", outcome_line(config, outcome, true));
+    println!("{}", outcome_line(config, outcome, WriteMode::DryRun));
     let facts = crate::reconciler::facts(host).await?;
     if let Some(r) = o.reconciler(&host.namespace, facts.scope, facts) {
-        install_reconciler(host, &r, true, &mut Journal::default()).await?;
+        install_reconciler(host, &r, WriteMode::DryRun, &mut Journal::default()).await?;
     }
     Ok(())
 }
@@ -273,11 +271,11 @@ async fn write_init(
 ) -> Result<()> {
     let (namespace, ns_body) = &objects.namespace;
     let (outcome, _) = ensure(namespace, ns_body, &OnExisting::Keep, journal).await?;
-    println!("{}", outcome_line(namespace, outcome, false));
+    println!("{}", outcome_line(namespace, outcome, WriteMode::Write));
     let mut changed_crds = Vec::new();
     for (target, body) in &objects.crds {
         let (outcome, _) = ensure(target, body, &OnExisting::Update, journal).await?;
-        println!("{}", outcome_line(target, outcome, false));
+        println!("{}", outcome_line(target, outcome, WriteMode::Write));
         if outcome != Outcome::Unchanged {
             changed_crds.push(target.clone());
         }
@@ -285,10 +283,10 @@ async fn write_init(
     wait_established(&changed_crds).await?;
     let (config, config_body) = &objects.config;
     let (outcome, _) = ensure(config, config_body, &OnExisting::Keep, journal).await?;
-    println!("{}", outcome_line(config, outcome, false));
+    println!("{}", outcome_line(config, outcome, WriteMode::Write));
     let facts = crate::reconciler::facts(host).await?;
     if let Some(r) = o.reconciler(&host.namespace, facts.scope, facts) {
-        install_reconciler(host, &r, false, journal).await?;
+        install_reconciler(host, &r, WriteMode::Write, journal).await?;
     }
     Ok(())
 }
@@ -298,23 +296,23 @@ async fn write_init(
 async fn install_reconciler(
     host: &Host,
     r: &reconciler::Reconciler<'_>,
-    dry_run: bool,
+    mode: WriteMode,
     journal: &mut Journal,
 ) -> Result<()> {
     let objects = r.objects();
-    for (target, outcome) in crate::reconciler::write(host, &objects, dry_run, journal).await? {
-        println!("{}", outcome_line(&target, outcome, dry_run));
+    for (target, outcome) in crate::reconciler::write(host, &objects, mode, journal).await? {
+        println!("{}", outcome_line(&target, outcome, mode));
     }
     let stale = crate::reconciler::stale_workloads(host, &objects).await?;
     for s in &stale {
-        let verb = if dry_run {
+        let verb = if mode.is_dry_run() {
             "would be deleted"
         } else {
             "deleted"
         };
         println!("{} {verb} ({})", s.short(), s.cluster);
     }
-    if !dry_run {
+    if mode.writes() {
         crate::reconciler::delete(&stale).await?;
     }
     Ok(())

@@ -10,7 +10,8 @@
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::{
-    Journal, ObjectRef, OnExisting, Outcome, api_error, ensure, outcome_line, preview, resource_of,
+    Journal, ObjectRef, OnExisting, Outcome, WriteMode, api_error, ensure, outcome_line, preview,
+    resource_of,
 };
 use crate::clients::host::Host;
 use crate::cmd::options::{
@@ -80,11 +81,8 @@ pub struct JoinOptions {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub token_timeout: Duration,
 
-    /// Show what would change, writing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 
     /// Print the objects (yaml or json) instead of writing them
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
@@ -202,7 +200,7 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
     if let Some(format) = o.output {
         return print_join(&plan, o, &member_objects, format);
     }
-    if o.dry_run {
+    if o.dry_run.mode().is_dry_run() {
         return preview_join(&plan, o, &member_objects).await;
     }
 
@@ -275,7 +273,11 @@ async fn preview_join(
         };
         println!(
             "{}",
-            outcome_line(target, preview(target, body, &policy).await?, true)
+            outcome_line(
+                target,
+                preview(target, body, &policy).await?,
+                WriteMode::DryRun
+            )
         );
     }
     let kfc = plan
@@ -296,7 +298,7 @@ async fn preview_join(
         let target = crate::inventory::profile_ref(&plan.host, ns, &o.cluster_name);
         let body = inventory::profile(&o.cluster_name, ns);
         let outcome = preview(&target, &body, &OnExisting::Update).await?;
-        println!("{}", outcome_line(&target, outcome, true));
+        println!("{}", outcome_line(&target, outcome, WriteMode::DryRun));
     }
     Ok(())
 }
@@ -578,7 +580,7 @@ async fn write(
             "RoleBinding" | "ClusterRoleBinding" => ensure_binding(target, body, journal).await?,
             _ => ensure(target, body, &OnExisting::Update, journal).await?.0,
         };
-        println!("{}", outcome_line(target, outcome, false));
+        println!("{}", outcome_line(target, outcome, WriteMode::Write));
     }
     let (data, lifetime) = member_token(plan, member_objects, o).await?;
 
@@ -599,7 +601,7 @@ async fn write(
             let body = membership::host_secret(Some(name), &o.cluster_name, ns, &host_data);
             // Replaced as upstream's join does: keys no longer wanted go.
             let (outcome, _) = ensure(&target, &body, &OnExisting::Replace, journal).await?;
-            println!("{}", outcome_line(&target, outcome, false));
+            println!("{}", outcome_line(&target, outcome, WriteMode::Write));
             name.clone()
         }
         None => {
@@ -618,7 +620,10 @@ async fn write(
                 .ok_or_else(|| anyhow!("created secret has no name"))?;
             let target = plan.host.object(resource_of::<Secret>(), true, &name);
             journal.record(target.clone());
-            println!("{}", outcome_line(&target, Outcome::Created, false));
+            println!(
+                "{}",
+                outcome_line(&target, Outcome::Created, WriteMode::Write)
+            );
             name
         }
     };
@@ -632,7 +637,7 @@ async fn write(
     // The spec is replaced as upstream's join does (`join.go`): fields no
     // longer wanted (e.g. disabledTLSValidations) disappear.
     let (outcome, written) = ensure(&kfc, &kfc_body, &OnExisting::Replace, journal).await?;
-    println!("{}", outcome_line(&kfc, outcome, false));
+    println!("{}", outcome_line(&kfc, outcome, WriteMode::Write));
     publish_profile(plan, o, &written, journal).await
 }
 
@@ -756,7 +761,7 @@ async fn publish_profile(
     let (outcome, profile) =
         crate::inventory::publish(&plan.host, ns, &o.cluster_name, journal).await?;
     let target = crate::inventory::profile_ref(&plan.host, ns, &o.cluster_name);
-    println!("{}", outcome_line(&target, outcome, false));
+    println!("{}", outcome_line(&target, outcome, WriteMode::Write));
     let annotations: std::collections::BTreeMap<String, String> =
         serde_json::from_value(kfc["metadata"]["annotations"].clone()).unwrap_or_default();
     let labels: std::collections::BTreeMap<String, String> =

@@ -5,6 +5,7 @@
 //! then release the federated objects as KubeFed orphans them, and
 //! remove the KubeFedClusters once nothing federated is left.
 
+use crate::apply::WriteMode;
 use crate::cmd::options::{GlobalOptions, parse_duration};
 use crate::core::export::karmada::Export;
 use crate::core::export::migration::{Clusters, clusters_after_release, clusters_first, to_apply};
@@ -27,6 +28,8 @@ pub enum MigrateTarget {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("namespace", |a| a.help("Only the federated objects and RSPs of this namespace [default: every namespace, as reconcile: the federation is moved whole, not the context's namespace]")))]
+#[command(mut_arg("dry_run", |a| a.help("Say what would be done, writing nothing (=client: decided here)")))]
 #[command(
     after_help = "Steps, each safe to run again after an interruption: refuse while
 KubeFed's controller-manager or a reconcile holds the federation; export
@@ -49,26 +52,11 @@ pub struct MigrateKarmadaOptions {
     #[arg(long, value_name = "CONTEXT")]
     pub karmada_context: String,
 
-    /// Only the federated objects and RSPs of this namespace [default:
-    /// every namespace, as reconcile: the federation is moved whole, not
-    /// the context's namespace]
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAMESPACE",
-        conflicts_with = "all_namespaces"
-    )]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub scope: crate::cmd::options::NamespaceScope,
 
-    /// Every namespace (the default, spelled as kubectl spells it)
-    #[arg(short = 'A', long)]
-    pub all_namespaces: bool,
-
-    /// Say what would be done, writing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 
     /// How long to wait for Karmada to apply and take over everything
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
@@ -93,9 +81,11 @@ pub async fn run(global: &GlobalOptions, o: &MigrateOptions) -> Result<()> {
         .await
         .with_context(|| format!("--karmada-context {}", k.karmada_context))?;
     lock::refuse_beside_kubefed(&host, false).await?;
-    let held = match k.dry_run {
-        true => None,
-        false => Some(lock::hold_whole_federation(&host, "migrate karmada", k.lock_timeout).await?),
+    let held = match k.dry_run.mode() {
+        WriteMode::DryRun => None,
+        WriteMode::Write => {
+            Some(lock::hold_whole_federation(&host, "migrate karmada", k.lock_timeout).await?)
+        }
     };
     // The lock is given back however the steps end, so that the next run
     // (which finishes an interrupted one) does not wait for it.
@@ -112,15 +102,20 @@ async fn steps(
     host: &crate::clients::host::Host,
     karmada_client: &kube::Client,
 ) -> Result<()> {
-    let federation = karmada::read_host(host, k.namespace.as_deref(), true).await?;
+    let federation = karmada::read_host(host, k.scope.or_every(), true).await?;
+    // Karmada would hold a token it cannot renew: refused before any step.
+    let expiring = crate::core::export::karmada::expiring_tokens(&federation.clusters);
+    if !expiring.is_empty() {
+        anyhow::bail!("{}", expiring.join("; "));
+    }
     let export = federation.export(true);
     eprint!("{}", report_lines(&export));
-    let members = crate::clients::members::load(host, global.request_timeout, &[]).await?;
+    let members = crate::clients::members::load(host, global.member_timeout(), &[]).await?;
     let copies =
         migrate::member_copies(&members, &federation.federated, &federation.templates()).await?;
     migrate::checkpoint("recorded");
     let bindings = migrate::bindings(&export.objects);
-    if k.dry_run {
+    if k.dry_run.mode().is_dry_run() {
         print_plan(k, &export, copies.len(), &bindings, &federation);
         return Ok(());
     }

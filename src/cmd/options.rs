@@ -7,6 +7,7 @@ use crate::clients::ClientFactory;
 use crate::core::cluster::rbac::MemberRbac;
 use crate::core::outcome::Failure;
 
+use crate::apply::WriteMode;
 use crate::clients::Timeouts;
 use crate::core::names::{sanitize_label, subdomain_error};
 use crate::core::types::typegen::TemplateSchema;
@@ -267,13 +268,85 @@ impl DryRun {
     }
 }
 
-/// `--dry-run[=client|none]` of a command that plans on the client only:
-/// true for a dry run. `=server` is refused as a usage error naming what
-/// to use instead.
-pub fn client_dry_run(text: &str) -> std::result::Result<bool, String> {
+/// `-n NAMESPACE` / `-A`: which namespaces' federated objects a command
+/// covers, one group flattened into each; a command words its default in
+/// its help with `mut_arg("namespace", ...)`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct NamespaceScope {
+    /// Only the federated objects of this namespace [default: every namespace]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+
+    /// Every namespace (the default, spelled as kubectl spells it)
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+}
+
+/// The namespaces a [`NamespaceScope`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Namespaces<'a> {
+    /// `-A`.
+    Every,
+    /// `-n NAMESPACE`.
+    One(&'a str),
+    /// Neither: the command's default.
+    Unsaid,
+}
+
+impl NamespaceScope {
+    pub fn asked(&self) -> Namespaces<'_> {
+        match (&self.namespace, self.all_namespaces) {
+            (_, true) => Namespaces::Every,
+            (Some(n), false) => Namespaces::One(n),
+            (None, false) => Namespaces::Unsaid,
+        }
+    }
+
+    /// For the commands that cover a federation whole unless told
+    /// (reconcile, export, migrate): the one namespace, `None` for every.
+    pub fn or_every(&self) -> Option<&str> {
+        match self.asked() {
+            Namespaces::One(n) => Some(n),
+            Namespaces::Every | Namespaces::Unsaid => None,
+        }
+    }
+}
+
+/// `--dry-run[=client|none]` of every writing command but reconcile (whose
+/// plan has more: `PlanFlags`), flattened into each so that it is said
+/// once; a command words its help with `mut_arg("dry_run", ...)`.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct DryRunFlag {
+    /// Show what would change, writing nothing (=client: decided here)
+    #[arg(id = "dry_run", long = "dry-run", value_name = "STRATEGY", num_args = 0..=1,
+          require_equals = true, default_value = "none", default_missing_value = "client",
+          hide_default_value = true, value_parser = client_dry_run, action = clap::ArgAction::Set)]
+    mode: WriteMode,
+}
+
+impl DryRunFlag {
+    /// The command's mode, resolved before any work.
+    pub fn mode(self) -> WriteMode {
+        self.mode
+    }
+
+    /// The flag as given (`--dry-run` or not), for options built in code.
+    pub fn of(mode: WriteMode) -> DryRunFlag {
+        DryRunFlag { mode }
+    }
+}
+
+/// `--dry-run[=client|none]` of a command that plans on the client only.
+/// `=server` is refused as a usage error naming what to use instead.
+fn client_dry_run(text: &str) -> std::result::Result<WriteMode, String> {
     match text {
-        "client" | "true" => Ok(true),
-        "none" | "false" => Ok(false),
+        "client" | "true" => Ok(WriteMode::DryRun),
+        "none" | "false" => Ok(WriteMode::Write),
         "server" => Err(
             "this command plans on the client only: use --dry-run (=client); \
              reconcile --dry-run=server sends its writes as server-side dry runs"

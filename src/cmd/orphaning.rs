@@ -2,7 +2,7 @@
 //! deleting a federated object leaves its propagated copies in the members
 //! (the `kubefed.io/orphan: "true"` annotation, as KubeFed).
 
-use crate::apply::api_error;
+use crate::apply::{WriteMode, api_error};
 use crate::clients::discovery;
 use crate::cmd::options::GlobalOptions;
 use anyhow::{Result, bail};
@@ -50,14 +50,12 @@ pub struct Target {
 
 /// `enable` and `disable`: the object, and whether only to say what would change.
 #[derive(Args, Debug)]
+#[command(mut_arg("dry_run", |a| a.help("Say what would change, writing nothing (=client: decided here)")))]
 pub struct Change {
     #[command(flatten)]
     pub target: Target,
-    /// Say what would change, writing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 }
 
 pub async fn run(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
@@ -65,10 +63,10 @@ pub async fn run(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
 }
 
 async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
-    let (target, set, dry_run) = match &o.action {
-        OrphaningAction::Enable(c) => (&c.target, Some(true), c.dry_run),
-        OrphaningAction::Disable(c) => (&c.target, Some(false), c.dry_run),
-        OrphaningAction::Status(t) => (t, None, false),
+    let (target, set, mode) = match &o.action {
+        OrphaningAction::Enable(c) => (&c.target, Some(true), c.dry_run.mode()),
+        OrphaningAction::Disable(c) => (&c.target, Some(false), c.dry_run.mode()),
+        OrphaningAction::Status(t) => (t, None, WriteMode::Write),
     };
     let (factory, host) = global.connect_host().await?;
     let resource = discovery::find_resource(&host.client, &target.type_name, None).await?;
@@ -106,7 +104,7 @@ async fn orphaning(global: &GlobalOptions, o: &OrphaningOptions) -> Result<()> {
     match set {
         None => println!("{}", if enabled { "Enabled" } else { "Disabled" }),
         Some(want) if want == enabled => {}
-        Some(want) if dry_run => println!(
+        Some(want) if mode.is_dry_run() => println!(
             "{} {qualified}: orphaning deletion would be {} (dry run)",
             resource.kind,
             if want { "enabled" } else { "disabled" }

@@ -12,6 +12,7 @@ use clap::Args;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("dry_run", |a| a.help("Say which members' tokens would be rotated, issuing none (=client: decided here)")))]
 #[command(after_help = "Examples:
   kubefedctl rotate                 # every member joined with --token-ttl
   kubefedctl rotate member1 member2
@@ -23,11 +24,8 @@ pub struct RotateOptions {
     #[arg(value_name = "CLUSTER")]
     pub clusters: Vec<String>,
 
-    /// Say which members' tokens would be rotated, issuing none (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 }
 
 pub async fn run(global: &GlobalOptions, o: &RotateOptions) -> Result<()> {
@@ -56,7 +54,7 @@ pub async fn run(global: &GlobalOptions, o: &RotateOptions) -> Result<()> {
         );
         return Ok(());
     }
-    if o.dry_run {
+    if o.dry_run.mode().is_dry_run() {
         for m in &due {
             println!(
                 "kubefedcluster.core.kubefed.io/{}: token would be rotated (dry run)",

@@ -55,6 +55,10 @@ pub struct InputFlags {
 
 /// Which federated objects and members a run covers.
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("namespace", |a| a.help("Only federated objects in this namespace").conflicts_with("from")),
+    mut_arg("all_namespaces", |a| a.help("Federated objects in every namespace (the default)").conflicts_with("from"))
+)]
 #[command(next_help_heading = "Selection")]
 pub struct SelectionFlags {
     /// Live: only touch these members; with --from: clusters to render for, as NAME[:key=value,...]
@@ -65,18 +69,8 @@ pub struct SelectionFlags {
     #[arg(long = "type", value_name = "TYPE", conflicts_with = "from")]
     pub types: Vec<String>,
 
-    /// Only federated objects in this namespace
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAMESPACE",
-        conflicts_with_all = ["all_namespaces", "from"]
-    )]
-    pub namespace: Option<String>,
-
-    /// Federated objects in every namespace (the default)
-    #[arg(short = 'A', long, conflicts_with = "from")]
-    pub all_namespaces: bool,
+    #[command(flatten)]
+    pub namespaces: crate::cmd::options::NamespaceScope,
 
     /// Only federated objects with these labels (e.g. app=web)
     #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with = "from")]
@@ -355,11 +349,7 @@ impl SelectionFlags {
     pub(super) fn scope(&self) -> RunScope {
         RunScope {
             types: self.types.clone(),
-            namespace: if self.all_namespaces {
-                None
-            } else {
-                self.namespace.clone()
-            },
+            namespace: self.namespaces.or_every().map(str::to_string),
             clusters: (!self.clusters.is_empty()).then(|| self.clusters.iter().cloned().collect()),
             selector: self.selector.clone(),
             shard: self.shard.or(self.shard_from_hostname),

@@ -120,7 +120,7 @@ async fn take_run_lock(
 fn read_files(
     o: &ReconcileOptions,
 ) -> Result<(Option<Arc<Proposal>>, Option<live::rollback::Previous>)> {
-    let namespace = o.selection.namespace.as_deref();
+    let namespace = o.selection.namespaces.or_every();
     let proposal = match o.input.filenames.is_empty() {
         true => None,
         false => Some(Arc::new(files::load(

@@ -32,11 +32,11 @@ pub(super) fn print_report(
         }
     }
     match o.output {
-        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(report, o.plan.dry_run())),
+        Some(ReconcileOutput::Markdown) => print!("{}", markdown_plan(report, o.plan.mode())),
         Some(format) => {
             crate::terminal::output::print(report, format.document().expect("yaml or json"))?
         }
-        None => print!("{}", summary_table(report, o.plan.dry_run())),
+        None => print!("{}", summary_table(report, o.plan.mode())),
     }
     for n in &report.notes {
         tracing::info!("note: {n}");
@@ -133,7 +133,7 @@ const MARKDOWN_DIFFS: usize = 50;
 /// in collapsible blocks. Stable order (members by name, changes as
 /// planned); long plans are cut with a count. Secret values are masked in
 /// the diffs already.
-pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
+pub fn markdown_plan(r: &crate::sync::live::report::Report, mode: PlanMode) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let (host, member_changes): (Vec<&Change>, Vec<&Change>) =
@@ -144,7 +144,7 @@ pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> St
     let _ = writeln!(
         out,
         "### kubefedctl reconcile{}: {total} member change(s) in {} member(s), {} host change(s)\n",
-        if dry_run { " plan" } else { "" },
+        if mode.plans() { " plan" } else { "" },
         members.len(),
         host.len()
     );
@@ -196,13 +196,14 @@ pub fn markdown_plan(r: &crate::sync::live::report::Report, dry_run: bool) -> St
 }
 
 /// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
-pub fn summary_table(r: &crate::sync::live::report::Report, dry_run: bool) -> String {
+pub fn summary_table(r: &crate::sync::live::report::Report, mode: PlanMode) -> String {
+    let plans = mode.plans();
     let mut t = crate::terminal::output::table(&[
         "CLUSTER",
         "READY",
-        if dry_run { "TO CREATE" } else { "CREATED" },
-        if dry_run { "TO UPDATE" } else { "UPDATED" },
-        if dry_run { "TO DELETE" } else { "DELETED" },
+        if plans { "TO CREATE" } else { "CREATED" },
+        if plans { "TO UPDATE" } else { "UPDATED" },
+        if plans { "TO DELETE" } else { "DELETED" },
         "UNCHANGED",
         "FAILED",
     ]);
@@ -247,7 +248,7 @@ mod tests {
             r.changes
                 .push(change("m3", "delete", &format!("x{i}"), None));
         }
-        let md = markdown_plan(&r, true);
+        let md = markdown_plan(&r, PlanMode::PLAN);
         assert!(md.starts_with("### kubefedctl reconcile plan: 205 member change(s) in 3 member(s), 1 host change(s)"), "{md}");
         assert!(md.contains("#### host\n\n- create FederatedConfigMap shop/new"));
         let m1 = md.find("#### m1").unwrap();

@@ -7,6 +7,7 @@ use crate::apply::api_error;
 use crate::clients::ClientFactory;
 use crate::clients::host::Host;
 use crate::clients::members::{self, Health};
+use crate::cmd::options::Namespaces;
 use crate::core::cluster::health::{
     CREDENTIALS_REFUSED, LEGACY_TOKEN_INVALID_LABEL, legacy_token_invalid,
 };
@@ -506,13 +507,10 @@ pub(super) async fn object_rows(
         .map_err(api_error)?
         .items;
     let ftc = the_type(&ftcs, type_name)?;
-    let namespace = if o.all_namespaces {
-        None
-    } else {
-        Some(match &o.namespace {
-            Some(n) => n.clone(),
-            None => factory.config(&host.context).await?.default_namespace,
-        })
+    let namespace = match o.scope.asked() {
+        Namespaces::Every => None,
+        Namespaces::One(n) => Some(n.to_string()),
+        Namespaces::Unsaid => Some(factory.config(&host.context).await?.default_namespace),
     };
     let mut objects = list_federated(host, ftc, namespace.as_deref()).await?;
     if let Some(name) = &o.name {
@@ -665,11 +663,7 @@ pub(super) async fn dns_rows(host: &Host, o: &StatusOptions) -> Result<Vec<DnsRo
         bail!("multi-cluster DNS is not installed in the host (kubefedctl init --with-dns)");
     }
     // Every namespace unless -n names one.
-    let namespace = if o.all_namespaces {
-        None
-    } else {
-        o.namespace.clone()
-    };
+    let namespace = o.scope.or_every().map(str::to_string);
     let ar = crate::apply::api_resource(
         "multiclusterdns.kubefed.io",
         "v1alpha1",

@@ -25,6 +25,10 @@ pub use data::{ClusterPropagation, ClusterRow, ObjectRow, TypeRow};
 
 #[derive(Args, Debug)]
 #[command(
+    mut_arg("namespace", |a| a.help("Namespace of the federated objects [default: the context's namespace]")),
+    mut_arg("all_namespaces", |a| a.help("Federated objects in every namespace"))
+)]
+#[command(
     after_help = "Without WHAT: the host, every cluster, every type and a summary.
 
 Examples:
@@ -50,18 +54,8 @@ pub struct StatusOptions {
     #[arg(value_name = "NAME")]
     pub name: Option<String>,
 
-    /// Namespace of the federated objects [default: the context's namespace]
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAMESPACE",
-        conflicts_with = "all_namespaces"
-    )]
-    pub namespace: Option<String>,
-
-    /// Federated objects in every namespace
-    #[arg(short = 'A', long)]
-    pub all_namespaces: bool,
+    #[command(flatten)]
+    pub scope: crate::cmd::options::NamespaceScope,
 
     /// Output format: wide, json, yaml or name [default: tables]
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]

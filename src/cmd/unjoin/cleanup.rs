@@ -6,7 +6,7 @@
 //! written, so a read that fails leaves both clusters as they were.
 
 use crate::api::core::{ClusterPropagatedVersion, PropagatedVersion};
-use crate::apply::{api_error, api_error_line, api_resource, dynamic_api, resource_of};
+use crate::apply::{WriteMode, api_error, api_error_line, api_resource, dynamic_api, resource_of};
 use crate::clients::host::Host;
 use crate::core::cluster::cleanup::{self, Reach, Step, TypeSteps};
 use crate::core::describe::{ObjectKey, key_of, qualified_key};
@@ -326,7 +326,12 @@ pub async fn run_member(
 
 /// Drops the cluster from each host object that names it (with
 /// `--dry-run` only listing them); returns how many were written.
-pub async fn run_host(host: &Host, side: &HostSide, cluster: &str, dry_run: bool) -> Result<usize> {
+pub async fn run_host(
+    host: &Host,
+    side: &HostSide,
+    cluster: &str,
+    mode: WriteMode,
+) -> Result<usize> {
     let mut written = 0;
     for e in &side.edits {
         let field = if e.versions {
@@ -334,7 +339,7 @@ pub async fn run_host(host: &Host, side: &HostSide, cluster: &str, dry_run: bool
         } else {
             "clusters"
         };
-        if dry_run {
+        if mode.is_dry_run() {
             println!(
                 "{}: cluster {cluster:?} would be dropped from status.{field} (host)",
                 e.describe()

@@ -28,6 +28,7 @@ use kube::discovery::{Discovery, Scope as ResourceScope, verbs};
 use std::io::IsTerminal;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("dry_run", |a| a.help("Show what would be removed, removing nothing (=client: decided here)")))]
 #[command(
     after_help = "Without --cleanup, workloads already propagated to the member stay there.
 With --cleanup, every object the federation manages in the member (labelled
@@ -67,11 +68,8 @@ pub struct UnjoinOptions {
     #[arg(short = 'y', long)]
     pub yes: bool,
 
-    /// Show what would be removed, removing nothing (=client: decided here)
-    #[arg(long, value_name = "STRATEGY", num_args = 0..=1, require_equals = true,
-          default_value = "none", default_missing_value = "client", hide_default_value = true,
-          value_parser = crate::cmd::options::client_dry_run, action = clap::ArgAction::Set)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub dry_run: crate::cmd::options::DryRunFlag,
 }
 
 pub async fn run(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
@@ -128,7 +126,7 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     };
     confirm(o, &host, plan.as_ref())?;
     // A reconcile running meanwhile would put the objects back.
-    let lock = match o.cleanup && !o.dry_run {
+    let lock = match o.cleanup && o.dry_run.mode().writes() {
         true => Some(cleanup::hold_federation(&host).await?),
         false => None,
     };
@@ -139,7 +137,7 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
         let member_side = (&names, records.consumers.as_slice());
         let mut removed = clean_up_member(global, o, member, work, &host, member_side).await?;
         if let Some(side) = &side {
-            removed += cleanup::run_host(&host, side, &o.cluster_name, o.dry_run).await?;
+            removed += cleanup::run_host(&host, side, &o.cluster_name, o.dry_run.mode()).await?;
         }
         removed += remove_host_records(o, &records).await?;
         anyhow::Ok(removed)
@@ -149,7 +147,7 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
         lock.release().await?;
     }
     let removed = removed?;
-    if o.dry_run {
+    if o.dry_run.mode().is_dry_run() {
         return Ok(());
     }
     if removed == 0 {
@@ -191,7 +189,11 @@ async fn host_records(host: &Host, o: &UnjoinOptions) -> Result<HostRecords> {
 
 /// Unjoining is not undone by a re-run: ask on a terminal, unless --yes or --dry-run.
 fn confirm(o: &UnjoinOptions, host: &Host, plan: Option<&cleanup::MemberPlan<'_>>) -> Result<()> {
-    if !o.yes && !o.dry_run && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+    if !o.yes
+        && o.dry_run.mode().writes()
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal()
+    {
         let what = match plan.map(cleanup::MemberPlan::counts) {
             Some((deletes, unlabels)) => {
                 format!("{deletes} managed object(s) there will be deleted, {unlabels} unlabelled.")
@@ -275,7 +277,7 @@ async fn clean_up_member(
     }
     let (deleted, failures) = delete_member_objects(o, &objects).await;
     removed += deleted;
-    if failures.is_empty() && !o.dry_run {
+    if failures.is_empty() && o.dry_run.mode().writes() {
         removed += remove_namespace_if_join_made_it(&namespace, host).await?;
     }
     if !failures.is_empty() {
@@ -307,7 +309,7 @@ async fn clean_up_managed(
     let cluster = &o.cluster_name;
     let mut failures = plan.failures.clone();
     let mut done = 0;
-    if o.dry_run {
+    if o.dry_run.mode().is_dry_run() {
         cleanup::print_member_plan(plan, cluster);
     } else {
         let timeout = match global.request_timeout.is_zero() {
@@ -339,7 +341,7 @@ async fn delete_member_objects(o: &UnjoinOptions, objects: &[ObjectRef]) -> (usi
     let mut removed = 0usize;
     let mut failures = Vec::new();
     for obj in objects {
-        if o.dry_run {
+        if o.dry_run.mode().is_dry_run() {
             if obj.get().await.ok().flatten().is_some() {
                 println!("{} would be deleted ({})", obj.short(), obj.cluster);
             }
@@ -366,7 +368,7 @@ async fn remove_host_records(o: &UnjoinOptions, records: &HostRecords) -> Result
         .chain(&records.secret)
         .chain(&records.cluster);
     for obj in records {
-        if o.dry_run {
+        if o.dry_run.mode().is_dry_run() {
             println!("{} would be deleted (host)", obj.short());
         } else if obj.delete().await? {
             removed += 1;
@@ -512,7 +514,7 @@ mod tests {
             cleanup: false,
             force: false,
             yes: false,
-            dry_run: false,
+            dry_run: Default::default(),
         }
     }
 

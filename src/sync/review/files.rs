@@ -237,9 +237,9 @@ pub async fn apply(
             taken_over.push(take_over_client_side_fields(host, ar, s, owners).await?);
         }
     }
-    for dry_run in [true, false] {
+    for pass in [Pass::Validate, Pass::Apply] {
         for (s, ar, _) in &targets {
-            server_side_apply(host, ar, s, dry_run, force_conflicts).await?;
+            server_side_apply(host, ar, s, pass, force_conflicts).await?;
         }
     }
     let mut lines = taken_over;
@@ -388,12 +388,21 @@ async fn take_over_client_side_fields(
     ))
 }
 
+/// The two passes over the files: each object sent as a server-side dry
+/// run first, so that one the server refuses stops the run before any is
+/// written; then each applied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Validate,
+    Apply,
+}
+
 /// One object, applied as `kubectl apply --server-side` would.
 async fn server_side_apply(
     host: &Host,
     ar: &ApiResource,
     s: &Sourced,
-    dry_run: bool,
+    pass: Pass,
     force: bool,
 ) -> Result<()> {
     let ObjectKey {
@@ -402,7 +411,7 @@ async fn server_side_apply(
     } = key_of(&s.object);
     let api = dynamic_api(&host.client, Some(&ns), ar);
     let mut params = PatchParams::apply(FIELD_MANAGER);
-    params.dry_run = dry_run;
+    params.dry_run = pass == Pass::Validate;
     params.force = force;
     api.patch(&name, &params, &Patch::Apply(&s.object))
         .await
