@@ -12,13 +12,44 @@
 #                              KUBEFEDCTL_TESTENV_VERSION names (default v1.37.2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-hack/testenv.sh >/dev/null
+# The environment is provisioned here: a test whose provisioned tool is
+# missing fails instead of skipping (testenv::skip).
+export KUBEFEDCTL_TESTENV_REQUIRED=${KUBEFEDCTL_TESTENV_REQUIRED:-1}
 
 if [ $# -gt 0 ]; then
+  hack/testenv.sh >/dev/null
   exec cargo test --workspace "$@"
 fi
 
-KUBEFEDCTL_TESTENV_VERSION=v1.37.2 cargo test --workspace
+# Each test's time, through cargo's runner for this machine's target (the
+# builds do not see it), into a log read at the end.
+host=$(rustc -vV | sed -n 's/^host: //p')
+export "CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER=$PWD/hack/test-runner"
+log=$(mktemp)
+steps=()
+trap 'summary; rm -f "$log"' EXIT
+
+# Runs one step, its output on the terminal and in the log; records its minutes.
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@" 2>&1 | tee -a "$log"
+  steps+=("$(awk -v n="$name" -v s=$((SECONDS - start)) 'BEGIN { printf "%-36s %5.1f min", n, s / 60 }')")
+}
+
+# What a run cost: each step's minutes, and the slowest tests (a test's
+# time is its own wall time, beside the others running in parallel).
+summary() {
+  echo
+  echo "test.sh: the slowest 15 tests"
+  sed -nE 's/^test (.*) \.\.\. (ok|FAILED) <([0-9.]+)s>$/\3 \1 \2/p' "$log" | sort -rn | head -n 15 |
+    awk '{ printf "  %8.1f s  %s%s\n", $1, $2, ($3 == "FAILED" ? " (failed)" : "") }'
+  echo "test.sh: steps"
+  [ ${#steps[@]} -eq 0 ] || printf '  %s\n' "${steps[@]}"
+}
+
+step "the test environment (when missing)" hack/testenv.sh
+step "unit and integration tests, v1.37.2" env KUBEFEDCTL_TESTENV_VERSION=v1.37.2 cargo test --workspace
 
 # The compatibility set: filters of the integration tests (a test runs when
 # its path contains one of them).
@@ -68,4 +99,5 @@ compat=(
   # on the current release, as Karmada deploys it: docs/migrate-karmada.md).
   karmada::
 )
-KUBEFEDCTL_TESTENV_VERSION=v1.20.2 cargo test --test it -- "${compat[@]}"
+step "the compatibility set, v1.20.2" env KUBEFEDCTL_TESTENV_VERSION=v1.20.2 cargo test --test it -- "${compat[@]}"
+summary

@@ -39,7 +39,7 @@ pub fn kubefed_source() -> Option<PathBuf> {
 /// them does not build, so CI never runs without them).
 pub fn kubefed_missing(what: &str) -> String {
     format!(
-        "skipped: KubeFed {KUBEFED_VERSION}'s {what} is missing (run hack/testenv.sh: it builds KubeFed's kubefedctl, controller-manager and e2e.test from the Go module proxy into {})",
+        "KubeFed {KUBEFED_VERSION}'s {what} is missing (run hack/testenv.sh: it builds KubeFed's kubefedctl, controller-manager and e2e.test from the Go module proxy into {})",
         kubefed_root().join("bin").display()
     )
 }

@@ -20,6 +20,7 @@ pub mod kubefed;
 pub mod pki;
 pub mod process;
 pub mod proxy;
+pub mod skip;
 pub mod version;
 
 pub use env::{Cluster, SHARED_CLUSTERS, TestEnv, binaries_dir};
@@ -28,4 +29,5 @@ pub use karmada::{KARMADA_VERSION, KarmadaPlane, karmada_binary, karmada_crds};
 pub use kubeconfig::KubeconfigBuilder;
 pub use kubefed::{KUBEFED_VERSION, kubefed_binary, kubefed_missing, kubefed_source};
 pub use proxy::{Faults, Mode, Proxy, RequestRecord};
+pub use skip::skip;
 pub use version::Version;

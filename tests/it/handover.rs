@@ -32,7 +32,7 @@ use testenv::{Proxy, RequestRecord, TestEnv, Version, kubefed_binary, kubefed_mi
 fn private_env() -> Option<(std::sync::MutexGuard<'static, ()>, TestEnv)> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     if kubefed_binary("controller-manager").is_none() {
-        println!("{}", kubefed_missing("controller-manager"));
+        testenv::skip(&kubefed_missing("controller-manager"));
         return None;
     }
     let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -72,7 +72,7 @@ impl KubeFed {
     /// `hack/testenv.sh` has not built it.
     fn start(env: &TestEnv, f: &Federation, run: &str) -> Option<KubeFed> {
         let Some(bin) = kubefed_binary("controller-manager") else {
-            println!("{}", kubefed_missing("controller-manager"));
+            testenv::skip(&kubefed_missing("controller-manager"));
             return None;
         };
         let (host, kc) = own_host_kubeconfig(env, &format!("{}-kubefed", f.fedns));
