@@ -493,7 +493,7 @@ fn burst(env: &TestEnv, f: &Federation, names: &[String], v: &str) {
 }
 
 #[test]
-fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
+fn thousands_of_changes_leave_no_object_behind_and_nothing_growing() {
     let env = TestEnv::shared();
     let f = Federation::new(env, "wf-churn", &["configmaps"]);
     let names: Vec<String> = (0..100).map(|i| format!("c-{i:03}")).collect();
@@ -535,14 +535,17 @@ fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
         warm["kubefedctl_tasks"],
     );
 
-    // 10,000 changes: 100 bursts over the 100 objects, in two halves. A
-    // leak grows with the changes; what the allocator keeps after activity
-    // (arenas, fragmentation) does not grow from one half to the next.
+    // 3,000 changes: 30 bursts over the 100 objects, in two halves (the
+    // soak of 10,000 at scale is the faults bench's, docs/performance.md).
+    // A leak grows with the changes; what the allocator keeps after
+    // activity (arenas, fragmentation) does not grow from one half to the
+    // next.
+    const HALF: usize = 15;
     let half = |from: usize| {
-        for round in from..from + 50 {
+        for round in from..from + HALF {
             burst(env, &f, &names, &format!("v{round}"));
         }
-        let last = format!("v{}", from + 49);
+        let last = format!("v{}", from + HALF - 1);
         wait_for(
             "every member copy at its last value",
             Duration::from_secs(300),
@@ -554,7 +557,7 @@ fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
         metrics(port)
     };
     let first = half(0)["process_resident_memory_bytes"];
-    half(50);
+    half(HALF);
     let deadline = Instant::now() + Duration::from_secs(30);
     let last = loop {
         let m = metrics(port);
@@ -564,13 +567,13 @@ fn ten_thousand_changes_leave_no_object_behind_and_nothing_growing() {
         }
         assert!(
             Instant::now() < deadline,
-            "still growing: RSS {rss} (after 5,000 changes {first}, idle {idle_rss}, after the sync {synced_rss}), tasks {tasks} (idle {idle_tasks})\n{}",
+            "still growing: RSS {rss} (after the first half {first}, idle {idle_rss}, after the sync {synced_rss}), tasks {tasks} (idle {idle_tasks})\n{}",
             log(&log_path)
         );
         std::thread::sleep(Duration::from_millis(500));
     };
     eprintln!(
-        "churn: RSS after the sync {synced_rss}, idle after a first burst {idle_rss}, after 5,000 changes {first}, after 10,000 {}",
+        "churn: RSS after the sync {synced_rss}, idle after a first burst {idle_rss}, after the first half {first}, after both {}",
         last["process_resident_memory_bytes"]
     );
     assert!(last["kubefedctl_reconcile_rounds_total"] >= 2.0, "{last:?}");
