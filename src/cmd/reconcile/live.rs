@@ -5,10 +5,10 @@
 use super::ReconcileOptions;
 use super::print::{exit_status, print_report};
 use crate::cmd::options::GlobalOptions;
+use crate::core::propagation::rollout::RolloutStand;
 use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::settings::Settings;
 use crate::error::{EXIT_NOT_READY, ExitWith};
-use crate::sync::live::report::RolloutStand;
 use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, lock};
 use anyhow::Result;

@@ -4,11 +4,11 @@
 use super::{ReconcileOptions, ReconcileOutput};
 use crate::cmd::options::GlobalOptions;
 use crate::core::outcome::{Change, Place};
+use crate::core::propagation::rollout::RolloutStand;
 use crate::error::{
     EXIT_CHANGES_PENDING, EXIT_NOT_READY, EXIT_PARTIAL, EXIT_ROLLOUT_HALTED, ExitWith,
 };
 use crate::sync::live::mode::PlanMode;
-use crate::sync::live::report::RolloutStand;
 use anyhow::Result;
 use comfy_table::Cell;
 

@@ -84,7 +84,9 @@ pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Res
     let mut report = one_round(host, o, progress).await?;
     let mut said = BTreeMap::new();
     rollout::log(&report, &mut said);
-    while let Some(pause) = rollout::go_on(&report, o, started) {
+    while let Some(pause) =
+        rollout::go_on(&report, o, (started.elapsed(), crate::clock::now_unix()))
+    {
         tokio::time::sleep(pause).await;
         let mut later = one_round(host, &rollout::later_round(o, &report), progress).await?;
         later.clusters.values_mut().for_each(|c| c.unchanged = 0);
@@ -213,7 +215,8 @@ pub async fn round(
         crate::sync::passes::rsp::schedule_replicas(writer, seen, &mut report).await?;
 
     let mut decided = decide_all(host, seen);
-    let mut rollouts = rollout::gate(seen, &mut decided, &o.rollout, &mut report);
+    let now = crate::clock::now_unix();
+    let mut rollouts = rollout::gate(seen, &mut decided, &o.rollout, &mut report, now);
     report_decisions(&decided, o.wait_ready, &mut report);
     let mut jobs = jobs(&decided, o.wait.is_some(), &mut report);
     if passes.permissions {
@@ -287,7 +290,8 @@ impl Written<'_> {
                 .iter_mut()
                 .flat_map(|f| std::mem::take(&mut f.events)),
         );
-        rollout::record_after(host, decided, rollouts, &finished, report, events).await;
+        let now = crate::clock::now_unix();
+        rollout::record_after(host, (decided, &finished), rollouts, (report, events), now).await;
         account(finished, report)
     }
 }

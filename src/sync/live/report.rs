@@ -4,6 +4,7 @@
 //! JSON/YAML.
 
 use crate::core::outcome::{Change, Failure};
+use crate::core::propagation::rollout::RolloutStand;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -77,17 +78,6 @@ pub struct RolloutLine {
     /// When to look again (seconds since the epoch), when a time moves it on.
     #[serde(skip)]
     pub recheck_at: Option<i64>,
-}
-
-/// A rollout's state after a run.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum RolloutStand {
-    Waiting,
-    Halted,
-    Complete,
-    /// `--rollout-abort`: its members went back to the recorded version.
-    Aborted,
 }
 
 impl RolloutLine {
