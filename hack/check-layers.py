@@ -53,7 +53,7 @@ DECISIONS = [
 
 # Shapes the engines keep (issue #56): the members' health travels with
 # them (`ProbedMember`), not as a vector beside them matched by position;
-# a run's mode is resolved once (`live::mode::PlanMode`), not a flag
+# a run's mode is resolved once (`run::mode::PlanMode`), not a flag
 # threaded through the passes; a round's keys live in their observed type;
 # a job, a request or a rollout holds its type and object (references, or
 # a FederatedRef), not their positions in the observation.
@@ -61,7 +61,7 @@ ENGINE_SHAPES = [
     (r"Vec<Health>|&\[Health\]|\.zip\(&?[a-z_.]*health\b",
      "a member's health travels with it: clients::members::ProbedMember"),
     (r"\bdry_run: bool\b|\bvalidate: bool\b",
-     "a run's mode is live::mode::PlanMode, resolved once; host writes go through HostWriter"),
+     "a run's mode is run::mode::PlanMode, resolved once; host writes go through HostWriter"),
     (r"\bpartial\s*:\s*Option<Vec<",
      "a round's keys live in their observed type (ObservedType::only)"),
     (r"\b(?:type|object)_index\s*:|\bObject\(\s*usize\s*\)|\bseen\.types\[[^\]]*\.",
@@ -89,7 +89,7 @@ for path in glob.glob(os.path.join(ROOT, "**", "*.rs"), recursive=True):
                 problems.append(f"{rel}:{line}: a command imports another ({m.group(0)})")
     # A server-side dry-run request parameter (review/files.rs) is a
     # request's option, not a run's mode.
-    if mine == "sync" and not rel.startswith("sync/review/") and rel != "sync/live/mode.rs":
+    if mine == "sync" and not rel.startswith("sync/review/") and rel != "sync/run/mode.rs":
         for pattern, why in ENGINE_SHAPES:
             for m in re.finditer(pattern, body):
                 line = body[: m.start()].count("\n") + 1

@@ -18,9 +18,9 @@ use crate::core::propagation::rollout::{
 };
 use crate::core::propagation::version::member_version;
 use crate::sync::live::Decided;
-use crate::sync::live::observe::{Observation, ObservedType};
 use crate::sync::live::pipeline::{Finished, Job};
-use crate::sync::live::report::{Report, RolloutLine};
+use crate::sync::run::observe::{Observation, ObservedType};
+use crate::sync::run::report::{Report, RolloutLine};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -566,7 +566,7 @@ pub fn log(report: &Report, said: &mut std::collections::BTreeMap<String, String
 /// A later round's placed member objects (`--wait-ready`) merged into the
 /// run's: each copy once, written when any round wrote it.
 pub fn placed_once(run: &mut Report, later: &mut Report) {
-    let id = |p: &crate::sync::live::report::PlacedObject| {
+    let id = |p: &crate::sync::run::report::PlacedObject| {
         (p.cluster.clone(), p.target.plural.clone(), p.key.clone())
     };
     let mut at: std::collections::HashMap<_, usize> = (run.placed.iter().enumerate())
@@ -576,7 +576,7 @@ pub fn placed_once(run: &mut Report, later: &mut Report) {
         match at.get(&id(&p)) {
             Some(&i) => {
                 let written = run.placed[i].written || p.written;
-                run.placed[i] = crate::sync::live::report::PlacedObject { written, ..p };
+                run.placed[i] = crate::sync::run::report::PlacedObject { written, ..p };
             }
             None => {
                 at.insert(id(&p), run.placed.len());

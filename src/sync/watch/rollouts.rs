@@ -11,7 +11,7 @@
 
 use super::cache::WorkKey;
 use crate::core::propagation::rollout::RolloutStand;
-use crate::sync::live::report::RolloutLine;
+use crate::sync::run::report::RolloutLine;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
