@@ -219,17 +219,16 @@ pub fn next_round(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
+    use std::collections::BTreeSet;
 
     use serde_json::json;
 
     use super::*;
-    use crate::propagation::action::{Action, ClusterStatus, Decision};
+    use crate::propagation::action::Action;
     use crate::propagation::readiness::Readiness;
     use crate::propagation::rollout::gate::{MemberCopy, abort_to_previous, start};
-    use crate::propagation::rollout::ledger::{
-        ROLLOUT_STATUS_ANNOTATION, RolloutRecord, Target, abort,
-    };
+    use crate::propagation::rollout::ledger::{ROLLOUT_STATUS_ANNOTATION, RolloutRecord, abort};
+    use crate::propagation::rollout::tests::{copy, names, object_plan, target};
 
     const CANARY: &str = r#"{"waves": [{"clusters": ["m1"]}], "minSuccessTime": "10s"}"#;
 
@@ -298,10 +297,6 @@ mod tests {
         }
     }
 
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
-    }
-
     #[test]
     fn members_out_of_reach_refuse_the_rollout_naming_them() {
         let scope = |clusters: Option<&[&str]>| RunScope {
@@ -349,52 +344,6 @@ mod tests {
         }
     }
 
-    fn target(t: &str) -> Target {
-        Target {
-            template_version: t.into(),
-            overrides_version: "o".into(),
-        }
-    }
-
-    fn copy(name: &str, readiness: Option<Readiness>, version: &str) -> MemberCopy {
-        MemberCopy {
-            name: name.into(),
-            labels: BTreeMap::new(),
-            copy: readiness.map(|r| (r, version.to_string())),
-        }
-    }
-
-    fn object_plan() -> ObjectPlan {
-        let decisions = ["m1", "m2"]
-            .iter()
-            .map(|c| Decision {
-                cluster: c.to_string(),
-                action: Action::Update {
-                    object: json!({}),
-                    adopt: false,
-                },
-                status: Some(ClusterStatus::Ok),
-                message: None,
-            })
-            .collect();
-        ObjectPlan {
-            key: crate::describe::ObjectKey::new("ns", "x"),
-            decisions,
-            reason: crate::propagation::status::AggregateReason::Success,
-            selected: ["m1", "m2"].iter().map(|c| c.to_string()).collect(),
-            deletion: None,
-            pv_name: "configmap-x".into(),
-            pv_status: None,
-            unchanged_versions: BTreeMap::new(),
-            finalizer: FinalizerStep::Keep,
-            record: true,
-            placement_error: None,
-            failures: Vec::new(),
-            notes: Vec::new(),
-            warnings: Vec::new(),
-        }
-    }
-
     /// A PropagatedVersion holding `record`.
     fn pv(record: &RolloutRecord) -> Value {
         json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: record.to_annotation()}}})
@@ -431,8 +380,8 @@ mod tests {
             end: Option<&'static str>,
             stand: RolloutStand,
         }
-        let ready = || Some(Readiness::Ready);
-        let pending = || Some(Readiness::Pending("0/1 available".into()));
+        let ready = || Readiness::Ready;
+        let pending = || Readiness::Pending("0/1 available".into());
         let mut aborted = wrote(false);
         aborted.abort(&target("old"), 5);
         let cases = [
@@ -440,7 +389,10 @@ mod tests {
                 name: "the first wave",
                 policy: CANARY,
                 pv: None,
-                members: vec![copy("m1", ready(), "rv:1"), copy("m2", ready(), "rv:2")],
+                members: vec![
+                    copy("m1", Some((ready(), "rv:1"))),
+                    copy("m2", Some((ready(), "rv:2"))),
+                ],
                 now: 100,
                 written: &["m1"],
                 before: true,
@@ -452,7 +404,10 @@ mod tests {
                 name: "the canary soaking",
                 policy: CANARY,
                 pv: Some(pv(&wrote(false))),
-                members: vec![copy("m1", ready(), "rv:10"), copy("m2", ready(), "rv:2")],
+                members: vec![
+                    copy("m1", Some((ready(), "rv:10"))),
+                    copy("m2", Some((ready(), "rv:2"))),
+                ],
                 now: 5,
                 written: &[],
                 before: true,
@@ -464,7 +419,10 @@ mod tests {
                 name: "the deadline passed",
                 policy: r#"{"waves": [{"clusters": ["m1"]}], "progressDeadline": "5s"}"#,
                 pv: Some(pv(&wrote(false))),
-                members: vec![copy("m1", pending(), "rv:10"), copy("m2", ready(), "rv:2")],
+                members: vec![
+                    copy("m1", Some((pending(), "rv:10"))),
+                    copy("m2", Some((ready(), "rv:2"))),
+                ],
                 now: 10,
                 written: &[],
                 before: true,
@@ -476,7 +434,10 @@ mod tests {
                 name: "a target aborted before",
                 policy: CANARY,
                 pv: Some(pv(&aborted)),
-                members: vec![copy("m1", ready(), "rv:11"), copy("m2", ready(), "rv:2")],
+                members: vec![
+                    copy("m1", Some((ready(), "rv:11"))),
+                    copy("m2", Some((ready(), "rv:2"))),
+                ],
                 now: 100,
                 written: &[],
                 before: true,
@@ -488,7 +449,10 @@ mod tests {
                 name: "complete",
                 policy: r#"{"waves": [{"clusters": ["m1"]}]}"#,
                 pv: Some(pv(&wrote(true))),
-                members: vec![copy("m1", ready(), "rv:10"), copy("m2", ready(), "rv:20")],
+                members: vec![
+                    copy("m1", Some((ready(), "rv:10"))),
+                    copy("m2", Some((ready(), "rv:20"))),
+                ],
                 now: 100,
                 written: &[],
                 before: false,
@@ -500,7 +464,7 @@ mod tests {
         for c in cases {
             let policy = RolloutPolicy::parse(c.policy).unwrap();
             let mut r = start(&policy, &target("new"), c.pv.as_ref(), &c.members, c.now);
-            let mut p = object_plan();
+            let mut p = object_plan(&["m1", "m2"]);
             r.gate(&mut p, &c.members);
             let placing: Vec<&str> = (p.decisions.iter())
                 .filter(|d| matches!(d.action, Action::Update { .. }))
@@ -527,7 +491,7 @@ mod tests {
         let record = wrote(true);
         let old = target("old");
         let rollback = abort(Some(&record), Some(&old), Some(&old)).unwrap();
-        let mut p = object_plan();
+        let mut p = object_plan(&["m1", "m2"]);
         p.decisions[1].action = Action::Unchanged;
         p.unchanged_versions.insert("m2".into(), "rv:2".into());
         let r = abort_to_previous(record, None, &rollback, &p, 50);
@@ -552,7 +516,10 @@ mod tests {
         let policy =
             RolloutPolicy::parse(r#"{"waves": [{"clusters": ["m1"]}], "progressDeadline": "5s"}"#)
                 .unwrap();
-        let members = [copy("m1", Some(Readiness::Pending("0/1".into())), "rv:10")];
+        let members = [copy(
+            "m1",
+            Some((Readiness::Pending("0/1".into()), "rv:10")),
+        )];
         let r = start(
             &policy,
             &target("new"),
