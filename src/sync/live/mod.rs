@@ -90,7 +90,7 @@ pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Res
         later.clusters.values_mut().for_each(|c| c.unchanged = 0);
         later.failures.retain(|f| !report.failures.contains(f));
         rollout::log(&later, &mut said);
-        rollout::placed_once(&mut report, &mut later);
+        report.placed_once(&mut later);
         report.absorb(later);
     }
     Ok(report)

@@ -562,26 +562,3 @@ pub fn log(report: &Report, said: &mut std::collections::BTreeMap<String, String
         }
     }
 }
-
-/// A later round's placed member objects (`--wait-ready`) merged into the
-/// run's: each copy once, written when any round wrote it.
-pub fn placed_once(run: &mut Report, later: &mut Report) {
-    let id = |p: &crate::sync::run::report::PlacedObject| {
-        (p.cluster.clone(), p.target.plural.clone(), p.key.clone())
-    };
-    let mut at: std::collections::HashMap<_, usize> = (run.placed.iter().enumerate())
-        .map(|(i, p)| (id(p), i))
-        .collect();
-    for p in later.placed.drain(..) {
-        match at.get(&id(&p)) {
-            Some(&i) => {
-                let written = run.placed[i].written || p.written;
-                run.placed[i] = crate::sync::run::report::PlacedObject { written, ..p };
-            }
-            None => {
-                at.insert(id(&p), run.placed.len());
-                run.placed.push(p);
-            }
-        }
-    }
-}

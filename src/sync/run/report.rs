@@ -121,6 +121,28 @@ impl Report {
             .sum()
     }
 
+    /// A later round's placed member objects (`--wait-ready`) merged into
+    /// this run's: each copy once, written when any round wrote it (a
+    /// one-shot run's rounds while a rollout waits place the same copies).
+    pub fn placed_once(&mut self, later: &mut Report) {
+        let id = |p: &PlacedObject| (p.cluster.clone(), p.target.plural.clone(), p.key.clone());
+        let mut at: std::collections::HashMap<_, usize> = (self.placed.iter().enumerate())
+            .map(|(i, p)| (id(p), i))
+            .collect();
+        for p in later.placed.drain(..) {
+            match at.get(&id(&p)) {
+                Some(&i) => {
+                    let written = self.placed[i].written || p.written;
+                    self.placed[i] = PlacedObject { written, ..p };
+                }
+                None => {
+                    at.insert(id(&p), self.placed.len());
+                    self.placed.push(p);
+                }
+            }
+        }
+    }
+
     /// A later round's report added to this one, as one run's: counts
     /// summed, lines kept once.
     pub fn absorb(&mut self, later: Report) {
