@@ -5,10 +5,10 @@
 use super::ReconcileOptions;
 use super::print::{exit_status, print_report};
 use crate::cmd::options::GlobalOptions;
+use crate::core::propagation::rollout::RolloutStand;
 use crate::core::run::lease::RECONCILE_LEASE;
 use crate::core::run::settings::Settings;
 use crate::error::{EXIT_NOT_READY, ExitWith};
-use crate::sync::live::report::RolloutStand;
 use crate::sync::review::files::{self, Proposal};
 use crate::sync::{live, lock};
 use anyhow::Result;
@@ -151,7 +151,7 @@ async fn apply_files(
 ) -> Result<Vec<crate::core::outcome::Change>> {
     let mut every_type = opts.selection.clone();
     every_type.scope.types.clear();
-    let types = crate::sync::live::observe::enabled_types(host, &every_type).await?;
+    let types = crate::sync::run::observe::enabled_types(host, &every_type).await?;
     files::apply(
         host,
         &types,
@@ -166,7 +166,7 @@ async fn apply_files(
 /// `Ready` conditions; exit 3 naming each one not ready in time, or failed.
 async fn wait_ready(
     host: &crate::clients::host::Host,
-    report: &crate::sync::live::report::Report,
+    report: &crate::sync::run::report::Report,
     wait: Duration,
     o: &ReconcileOptions,
 ) -> Result<()> {

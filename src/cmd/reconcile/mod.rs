@@ -257,7 +257,7 @@ mod tests {
     /// makes sense in a plan implies one, and the engine sees only the mode.
     #[test]
     fn the_plan_flags_resolve_to_one_mode() {
-        use crate::sync::live::mode::PlanMode;
+        use crate::sync::run::mode::PlanMode;
         let dry = |validate, diff, exit_code| PlanMode::DryRun {
             validate,
             diff,

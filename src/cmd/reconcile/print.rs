@@ -4,11 +4,11 @@
 use super::{ReconcileOptions, ReconcileOutput};
 use crate::cmd::options::GlobalOptions;
 use crate::core::outcome::{Change, Place};
+use crate::core::propagation::rollout::RolloutStand;
 use crate::error::{
     EXIT_CHANGES_PENDING, EXIT_NOT_READY, EXIT_PARTIAL, EXIT_ROLLOUT_HALTED, ExitWith,
 };
-use crate::sync::live::mode::PlanMode;
-use crate::sync::live::report::RolloutStand;
+use crate::sync::run::mode::PlanMode;
 use anyhow::Result;
 use comfy_table::Cell;
 
@@ -17,7 +17,7 @@ use comfy_table::Cell;
 pub(super) fn print_report(
     global: &GlobalOptions,
     o: &ReconcileOptions,
-    report: &crate::sync::live::report::Report,
+    report: &crate::sync::run::report::Report,
 ) -> Result<()> {
     if o.plan.dry_run() && o.output != Some(ReconcileOutput::Markdown) {
         for change in &report.changes {
@@ -57,7 +57,7 @@ pub(super) fn print_report(
 }
 
 /// A dry run's rollouts as text: each object's waves, after its plan.
-fn print_rollout_waves(report: &crate::sync::live::report::Report) {
+fn print_rollout_waves(report: &crate::sync::run::report::Report) {
     for r in &report.rollouts {
         println!("rollout of {}:", r.object);
         for line in r.waves_text.lines() {
@@ -70,7 +70,7 @@ fn print_rollout_waves(report: &crate::sync::live::report::Report) {
 /// waits, 4 on pending changes with `--dry-run --exit-code`.
 pub(super) fn exit_status(
     o: &ReconcileOptions,
-    report: &crate::sync::live::report::Report,
+    report: &crate::sync::run::report::Report,
 ) -> Result<()> {
     let stand = |s: RolloutStand| (report.rollouts.iter()).filter(move |r| r.state == s);
     if !o.plan.dry_run()
@@ -133,7 +133,7 @@ const MARKDOWN_DIFFS: usize = 50;
 /// in collapsible blocks. Stable order (members by name, changes as
 /// planned); long plans are cut with a count. Secret values are masked in
 /// the diffs already.
-pub fn markdown_plan(r: &crate::sync::live::report::Report, mode: PlanMode) -> String {
+pub fn markdown_plan(r: &crate::sync::run::report::Report, mode: PlanMode) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let (host, member_changes): (Vec<&Change>, Vec<&Change>) =
@@ -196,7 +196,7 @@ pub fn markdown_plan(r: &crate::sync::live::report::Report, mode: PlanMode) -> S
 }
 
 /// CLUSTER, READY, CREATED, UPDATED, DELETED, UNCHANGED, FAILED.
-pub fn summary_table(r: &crate::sync::live::report::Report, mode: PlanMode) -> String {
+pub fn summary_table(r: &crate::sync::run::report::Report, mode: PlanMode) -> String {
     let plans = mode.plans();
     let mut t = crate::terminal::output::table(&[
         "CLUSTER",
@@ -224,7 +224,7 @@ pub fn summary_table(r: &crate::sync::live::report::Report, mode: PlanMode) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::live::report::Report;
+    use crate::sync::run::report::Report;
 
     #[test]
     fn a_markdown_plan_has_a_table_per_member_and_collapsed_diffs() {

@@ -408,7 +408,7 @@ pub(super) async fn check_members(
     rows: &mut [ObjectRow],
 ) -> Result<()> {
     let options = crate::sync::live::Options {
-        selection: crate::sync::live::observe::Selection {
+        selection: crate::sync::run::observe::Selection {
             scope: crate::core::run::scope::RunScope {
                 types: vec![ftc.metadata.name.clone().unwrap_or_default()],
                 namespace: namespace.map(str::to_string),
@@ -420,7 +420,7 @@ pub(super) async fn check_members(
             whole_copies: false,
         },
         proposal: None,
-        mode: crate::sync::live::mode::PlanMode::PLAN,
+        mode: crate::sync::run::mode::PlanMode::PLAN,
         concurrency: 8,
         attempts: 1,
         wait: None,
@@ -548,7 +548,7 @@ async fn rollouts(
         false => crate::apply::resource_of::<crate::api::core::ClusterPropagatedVersion>(),
     };
     let api = crate::apply::dynamic_api(&host.client, namespace, &ar);
-    let pvs = crate::sync::live::observe::list_all(&api, &ListParams::default()).await?;
+    let pvs = crate::sync::run::observe::list_all(&api, &ListParams::default()).await?;
     let kind = &ftc.spec.target_type.kind;
     for (row, obj) in rows.iter_mut().zip(objects) {
         let pv_name = propagated_version_name(kind, &row.name);

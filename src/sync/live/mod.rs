@@ -17,14 +17,11 @@
 
 pub mod crd_first;
 pub mod execute;
-pub mod mode;
-pub mod observe;
 pub mod permissions;
 pub mod pipeline;
 pub mod progress;
 pub mod ready;
 pub mod record;
-pub mod report;
 pub mod requests;
 pub mod rollback;
 pub mod rollout;
@@ -35,13 +32,14 @@ use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, descri
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
 use crate::core::propagation::decide::{self, Federation, ObjectPlan, TypeDecisions};
+use crate::sync::run::mode::{HostWriter, PlanMode};
+use crate::sync::run::observe::{self, Observation, ObservedType, Selection};
+use crate::sync::run::report::Report;
+use crate::sync::run::work::{Target, Work};
 use anyhow::Result;
-use execute::{Limits, Target, Work};
-use mode::{HostWriter, PlanMode};
-use observe::{Observation, ObservedType, Selection};
+use execute::Limits;
 use pipeline::{Finished, Job, Pipeline};
 use progress::Progress;
-use report::Report;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -84,13 +82,15 @@ pub async fn reconcile(host: &Host, o: &Options, progress: &dyn Progress) -> Res
     let mut report = one_round(host, o, progress).await?;
     let mut said = BTreeMap::new();
     rollout::log(&report, &mut said);
-    while let Some(pause) = rollout::go_on(&report, o, started) {
+    while let Some(pause) =
+        rollout::go_on(&report, o, (started.elapsed(), crate::clock::now_unix()))
+    {
         tokio::time::sleep(pause).await;
         let mut later = one_round(host, &rollout::later_round(o, &report), progress).await?;
         later.clusters.values_mut().for_each(|c| c.unchanged = 0);
         later.failures.retain(|f| !report.failures.contains(f));
         rollout::log(&later, &mut said);
-        rollout::placed_once(&mut report, &mut later);
+        report.placed_once(&mut later);
         report.absorb(later);
     }
     Ok(report)
@@ -213,7 +213,8 @@ pub async fn round(
         crate::sync::passes::rsp::schedule_replicas(writer, seen, &mut report).await?;
 
     let mut decided = decide_all(host, seen);
-    let mut rollouts = rollout::gate(seen, &mut decided, &o.rollout, &mut report);
+    let now = crate::clock::now_unix();
+    let mut rollouts = rollout::gate(seen, &mut decided, &o.rollout, &mut report, now);
     report_decisions(&decided, o.wait_ready, &mut report);
     let mut jobs = jobs(&decided, o.wait.is_some(), &mut report);
     if passes.permissions {
@@ -225,7 +226,8 @@ pub async fn round(
         rollout::plan_lines(&rollouts, &mut report);
         if o.mode.validates() {
             let (concurrency, timeout) = (o.concurrency, o.selection.timeout);
-            crate::sync::review::validate::validate(seen, &jobs, concurrency, timeout, &mut report)
+            let work = jobs.iter().flat_map(|j| &j.work);
+            crate::sync::review::validate::validate(seen, work, concurrency, timeout, &mut report)
                 .await;
         }
     } else {
@@ -287,7 +289,8 @@ impl Written<'_> {
                 .iter_mut()
                 .flat_map(|f| std::mem::take(&mut f.events)),
         );
-        rollout::record_after(host, decided, rollouts, &finished, report, events).await;
+        let now = crate::clock::now_unix();
+        rollout::record_after(host, (decided, &finished), rollouts, (report, events), now).await;
         account(finished, report)
     }
 }
@@ -474,7 +477,7 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
 fn placed_objects<'p>(
     t: &'p observe::ObservedType,
     p: &'p ObjectPlan,
-) -> impl Iterator<Item = crate::sync::live::report::PlacedObject> + 'p {
+) -> impl Iterator<Item = crate::sync::run::report::PlacedObject> + 'p {
     let key = decide::member_key(&t.ty, &p.key);
     let placing = |d: &crate::core::propagation::action::Decision| match d.action {
         Action::Create(_) | Action::Update { .. } => Some(true),
@@ -482,14 +485,14 @@ fn placed_objects<'p>(
         _ => None,
     };
     let decision = |c: &String| p.decisions.iter().find(|d| &d.cluster == c);
-    let owner = std::sync::Arc::new(crate::sync::live::report::PlacedOwner {
+    let owner = std::sync::Arc::new(crate::sync::run::report::PlacedOwner {
         federated: t.federated.clone(),
         key: p.key.clone(),
         complete: (p.selected.iter()).all(|c| decision(c).and_then(placing).is_some()),
         judged: p.selected.iter().all(|c| decision(c).is_some()),
     });
     p.decisions.iter().filter_map(move |d| {
-        Some(crate::sync::live::report::PlacedObject {
+        Some(crate::sync::run::report::PlacedObject {
             cluster: d.cluster.clone(),
             target: t.target.clone(),
             key: key.clone(),

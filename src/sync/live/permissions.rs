@@ -11,9 +11,9 @@
 use crate::core::cluster::rbac::missing;
 use crate::core::outcome::{Failure, Place};
 use crate::core::propagation::action::Action;
-use crate::sync::live::observe::Observation;
 use crate::sync::live::pipeline::Job;
-use crate::sync::live::report::Report;
+use crate::sync::run::observe::Observation;
+use crate::sync::run::report::Report;
 use k8s_openapi::api::authorization::v1::{SelfSubjectRulesReview, SelfSubjectRulesReviewSpec};
 use kube::api::{Api, PostParams};
 use serde_json::Value;

@@ -14,11 +14,12 @@ use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, descri
 use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
-use crate::sync::live::execute::{Limits, Target, Work, apply_one};
-use crate::sync::live::observe::{Observation, ObservedType};
+use crate::sync::live::execute::{Limits, apply_one};
 use crate::sync::live::progress::{Answer, Settled};
-use crate::sync::live::record::HOST_WRITES_IN_FLIGHT;
 use crate::sync::live::requests::{Clusters, HostRequests, MemberRequests};
+use crate::sync::run::mode::HOST_WRITES_IN_FLIGHT;
+use crate::sync::run::observe::{Observation, ObservedType};
+use crate::sync::run::work::{Target, Work};
 use futures::StreamExt;
 use serde_json::Value;
 use std::borrow::Cow;

@@ -18,9 +18,6 @@ use anyhow::{Context, Result};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-/// Write-backs to the host in flight at once.
-pub const HOST_WRITES_IN_FLIGHT: usize = 16;
-
 fn federated_api(host: &Host, ar: &ApiResource, key: &ObjectKey) -> Api<DynamicObject> {
     dynamic_api(&host.client, Some(&key.namespace), ar)
 }

@@ -8,8 +8,8 @@
 
 use crate::core::describe::{ObjectKey, describe_federated, key_of};
 use crate::core::propagation::decide::{self, ObjectPlan};
-use crate::sync::live::observe::{Observation, ObservedType};
 use crate::sync::render::{self, Sourced};
+use crate::sync::run::observe::{Observation, ObservedType};
 use anyhow::{Result, bail};
 use serde_json::Value;
 use std::path::PathBuf;

@@ -1,24 +1,26 @@
 //! Progressive rollouts in a one-shot round (issue #57): the core decides
-//! (`core::propagation::rollout`: the policy, the planner, the record, the
-//! gate); this reads what it needs from the observation, records before
-//! and after the member writes, and reports. Objects without a policy, or
-//! whose PropagatedVersion records their version, are not touched.
+//! (`core::propagation::rollout`: the policy that applies, who is out of
+//! reach, the planner, the record, the gate, what may be written, where a
+//! rollout stands); this reads what it needs from the observation, records
+//! before and after the member writes, reports, and waits. The clock is
+//! read by the caller and passed in. Objects without a policy, or whose
+//! PropagatedVersion records their version, are not touched.
 
 use crate::clients::host::Host;
 use crate::core::describe::{FederatedRef, KeyParts, ObjectKey, describe, key_of};
 use crate::core::events::record::{Event, EventType, InvolvedObject, sync_component};
 use crate::core::outcome::Failure;
 use crate::core::propagation::action::Action;
-use crate::core::propagation::decide::{self, FinalizerStep, Listing, ObjectPlan};
+use crate::core::propagation::decide::{self, Listing, ObjectPlan};
 use crate::core::propagation::readiness::readiness;
 use crate::core::propagation::rollout::{
-    self as core_rollout, MemberCopy, Rolling, RolloutPolicy, RolloutState,
+    self as core_rollout, MemberCopy, Rolling, RolloutPolicy, RolloutStand,
 };
 use crate::core::propagation::version::member_version;
 use crate::sync::live::Decided;
-use crate::sync::live::observe::{Observation, ObservedType};
 use crate::sync::live::pipeline::{Finished, Job};
-use crate::sync::live::report::{Report, RolloutLine, RolloutStand};
+use crate::sync::run::observe::{Observation, ObservedType};
+use crate::sync::run::report::{Report, RolloutLine};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -38,17 +40,17 @@ pub struct ObjectRollout<'s> {
     pub aborted: Option<Vec<String>>,
 }
 
-/// The round's rollouts (none unless `o.enabled`): each object with a policy (its annotation, else
-/// `run`'s) whose version is not rolled out yet, its decisions gated. A
-/// malformed annotation is a failure naming the object and the field, and
-/// nothing of that object is written.
+/// The round's rollouts at `now` (none unless `o.enabled`): each object
+/// with a policy (`core_rollout::policy_of`) whose version is not rolled
+/// out yet, its decisions gated. A malformed annotation is a failure
+/// naming the object and the field, and nothing of that object is written.
 pub fn gate<'s>(
     seen: &Observation,
     decided: &mut [Decided<'s>],
     o: &RolloutOptions,
     report: &mut Report,
+    now: i64,
 ) -> Vec<ObjectRollout<'s>> {
-    let now = crate::clock::now_unix();
     let mut out = Vec::new();
     if !o.enabled {
         return out;
@@ -60,17 +62,13 @@ pub fn gate<'s>(
             if p.deletion.is_some() || !p.record {
                 continue;
             }
-            let policy = match RolloutPolicy::of_object(fed) {
-                Ok(own) => own,
-                Err(e) => {
-                    let annotation = core_rollout::ROLLOUT_ANNOTATION;
-                    let why = format!("annotation {annotation}: {}", e.problem);
+            let policy = match core_rollout::policy_of(fed, run) {
+                Ok(Some(policy)) => policy,
+                Ok(None) => continue,
+                Err(why) => {
                     refuse((t, fed), p, why, report);
                     continue;
                 }
-            };
-            let Some(policy) = policy.as_ref().or(run).filter(|x| !x.is_all_at_once()) else {
-                continue;
             };
             let Some(target) = core_rollout::target_of(fed) else {
                 continue;
@@ -78,7 +76,10 @@ pub fn gate<'s>(
             let pv = seen.versions.get(&p.pv_key() as &dyn KeyParts);
             if let Some(recorded) = o.abort.then(|| Recorded::of(pv)).flatten() {
                 out.extend(match &o.previous {
-                    Some(previous) => abort_previous(seen, (t, fed), p, recorded, previous, report),
+                    Some(previous) => {
+                        let abort = (recorded, &**previous, now);
+                        abort_previous(seen, (t, fed), p, abort, report)
+                    }
                     None => abort_one((t, fed), p, recorded, &target, report),
                 });
                 continue;
@@ -86,7 +87,7 @@ pub fn gate<'s>(
             if core_rollout::rolled_out(pv, &target) {
                 continue;
             }
-            let rolling = (policy, &target, pv, now);
+            let rolling = (&*policy, &target, pv, now);
             out.extend(start_one(seen, (t, fed), p, rolling, report));
         }
     }
@@ -98,8 +99,8 @@ pub fn gate<'s>(
 
 /// One object's rollout in this round: its record resumed, its members
 /// observed, its decisions gated (`core::propagation::rollout::gate`);
-/// `None` when the run may not take it a step (`out_of_reach`: a failure,
-/// and nothing of it is written).
+/// `None` when the run may not take it a step (`core_rollout::out_of_reach`:
+/// a failure, and nothing of it is written).
 fn start_one<'s>(
     seen: &Observation,
     (t, fed): (&'s ObservedType, &'s Value),
@@ -107,7 +108,7 @@ fn start_one<'s>(
     (policy, target, pv, now): (&RolloutPolicy, &core_rollout::Target, Option<&Value>, i64),
     report: &mut Report,
 ) -> Option<ObjectRollout<'s>> {
-    if let Some(why) = out_of_reach(seen, p) {
+    if let Some(why) = core_rollout::out_of_reach(&p.selected, &seen.scope) {
         refuse((t, fed), p, why, report);
         return None;
     }
@@ -179,26 +180,8 @@ fn abort_one<'s>(
     }
 }
 
-/// Why a run may not take a rollout a step: some of the members the
-/// object is placed on are not the run's to write (`--cluster`, or in the
-/// watch members whose watches have not listed yet). The planner would
-/// count them written when their step came, and their deadline would
-/// halt the rollout for a write never made.
-fn out_of_reach(seen: &Observation, p: &ObjectPlan) -> Option<String> {
-    let outside: Vec<&str> = (p.selected.iter())
-        .filter(|c| !seen.scope.touches(c))
-        .map(String::as_str)
-        .collect();
-    (!outside.is_empty()).then(|| {
-        format!(
-            "its rollout goes on only in a run that may write to every member it is placed on, and this one may not write to {} (--cluster); nothing of it is written",
-            outside.join(", ")
-        )
-    })
-}
-
-/// `--rollout-abort --previous FILE` of one object with a rollout record:
-/// when the file's version of it hashes to what its PropagatedVersion
+/// `--rollout-abort --previous FILE` of one object with a rollout record,
+/// at `now`: when the file's version of it hashes to what its PropagatedVersion
 /// records (the core's `abort`), its decisions are the file's version's
 /// (`rollback::decide`), the host's object untouched: the members that got
 /// the aborted version go back, and the record stays, marked aborted, so
@@ -208,8 +191,7 @@ fn abort_previous<'s>(
     seen: &Observation,
     (t, fed): (&'s ObservedType, &'s Value),
     p: &mut ObjectPlan,
-    recorded: Recorded<'_>,
-    previous: &crate::sync::live::rollback::Previous,
+    (recorded, previous, now): (Recorded<'_>, &crate::sync::live::rollback::Previous, i64),
     report: &mut Report,
 ) -> Option<ObjectRollout<'s>> {
     let file = previous.of(t, fed);
@@ -219,7 +201,6 @@ fn abort_previous<'s>(
             let file = &file.expect("a given version").object;
             *p = crate::sync::live::rollback::decide(seen, t, fed, previous, file);
             let record = recorded.record.unwrap_or_default();
-            let now = crate::clock::now_unix();
             let text = Some(recorded.text.to_string());
             let rolling = core_rollout::abort_to_previous(record, text, &rollback, p, now);
             Some(ObjectRollout::new(
@@ -242,15 +223,7 @@ fn abort_previous<'s>(
 fn refuse((t, fed): (&ObservedType, &Value), p: &mut ObjectPlan, why: String, report: &mut Report) {
     let what = describe(&t.federated.kind, fed);
     report.failures.push(Failure::of_federated(what, why));
-    write_nothing(p);
-}
-
-/// Nothing of this object is written: no member request, no status, no
-/// PropagatedVersion, no finalizer.
-fn write_nothing(p: &mut ObjectPlan) {
-    p.decisions.clear();
-    p.record = false;
-    p.finalizer = FinalizerStep::Keep;
+    core_rollout::write_nothing(p);
 }
 
 /// Each placed member with its labels and, when it holds a copy, the
@@ -359,7 +332,7 @@ pub async fn record_before(
     for r in rollouts.iter_mut() {
         let t = r.ty;
         let (fed, p) = (r.fed, plan_of(&plans, r));
-        if r.rolling.complete() {
+        if !r.rolling.records_before() {
             continue;
         }
         let status = r.rolling.versions(p);
@@ -397,14 +370,14 @@ pub async fn record_before(
 /// After the member writes: each written member's version in the record,
 /// recorded; a complete rollout's record removed (its PropagatedVersion
 /// written by the pipeline, as without a policy); a halt on the object's
-/// status and as an Event. Each object's rollout as a report line.
+/// status (as of `now`) and as an Event. Each object's rollout as a
+/// report line.
 pub async fn record_after(
     host: &Host,
-    decided: &[Decided<'_>],
+    (decided, finished): (&[Decided<'_>], &[Finished<'_>]),
     rollouts: &mut [ObjectRollout<'_>],
-    finished: &[Finished<'_>],
-    report: &mut Report,
-    events: &mut Vec<Event>,
+    (report, events): (&mut Report, &mut Vec<Event>),
+    now: i64,
 ) {
     let plans = plans(decided, rollouts);
     for r in rollouts.iter_mut() {
@@ -424,10 +397,7 @@ pub async fn record_after(
             r.rolling
                 .wrote(versions.iter().map(|(c, v)| (c.as_str(), v.as_str())));
         }
-        // A record not written before gets nothing after; a complete one
-        // goes once its PropagatedVersion is written.
-        let as_is = r.refused || (r.rolling.complete() && failed);
-        if !as_is {
+        if r.rolling.records_after(r.refused, failed) {
             let annotation = r.rolling.annotation();
             let written = crate::sync::live::record::write_rollout_record(
                 host,
@@ -449,7 +419,7 @@ pub async fn record_after(
         // Unless the pipeline wrote something for it, its status is as observed.
         let untouched = done.is_none_or(|f| f.host_writes == 0);
         let observed = untouched.then_some(&fed["status"]);
-        ended(host, t, &p.key, r, observed, report).await;
+        ended(host, (t, &p.key), r, (observed, now), report).await;
         if let Some(halt) = r.rolling.halt() {
             events.push(Event {
                 involved: InvolvedObject::of(fed),
@@ -463,32 +433,23 @@ pub async fn record_after(
     }
 }
 
-/// A halted rollout on its object's status (`Ready` `False`, reason
-/// `RolloutHalted`, the failed members' entries); a completed one's
-/// `Ready` `True` (each member was ready for `minSuccessTime`).
+/// How the rollout ends the round on its object's status
+/// (`core_rollout::End`: a halt, or complete), written as of `now`.
 /// `observed`: the object's status as the round observed it, when nothing
 /// of the round wrote it since; when that says so already, nothing is
-/// read or written (a halted object decided again, as every resync of the
-/// watch does, costs no request).
+/// read or written.
 async fn ended(
     host: &Host,
-    t: &ObservedType,
-    key: &ObjectKey,
+    (t, key): (&ObservedType, &ObjectKey),
     r: &ObjectRollout<'_>,
-    observed: Option<&serde_json::Value>,
+    (observed, now): (Option<&serde_json::Value>, i64),
     report: &mut Report,
 ) {
-    use crate::core::propagation::status::{ReadyState, with_ready};
-    let now = crate::clock::now_rfc3339();
-    if r.aborted.is_some() {
+    let Some(end) = r.rolling.end(r.aborted.is_some()) else {
         return;
-    }
-    type Edit<'a> = Box<dyn Fn(&serde_json::Value) -> Option<serde_json::Value> + Send + Sync + 'a>;
-    let edit: Edit = match (r.rolling.halt(), r.rolling.complete()) {
-        (Some(halt), _) => Box::new(|s| core_rollout::halted_status(s, halt, &now)),
-        (None, true) => Box::new(|s| with_ready(s, ReadyState::Ready, &now)),
-        _ => return,
     };
+    let now = crate::core::time::rfc3339(now);
+    let edit = |s: &serde_json::Value| end.status(s, &now);
     if observed.is_some_and(|s| edit(s).is_none()) {
         return;
     }
@@ -516,57 +477,17 @@ fn written(f: &Finished<'_>, write: &[String]) -> Vec<String> {
 /// Where one object's rollout stands, as the report says it.
 pub fn line(object: String, r: &ObjectRollout<'_>) -> RolloutLine {
     let plan = &r.rolling.plan;
-    let (state, detail, recheck_at) = match &plan.state {
-        RolloutState::Complete if r.aborted.is_some() => {
-            let members = r.aborted.as_deref().unwrap_or_default().join(", ");
-            let detail = format!("aborted: {members} back to the recorded version");
-            (RolloutStand::Aborted, detail, None)
-        }
-        RolloutState::Complete => (RolloutStand::Complete, "complete".to_string(), None),
-        RolloutState::Aborted(a) if r.aborted.is_some() => {
-            (RolloutStand::Aborted, aborted_now(r, a), None)
-        }
-        // A run of an aborted version: it writes nothing, as a halt.
-        RolloutState::Aborted(a) => (RolloutStand::Halted, a.to_string(), None),
-        RolloutState::Halted(h) => (RolloutStand::Halted, h.to_string(), None),
-        RolloutState::Waiting(w) => {
-            let members: Vec<String> = (w.members.iter())
-                .map(|(m, why)| format!("{m} ({why})"))
-                .collect();
-            let mut detail = w.wave_label.clone();
-            if !plan.write.is_empty() {
-                detail.push_str(&format!(": wrote {}", plan.write.join(", ")));
-            }
-            if !members.is_empty() {
-                detail.push_str(&format!(": waiting for {}", members.join(", ")));
-            }
-            (RolloutStand::Waiting, detail, w.recheck_at)
-        }
-    };
+    let stand = core_rollout::stand(plan, r.aborted.as_deref());
     RolloutLine {
         waves_text: core_rollout::waves_text(plan),
         waves_markdown: core_rollout::waves_markdown(&object, plan),
         object,
         key: r.object(),
-        state,
-        detail,
+        state: stand.state,
+        detail: stand.detail,
         wrote: r.wrote.clone(),
-        recheck_at,
+        recheck_at: stand.recheck_at,
     }
-}
-
-/// `--rollout-abort --previous FILE`'s line: who went back, who did not.
-fn aborted_now(r: &ObjectRollout, a: &core_rollout::Aborted) -> String {
-    let back: Vec<&str> = (r.aborted.iter().flatten())
-        .filter(|m| !a.left.contains(m))
-        .map(String::as_str)
-        .collect();
-    let mut detail = format!("aborted: {} back to the previous version", back.join(", "));
-    if !a.left.is_empty() {
-        detail.push_str(&format!("; {} still on this version", a.left.join(", ")));
-    }
-    detail.push_str("; the federated object still asks for this version: runs of it write nothing until its template changes");
-    detail
 }
 
 /// A dry run's rollouts: each object's line, nothing recorded.
@@ -599,32 +520,21 @@ pub struct RolloutOptions {
     pub wait: std::time::Duration,
 }
 
-/// How often a waiting rollout's members are looked at again.
-const POLL: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Whether the run goes on with another round, and after how long: while
-/// a rollout waits for its members and the run's wait is not over.
+/// Whether the run goes on with another round, and after how long
+/// (`core_rollout::next_round`, `elapsed` since it started, at `now`):
+/// while a rollout waits for its members and the run's wait is not over.
 pub fn go_on(
     report: &Report,
     o: &crate::sync::live::Options,
-    started: std::time::Instant,
+    (elapsed, now): (std::time::Duration, i64),
 ) -> Option<std::time::Duration> {
     if o.mode.plans() || !o.rollout.enabled || !report.rollouts_waiting() {
         return None;
     }
-    if started.elapsed() + POLL > o.rollout.wait {
-        return None;
-    }
-    let now = crate::clock::now_unix();
-    let soon = (report.rollouts.iter())
+    let recheck_at = (report.rollouts.iter())
         .filter(|r| r.state == RolloutStand::Waiting)
-        .filter_map(|r| r.recheck_at)
-        .any(|at| at <= now + 1);
-    Some(if soon {
-        std::time::Duration::from_secs(1)
-    } else {
-        POLL
-    })
+        .filter_map(|r| r.recheck_at);
+    core_rollout::next_round(elapsed, o.rollout.wait, recheck_at, now)
 }
 
 /// A later round of a one-shot run (`go_on`) covers only the types of
@@ -649,29 +559,6 @@ pub fn log(report: &Report, said: &mut std::collections::BTreeMap<String, String
         if said.get(&r.object) != Some(&r.detail) {
             tracing::info!("{}", r.line());
             said.insert(r.object.clone(), r.detail.clone());
-        }
-    }
-}
-
-/// A later round's placed member objects (`--wait-ready`) merged into the
-/// run's: each copy once, written when any round wrote it.
-pub fn placed_once(run: &mut Report, later: &mut Report) {
-    let id = |p: &crate::sync::live::report::PlacedObject| {
-        (p.cluster.clone(), p.target.plural.clone(), p.key.clone())
-    };
-    let mut at: std::collections::HashMap<_, usize> = (run.placed.iter().enumerate())
-        .map(|(i, p)| (id(p), i))
-        .collect();
-    for p in later.placed.drain(..) {
-        match at.get(&id(&p)) {
-            Some(&i) => {
-                let written = run.placed[i].written || p.written;
-                run.placed[i] = crate::sync::live::report::PlacedObject { written, ..p };
-            }
-            None => {
-                at.insert(id(&p), run.placed.len());
-                run.placed.push(p);
-            }
         }
     }
 }

@@ -12,9 +12,9 @@ use crate::core::dns::{
 };
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::run::shard::{self};
-use crate::sync::live::mode::HostWriter;
-use crate::sync::live::observe::Observation;
-use crate::sync::live::report::Report;
+use crate::sync::run::mode::HostWriter;
+use crate::sync::run::observe::Observation;
+use crate::sync::run::report::Report;
 use anyhow::Result;
 use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};

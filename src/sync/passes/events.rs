@@ -8,7 +8,7 @@ use crate::clients::host::Host;
 use crate::core::events::correlator::{Correlated, Correlator, Write};
 use crate::core::events::record::Event;
 use crate::parallel::locked;
-use crate::sync::live::record::HOST_WRITES_IN_FLIGHT;
+use crate::sync::run::mode::HOST_WRITES_IN_FLIGHT;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;

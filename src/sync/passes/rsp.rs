@@ -14,9 +14,9 @@ use crate::core::scheduling::preference::{
     MemberReplicas, PodAnalysis, Scheduled, analyze_pods, current_and_capacity, observe_member,
     schedule,
 };
-use crate::sync::live::mode::HostWriter;
-use crate::sync::live::observe::{Observation, ObservedType, PodQuery};
-use crate::sync::live::report::Report;
+use crate::sync::run::mode::HostWriter;
+use crate::sync::run::observe::{Observation, ObservedType, PodQuery};
+use crate::sync::run::report::Report;
 use anyhow::{Result, bail};
 use kube::api::PostParams;
 use serde_json::Value;

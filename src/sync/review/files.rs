@@ -11,8 +11,8 @@ use crate::core::describe::{ObjectKey, describe_federated, key_of};
 use crate::core::outcome::{Change, Place};
 use crate::core::propagation::field_owners;
 use crate::core::propagation::proposal::{self, Proposed};
-use crate::sync::live::observe::{Observation, ObservedType, federated_namespaces};
 use crate::sync::render::{self, Sourced};
+use crate::sync::run::observe::{Observation, ObservedType, federated_namespaces};
 use anyhow::{Result, anyhow, bail};
 use kube::api::{ApiResource, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::Value;
@@ -297,7 +297,7 @@ async fn proposed<'s>(
     let mut pruned = Vec::new();
     let mut client_side = HashMap::new();
     for ((group, plural, ns), (ar, is_federated, files)) in groups {
-        let listed = crate::sync::live::observe::list_all(
+        let listed = crate::sync::run::observe::list_all(
             &dynamic_api(&host.client, Some(&ns), ar),
             &ListParams::default(),
         )
@@ -306,7 +306,7 @@ async fn proposed<'s>(
         if let (Some(sel), true) = (prune, is_federated) {
             let selected: Vec<Value> = listed
                 .iter()
-                .filter(|o| sel.matches(&crate::sync::live::observe::labels_of(o)))
+                .filter(|o| sel.matches(&crate::sync::run::observe::labels_of(o)))
                 .cloned()
                 .collect();
             let here: BTreeSet<String> = [ns.clone()].into();

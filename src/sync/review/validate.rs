@@ -12,10 +12,9 @@ use crate::apply::api_error_line;
 use crate::core::describe::{ObjectKey, describe_key};
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::Action;
-use crate::sync::live::execute::Work;
-use crate::sync::live::observe::Observation;
-use crate::sync::live::pipeline::Job;
-use crate::sync::live::report::Report;
+use crate::sync::run::observe::Observation;
+use crate::sync::run::report::Report;
+use crate::sync::run::work::Work;
 use futures::StreamExt;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -24,13 +23,13 @@ use std::time::Duration;
 /// The query of a validating dry run.
 const DRY_RUN_STRICT: &str = "dryRun=All&fieldValidation=Strict";
 
-/// Sends each planned create and update of `jobs` as a validating dry run,
-/// at most `concurrency` at once; a refusal becomes one failure of the
-/// report (`member: create Deployment shop/web: refused by the member's
-/// validation: ...`).
-pub async fn validate(
+/// Sends each planned create and update of `work` (the pipeline's jobs'
+/// member requests) as a validating dry run, at most `concurrency` at
+/// once; a refusal becomes one failure of the report (`member: create
+/// Deployment shop/web: refused by the member's validation: ...`).
+pub async fn validate<'w, 's: 'w>(
     seen: &Observation,
-    jobs: &[Job<'_>],
+    work: impl Iterator<Item = &'w Work<'s>> + Clone,
     concurrency: usize,
     timeout: Duration,
     report: &mut Report,
@@ -41,9 +40,7 @@ pub async fn validate(
         let target = &w.ty.ty.target;
         target.group.is_empty() && target.kind == "Namespace"
     };
-    let new_namespaces: BTreeSet<(String, String)> = jobs
-        .iter()
-        .flat_map(|j| &j.work)
+    let new_namespaces: BTreeSet<(String, String)> = (work.clone())
         .filter(|w| is_namespace(w) && matches!(w.decision.action, Action::Create(_)))
         .map(|w| (w.decision.cluster.clone(), w.key().name))
         .collect();
@@ -55,9 +52,7 @@ pub async fn validate(
             .contains(&(name, w.decision.cluster.clone()))
     };
     let (mut unchecked, mut to_come) = (0, 0);
-    let checks: Vec<Check> = jobs
-        .iter()
-        .flat_map(|j| &j.work)
+    let checks: Vec<Check> = work
         .filter(|w| {
             let coming = type_to_come(w);
             to_come += usize::from(coming);

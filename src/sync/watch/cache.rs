@@ -13,8 +13,8 @@ use crate::core::propagation::decide::{Listing, federated_key, in_reach, member_
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::core::run::shard;
-use crate::sync::live::observe::{self, Observation, ObservedType};
 use crate::sync::live::progress::{Answer, Answered};
+use crate::sync::run::observe::{self, Observation, ObservedType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

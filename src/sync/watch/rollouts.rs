@@ -10,7 +10,8 @@
 //! them back. No I/O; time is passed in, as in `scheduler`.
 
 use super::cache::WorkKey;
-use crate::sync::live::report::{RolloutLine, RolloutStand};
+use crate::core::propagation::rollout::RolloutStand;
+use crate::sync::run::report::RolloutLine;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 

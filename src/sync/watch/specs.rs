@@ -31,12 +31,12 @@ impl Controller<'_> {
     }
 
     /// [`Self::types`] with what the watches need of each.
-    fn observed_types(&self) -> Vec<(String, crate::sync::live::observe::ObservedType)> {
+    fn observed_types(&self) -> Vec<(String, crate::sync::run::observe::ObservedType)> {
         self.types()
             .into_iter()
             .filter_map(|name| {
                 let t = self.intake.cache.ftcs.get(&name)?;
-                Some((name, crate::sync::live::observe::ObservedType::of(t)))
+                Some((name, crate::sync::run::observe::ObservedType::of(t)))
             })
             .collect()
     }

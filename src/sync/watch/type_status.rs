@@ -4,7 +4,7 @@
 //! write that belongs to neither the rounds nor the members' health.
 
 use super::Controller;
-use crate::sync::live::observe;
+use crate::sync::run::observe;
 
 impl Controller<'_> {
     /// Each FederatedTypeConfig's status as a running controller writes it

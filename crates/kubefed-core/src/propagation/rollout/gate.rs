@@ -364,60 +364,12 @@ pub fn halted_status(status: &Value, halt: &Halt, now: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::propagation::action::Decision;
     use crate::propagation::rollout::plan::Step;
+    use crate::propagation::rollout::tests::{copy, object_plan, target};
 
     fn policy() -> RolloutPolicy {
         RolloutPolicy::parse(r#"{"waves": [{"clusters": ["m1"]}], "minSuccessTime": "10s"}"#)
             .unwrap()
-    }
-
-    fn copy(name: &str, c: Option<(Readiness, &str)>) -> MemberCopy {
-        MemberCopy {
-            name: name.into(),
-            labels: BTreeMap::new(),
-            copy: c.map(|(r, v)| (r, v.to_string())),
-        }
-    }
-
-    fn target(t: &str) -> Target {
-        Target {
-            template_version: t.into(),
-            overrides_version: "o".into(),
-        }
-    }
-
-    fn object_plan(clusters: &[&str]) -> ObjectPlan {
-        let decisions = clusters
-            .iter()
-            .map(|c| Decision {
-                cluster: c.to_string(),
-                action: Action::Update {
-                    object: json!({}),
-                    adopt: false,
-                },
-                status: Some(ClusterStatus::Ok),
-                message: None,
-            })
-            .collect();
-        ObjectPlan {
-            key: crate::describe::ObjectKey::new("ns", "x"),
-            decisions,
-            reason: crate::propagation::status::AggregateReason::Success,
-            selected: clusters.iter().map(|c| c.to_string()).collect(),
-            deletion: None,
-            pv_name: "configmap-x".into(),
-            pv_status: Some(json!({"templateVersion": "old", "overridesVersion": "o",
-                "clusterVersions": [{"clusterName": "m1", "version": "rv:1"},
-                                    {"clusterName": "m2", "version": "rv:2"}]})),
-            unchanged_versions: BTreeMap::new(),
-            finalizer: crate::propagation::decide::FinalizerStep::Keep,
-            record: true,
-            placement_error: None,
-            failures: Vec::new(),
-            notes: Vec::new(),
-            warnings: Vec::new(),
-        }
     }
 
     #[test]

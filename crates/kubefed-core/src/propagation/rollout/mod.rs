@@ -12,6 +12,9 @@
 //!   asks for the aborted target, so runs of it write nothing).
 //! - [`render`]: the waves as markdown or text.
 //! - [`gate`]: steps 1–4 for one object in a round, and its decisions gated.
+//! - [`rules`]: around the gate, which policy applies ([`policy_of`]), who is
+//!   out of reach, what a round may write by where the waves stand, the
+//!   report's [`Stand`], and when a one-shot run looks again.
 //!
 //! How a run uses them, for one object whose template or overrides hashes
 //! differ from its PropagatedVersion's (an object whose hashes match is
@@ -39,6 +42,7 @@ pub mod ledger;
 pub mod plan;
 pub mod policy;
 pub mod render;
+pub mod rules;
 #[cfg(test)]
 mod tests;
 
@@ -58,3 +62,6 @@ pub use policy::{
     IntOrPercent, ObjectPolicyError, PolicyError, ROLLOUT_ANNOTATION, RolloutPolicy, Wave,
 };
 pub use render::{waves_markdown, waves_text};
+pub use rules::{
+    End, RolloutStand, Stand, next_round, out_of_reach, policy_of, stand, write_nothing,
+};

@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::propagation::action::{Action, ClusterStatus, Decision};
+use crate::propagation::decide::ObjectPlan;
 use crate::propagation::readiness::Readiness;
 
 /// A fake now: the core has no clock.
@@ -26,8 +28,60 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn names(list: &[&str]) -> Vec<String> {
+pub(super) fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
+}
+
+/// A placed member as a round observes it: its copy's readiness and
+/// member version, if it holds one (`gate` and `rules`).
+pub(super) fn copy(name: &str, c: Option<(Readiness, &str)>) -> MemberCopy {
+    MemberCopy {
+        name: name.into(),
+        labels: BTreeMap::new(),
+        copy: c.map(|(r, v)| (r, v.to_string())),
+    }
+}
+
+/// A target of template `t`.
+pub(super) fn target(t: &str) -> Target {
+    Target {
+        template_version: t.into(),
+        overrides_version: "o".into(),
+    }
+}
+
+/// The decide step's plan: an update of `x` for each of `clusters`.
+pub(super) fn object_plan(clusters: &[&str]) -> ObjectPlan {
+    let decisions = clusters
+        .iter()
+        .map(|c| Decision {
+            cluster: c.to_string(),
+            action: Action::Update {
+                object: json!({}),
+                adopt: false,
+            },
+            status: Some(ClusterStatus::Ok),
+            message: None,
+        })
+        .collect();
+    ObjectPlan {
+        key: crate::describe::ObjectKey::new("ns", "x"),
+        decisions,
+        reason: crate::propagation::status::AggregateReason::Success,
+        selected: clusters.iter().map(|c| c.to_string()).collect(),
+        deletion: None,
+        pv_name: "configmap-x".into(),
+        pv_status: Some(json!({"templateVersion": "old", "overridesVersion": "o",
+            "clusterVersions": [{"clusterName": "m1", "version": "rv:1"},
+                                {"clusterName": "m2", "version": "rv:2"}]})),
+        unchanged_versions: BTreeMap::new(),
+        finalizer: crate::propagation::decide::FinalizerStep::Keep,
+        record: true,
+        placement_error: None,
+        failures: Vec::new(),
+        notes: Vec::new(),
+        warnings: Vec::new(),
+    }
 }
 
 /// A member as the planner sees it; `prod` puts it in the canary

@@ -47,6 +47,9 @@ impl PlanMode {
     }
 }
 
+/// Write-backs to the host in flight at once.
+pub const HOST_WRITES_IN_FLIGHT: usize = 16;
+
 /// The host as a run's passes write to it: in a plan, each write becomes
 /// a planned change in the report instead.
 #[derive(Clone, Copy)]

@@ -4,6 +4,7 @@
 //! JSON/YAML.
 
 use crate::core::outcome::{Change, Failure};
+use crate::core::propagation::rollout::RolloutStand;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -79,17 +80,6 @@ pub struct RolloutLine {
     pub recheck_at: Option<i64>,
 }
 
-/// A rollout's state after a run.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum RolloutStand {
-    Waiting,
-    Halted,
-    Complete,
-    /// `--rollout-abort`: its members went back to the recorded version.
-    Aborted,
-}
-
 impl RolloutLine {
     /// `rollout of FederatedConfigMap shop/web: wave 1: ...`.
     pub fn line(&self) -> String {
@@ -129,6 +119,28 @@ impl Report {
             .values()
             .map(|c| c.created + c.updated + c.deleted)
             .sum()
+    }
+
+    /// A later round's placed member objects (`--wait-ready`) merged into
+    /// this run's: each copy once, written when any round wrote it (a
+    /// one-shot run's rounds while a rollout waits place the same copies).
+    pub fn placed_once(&mut self, later: &mut Report) {
+        let id = |p: &PlacedObject| (p.cluster.clone(), p.target.plural.clone(), p.key.clone());
+        let mut at: std::collections::HashMap<_, usize> = (self.placed.iter().enumerate())
+            .map(|(i, p)| (id(p), i))
+            .collect();
+        for p in later.placed.drain(..) {
+            match at.get(&id(&p)) {
+                Some(&i) => {
+                    let written = self.placed[i].written || p.written;
+                    self.placed[i] = PlacedObject { written, ..p };
+                }
+                None => {
+                    at.insert(id(&p), self.placed.len());
+                    self.placed.push(p);
+                }
+            }
+        }
     }
 
     /// A later round's report added to this one, as one run's: counts
