@@ -388,10 +388,14 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
 
     // Run again unchanged: still halted, nothing beyond the canary written,
     // and the object's status, which says so already, neither read alone
-    // nor written.
+    // nor written; the halt's Event, recorded once, is not written again.
     f.reset();
     f.reconcile(&[]).exits(7);
     assert_eq!(replicas("m2"), 0);
+    let events_written: Vec<_> = (f.host.records().into_iter())
+        .filter(|r| r.resource == "events" && r.is_write())
+        .collect();
+    assert!(events_written.is_empty(), "{events_written:?}");
     let object: Vec<_> = (f.host.records().into_iter())
         .filter(|r| r.path.contains("/federateddeployments/web"))
         .collect();

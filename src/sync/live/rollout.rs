@@ -419,8 +419,10 @@ pub async fn record_after(
         // Unless the pipeline wrote something for it, its status is as observed.
         let untouched = done.is_none_or(|f| f.host_writes == 0);
         let observed = untouched.then_some(&fed["status"]);
-        ended(host, (t, &p.key), r, (observed, now), report).await;
-        if let Some(halt) = r.rolling.halt() {
+        let newly = ended(host, (t, &p.key), r, (observed, now), report).await;
+        // Once per halt: a halted object decided again (every resync of the
+        // watch) finds its status saying so already, and records no Event.
+        if let (Some(halt), true) = (r.rolling.halt(), newly) {
             events.push(Event {
                 involved: InvolvedObject::of(fed),
                 event_type: EventType::Warning,
@@ -437,31 +439,38 @@ pub async fn record_after(
 /// (`core_rollout::End`: a halt, or complete), written as of `now`.
 /// `observed`: the object's status as the round observed it, when nothing
 /// of the round wrote it since; when that says so already, nothing is
-/// read or written.
+/// read or written. Whether the end is news: the status said otherwise
+/// (or could not be read or written, so that nothing is lost).
 async fn ended(
     host: &Host,
     (t, key): (&ObservedType, &ObjectKey),
     r: &ObjectRollout<'_>,
     (observed, now): (Option<&serde_json::Value>, i64),
     report: &mut Report,
-) {
+) -> bool {
     let Some(end) = r.rolling.end(r.aborted.is_some()) else {
-        return;
+        return false;
     };
     let now = crate::core::time::rfc3339(now);
     let edit = |s: &serde_json::Value| end.status(s, &now);
     if observed.is_some_and(|s| edit(s).is_none()) {
-        return;
+        return false;
     }
     let written =
         crate::sync::live::record::write_rollout_status(host, &t.federated, key, edit).await;
     match written {
-        Ok(wrote) => report.host_writes += usize::from(wrote),
-        Err(e) => report.warnings.push(format!(
-            "{}: the rollout's end is not on its status: {}",
-            crate::core::describe::describe_key(&t.federated.kind, key),
-            crate::error::one_line(&e)
-        )),
+        Ok(wrote) => {
+            report.host_writes += usize::from(wrote);
+            wrote
+        }
+        Err(e) => {
+            report.warnings.push(format!(
+                "{}: the rollout's end is not on its status: {}",
+                crate::core::describe::describe_key(&t.federated.kind, key),
+                crate::error::one_line(&e)
+            ));
+            true
+        }
     }
 }
 
