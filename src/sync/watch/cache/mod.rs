@@ -5,8 +5,8 @@
 //! controller's own writes told apart) and `observation` (a round's
 //! [`Observation`](crate::sync::live::observe::Observation), built from
 //! here with no request: the same input the one-shot run reads with
-//! lists). A new trigger is one source (`sources`) and one mapper
-//! (`triggers`). The `Cache` below is what the three share.
+//! lists). A new trigger is one source (`sources`, its watch in `specs`)
+//! and one mapper (`triggers`). The `Cache` below is what the three share.
 
 mod observation;
 mod store;

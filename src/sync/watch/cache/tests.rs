@@ -3,6 +3,7 @@
 use super::*;
 use crate::core::run::scope::RunScope;
 use crate::sync::watch::sources::{Change, Event};
+use serde_json::json;
 
 /// A round's scope before any member has listed: no member is touched.
 pub(in crate::sync::watch) fn none_touched() -> RunScope {
@@ -11,7 +12,6 @@ pub(in crate::sync::watch) fn none_touched() -> RunScope {
         ..RunScope::default()
     }
 }
-use serde_json::json;
 
 pub(in crate::sync::watch) fn ftc(name: &str, kind: &str, plural: &str, group: &str) -> Value {
     json!({"apiVersion": "core.kubefed.io/v1beta1", "kind": "FederatedTypeConfig",
