@@ -42,41 +42,46 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> anyhow::Result<()
                     return;
                 }
                 let request = String::from_utf8_lossy(&buf[..read]);
-                let path = request
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or("")
-                    .split('?')
-                    .next()
-                    .unwrap_or("");
-                let now = Instant::now();
-                let unavailable = "503 Service Unavailable";
-                let (status, content_type, body) = match path {
-                    "/healthz" => match metrics.liveness(now) {
-                        Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
-                        Err(why) => (unavailable, "text/plain", format!("{why}\n")),
-                    },
-                    "/readyz" => match metrics.readiness(now) {
-                        Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
-                        Err(why) => (unavailable, "text/plain", why.join("\n") + "\n"),
-                    },
-                    "/metrics" => (
-                        "200 OK",
-                        "text/plain; version=0.0.4; charset=utf-8",
-                        metrics.render(),
-                    ),
-                    _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
-                };
-                let response = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
+                let response = respond(&metrics, &request, Instant::now());
                 let _ = socket.write_all(response.as_bytes()).await;
                 let _ = socket.shutdown().await;
             });
         }
     });
     Ok(())
+}
+
+/// The response to a request's head: its path routed, the query left
+/// aside; what it says is read from `metrics` at `now`.
+fn respond(metrics: &Metrics, request: &str, now: Instant) -> String {
+    let path = request
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("")
+        .split('?')
+        .next()
+        .unwrap_or("");
+    let unavailable = "503 Service Unavailable";
+    let (status, content_type, body) = match path {
+        "/healthz" => match metrics.liveness(now) {
+            Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
+            Err(why) => (unavailable, "text/plain", format!("{why}\n")),
+        },
+        "/readyz" => match metrics.readiness(now) {
+            Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
+            Err(why) => (unavailable, "text/plain", why.join("\n") + "\n"),
+        },
+        "/metrics" => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            metrics.render(),
+        ),
+        _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
+    };
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 #[cfg(test)]
@@ -132,5 +137,24 @@ mod tests {
             ("HTTP/1.1 503 Service Unavailable", "not synced yet\n")
         );
         assert_eq!(get(addr, "/nope").await.0, "HTTP/1.1 404 Not Found");
+    }
+
+    /// Routing needs no socket: a wedged loop fails `/healthz` (so that a
+    /// kubelet restarts it), a query is left aside, the length is the body's.
+    #[test]
+    fn a_request_head_is_routed_without_a_socket() {
+        let m = Metrics::default();
+        m.beat();
+        let wedged = Instant::now() + super::super::WEDGED_AFTER + Duration::from_secs(1);
+        let healthz = respond(&m, "GET /healthz HTTP/1.1\r\n\r\n", wedged);
+        assert!(
+            healthz.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{healthz}"
+        );
+        let ok = respond(&m, "GET /readyz?verbose HTTP/1.1\r\n\r\n", Instant::now());
+        assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+        assert!(ok.contains("\r\nContent-Length: 3\r\n") && ok.ends_with("\r\n\r\nok\n"));
+        let none = respond(&m, "", Instant::now());
+        assert!(none.starts_with("HTTP/1.1 404 Not Found\r\n"), "{none}");
     }
 }
