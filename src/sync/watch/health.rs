@@ -52,7 +52,7 @@ impl Controller<'_> {
         // (now or later); new clients and watches are built from it, at
         // every probe until the member takes its credentials again.
         if news.credentials_refused {
-            self.rebuild_due = Some(Instant::now());
+            self.runner.rebuild_at(Some(Instant::now()));
         }
         if news.changed {
             for p in self.fleet.members() {
@@ -88,14 +88,14 @@ impl Controller<'_> {
         let Some(recorder) = self.shared.run.events.clone() else {
             return;
         };
-        if self.suspended || !self.writes_cluster_state() {
+        if self.runner.suspended() || !self.writes_cluster_state() {
             return;
         }
         let events = live::cluster_events(probed);
         if events.is_empty() {
             return;
         }
-        for w in recorder.record(self.host, events).await.warnings {
+        for w in recorder.record(&self.shared.host, events).await.warnings {
             self.report_warning(w);
         }
     }
@@ -119,8 +119,8 @@ impl Controller<'_> {
                 states.insert(m.name.clone(), state);
             }
         }
-        if self.suspended {
-            self.rebuild_due = Some(Instant::now());
+        if self.runner.suspended() {
+            self.runner.rebuild_at(Some(Instant::now()));
             return;
         }
         if !self.writes_cluster_state() {
@@ -129,10 +129,12 @@ impl Controller<'_> {
         let clusters = &self.intake.cache.clusters;
         self.fleet.refresh_clusters(|name| clusters.get(name));
         let members = self.fleet.members();
-        if let Err(e) = crate::sync::live::record::write_cluster_health(self.host, members).await {
+        if let Err(e) =
+            crate::sync::live::record::write_cluster_health(&self.shared.host, members).await
+        {
             self.report_failure(Failure::at(Place::Host, crate::error::one_line(&e)).to_string());
         }
-        crate::inventory::write_statuses(self.host, self.fleet.members(), false).await;
+        crate::inventory::write_statuses(&self.shared.host, self.fleet.members(), false).await;
     }
 }
 

@@ -24,13 +24,17 @@
 //! `intake` takes the watches' events into the cache and the queue (and
 //! waits for the first lists at start); `rebuild` builds members, their
 //! health and the watches again when the structure changes; `specs` says
-//! which watches run and whether they have listed; `rounds` starts rounds
-//! as tasks and takes their results back into the queue; `health` probes
+//! which watches run and whether they have listed; `runner` holds the
+//! rounds in flight, the loop's timers and whether rounds may start (tested
+//! on a paused clock); `rounds` starts rounds as tasks over an observation
+//! and takes their results back into the queue; `health` probes
 //! the members, counts the thresholds, notices stalls and writes the
 //! KubeFedClusters' status; `type_status` writes the FederatedTypeConfigs'
 //! status; `tokens` renews short-lived member tokens before they expire;
 //! `memory` tunes glibc's malloc for a process that lives for days.
-//! Beside them: `sources` (the watchers), `cache` (what they saw),
+//! Beside them: `sources` (the watchers), `cache` (what they saw: its
+//! store, the triggers that say which objects a change touches, a round's
+//! observation),
 //! `metrics` and `process` (what `/metrics` serves).
 
 pub mod cache;
@@ -44,6 +48,7 @@ mod rebuild;
 mod reported;
 mod rollouts;
 mod rounds;
+mod runner;
 mod scheduler;
 pub mod sources;
 mod specs;
@@ -62,16 +67,15 @@ use intake::Intake;
 use metrics::Metrics;
 use reported::Reported;
 use rollouts::Rollouts;
-use rounds::{FromRound, RoundDone, SettledSender};
+use rounds::{FromRound, RoundDone};
+use runner::{FromRounds, Runner, Timer};
 use scheduler::{ROUNDS_IN_FLIGHT, Scheduler};
 use sources::Source;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::sync::watch as state;
-use tokio::task::JoinSet;
 
 /// `reconcile --watch` and its flags.
 pub struct WatchOptions {
@@ -128,7 +132,7 @@ pub async fn run(host: &Host, o: &WatchOptions, mut stop: Signals) -> Result<()>
             host.context,
             shard.map(|s| format!(", shard {s}")).unwrap_or_default()
         );
-        let mut controller = Controller::new(host, shared.clone(), o, metrics.clone());
+        let mut controller = Controller::new(shared.clone(), o, metrics.clone());
         let ended = controller.run(lock.as_ref(), &mut stop).await;
         // Stopping: the types are no longer propagated (a lost lock's new
         // holder says so itself).
@@ -209,7 +213,7 @@ struct Shared {
 /// One term of leadership: the watches, their cache, the work queue,
 /// the members and their health, the rounds in flight.
 struct Controller<'a> {
-    host: &'a Host,
+    /// The host and the rounds' options, shared with the rounds' tasks.
     shared: Shared,
     o: &'a WatchOptions,
     metrics: Arc<Metrics>,
@@ -224,29 +228,16 @@ struct Controller<'a> {
     /// Failure lines printed, and when: a failure repeated by every retry
     /// is printed again only after a while.
     reported: Reported,
-    /// Rounds running, each a task.
-    rounds: JoinSet<RoundDone>,
-    /// What the rounds tell as they go: objects they are done with, their
-    /// writes' answers (`rounds::take_round_news`).
-    settled_tx: SettledSender,
-    settled_rx: UnboundedReceiver<(u64, FromRound)>,
-    /// The lock is not renewed: no round, no write.
-    suspended: bool,
-    /// A rebuild failed (or was put off while suspended): when to try again.
-    rebuild_due: Option<Instant>,
+    /// The rounds in flight and what they tell as they go (objects they
+    /// are done with, their writes' answers: `rounds::take_round_news`),
+    /// the loop's timers, and whether rounds may start.
+    runner: Runner<RoundDone, FromRound>,
 }
 
 impl<'a> Controller<'a> {
     /// A controller for one term of leadership: nothing watched yet.
-    fn new(
-        host: &'a Host,
-        shared: Shared,
-        o: &'a WatchOptions,
-        metrics: Arc<Metrics>,
-    ) -> Controller<'a> {
-        let (settled_tx, settled_rx) = unbounded_channel();
+    fn new(shared: Shared, o: &'a WatchOptions, metrics: Arc<Metrics>) -> Controller<'a> {
         Controller {
-            host,
             shared,
             o,
             intake: Intake::new(metrics.clone(), o.run.selection.scope.shard),
@@ -255,11 +246,7 @@ impl<'a> Controller<'a> {
             fleet: Fleet::default(),
             rollouts: Rollouts::default(),
             reported: Reported::default(),
-            rounds: JoinSet::new(),
-            settled_tx,
-            settled_rx,
-            suspended: false,
-            rebuild_due: None,
+            runner: Runner::new(),
         }
     }
 }
@@ -270,17 +257,14 @@ impl Controller<'_> {
             return Ok(Ended::Stopped);
         }
         let mut lock_state = lock.map(RunLock::state);
-        let mut probe = interval(
-            self.o
-                .probe_interval
-                .unwrap_or(self.intake.cache.settings.health.period),
-        )
-        .await;
-        let mut resync = interval(self.o.resync_period).await;
-        let mut tick = interval(Duration::from_secs(1)).await;
-        let mut full = true;
-        // Whether events or rounds ran since the heap was last trimmed.
-        let mut active = false;
+        let health = self.intake.cache.settings.health.period;
+        (self.runner)
+            .clock
+            .start(
+                self.o.probe_interval.unwrap_or(health),
+                self.o.resync_period,
+            )
+            .await;
         loop {
             self.metrics.beat();
             let retry = self.scheduler.next_retry(Instant::now());
@@ -293,7 +277,7 @@ impl Controller<'_> {
                 Some(now) = lock_changed(&mut lock_state) => match now {
                     LockState::Held => {
                         self.resume();
-                        full = true;
+                        self.runner.want_full(true);
                     }
                     LockState::Suspended { since } => self.suspend(since).await,
                     LockState::Lost { holder } => {
@@ -301,75 +285,78 @@ impl Controller<'_> {
                         return Ok(Ended::Lost { holder });
                     }
                 },
-                Some((round, news)) = self.settled_rx.recv() => {
-                    active = true;
-                    self.take_round_news(round, news);
-                }
-                Some(done) = self.rounds.join_next(), if !self.rounds.is_empty() => {
-                    active = true;
-                    if let Ok(done) = done {
-                        self.finish(done);
+                Some(from) = self.runner.rounds.next() => {
+                    self.runner.was_active();
+                    match from {
+                        FromRounds::News(round, news) => self.take_round_news(round, news),
+                        FromRounds::Done(Ok(done)) => self.finish(done),
+                        FromRounds::Done(Err(_)) => {}
                     }
                 }
                 Some(event) = self.intake.next() => {
-                    active = true;
-                    full |= self.take_events(event).await;
+                    self.runner.was_active();
+                    let structure = self.take_events(event).await;
+                    self.runner.want_full(structure);
                 }
                 probed = self.fleet.probe_done() => {
                     self.probed(probed).await;
                     self.rotate_due_tokens().await;
-                    if std::mem::take(&mut active) {
+                    if self.runner.take_active() {
                         memory::release_free_memory();
                     }
                 }
-                _ = probe.tick() => self.start_probe(),
-                _ = resync.tick() => {
-                    self.try_rebuild().await;
-                    full = true;
-                }
-                _ = tick.tick() => {
-                    self.scheduler.queue_held_changes();
-                    let now = Instant::now();
-                    for key in self.rollouts.due(now) {
-                        self.scheduler.mark(key, now);
-                    }
-                    if self.rebuild_due.is_some_and(|at| at <= Instant::now()) {
-                        self.try_rebuild().await;
-                    }
-                }
-                _ = tokio::time::sleep_until(retry.unwrap_or_else(Instant::now).into()), if retry.is_some() => {}
+                timer = self.runner.clock.next(retry) => self.timer(timer).await,
             }
-            full = self.after_wake(full).await;
+            self.after_wake().await;
+        }
+    }
+
+    /// One of the loop's timers fired.
+    async fn timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::Probe => self.start_probe(),
+            Timer::Resync => {
+                self.try_rebuild().await;
+                self.runner.want_full(true);
+            }
+            Timer::Tick => {
+                self.scheduler.queue_held_changes();
+                let now = Instant::now();
+                for key in self.rollouts.due(now) {
+                    self.scheduler.mark(key, now);
+                }
+                if self.runner.rebuild_is_due(Instant::now()) {
+                    self.try_rebuild().await;
+                }
+            }
+            // The rounds it lets start start after the wake.
+            Timer::Retry => {}
         }
     }
 
     /// After each wake of the loop: stalled members are taken as not
     /// ready, and the rounds that may run start (not while suspended, nor
-    /// before the host's watches have listed); returns whether a full
-    /// round is still due.
-    async fn after_wake(&mut self, full: bool) -> bool {
+    /// before the host's watches have listed).
+    async fn after_wake(&mut self) {
         self.notice_stalled_members().await;
         self.metrics
             .queue_depth
             .store(self.scheduler.depth() as u64, Ordering::Relaxed);
-        let full = match !self.suspended && self.intake.cache.host_synced(&self.host_sources()) {
-            true => self.next_round(full),
-            false => full,
-        };
+        let synced = self.intake.cache.host_synced(&self.host_sources());
+        if let Some(full) = self.runner.may_start(synced) {
+            let still_due = self.next_round(full);
+            self.runner.started(still_due);
+        }
         self.metrics
             .rounds_in_flight
             .store(self.scheduler.running() as u64, Ordering::Relaxed);
-        full
     }
 
     /// The lock could not be renewed: every round in flight is cancelled
     /// (its objects wait again) and nothing is written until it is.
     async fn suspend(&mut self, since: Instant) {
-        self.suspended = true;
         *locked(&self.metrics.lock_suspended_since) = Some(since);
-        self.rounds.abort_all();
-        while self.rounds.join_next().await.is_some() {}
-        while self.settled_rx.try_recv().is_ok() {}
+        self.runner.suspend().await;
         self.scheduler.abandon();
         self.rollouts.abandon();
     }
@@ -381,16 +368,14 @@ impl Controller<'_> {
     /// the catch-up after a host outage at 10,000 objects × 10 members the
     /// relist of 100,000 member copies.
     fn resume(&mut self) {
-        if !self.suspended {
+        if !self.runner.resume(Instant::now()) {
             return;
         }
-        self.suspended = false;
         *locked(&self.metrics.lock_suspended_since) = None;
         // Started again at once (not at the rebuild, nor after their
         // backoff): until each has listed no round runs, and a host source
         // that is not running would count as synced.
         self.restart_sources(|s| !matches!(s, Source::Member(..)));
-        self.rebuild_due = Some(Instant::now());
     }
 
     /// Prints a warning line, unless it was printed in the last 5 minutes.
@@ -406,14 +391,6 @@ impl Controller<'_> {
             tracing::error!("{line}");
         }
     }
-}
-
-/// A timer whose first tick is now (taken), and that delays missed ticks.
-async fn interval(every: Duration) -> tokio::time::Interval {
-    let mut t = tokio::time::interval(every);
-    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    t.tick().await;
-    t
 }
 
 /// The lock's next state (never, without a lock or once it is settled).

@@ -20,17 +20,17 @@ impl Controller<'_> {
     /// stop: it is reported and tried again shortly (and not at all while
     /// the lock is suspended, as it writes the clusters' health).
     pub(super) async fn try_rebuild(&mut self) {
-        if self.suspended {
-            self.rebuild_due = Some(Instant::now());
+        if self.runner.suspended() {
+            self.runner.rebuild_at(Some(Instant::now()));
             return;
         }
         match self.rebuild().await {
-            Ok(()) => self.rebuild_due = None,
+            Ok(()) => self.runner.rebuild_at(None),
             Err(e) => {
                 self.report_failure(
                     Failure::at(Place::Host, crate::error::one_line(&e)).to_string(),
                 );
-                self.rebuild_due = Some(Instant::now() + REBUILD_RETRY);
+                self.runner.rebuild_at(Some(Instant::now() + REBUILD_RETRY));
             }
         }
     }
@@ -40,7 +40,7 @@ impl Controller<'_> {
     pub(super) async fn rebuild(&mut self) -> Result<()> {
         let timeout = self.o.run.selection.timeout;
         let before: Vec<Member> = self.fleet.iter().cloned().collect();
-        let loaded = members::load_with(self.host, timeout, &[], Some(&before)).await?;
+        let loaded = members::load_with(&self.shared.host, timeout, &[], Some(&before)).await?;
         {
             let mut h = locked(&self.metrics.client_connection_time.0);
             for m in &loaded {

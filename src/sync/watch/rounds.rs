@@ -7,8 +7,9 @@
 //! `Scheduler::settled`), not at its end: a change made meanwhile to an
 //! object that needed nothing waits for no slice or round. What each of
 //! its writes left goes into the cache as soon as it is answered
-//! (`Cache::hold_own_write`), ahead of its event. Kept apart from the loop
-//! (`mod.rs`) as kube-runtime keeps its runner apart from the reconcile.
+//! (`Cache::hold_own_write`), ahead of its event. The tasks, their news
+//! and the loop's timers are the runner's (`runner`); this is what a round
+//! does and what the loop makes of its result.
 
 use super::Controller;
 use super::cache::{Cover, Texts, WorkKey};
@@ -34,7 +35,7 @@ struct RoundProgress<'a> {
 }
 
 /// What a round tells the loop as it goes: (round, news).
-pub(super) type SettledSender = tokio::sync::mpsc::UnboundedSender<(u64, FromRound)>;
+type SettledSender = super::runner::NewsSender<FromRound>;
 
 /// A round's news for the loop, as it goes.
 pub(super) enum FromRound {
@@ -80,7 +81,7 @@ impl Controller<'_> {
     /// Stopping: the rounds in flight complete.
     pub(super) async fn finish_rounds(&mut self) {
         tracing::info!("stopping: the rounds in flight complete; releasing the federation lock");
-        while let Some(done) = self.rounds.join_next().await {
+        while let Some(done) = self.runner.rounds.join_next().await {
             if let Ok(done) = done {
                 self.finish(done);
             }
@@ -91,7 +92,11 @@ impl Controller<'_> {
     /// full round is still due (one asked for while rounds run).
     pub(super) fn next_round(&mut self, full: bool) -> bool {
         let first = self.goes_first();
-        let (cache, host, scope) = (&self.intake.cache, self.host, &self.o.run.selection.scope);
+        let (cache, host, scope) = (
+            &self.intake.cache,
+            &self.shared.host,
+            &self.o.run.selection.scope,
+        );
         let plan = || cache.full_round_keys(&host.namespace, scope);
         let next = self.scheduler.next(full, Instant::now(), first, plan);
         if next.planned_full {
@@ -139,7 +144,7 @@ impl Controller<'_> {
             ..self.o.run.selection.scope.clone()
         };
         self.intake.cache.observe_texts(
-            &self.host.namespace,
+            &self.shared.host.namespace,
             scope,
             &self.types(),
             self.fleet.members(),
@@ -171,7 +176,7 @@ impl Controller<'_> {
                 (self.observe(cover), *last)
             }
         };
-        let settled = self.settled_tx.clone();
+        let settled = self.runner.rounds.sender();
         let passes = Passes {
             cluster_health: false,
             dns,
@@ -179,7 +184,7 @@ impl Controller<'_> {
         };
         let shared = self.shared.clone();
         let metrics = self.metrics.clone();
-        self.rounds.spawn(async move {
+        self.runner.rounds.spawn(async move {
             let started = Instant::now();
             let mut seen = parse_observed(seen, &shared.run);
             let timeout = shared.run.selection.timeout;
@@ -248,7 +253,7 @@ impl Controller<'_> {
     /// wait their backoff.
     pub(super) fn finish(&mut self, done: RoundDone) {
         // What it settled comes first (sent before it ended).
-        while let Ok((round, news)) = self.settled_rx.try_recv() {
+        while let Some((round, news)) = self.runner.rounds.try_news() {
             self.take_round_news(round, news);
         }
         self.metrics.rounds.fetch_add(1, Ordering::Relaxed);

@@ -43,7 +43,7 @@ impl Controller<'_> {
 
     pub(super) fn namespace(&self) -> Option<String> {
         self.intake.cache.settings.objects_namespace(
-            &self.host.namespace,
+            &self.shared.host.namespace,
             self.o.run.selection.scope.namespace.as_deref(),
         )
     }
@@ -65,7 +65,7 @@ impl Controller<'_> {
         };
         use crate::api::scheduling::ReplicaSchedulingPreference;
         let client = &self.o.watch_client;
-        let fedns = Some(self.host.namespace.as_str());
+        let fedns = Some(self.shared.host.namespace.as_str());
         let ns = self.namespace();
         let spec =
             |ar: kube::api::ApiResource, namespace: Option<&str>, config: watcher::Config| Spec {

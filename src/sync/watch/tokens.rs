@@ -14,7 +14,7 @@ use std::time::Instant;
 impl Controller<'_> {
     /// Rotates every token that is due (none while writing is suspended).
     pub(super) async fn rotate_due_tokens(&mut self) {
-        if self.suspended || !self.writes_cluster_state() {
+        if self.runner.suspended() || !self.writes_cluster_state() {
             return;
         }
         let now = crate::clock::now_unix();
@@ -28,7 +28,7 @@ impl Controller<'_> {
             let (true, Ok(client)) = (due, &m.client) else {
                 continue;
             };
-            match crate::member_token::rotate(self.host, &m.cluster, client).await {
+            match crate::member_token::rotate(&self.shared.host, &m.cluster, client).await {
                 Ok(life) => {
                     tracing::info!(
                         "{}: token rotated, expires at {}",
@@ -51,7 +51,7 @@ impl Controller<'_> {
         }
         if rotated {
             // New clients from the new Secrets.
-            self.rebuild_due = Some(Instant::now());
+            self.runner.rebuild_at(Some(Instant::now()));
         }
     }
 }

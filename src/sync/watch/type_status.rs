@@ -12,11 +12,11 @@ impl Controller<'_> {
     /// when it stops), only where it changes. A failed write is reported
     /// and tried again at the next rebuild.
     pub(super) async fn write_type_statuses(&mut self, running: bool) {
-        if self.suspended || !self.writes_cluster_state() {
+        if self.runner.suspended() || !self.writes_cluster_state() {
             return;
         }
         let api: kube::Api<crate::api::core::FederatedTypeConfig> =
-            kube::Api::namespaced(self.host.client.clone(), &self.host.namespace);
+            kube::Api::namespaced(self.shared.host.client.clone(), &self.shared.host.namespace);
         for (name, ftc) in &self.intake.cache.ftcs {
             let current = serde_json::to_value(&ftc.status).unwrap_or_default();
             let generation = ftc.metadata.generation.unwrap_or(0);

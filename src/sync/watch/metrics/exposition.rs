@@ -1,72 +1,13 @@
-//! `/healthz`, `/readyz` and `/metrics` (Prometheus text format 0.0.4) of
-//! `reconcile --watch`, on `--metrics-bind-address`. A few lines of HTTP/1.1
-//! on a tokio listener: three GET paths need no web framework.
+//! The metrics as Prometheus text (format 0.0.4): pure rendering of what
+//! `Metrics` counted, so that every family's name, help and labels are
+//! unit-tested without a listener.
 
+use super::{Histogram, MemberCounts, Metrics, UPSTREAM_BUCKETS};
 use crate::parallel::locked;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-
-/// Upper bounds (seconds) of the propagation-latency histogram.
-pub const LATENCY_BUCKETS: [f64; 11] =
-    [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
-
-/// Upper bounds of KubeFed's duration histograms (`pkg/metrics/metrics.go`,
-/// `cluster_health_status_duration_seconds` and the others).
-pub const UPSTREAM_BUCKETS: [f64; 21] = [
-    0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5, 20.0, 22.5, 25.0, 27.5, 30.0,
-    50.0, 75.0, 100.0, 1000.0,
-];
-
-/// Upper bounds of controller-runtime's `controller_runtime_reconcile_time_seconds`.
-pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
-    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
-    25.0, 30.0, 40.0, 50.0, 60.0,
-];
-
-/// A cumulative histogram over fixed upper bounds.
-#[derive(Clone, Debug)]
-pub struct Histogram {
-    bounds: &'static [f64],
-    counts: Vec<u64>,
-    count: u64,
-    sum: f64,
-}
-
-impl Default for Histogram {
-    /// The propagation-latency histogram's bounds.
-    fn default() -> Histogram {
-        Histogram::with_bounds(&LATENCY_BUCKETS)
-    }
-}
+use std::sync::atomic::Ordering;
 
 impl Histogram {
-    pub fn with_bounds(bounds: &'static [f64]) -> Histogram {
-        Histogram {
-            bounds,
-            counts: vec![0; bounds.len()],
-            count: 0,
-            sum: 0.0,
-        }
-    }
-
-    pub fn observe(&mut self, value: Duration) {
-        let v = value.as_secs_f64();
-        for (i, bound) in self.bounds.iter().enumerate() {
-            if v <= *bound {
-                self.counts[i] += 1;
-            }
-        }
-        self.count += 1;
-        self.sum += v;
-    }
-
     /// Its exposition as `name` (with `labels`, e.g. `controller="sync"`).
     fn render(&self, out: &mut String, name: &str, help: &str, labels: &str) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
@@ -93,176 +34,6 @@ impl Histogram {
         };
         let _ = writeln!(out, "{name}_sum{} {}", braces(labels), self.sum);
         let _ = writeln!(out, "{name}_count{} {}", braces(labels), self.count);
-    }
-}
-
-/// A histogram with KubeFed's duration bounds.
-pub struct UpstreamHistogram(pub Mutex<Histogram>);
-
-impl Default for UpstreamHistogram {
-    fn default() -> UpstreamHistogram {
-        UpstreamHistogram(Mutex::new(Histogram::with_bounds(&UPSTREAM_BUCKETS)))
-    }
-}
-
-/// A histogram with controller-runtime's reconcile-time bounds.
-pub struct ReconcileTimeHistogram(pub Mutex<Histogram>);
-
-impl Default for ReconcileTimeHistogram {
-    fn default() -> ReconcileTimeHistogram {
-        ReconcileTimeHistogram(Mutex::new(Histogram::with_bounds(&RECONCILE_TIME_BUCKETS)))
-    }
-}
-
-/// Per member: requests made, changes written.
-#[derive(Clone, Debug, Default)]
-pub struct MemberCounts {
-    pub requests: u64,
-    pub writes: u64,
-    pub failures: u64,
-}
-
-/// Everything `/metrics` reports.
-#[derive(Default)]
-pub struct Metrics {
-    pub rounds: AtomicU64,
-    pub full_rounds: AtomicU64,
-    pub failures: AtomicU64,
-    pub queue_depth: AtomicU64,
-    pub leader: AtomicBool,
-    /// The first full round after taking the lead has completed.
-    pub synced: AtomicBool,
-    pub members: Mutex<BTreeMap<String, MemberCounts>>,
-    pub latency: Mutex<Histogram>,
-    /// Every watch by its name (`host: FederatedConfigMap`): restarts, and
-    /// since when it is down.
-    pub watches: Mutex<BTreeMap<String, WatchState>>,
-    /// Set while the federation lock is not renewed (no writes).
-    pub lock_suspended_since: Mutex<Option<Instant>>,
-    /// When the control loop last turned (it turns at least every second).
-    pub heartbeat: Mutex<Option<Instant>>,
-    /// Rounds running now.
-    pub rounds_in_flight: AtomicU64,
-    /// Each member's state as upstream's `kubefedcluster_total` names it
-    /// (`ready`, `notready`, `offline`).
-    pub cluster_states: Mutex<BTreeMap<String, &'static str>>,
-    /// Federated objects decided by rounds, and those that failed.
-    pub objects_reconciled: AtomicU64,
-    pub objects_failed: AtomicU64,
-    /// Each probe of every member (upstream's `cluster_health_status_duration_seconds`).
-    pub health_check_time: UpstreamHistogram,
-    /// Each round (`controller_runtime_reconcile_time_seconds{controller="sync"}`).
-    pub round_time: ReconcileTimeHistogram,
-    /// Each round again, with KubeFed's own bounds: its
-    /// `reconcile_federated_resources_duration_seconds` and
-    /// `controller_runtime_reconcile_duration_seconds{controller="sync"}`.
-    pub round_time_upstream: UpstreamHistogram,
-    /// Each member write by KubeFed's action name (`create`, `update`,
-    /// `delete`): its `dispatch_operation_duration_seconds`.
-    pub dispatch_time: Mutex<BTreeMap<&'static str, Histogram>>,
-    /// Each member client built (its Secret read included): KubeFed's
-    /// `cluster_client_connection_duration_seconds`.
-    pub client_connection_time: UpstreamHistogram,
-    /// Rounds allowed at once (`controller_runtime_max_concurrent_reconciles`).
-    pub max_rounds: AtomicU64,
-}
-
-impl Metrics {
-    /// A member write done, as KubeFed's dispatcher names it; an unlabelled
-    /// (orphaned) object is not one of its three actions.
-    pub fn member_write(&self, effect: &crate::core::propagation::record::Effect, took: Duration) {
-        use crate::core::propagation::record::Effect;
-        let action = match effect {
-            Effect::Created => "create",
-            Effect::Updated => "update",
-            Effect::Deleted { .. } => "delete",
-            Effect::Unlabelled => return,
-        };
-        locked(&self.dispatch_time)
-            .entry(action)
-            .or_insert_with(|| Histogram::with_bounds(&UPSTREAM_BUCKETS))
-            .observe(took);
-    }
-}
-
-/// One watch's health.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WatchState {
-    pub restarts: u64,
-    /// Failed and not listed again since.
-    pub down_since: Option<Instant>,
-}
-
-/// A control loop that has not turned for this long is wedged: `/healthz`
-/// fails so that a kubelet restarts it.
-pub const WEDGED_AFTER: Duration = Duration::from_secs(60);
-
-impl Metrics {
-    /// A watch starts over; `down`: after a failure (not a plain 410 re-list).
-    pub fn watch_restarted(&self, label: &str, down: bool) {
-        let mut w = locked(&self.watches);
-        let e = w.entry(label.to_string()).or_default();
-        e.restarts += 1;
-        if down && e.down_since.is_none() {
-            e.down_since = Some(Instant::now());
-        }
-    }
-
-    /// A watch has listed: it is up.
-    pub fn watch_listed(&self, label: &str) {
-        let mut w = locked(&self.watches);
-        w.entry(label.to_string()).or_default().down_since = None;
-    }
-
-    /// A watch was stopped on purpose (its type disabled, its member gone):
-    /// not down. Its restarts keep counting if it comes back.
-    pub fn watch_stopped(&self, label: &str) {
-        if let Some(e) = locked(&self.watches).get_mut(label) {
-            e.down_since = None;
-        }
-    }
-
-    /// The control loop turned.
-    pub fn beat(&self) {
-        *locked(&self.heartbeat) = Some(Instant::now());
-    }
-
-    /// `/readyz`: `Ok` while standing by, or leading and synced with every
-    /// watch up and the lock renewed; otherwise one line per reason.
-    pub fn readiness(&self, now: Instant) -> Result<(), Vec<String>> {
-        if !self.leader.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let mut why = Vec::new();
-        if !self.synced.load(Ordering::Relaxed) {
-            why.push("not synced yet".to_string());
-        }
-        if let Some(since) = *locked(&self.lock_suspended_since) {
-            why.push(format!(
-                "lock: not renewed for {}s (no writes)",
-                now.saturating_duration_since(since).as_secs()
-            ));
-        }
-        for (label, w) in locked(&self.watches).iter() {
-            if let Some(since) = w.down_since {
-                why.push(format!(
-                    "{label} watch down since {}s",
-                    now.saturating_duration_since(since).as_secs()
-                ));
-            }
-        }
-        if why.is_empty() { Ok(()) } else { Err(why) }
-    }
-
-    /// `/healthz`: `Err` only when the control loop is wedged.
-    pub fn liveness(&self, now: Instant) -> Result<(), String> {
-        match *locked(&self.heartbeat) {
-            Some(at) if now.saturating_duration_since(at) > WEDGED_AFTER => Err(format!(
-                "wedged: the control loop has not turned for {}s",
-                now.saturating_duration_since(at).as_secs()
-            )),
-            _ => Ok(()),
-        }
     }
 }
 
@@ -494,7 +265,7 @@ impl Metrics {
             );
         }
         // The Go client's process collector, by its names and help texts.
-        if let Some(p) = super::process::read() {
+        if let Some(p) = crate::sync::watch::process::read() {
             let series: [(&str, &str, &str, f64); 7] = [
                 (
                     "process_cpu_seconds_total",
@@ -620,77 +391,6 @@ fn escape(label: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// Serves the three paths until the process ends. `/readyz` is ready while
-/// standing by for the lock and, once leading, after the first full round.
-pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("--metrics-bind-address {addr}: {e}"))?;
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                continue;
-            };
-            let metrics = metrics.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 4096];
-                let mut read = 0;
-                // Up to the end of the request head (bounded, with a timeout).
-                let head = tokio::time::timeout(Duration::from_secs(5), async {
-                    while read < buf.len() {
-                        let n = socket.read(&mut buf[read..]).await.ok()?;
-                        if n == 0 {
-                            break;
-                        }
-                        read += n;
-                        if buf[..read].windows(4).any(|w| w == b"\r\n\r\n") {
-                            break;
-                        }
-                    }
-                    Some(())
-                })
-                .await;
-                if !matches!(head, Ok(Some(()))) {
-                    return;
-                }
-                let request = String::from_utf8_lossy(&buf[..read]);
-                let path = request
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or("")
-                    .split('?')
-                    .next()
-                    .unwrap_or("");
-                let now = Instant::now();
-                let unavailable = "503 Service Unavailable";
-                let (status, content_type, body) = match path {
-                    "/healthz" => match metrics.liveness(now) {
-                        Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
-                        Err(why) => (unavailable, "text/plain", format!("{why}\n")),
-                    },
-                    "/readyz" => match metrics.readiness(now) {
-                        Ok(()) => ("200 OK", "text/plain", "ok\n".to_string()),
-                        Err(why) => (unavailable, "text/plain", why.join("\n") + "\n"),
-                    },
-                    "/metrics" => (
-                        "200 OK",
-                        "text/plain; version=0.0.4; charset=utf-8",
-                        metrics.render(),
-                    ),
-                    _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
-                };
-                let response = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(response.as_bytes()).await;
-                let _ = socket.shutdown().await;
-            });
-        }
-    });
-    Ok(())
-}
-
 /// client-go's `rest_client_requests_total`: every request this process
 /// sent, by code, host and method (`crate::clients::request_metrics`).
 fn render_client_requests(out: &mut String) {
@@ -713,6 +413,7 @@ fn render_client_requests(out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// Every family of the exposition, sorted by name, its samples sorted
     /// and their values masked; of the process-wide request and warning
@@ -807,55 +508,6 @@ mod tests {
         assert_eq!(shape(&text), want, "{text}");
     }
 
-    /// One GET on a fresh connection: status line, content type, body.
-    async fn get(addr: SocketAddr, path: &str) -> (String, String, String) {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).await.unwrap();
-        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-        let status = head.lines().next().unwrap().to_string();
-        let content_type = head
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("content-type: ")
-                    .map(str::to_string)
-            })
-            .unwrap_or_default();
-        (status, content_type, body.to_string())
-    }
-
-    #[tokio::test]
-    async fn the_listener_serves_the_three_paths_and_404_elsewhere() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let m = Arc::new(Metrics::default());
-        m.rounds.store(3, Ordering::Relaxed);
-        serve(addr, m.clone()).await.unwrap();
-        let (status, ct, body) = get(addr, "/metrics").await;
-        assert_eq!(status, "HTTP/1.1 200 OK");
-        assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8");
-        assert!(
-            body.contains("kubefedctl_reconcile_rounds_total 3\n"),
-            "{body}"
-        );
-        assert_eq!(get(addr, "/healthz").await.0, "HTTP/1.1 200 OK");
-        assert_eq!(get(addr, "/readyz?verbose").await.2, "ok\n");
-        m.leader.store(true, Ordering::Relaxed);
-        let (status, _, body) = get(addr, "/readyz").await;
-        assert_eq!(
-            (status.as_str(), body.as_str()),
-            ("HTTP/1.1 503 Service Unavailable", "not synced yet\n")
-        );
-        assert_eq!(get(addr, "/nope").await.0, "HTTP/1.1 404 Not Found");
-    }
-
     #[test]
     fn the_exposition_is_prometheus_text_and_the_histogram_cumulative() {
         let m = Metrics::default();
@@ -939,45 +591,5 @@ mod tests {
         has("controller_runtime_reconcile_duration_seconds_count{controller=\"sync\"} 1\n");
         has("# TYPE controller_runtime_reconcile_quantile_seconds summary\n");
         has("controller_runtime_reconcile_quantile_seconds_count{controller=\"sync\"} 1\n");
-    }
-
-    #[test]
-    fn readiness_names_every_watch_down_and_a_suspended_lock() {
-        let m = Metrics::default();
-        let t0 = Instant::now();
-        assert_eq!(m.readiness(t0), Ok(()), "a standby is ready");
-        m.leader.store(true, Ordering::Relaxed);
-        assert_eq!(m.readiness(t0), Err(vec!["not synced yet".to_string()]));
-        m.synced.store(true, Ordering::Relaxed);
-        assert_eq!(m.readiness(t0), Ok(()));
-        m.watch_restarted("host: FederatedConfigMap", true);
-        m.watch_restarted("member1: ConfigMap", false);
-        *m.lock_suspended_since.lock().unwrap() = Some(t0);
-        let later = Instant::now() + Duration::from_secs(12);
-        let why = m.readiness(later).unwrap_err();
-        assert_eq!(why.len(), 2, "{why:?}: a 410 re-list is not down");
-        assert!(why[0].starts_with("lock: not renewed for 12s"), "{why:?}");
-        assert!(
-            why[1].starts_with("host: FederatedConfigMap watch down since 1"),
-            "{why:?}"
-        );
-        m.watch_restarted("host: FederatedConfigMap", true);
-        m.watch_listed("host: FederatedConfigMap");
-        *m.lock_suspended_since.lock().unwrap() = None;
-        assert_eq!(m.readiness(later), Ok(()));
-        let text = m.render();
-        assert!(
-            text.contains(
-                "kubefedctl_watch_restarts_total{source=\"host: FederatedConfigMap\"} 2\n"
-            ),
-            "{text}"
-        );
-        assert!(text.contains("kubefedctl_watches_down 0\n"), "{text}");
-
-        assert_eq!(m.liveness(t0), Ok(()), "before the loop turned");
-        m.beat();
-        assert_eq!(m.liveness(Instant::now()), Ok(()));
-        let wedged = m.liveness(Instant::now() + WEDGED_AFTER + Duration::from_secs(5));
-        assert!(wedged.unwrap_err().starts_with("wedged: "));
     }
 }
