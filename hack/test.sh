@@ -30,30 +30,35 @@ export RUST_TEST_THREADS=${RUST_TEST_THREADS:-4}
 # builds do not see it), into a log read at the end.
 host=$(rustc -vV | sed -n 's/^host: //p')
 export "CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER=$PWD/hack/test-runner"
-log=$(mktemp)
+logs=$(mktemp -d)
 steps=()
-trap 'summary; rm -f "$log"; [ -z "${release_build:-}" ] || kill -- "-$release_build" 2>/dev/null; rm -rf "${prebuilt:-}"' EXIT
+trap 'summary; [ -z "${release_build:-}" ] || kill -- "-$release_build" 2>/dev/null; rm -rf "$logs" "${prebuilt:-}"' EXIT
 
-# Runs one step, its output on the terminal and in the log; records its minutes.
+# Runs one step (its release in `tag`), its output on the terminal and in
+# a log of its own; records its minutes.
 step() {
-  local name=$1 start=$SECONDS
-  shift
-  "$@" 2>&1 | tee -a "$log"
+  local name=$1 tag=$2 start=$SECONDS
+  shift 2
+  "$@" 2>&1 | tee "$logs/${#steps[@]} $tag"
   steps+=("$(awk -v n="$name" -v s=$((SECONDS - start)) 'BEGIN { printf "%-36s %5.1f min", n, s / 60 }')")
 }
 
-# What a run cost: each step's minutes, and the slowest tests (a test's
-# time is its own wall time, beside the others running in parallel).
+# What a run cost (printed however it ends): each step's minutes, and the
+# slowest tests (a test's time is its own wall time, beside the others
+# running in parallel).
 summary() {
   echo
   echo "test.sh: the slowest 15 tests"
-  sed -nE 's/^test (.*) \.\.\. (ok|FAILED) <([0-9.]+)s>$/\3 \1 \2/p' "$log" | sort -rn | head -n 15 |
-    awk '{ printf "  %8.1f s  %s%s\n", $1, $2, ($3 == "FAILED" ? " (failed)" : "") }'
+  for f in "$logs"/*; do
+    [ -e "$f" ] || continue
+    sed -nE "s/^test (.*) \.\.\. (ok|FAILED) <([0-9.]+)s>\$/\3 \1 ${f##* } \2/p" "$f"
+  done | sort -rn | head -n 15 |
+    awk '{ printf "  %8.1f s  %s (%s)%s\n", $1, $2, $3, ($4 == "FAILED" ? ", failed" : "") }'
   echo "test.sh: steps"
   [ ${#steps[@]} -eq 0 ] || printf '  %s\n' "${steps[@]}"
 }
 
-step "the test environment (when missing)" hack/testenv.sh
+step "the test environment (when missing)" - hack/testenv.sh
 
 # The install tests' release build (tests/it/install.rs runs
 # hack/release.sh into the cache's cargo-target, once per run): started
@@ -72,7 +77,7 @@ if [ "$host" = "$release_target" ]; then
   ' release "$cache" "$prebuilt" "$release_target" &
   release_build=$!
 fi
-step "unit and integration tests, v1.37.2" env KUBEFEDCTL_TESTENV_VERSION=v1.37.2 cargo test --workspace
+step "unit and integration tests, v1.37.2" v1.37.2 env KUBEFEDCTL_TESTENV_VERSION=v1.37.2 cargo test --workspace
 
 # The compatibility set: filters of the integration tests (a test runs when
 # its path contains one of them).
@@ -123,5 +128,4 @@ compat=(
   karmada::
 )
 [ -z "${release_build:-}" ] || wait "$release_build" || true
-step "the compatibility set, v1.20.2" env KUBEFEDCTL_TESTENV_VERSION=v1.20.2 cargo test --test it -- "${compat[@]}"
-summary
+step "the compatibility set, v1.20.2" v1.20.2 env KUBEFEDCTL_TESTENV_VERSION=v1.20.2 cargo test --test it -- "${compat[@]}"
