@@ -28,6 +28,11 @@ declare -A seeds=(
 # Memory safety is the compiler's; no sanitizer keeps builds and runs fast.
 # Debug assertions (-a) turn integer overflow into findings.
 build=(--sanitizer none -a)
+# KUBEFEDCTL_FUZZ_TARGET_DIR: where the fuzz build goes (CI keeps it in the
+# test environment's cache, so that a fresh clone builds only its crates).
+if [ -n "${KUBEFEDCTL_FUZZ_TARGET_DIR:-}" ]; then
+  build+=(--target-dir "$KUBEFEDCTL_FUZZ_TARGET_DIR")
+fi
 cargo +nightly fuzz build "${build[@]}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
