@@ -32,7 +32,17 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 export "CARGO_TARGET_$(echo "$host" | tr 'a-z-' 'A-Z_')_RUNNER=$PWD/hack/test-runner"
 logs=$(mktemp -d)
 steps=()
-trap 'summary; [ -z "${release_build:-}" ] || kill -- "-$release_build" 2>/dev/null; rm -rf "$logs" "${prebuilt:-}"' EXIT
+# The summary however the run ends; the release build ended if it still
+# runs; the run's own exit status kept (nothing here may change it).
+finish() {
+  local status=$?
+  set +e
+  summary
+  [ -z "${release_build:-}" ] || kill -- "-$release_build" 2>/dev/null
+  rm -rf "$logs" "${prebuilt:-}"
+  exit "$status"
+}
+trap finish EXIT
 
 # Runs one step (its release in `tag`), its output on the terminal and in
 # a log of its own; records its minutes.
