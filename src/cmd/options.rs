@@ -114,7 +114,7 @@ impl GlobalOptions {
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
-mod request_limit_tests {
+mod flag_group_tests {
     use super::*;
     use clap::Parser;
 
@@ -126,6 +126,45 @@ mod request_limit_tests {
 
     fn global(args: &[&str]) -> GlobalOptions {
         Cli::parse_from([&["kubefedctl"], args].concat()).global
+    }
+
+    #[derive(Parser)]
+    struct Scoped {
+        #[command(flatten)]
+        scope: NamespaceScope,
+        #[command(flatten)]
+        dry_run: DryRunFlag,
+    }
+
+    fn scoped(args: &[&str]) -> Result<Scoped, clap::Error> {
+        Scoped::try_parse_from([&["kubefedctl"], args].concat())
+    }
+
+    #[test]
+    fn the_flag_groups_resolve_once_as_kubectl_spells_them() {
+        let s = scoped(&["-n", "shop"]).unwrap();
+        assert_eq!(s.scope.asked(), Namespaces::One("shop"));
+        assert_eq!(s.scope.or_every(), Some("shop"));
+        let s = scoped(&["-A"]).unwrap();
+        assert_eq!(s.scope.asked(), Namespaces::Every);
+        assert_eq!(s.scope.or_every(), None);
+        let s = scoped(&[]).unwrap();
+        assert_eq!(s.scope.asked(), Namespaces::Unsaid);
+        assert_eq!(s.dry_run.mode(), WriteMode::Write);
+        assert!(
+            scoped(&["-n", "shop", "-A"]).is_err(),
+            "-n conflicts with -A"
+        );
+        assert_eq!(
+            scoped(&["--dry-run"]).unwrap().dry_run.mode(),
+            WriteMode::DryRun
+        );
+        assert_eq!(
+            scoped(&["--dry-run=none"]).unwrap().dry_run.mode(),
+            WriteMode::Write
+        );
+        let server = scoped(&["--dry-run=server"]).err().unwrap().to_string();
+        assert!(server.contains("plans on the client only"), "{server}");
     }
 
     #[test]
@@ -333,11 +372,6 @@ impl DryRunFlag {
     /// The command's mode, resolved before any work.
     pub fn mode(self) -> WriteMode {
         self.mode
-    }
-
-    /// The flag as given (`--dry-run` or not), for options built in code.
-    pub fn of(mode: WriteMode) -> DryRunFlag {
-        DryRunFlag { mode }
     }
 }
 
