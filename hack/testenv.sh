@@ -42,6 +42,7 @@
 #   hack/testenv.sh --check [VERSION...]  exit 0 when they are all in place
 #
 # Cache: ${KUBEFEDCTL_TESTENV_CACHE:-$HOME/.cache/kubefedctl/testenv}/<version>/bin,
+#        .../node-v1.37.2/{bin,pause.tar} (kubelet, kube-scheduler, kube-proxy; the pause image)
 #        .../kubefed-v0.10.0/bin, .../karmada-v1.13.0/{bin,crds} and .../tools/bin
 set -euo pipefail
 
@@ -179,12 +180,83 @@ install_tools() {
   rm -rf "$TOOLS_BIN" && mv "$TOOLS_BIN.tmp" "$TOOLS_BIN"
 }
 
+# ---- a node: what makes pods run (tests/it/pods.rs) -------------------------
+# kubelet, kube-scheduler and kube-proxy of the current release, built in the
+# module graph build_current resolves (upstream's own mains); Debian's
+# containerd, runc, conntrack and CNI plugins; a pause image built from the
+# release's own build/pause/linux/pause.c (no registry is ever asked).
+# ../shared/reference/node-here.md has the settings this machine needs; the
+# test environment writes them (testenv/src/node.rs).
+NODE_PACKAGES="containerd runc conntrack containernetworking-plugins iptables iproute2 buildah"
+NODE_DIR="$CACHE_ROOT/node-$CURRENT_VERSION"
+have_node() {
+  [ -x "$NODE_DIR/bin/kubelet" ] && [ -x "$NODE_DIR/bin/kube-scheduler" ] &&
+    [ -x "$NODE_DIR/bin/kube-proxy" ] && [ -f "$NODE_DIR/pause.tar" ] &&
+    command -v containerd >/dev/null 2>&1 && command -v ctr >/dev/null 2>&1 &&
+    command -v runc >/dev/null 2>&1 && command -v conntrack >/dev/null 2>&1 &&
+    [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ]
+}
+build_node() {
+  local work="$NODE_DIR/work" upstream
+  if ! command -v containerd >/dev/null 2>&1 || ! command -v conntrack >/dev/null 2>&1 || [ ! -x /usr/lib/cni/bridge ]; then
+    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 ||
+      die "a node needs $NODE_PACKAGES (Debian packages): run as root on Debian, or install them"
+    log "installing $NODE_PACKAGES (Debian)"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $NODE_PACKAGES >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $NODE_PACKAGES >/dev/null; } ||
+      die "could not install $NODE_PACKAGES"
+    # Debian starts containerd as a service on install; each node runs its own.
+    (systemctl disable --now containerd 2>/dev/null || service containerd stop 2>/dev/null || true) >/dev/null 2>&1
+  fi
+  local kube_work="$CACHE_ROOT/$CURRENT_VERSION/work"
+  [ -f "$kube_work/go.mod" ] || die "the node is built in $CURRENT_VERSION's module graph: build $CURRENT_VERSION first"
+  export GOMODCACHE="$CACHE_ROOT/gomod" GOCACHE="$CACHE_ROOT/go-build-cache"
+  export GOFLAGS="-modcacherw -mod=mod -buildvcs=false" GOTOOLCHAIN=local CGO_ENABLED=0
+  upstream=$(cd "$kube_work" && go mod download -json "k8s.io/kubernetes@$CURRENT_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -d "$upstream" ] || die "k8s.io/kubernetes $CURRENT_VERSION: the module proxy gave no source"
+  rm -rf "$work" && mkdir -p "$work" "$NODE_DIR/bin.tmp"
+  cp -r "$kube_work/go.mod" "$kube_work/go.sum" "$work/"
+  mkdir -p "$work/kubelet" "$work/kube-scheduler" "$work/kube-proxy"
+  cp "$upstream/cmd/kubelet/kubelet.go" "$work/kubelet/main.go"
+  cp "$upstream/cmd/kube-scheduler/scheduler.go" "$work/kube-scheduler/main.go"
+  cp "$upstream/cmd/kube-proxy/proxy.go" "$work/kube-proxy/main.go"
+  cd "$work"
+  go mod tidy >"$work/tidy.log" 2>&1 || { tail -20 "$work/tidy.log" >&2; die "go mod tidy failed (node)"; }
+  local minor=${CURRENT_VERSION#v1.}; minor=${minor%%.*}
+  local ldflags="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags="$ldflags -X $p.gitVersion=$CURRENT_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  for cmd in kubelet kube-scheduler kube-proxy; do
+    log "building $cmd $CURRENT_VERSION (about a minute each)"
+    go build -trimpath -ldflags "$ldflags" -o "$NODE_DIR/bin.tmp/$cmd" "./$cmd"
+  done
+  # The pause image: upstream's pause.c, static, alone in an image.
+  log "building the pause image from $CURRENT_VERSION's build/pause/linux/pause.c"
+  local ctx; ctx=$(mktemp -d)
+  gcc -Os -static -o "$ctx/pause" "$upstream/build/pause/linux/pause.c" -DVERSION="$CURRENT_VERSION-kubefedctl" ||
+    die "the pause program did not build"
+  strip "$ctx/pause"
+  printf 'FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$ctx/Containerfile"
+  buildah bud --quiet --pull=never -t "$PAUSE_IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null ||
+    die "the pause image did not build"
+  rm -f "$NODE_DIR/bin.tmp/../pause.tar"
+  podman save --format docker-archive -o "$NODE_DIR/pause.tar" "$PAUSE_IMAGE" >/dev/null ||
+    die "the pause image could not be saved"
+  rm -rf "$ctx"
+  rm -rf "$NODE_DIR/bin" && mv "$NODE_DIR/bin.tmp" "$NODE_DIR/bin"
+}
+# The sandbox image every node's containerd names (testenv/src/node.rs).
+PAUSE_IMAGE=localhost/kubefedctl-testenv/pause:3.10
+
 if [ "$check" = 1 ]; then
   for v in "${versions[@]}"; do have_binaries "$v" || exit 1; done
   have_kubefed || exit 1
   have_karmada || exit 1
   have_tools || exit 1
   have_inventory || exit 1
+  have_node || exit 1
   exit 0
 fi
 
@@ -488,6 +560,11 @@ if ! have_kubefed; then
   log "KubeFed $KUBEFED_VERSION ready in $(( (SECONDS - started) / 60 )) min: $("$KUBEFED_BIN/kubefedctl" version)"
 fi
 have_inventory || (build_inventory)
+if ! have_node; then
+  started=$SECONDS
+  (build_node)
+  log "the node's programs ready in $(( (SECONDS - started) / 60 )) min"
+fi
 echo "$KUBEFED_BIN"
 if ! have_karmada; then
   started=$SECONDS
@@ -497,3 +574,4 @@ fi
 echo "$KARMADA_DIR/bin"
 echo "$TOOLS_BIN"
 echo "$INVENTORY_DIR/bin"
+echo "$NODE_DIR/bin"
