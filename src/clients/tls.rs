@@ -217,6 +217,7 @@ mod tests {
             .issue_cert(&testenv::pki::CertSpec {
                 dns_names: vec!["a.example".into()],
                 loopback: false,
+                ips: Vec::new(),
                 validity: Some(((2020, 1, 2), (2020, 3, 4))),
             })
             .unwrap();

@@ -3,7 +3,8 @@
 
 use crate::http::{self, Response};
 use crate::kubeconfig::KubeconfigBuilder;
-use crate::pki::{Ca, CertPair, SigningKey, random_token};
+use crate::node::{self, BRIDGE_ADDRESS, KUBERNETES_SERVICE_IP, Node, NodeSpec};
+use crate::pki::{Ca, CertPair, CertSpec, SigningKey, random_token};
 use crate::process::{Process, free_port};
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::version::Version;
@@ -55,6 +56,9 @@ pub struct Cluster {
     /// The Kubernetes release it runs.
     pub version: Version,
     pub port: u16,
+    /// The address its API server listens on: `127.0.0.1`, or in an
+    /// environment with nodes the pods' bridge ([`BRIDGE_ADDRESS`]).
+    pub address: String,
     /// Bearer token of a `system:masters` user.
     pub admin_token: String,
     apiserver: Process,
@@ -62,9 +66,9 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// `https://127.0.0.1:<port>`.
+    /// `https://<address>:<port>`.
     pub fn url(&self) -> String {
-        format!("https://127.0.0.1:{}", self.port)
+        format!("https://{}:{}", self.address, self.port)
     }
 
     pub fn apiserver_pid(&self) -> u32 {
@@ -84,7 +88,70 @@ pub struct TestEnv {
     clusters: Vec<Cluster>,
     etcd: Process,
     etcd_port: u16,
+    /// One per cluster in an environment with nodes ([`TestEnv::with_nodes`]).
+    nodes: Vec<Node>,
+    /// Held while the environment has nodes: one such environment per
+    /// machine (kube-proxy's rules and the bridge are the machine's).
+    _node_lock: Option<std::fs::File>,
 }
+
+/// What an environment is started with.
+struct Plan<'a> {
+    clusters: &'a [(&'a str, Version)],
+    extra_controllers: &'a [&'a str],
+    nodes: bool,
+}
+
+impl Plan<'_> {
+    /// The controller-manager's controllers beyond the environment's own.
+    fn controllers(&self) -> Vec<&str> {
+        let node: &[&str] = if self.nodes { &NODE_CONTROLLERS } else { &[] };
+        self.extra_controllers.iter().chain(node).copied().collect()
+    }
+
+    /// Where the API servers listen.
+    fn address(&self) -> &'static str {
+        if self.nodes {
+            BRIDGE_ADDRESS
+        } else {
+            "127.0.0.1"
+        }
+    }
+}
+
+fn check_binaries(clusters: &[(&str, Version)]) -> Result<()> {
+    for (_, version) in clusters {
+        let bin = version.binaries_dir();
+        for b in ["kube-apiserver", "kube-controller-manager"] {
+            if !bin.join(b).is_file() {
+                bail!(
+                    "{} is missing: run hack/testenv.sh first (it builds Kubernetes {version} once and caches it)",
+                    bin.join(b).display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The controllers pods need, beside the environment's own: a node loses
+/// its not-ready taint (nodelifecycle), pods mount `kube-root-ca.crt`
+/// (root-ca-cert-publisher), and the workloads users deploy run.
+const NODE_CONTROLLERS: [&str; 13] = [
+    "nodelifecycle",
+    "root-ca-cert-publisher",
+    "deployment",
+    "replicaset",
+    "statefulset",
+    "daemonset",
+    "job",
+    "cronjob",
+    "disruption",
+    "podgc",
+    "endpoint",
+    "endpointslice",
+    "ttl-after-finished",
+];
 
 impl TestEnv {
     /// Starts the named clusters (names must be unique DNS labels).
@@ -108,17 +175,44 @@ impl TestEnv {
         clusters: &[(&str, Version)],
         extra_controllers: &[&str],
     ) -> Result<TestEnv> {
-        for (_, version) in clusters {
-            let bin = version.binaries_dir();
-            for b in ["kube-apiserver", "kube-controller-manager"] {
-                if !bin.join(b).is_file() {
-                    bail!(
-                        "{} is missing: run hack/testenv.sh first (it builds Kubernetes {version} once and caches it)",
-                        bin.join(b).display()
-                    );
-                }
-            }
+        TestEnv::start_plan(&Plan {
+            clusters,
+            extra_controllers,
+            nodes: false,
+        })
+    }
+
+    /// Clusters of the current release, each with a node
+    /// ([`crate::node`]): pods run for real. Their API servers listen on
+    /// the pods' bridge ([`BRIDGE_ADDRESS`]), so that pods reach them
+    /// (through the `kubernetes` Service in the first cluster, whose node
+    /// runs kube-proxy, or directly). One such environment runs on a
+    /// machine at a time: a second waits for the first to end.
+    pub fn with_nodes(names: &[&str]) -> Result<TestEnv> {
+        if let Some(missing) = node::node_missing() {
+            bail!(
+                "{missing}: run hack/testenv.sh first (it builds and installs what a node needs)"
+            );
         }
+        let clusters: Vec<(&str, Version)> = names.iter().map(|n| (*n, Version::CURRENT)).collect();
+        let env = TestEnv::start_plan(&Plan {
+            clusters: &clusters,
+            extra_controllers: &[],
+            nodes: true,
+        })?;
+        register_exit_cleanup(env.dir.clone());
+        Ok(env)
+    }
+
+    fn start_plan(plan: &Plan) -> Result<TestEnv> {
+        let clusters = plan.clusters;
+        let extra_controllers = plan.controllers();
+        let node_lock = if plan.nodes { Some(node_lock()?) } else { None };
+        let address = plan.address();
+        if plan.nodes {
+            node::ensure_bridge()?;
+        }
+        check_binaries(clusters)?;
         let versions: Vec<Version> = clusters.iter().map(|(_, v)| *v).collect();
         sweep_stale_dirs();
         let dir = new_env_dir()?;
@@ -138,7 +232,9 @@ impl TestEnv {
 
         let mut pending = Vec::new();
         for &(name, version) in clusters {
-            pending.push(start_apiserver(&dir, &ca, name, version, etcd_port)?);
+            pending.push(start_apiserver(
+                &dir, &ca, name, version, etcd_port, address, plan.nodes,
+            )?);
         }
 
         let mut env = TestEnv {
@@ -147,32 +243,91 @@ impl TestEnv {
             clusters: Vec::new(),
             etcd,
             etcd_port,
+            nodes: Vec::new(),
+            _node_lock: node_lock,
         };
         for (mut cluster, cm_token) in pending {
             env.wait_ready(&mut cluster)?;
-            let cdir = env.dir.join(&cluster.name);
-            let kc = KubeconfigBuilder::single(
-                &cluster.name,
-                &cluster.url(),
-                env.ca.cert_pem(),
-                &cm_token,
-            );
-            write(&cdir.join("controller-manager.kubeconfig"), &kc)?;
-            cluster.controller_manager = Some(Process::spawn(
-                &format!("kube-controller-manager ({})", cluster.name),
-                &cluster
-                    .version
-                    .binaries_dir()
-                    .join("kube-controller-manager"),
-                &controller_manager_args(&env.dir, &cdir, extra_controllers, cluster.version),
-                &cdir.join("kube-controller-manager.log"),
-            )?);
+            env.start_controller_manager(&mut cluster, &cm_token, &extra_controllers)?;
             env.clusters.push(cluster);
         }
         for i in 0..env.clusters.len() {
             env.wait_controllers(i)?;
         }
+        if plan.nodes {
+            env.start_nodes()?;
+        }
         Ok(env)
+    }
+
+    fn start_controller_manager(
+        &self,
+        cluster: &mut Cluster,
+        token: &str,
+        controllers: &[&str],
+    ) -> Result<()> {
+        let cdir = self.dir.join(&cluster.name);
+        let kc =
+            KubeconfigBuilder::single(&cluster.name, &cluster.url(), self.ca.cert_pem(), token);
+        write(&cdir.join("controller-manager.kubeconfig"), &kc)?;
+        cluster.controller_manager = Some(Process::spawn(
+            &format!("kube-controller-manager ({})", cluster.name),
+            &cluster
+                .version
+                .binaries_dir()
+                .join("kube-controller-manager"),
+            &controller_manager_args(&self.dir, &cdir, controllers, cluster.version),
+            &cdir.join("kube-controller-manager.log"),
+        )?);
+        Ok(())
+    }
+
+    /// One node per cluster, kube-proxy on the first; each waited for
+    /// until it is Ready and untainted.
+    fn start_nodes(&mut self) -> Result<()> {
+        for (i, c) in self.clusters.iter().enumerate() {
+            let node = Node::start(&NodeSpec {
+                cluster: &c.name,
+                index: i,
+                server: c.url(),
+                ca_pem: self.ca.cert_pem(),
+                admin_token: &c.admin_token,
+                kube_proxy: i == 0,
+                env_dir: &self.dir,
+            })?;
+            self.nodes.push(node);
+        }
+        for i in 0..self.nodes.len() {
+            let cluster = self.clusters[i].name.clone();
+            let path = format!("/api/v1/nodes/{}", self.nodes[i].name);
+            let mut node = std::mem::take(&mut self.nodes);
+            let ready = node[i].wait_ready(|| {
+                self.request(&cluster, "GET", &path, None)
+                    .ok()
+                    .filter(|r| r.status == 200)
+                    .and_then(|r| r.json().ok())
+                    .is_some_and(|n| node_schedulable(&n))
+            });
+            self.nodes = std::mem::take(&mut node);
+            ready?;
+        }
+        Ok(())
+    }
+
+    /// The node of a cluster of an environment [`TestEnv::with_nodes`].
+    pub fn node(&self, cluster: &str) -> &Node {
+        let i = self.index(cluster);
+        self.nodes
+            .get(i)
+            .unwrap_or_else(|| panic!("cluster {cluster} has no node (TestEnv::with_nodes)"))
+    }
+
+    /// Imports an image archive into every node's containerd.
+    pub fn import_image(&self, archive: &Path) -> Result<()> {
+        for n in &self.nodes {
+            n.import_image(archive)?;
+        }
+        Ok(())
     }
 
     /// The environment shared by every test of one test binary: clusters
@@ -430,6 +585,8 @@ impl TestEnv {
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
+        // Nodes first (their pods stop before the API servers do).
+        self.nodes.clear();
         // Controllers first, then apiservers, then etcd (field order).
         for c in &mut self.clusters {
             if let Some(cm) = c.controller_manager.as_mut() {
@@ -439,9 +596,47 @@ impl Drop for TestEnv {
         }
         self.clusters.clear();
         if std::env::var_os("KUBEFEDCTL_TESTENV_KEEP").is_none() {
+            node::unmount_under(&self.dir);
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// Whether a Node object is Ready and has no taint that keeps pods off.
+fn node_schedulable(node: &serde_json::Value) -> bool {
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    let tainted = node["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["effect"] == "NoSchedule" || t["effect"] == "NoExecute");
+    ready && !tainted
+}
+
+/// An exclusive lock on the machine's one environment with nodes, waited
+/// for (another test process may hold it).
+fn node_lock() -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let path = std::env::temp_dir().join("kubefedctl-testenv-nodes.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock(2) on a descriptor this function owns.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        bail!(
+            "locking {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(f)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -464,6 +659,8 @@ fn start_apiserver(
     name: &str,
     version: Version,
     etcd_port: u16,
+    address: &str,
+    nodes: bool,
 ) -> Result<(Cluster, String)> {
     let bin = version.binaries_dir();
     let port = free_port()?;
@@ -471,7 +668,38 @@ fn start_apiserver(
     let cm_token = random_token(16)?;
     let cdir = dir.join(name);
     std::fs::create_dir_all(&cdir)?;
-    let serving = ca.issue_serving_cert("kube-apiserver", &["kubernetes", "kubernetes.default"])?;
+    let serving = if nodes {
+        // Pods reach it by the bridge's address and by the `kubernetes`
+        // Service's name and ClusterIP.
+        ca.issue_cert_named(
+            "kube-apiserver",
+            &CertSpec {
+                dns_names: [
+                    "localhost",
+                    "kubernetes",
+                    "kubernetes.default",
+                    "kubernetes.default.svc",
+                    "kubernetes.default.svc.cluster.local",
+                ]
+                .map(String::from)
+                .to_vec(),
+                loopback: true,
+                ips: vec![
+                    address.parse().expect("an IP address"),
+                    KUBERNETES_SERVICE_IP.parse().expect("an IP address"),
+                ],
+                validity: None,
+            },
+        )?
+    } else {
+        ca.issue_serving_cert("kube-apiserver", &["kubernetes", "kubernetes.default"])?
+    };
+    if nodes {
+        // The API server's client certificate towards kubelets (logs, exec).
+        let client = ca.issue_client_cert("kube-apiserver-kubelet-client")?;
+        write(&cdir.join("kubelet-client.crt"), &client.cert_pem)?;
+        write(&cdir.join("kubelet-client.key"), &client.key_pem)?;
+    }
     write(&cdir.join("serving.crt"), &serving.cert_pem)?;
     write(&cdir.join("serving.key"), &serving.key_pem)?;
     write(
@@ -480,7 +708,10 @@ fn start_apiserver(
             "{admin_token},admin,admin,\"system:masters\"\n{cm_token},system:kube-controller-manager,kcm,\"system:masters\"\n"
         ),
     )?;
-    let args = apiserver_args(dir, &cdir, name, port, etcd_port, version);
+    let mut args = apiserver_args(dir, &cdir, name, port, etcd_port, version);
+    if nodes {
+        node_apiserver_args(&mut args, &cdir, address);
+    }
     let apiserver = Process::spawn(
         &format!("kube-apiserver ({name})"),
         &bin.join("kube-apiserver"),
@@ -492,6 +723,7 @@ fn start_apiserver(
             name: name.to_string(),
             version,
             port,
+            address: address.to_string(),
             admin_token,
             apiserver,
             controller_manager: None,
@@ -554,6 +786,30 @@ fn apiserver_args(
         args.push(arg("insecure-port", 0));
     }
     args
+}
+
+/// An API server that pods reach: on the bridge, advertised there (the
+/// `kubernetes` Service's endpoint), talking to kubelets with a client
+/// certificate.
+fn node_apiserver_args(args: &mut Vec<String>, cdir: &Path, address: &str) {
+    for (k, v) in [
+        ("bind-address", address.to_string()),
+        ("advertise-address", address.to_string()),
+        ("endpoint-reconciler-type", "lease".to_string()),
+    ] {
+        let flag = format!("--{k}=");
+        args.retain(|a| !a.starts_with(&flag));
+        args.push(arg(k, v));
+    }
+    args.push(arg(
+        "kubelet-client-certificate",
+        cdir.join("kubelet-client.crt").display(),
+    ));
+    args.push(arg(
+        "kubelet-client-key",
+        cdir.join("kubelet-client.key").display(),
+    ));
+    args.push(arg("kubelet-preferred-address-types", "InternalIP"));
 }
 
 fn controller_manager_args(
@@ -665,6 +921,8 @@ fn sweep_stale_dirs() {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
+            node::teardown_env(&e.path());
+            node::unmount_under(&e.path());
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
@@ -680,6 +938,8 @@ fn register_exit_cleanup(dir: PathBuf) {
         }
         if let Ok(dirs) = DIRS.lock() {
             for d in dirs.iter() {
+                node::teardown_env(d);
+                node::unmount_under(d);
                 let _ = std::fs::remove_dir_all(d);
             }
         }

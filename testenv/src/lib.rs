@@ -17,6 +17,7 @@ pub mod inventory;
 pub mod karmada;
 pub mod kubeconfig;
 pub mod kubefed;
+pub mod node;
 pub mod pki;
 pub mod process;
 pub mod proxy;

@@ -53,6 +53,7 @@ impl Ca {
         let spec = CertSpec {
             dns_names: names,
             loopback: true,
+            ips: Vec::new(),
             validity: None,
         };
         self.issue(&spec, common_name)
@@ -62,6 +63,11 @@ impl Ca {
     /// must refuse (or, by exception, accept) a wrong name or an expired one.
     pub fn issue_cert(&self, spec: &CertSpec) -> Result<CertPair> {
         self.issue(spec, "testenv-special")
+    }
+
+    /// A serving certificate saying what `spec` says, with its own common name.
+    pub fn issue_cert_named(&self, common_name: &str, spec: &CertSpec) -> Result<CertPair> {
+        self.issue(spec, common_name)
     }
 
     /// A client certificate for `common_name` (the aggregator's front
@@ -80,6 +86,9 @@ impl Ca {
             params
                 .subject_alt_names
                 .push(SanType::IpAddress("::1".parse().expect("valid")));
+        }
+        for ip in &spec.ips {
+            params.subject_alt_names.push(SanType::IpAddress(*ip));
         }
         if let Some(((y0, m0, d0), (y1, m1, d1))) = spec.validity {
             params.not_before = rcgen::date_time_ymd(y0, m0, d0);
@@ -122,6 +131,8 @@ pub struct CertSpec {
     pub dns_names: Vec<String>,
     /// Also `127.0.0.1` and `::1` as IP subject alternative names.
     pub loopback: bool,
+    /// More IP subject alternative names.
+    pub ips: Vec<IpAddr>,
     /// `(notBefore, notAfter)` as `(year, month, day)`; rcgen's default when unset.
     pub validity: Option<(Day, Day)>,
 }

@@ -188,6 +188,7 @@ fn tls_failures_name_the_server_and_the_problem() {
                     .issue_cert(&CertSpec {
                         dns_names: vec!["example.invalid".into()],
                         loopback: false,
+                        ips: Vec::new(),
                         validity: None,
                     })
                     .unwrap(),
@@ -201,6 +202,7 @@ fn tls_failures_name_the_server_and_the_problem() {
                     .issue_cert(&CertSpec {
                         dns_names: vec!["localhost".into()],
                         loopback: true,
+                        ips: Vec::new(),
                         validity: Some(((2020, 1, 2), (2020, 3, 4))),
                     })
                     .unwrap(),

@@ -1,8 +1,10 @@
 //! `testenv up`: run the test control plane by hand.
 //!
 //! ```text
-//! testenv up [--clusters host,member1,member2@1.20] [--kubeconfig ./kc.yaml] [--proxy CLUSTER]...
+//! testenv up [--clusters host,member1,member2@1.20] [--kubeconfig ./kc.yaml] [--proxy CLUSTER]... [--nodes]
 //! ```
+//! `--nodes` gives every cluster a node (pods run; the current release
+//! only; the API servers listen on the pods' bridge).
 //! Starts the clusters (each on the release `$KUBEFEDCTL_TESTENV_VERSION`
 //! names, the current one by default, or the one after its `@`), writes a kubeconfig with one context per cluster
 //! (a `--proxy`'d cluster's context goes through a counting proxy), prints how
@@ -12,13 +14,14 @@ use anyhow::{Result, bail};
 use std::path::PathBuf;
 
 const USAGE: &str =
-    "usage: testenv up [--clusters host,member1,member2[@VERSION]] [--kubeconfig PATH] [--proxy CLUSTER]...
+    "usage: testenv up [--clusters host,member1,member2[@VERSION]] [--kubeconfig PATH] [--proxy CLUSTER]... [--nodes]
        testenv bin-dir";
 
 struct Options {
     clusters: Vec<String>,
     kubeconfig: PathBuf,
     proxied: Vec<String>,
+    nodes: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -29,6 +32,7 @@ fn parse(args: &[String]) -> Result<Options> {
             .collect(),
         kubeconfig: PathBuf::from("kubeconfig.testenv.yaml"),
         proxied: Vec::new(),
+        nodes: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -52,6 +56,7 @@ fn parse(args: &[String]) -> Result<Options> {
             }
             "--kubeconfig" => o.kubeconfig = PathBuf::from(value()?),
             "--proxy" => o.proxied.push(value()?),
+            "--nodes" => o.nodes = true,
             _ => bail!("unknown argument {a:?}\n{USAGE}"),
         }
     }
@@ -100,7 +105,17 @@ fn up(o: Options) -> Result<()> {
     }
     let names: Vec<&str> = clusters.iter().map(|(n, _)| *n).collect();
     let started = std::time::Instant::now();
-    let env = testenv::TestEnv::start_mixed(&clusters, &[])?;
+    let env = if o.nodes {
+        if clusters
+            .iter()
+            .any(|(_, v)| *v != testenv::Version::CURRENT)
+        {
+            bail!("--nodes: nodes run the current release only");
+        }
+        testenv::TestEnv::with_nodes(&names)?
+    } else {
+        testenv::TestEnv::start_mixed(&clusters, &[])?
+    };
     let mut kc = env.kubeconfig().current_context(names[0]);
     let mut proxies = Vec::new();
     for p in &o.proxied {
