@@ -182,24 +182,29 @@ impl TestEnv {
         })
     }
 
-    /// Clusters of the current release, each with a node
-    /// ([`crate::node`]): pods run for real. Their API servers listen on
-    /// the pods' bridge ([`BRIDGE_ADDRESS`]), so that pods reach them
-    /// (through the `kubernetes` Service in the first cluster, whose node
-    /// runs kube-proxy, or directly). One such environment runs on a
-    /// machine at a time: a second waits for the first to end.
-    pub fn with_nodes(names: &[&str]) -> Result<TestEnv> {
+    /// Clusters of the current release, those of `with` each with a node
+    /// ([`crate::node`]): pods run for real; those of `without` hold
+    /// objects only (a member that runs no pods needs no node). Every API
+    /// server listens on the pods' bridge ([`BRIDGE_ADDRESS`]), so that
+    /// pods reach them (through the `kubernetes` Service in the first
+    /// cluster, whose node runs kube-proxy, or directly). One such
+    /// environment runs on a machine at a time: a second waits for the
+    /// first to end.
+    pub fn with_nodes(with: &[&str], without: &[&str]) -> Result<TestEnv> {
         if let Some(missing) = node::node_missing() {
             bail!(
                 "{missing}: run hack/testenv.sh first (it builds and installs what a node needs)"
             );
         }
-        let clusters: Vec<(&str, Version)> = names.iter().map(|n| (*n, Version::CURRENT)).collect();
-        let env = TestEnv::start_plan(&Plan {
+        let clusters: Vec<(&str, Version)> = (with.iter().chain(without))
+            .map(|n| (*n, Version::CURRENT))
+            .collect();
+        let mut env = TestEnv::start_plan(&Plan {
             clusters: &clusters,
             extra_controllers: &[],
             nodes: true,
         })?;
+        env.start_nodes(with)?;
         register_exit_cleanup(env.dir.clone());
         Ok(env)
     }
@@ -254,9 +259,6 @@ impl TestEnv {
         for i in 0..env.clusters.len() {
             env.wait_controllers(i)?;
         }
-        if plan.nodes {
-            env.start_nodes()?;
-        }
         Ok(env)
     }
 
@@ -282,10 +284,13 @@ impl TestEnv {
         Ok(())
     }
 
-    /// One node per cluster, kube-proxy on the first; each waited for
-    /// until it is Ready and untainted.
-    fn start_nodes(&mut self) -> Result<()> {
+    /// A node for each of the clusters `with`, kube-proxy on the first
+    /// cluster's; each waited for until it is Ready and untainted.
+    fn start_nodes(&mut self, with: &[&str]) -> Result<()> {
         for (i, c) in self.clusters.iter().enumerate() {
+            if !with.contains(&c.name.as_str()) {
+                continue;
+            }
             let node = Node::start(&NodeSpec {
                 cluster: &c.name,
                 index: i,
@@ -298,7 +303,7 @@ impl TestEnv {
             self.nodes.push(node);
         }
         for i in 0..self.nodes.len() {
-            let cluster = self.clusters[i].name.clone();
+            let cluster = self.nodes[i].cluster.clone();
             let path = format!("/api/v1/nodes/{}", self.nodes[i].name);
             let mut node = std::mem::take(&mut self.nodes);
             let ready = node[i].wait_ready(|| {
@@ -316,9 +321,9 @@ impl TestEnv {
 
     /// The node of a cluster of an environment [`TestEnv::with_nodes`].
     pub fn node(&self, cluster: &str) -> &Node {
-        let i = self.index(cluster);
         self.nodes
-            .get(i)
+            .iter()
+            .find(|n| n.cluster == cluster)
             .unwrap_or_else(|| panic!("cluster {cluster} has no node (TestEnv::with_nodes)"))
     }
 

@@ -142,7 +142,10 @@ pub struct NodeSpec<'a> {
 
 /// A running node.
 pub struct Node {
+    /// `node-<cluster>`.
     pub name: String,
+    /// The cluster it is a node of.
+    pub cluster: String,
     dir: PathBuf,
     cgroup_root: String,
     // Stopped in this order on drop (before teardown).
@@ -205,6 +208,7 @@ impl Node {
         let NodeParts { containerd, dir } = node;
         Ok(Node {
             name,
+            cluster: spec.cluster.to_string(),
             dir,
             cgroup_root,
             kube_proxy,

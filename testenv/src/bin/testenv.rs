@@ -112,7 +112,7 @@ fn up(o: Options) -> Result<()> {
         {
             bail!("--nodes: nodes run the current release only");
         }
-        testenv::TestEnv::with_nodes(&names)?
+        testenv::TestEnv::with_nodes(&names, &[])?
     } else {
         testenv::TestEnv::start_mixed(&clusters, &[])?
     };
