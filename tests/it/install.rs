@@ -607,7 +607,7 @@ fn the_workflows_pass_actionlint() {
 
 /// The images of `hack/image.sh` from the release archive, once per run:
 /// the plain one and the CI variant.
-fn images() -> &'static (String, String) {
+pub(crate) fn images() -> &'static (String, String) {
     static IMAGES: OnceLock<(String, String)> = OnceLock::new();
     IMAGES.get_or_init(|| {
         let r = release();

@@ -28,6 +28,7 @@ mod kubefed_ref;
 mod membership;
 mod overrides;
 mod parity;
+mod pods;
 mod quiet;
 mod reconcile;
 mod rollout;
