@@ -7,8 +7,6 @@
 use crate::fixtures::*;
 use serde_json::{Value, json};
 use std::io::BufRead;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use testenv::TestEnv;
 
 /// Where each member's copies live.
@@ -236,68 +234,52 @@ fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
     assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
 }
 
-/// The test environment runs no deployment controller: this thread is
-/// one for Deployments of no replicas (they are ready once observed), in
-/// every member, until dropped.
-struct Controller(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
-
-impl Controller {
-    fn start(ns: &'static str, name: &'static str) -> Controller {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::spawn(move || {
-            let env = TestEnv::shared();
-            let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}");
-            while !flag.load(Ordering::Relaxed) {
-                for (_, cluster) in MEMBERS {
-                    let Some(d) = get(env, cluster, &path) else {
-                        continue;
-                    };
-                    let generation = d["metadata"]["generation"].clone();
-                    if d["spec"]["replicas"] == 0 && d["status"]["observedGeneration"] != generation
-                    {
-                        patch(
-                            env,
-                            cluster,
-                            &format!("{path}/status"),
-                            json!({"status": {"observedGeneration": generation}}),
-                        );
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-        });
-        Controller(stop, Some(handle))
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-        if let Some(h) = self.1.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// The spec of FederatedDeployment `web`: `replicas` of `image`, on every
-/// member.
-fn web_deployment(replicas: i64, image: &str) -> Value {
-    json!({"template": {"spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+/// The spec of FederatedDeployment `web` on every member: one replica of
+/// a container that stays up (`good`), or of an image no node has and
+/// none may pull (`imagePullPolicy: Never`: the kubelet reports
+/// `ErrImageNeverPull` and the Deployment never becomes Available).
+fn web_deployment(version: Web) -> Value {
+    let (image, sleep) = match version {
+        Web::Good(seconds) => (crate::pods::ci_image().to_string(), seconds),
+        Web::Missing => ("localhost/kubefedctl-test:absent".to_string(), 3600),
+    };
+    json!({"template": {"spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}},
-                     "spec": {"containers": [{"name": "c", "image": image}]}}}},
+                     "spec": {"terminationGracePeriodSeconds": 0,
+                              "containers": [{"name": "c", "image": image, "imagePullPolicy": "Never",
+                                              "command": ["/bin/sh", "-c", format!("sleep {sleep}")]}]}}}},
         "placement": {"clusterSelector": {}}})
 }
 
-/// A federation of Deployments (see [`federation`]) holding `web` of no
-/// replicas, whose rollout halts a member not ready within 5 s, with the
-/// thread that makes such Deployments ready.
-fn web_federation(env: &'static TestEnv, prefix: &'static str) -> (Federation, Controller) {
+/// A version of `web`.
+#[derive(Clone, Copy)]
+enum Web {
+    /// Starts and stays up (the number makes versions differ).
+    Good(u32),
+    /// Never starts.
+    Missing,
+}
+
+/// The image of `web`'s container in a member (`None` before it has one).
+fn web_image(env: &TestEnv, f: &Federation, member: &str) -> Option<String> {
+    let cluster = MEMBERS.iter().find(|(s, _)| *s == member).unwrap().1;
+    let path = format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns);
+    get(env, cluster, &path).map(|d| {
+        d["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// A federation of Deployments (see [`federation`]) in the environment
+/// with nodes, holding `web`, whose rollout gives a member 40 s to have
+/// its pod Available (started by a real kubelet).
+fn web_federation(env: &'static TestEnv, prefix: &'static str) -> Federation {
     let f = federation(env, prefix, &["deployments.apps"]);
-    let controller = Controller::start(f.ns, "web");
     let p = policy(
         &f,
-        json!({"minSuccessTime": "1s", "progressDeadline": "5s"}),
+        json!({"minSuccessTime": "1s", "progressDeadline": "40s"}),
     );
     create(
         env,
@@ -305,10 +287,10 @@ fn web_federation(env: &'static TestEnv, prefix: &'static str) -> (Federation, C
         "federateddeployments",
         "FederatedDeployment",
         "web",
-        web_deployment(0, "nginx:1"),
+        web_deployment(Web::Good(3600)),
         &p,
     );
-    (f, controller)
+    f
 }
 
 /// A federated object's `Ready` condition (`null` when it has none).
@@ -321,24 +303,26 @@ fn ready_condition(fed: &Value) -> Value {
 
 #[test]
 fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_completes() {
-    let env = TestEnv::shared();
-    let (f, _controller) = web_federation(env, "ro-b");
-    f.reconcile(&[]).ok();
-    let replicas = |m: &str| {
-        let cluster = MEMBERS.iter().find(|(s, _)| *s == m).unwrap().1;
-        f.replicas(env, cluster, "web")
+    let Some(env) = crate::pods::nodes() else {
+        return;
     };
+    let f = web_federation(env, "ro-b");
+    f.reconcile(&[]).ok();
+    let good = crate::pods::ci_image().to_string();
+    let missing = "localhost/kubefedctl-test:absent".to_string();
+    let image = |m: &str| web_image(env, &f, m).unwrap_or_default();
     let before = pv(env, &f, "deployment-web");
     assert_eq!(pv_members(&before).len(), 3, "{before}");
 
-    // One replica no node will ever run: the canary is not ready within
-    // the progress deadline; the rollout halts, the second wave untouched.
+    // An image the kubelet may not pull: the canary's pod never starts,
+    // its Deployment is not Available within the progress deadline; the
+    // rollout halts, the second wave untouched.
     let path = fed_path(&f, "federateddeployments", "web");
     patch(
         env,
         "host",
         &path,
-        json!({"spec": web_deployment(1, "nginx:2")}),
+        json!({"spec": web_deployment(Web::Missing)}),
     );
     let run = f.reconcile(&[]).exits(7);
     assert!(
@@ -346,9 +330,17 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
         "{}",
         run.stderr
     );
-    assert_eq!(replicas("m1"), 1);
-    assert_eq!(replicas("m2"), 0);
-    assert_eq!(replicas("m3"), 0);
+    assert_eq!(image("m1"), missing);
+    assert_eq!(image("m2"), good);
+    assert_eq!(image("m3"), good);
+    let pods = crate::pods::items(env, "member1", &format!("/api/v1/namespaces/{}/pods", f.ns));
+    assert!(
+        pods.iter().any(
+            |p| p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+                == "ErrImageNeverPull"
+        ),
+        "the kubelet refused the image: {pods:?}"
+    );
     let halted = pv(env, &f, "deployment-web");
     assert_eq!(
         halted["status"]["templateVersion"],
@@ -391,7 +383,7 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
     // nor written; the halt's Event, recorded once, is not written again.
     f.reset();
     f.reconcile(&[]).exits(7);
-    assert_eq!(replicas("m2"), 0);
+    assert_eq!(image("m2"), good);
     let events_written: Vec<_> = (f.host.records().into_iter())
         .filter(|r| r.resource == "events" && r.is_write())
         .collect();
@@ -418,13 +410,13 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
         env,
         "host",
         &path,
-        json!({"spec": web_deployment(0, "nginx:1")}),
+        json!({"spec": web_deployment(Web::Good(3600))}),
     );
     f.reset();
     let run = f.reconcile(&[]).ok();
     assert!(run.stderr.contains("complete"), "{}", run.stderr);
     for (m, _) in MEMBERS {
-        assert_eq!(replicas(m), 0, "{m}");
+        assert_eq!(image(m), good, "{m}");
     }
     let member2_writes = (f.m2.records().iter())
         .filter(|r| r.method != "GET" && r.path.contains("/deployments/"))
@@ -561,18 +553,17 @@ fn the_watch_rolls_a_change_out_wave_by_wave_and_holds_no_other_object_back() {
 
 #[test]
 fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix() {
-    let env = TestEnv::shared();
-    let (f, _controller) = web_federation(env, "ro-x");
-    let (_watch, log) = watch(env, &f, "watch-ro-x.log");
-    let replicas = |m: &str| {
-        let cluster = MEMBERS.iter().find(|(s, _)| *s == m).unwrap().1;
-        let path = format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns);
-        get(env, cluster, &path).map(|d| d["spec"]["replicas"].as_i64().unwrap())
+    let Some(env) = crate::pods::nodes() else {
+        return;
     };
-    // The canary's readiness (its status, set by the thread above) moves
-    // the rollout on: no time would.
+    let f = web_federation(env, "ro-x");
+    let (_watch, log) = watch(env, &f, "watch-ro-x.log");
+    let good = Some(crate::pods::ci_image().to_string());
+    let image = |m: &str| web_image(env, &f, m);
+    // The canary's readiness (its pod Available, by the kubelet and the
+    // deployment controller) moves the rollout on: no time would.
     wait_watched("every member to have the deployment", &log, || {
-        MEMBERS.iter().all(|(m, _)| replicas(m) == Some(0))
+        MEMBERS.iter().all(|(m, _)| image(m) == good)
             && record(&pv(env, &f, "deployment-web")).is_none()
     });
 
@@ -581,15 +572,18 @@ fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix()
         env,
         "host",
         &path,
-        json!({"spec": web_deployment(1, "nginx:2")}),
+        json!({"spec": web_deployment(Web::Missing)}),
     );
     wait_watched("the rollout to halt at its progress deadline", &log, || {
         let fed = get(env, "host", &path).unwrap();
         ready_condition(&fed)["reason"] == "RolloutHalted"
     });
-    assert_eq!(replicas("m1"), Some(1));
-    assert_eq!(replicas("m2"), Some(0));
-    assert_eq!(replicas("m3"), Some(0));
+    assert_eq!(
+        image("m1").as_deref(),
+        Some("localhost/kubefedctl-test:absent")
+    );
+    assert_eq!(image("m2"), good);
+    assert_eq!(image("m3"), good);
     let halted = pv(env, &f, "deployment-web");
     assert_eq!(
         pv_members(&halted),
@@ -607,7 +601,7 @@ fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix()
         env,
         "host",
         &path,
-        json!({"spec": web_deployment(0, "nginx:3")}),
+        json!({"spec": web_deployment(Web::Good(3601))}),
     );
     wait_watched("the fix to be rolled out", &log, || {
         let fed = get(env, "host", &path).unwrap();
@@ -617,7 +611,16 @@ fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix()
             && pv_members(&done).len() == 3
     });
     for m in ["m1", "m2", "m3"] {
-        assert_eq!(replicas(m), Some(0), "{m}");
+        let spec = get(
+            env,
+            MEMBERS.iter().find(|(s, _)| *s == m).unwrap().1,
+            &format!("/apis/apps/v1/namespaces/{}/deployments/web", f.ns),
+        )
+        .unwrap();
+        assert_eq!(
+            spec["spec"]["template"]["spec"]["containers"][0]["command"][2], "sleep 3601",
+            "{m}"
+        );
     }
 }
 
