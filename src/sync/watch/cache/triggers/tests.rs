@@ -5,7 +5,7 @@ use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::sync::watch::cache::Cover;
 use crate::sync::watch::cache::tests::{cache, ev, ftc, key, none_touched, obj};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn a_malformed_kubefedconfig_leaves_the_last_settings() {
