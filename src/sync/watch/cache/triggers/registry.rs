@@ -446,3 +446,107 @@ fn member_touched(c: &Cache, source: &Source, change: &Change) -> Dirt {
     }
     dirt
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::watch::cache::tests::cache;
+    use crate::sync::watch::cache::watches;
+    use crate::sync::watch::sources::WatchedMember;
+
+    /// Every kind of source has one trigger, and one only.
+    #[test]
+    fn every_source_is_registered_once() {
+        let sources = [
+            Source::Config,
+            Source::TypeConfigs,
+            Source::Clusters,
+            Source::Schedulings,
+            Source::Versions(false),
+            Source::Versions(true),
+            Source::Namespaces,
+            Source::Federated("configmaps".into()),
+            Source::Member("m1".into(), "configmaps".into()),
+        ];
+        for s in sources {
+            let registered = TRIGGERS.iter().filter(|t| (t.is)(&s));
+            assert_eq!(registered.count(), 1, "{s}");
+        }
+    }
+
+    /// The triggers' watches in a run's scope: the host's resources, a
+    /// watch per type's federated objects (by `-l`, but a
+    /// FederatedNamespace's) and per member and type; what each was started
+    /// from (a new one restarts it).
+    #[tokio::test]
+    async fn each_trigger_says_what_it_watches_in_the_runs_scope() {
+        let c = cache();
+        let client =
+            kube::Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().unwrap()))
+                .unwrap();
+        let scope = |members| WatchScope {
+            host: &client,
+            federation_namespace: "fed",
+            namespace: Some("shop".into()),
+            selector: Some("team=x"),
+            types: c.types(),
+            members,
+            whole_copies: &c.whole_copies,
+        };
+        let host = watches(&scope(vec![]));
+        let seen: Vec<(String, String, String)> = (host.iter())
+            .map(|(s, spec)| (s.to_string(), spec.kind.clone(), spec.fingerprint.clone()))
+            .collect();
+        let row = |s: &str, k: &str, f: &str| (s.to_string(), k.to_string(), f.to_string());
+        assert_eq!(
+            seen,
+            [
+                row("the KubeFedConfig", "KubeFedConfig", "fed"),
+                row("FederatedTypeConfigs", "FederatedTypeConfig", "fed"),
+                row("KubeFedClusters", "KubeFedCluster", "fed"),
+                row(
+                    "ReplicaSchedulingPreferences",
+                    "ReplicaSchedulingPreference",
+                    "shop"
+                ),
+                row("PropagatedVersions", "PropagatedVersion", "shop"),
+                row("ClusterPropagatedVersions", "ClusterPropagatedVersion", ""),
+                row("the host's Namespaces", "Namespace", ""),
+                row(
+                    "the federated objects of configmaps",
+                    "FederatedConfigMap",
+                    "shop"
+                ),
+                row(
+                    "the federated objects of namespaces",
+                    "FederatedNamespace",
+                    "shop"
+                ),
+            ]
+        );
+        let labels = |s: &Source| host[s].config.label_selector.clone();
+        assert_eq!(
+            labels(&Source::Federated("configmaps".into())),
+            Some("team=x".into())
+        );
+        assert_eq!(labels(&Source::Federated("namespaces".into())), None);
+        let m1 = WatchedMember {
+            name: "m1",
+            client: &client,
+            fingerprint: "m1-fp",
+        };
+        let all = watches(&scope(vec![m1]));
+        let copies = Source::Member("m1".into(), "configmaps".into());
+        assert_eq!(all.len(), host.len() + 2);
+        assert_eq!(all[&copies].fingerprint, "m1-fp/shop/false");
+        assert_eq!(
+            all[&copies].config.label_selector.as_deref(),
+            Some("kubefed.io/managed=true")
+        );
+        let namespaces = Source::Member("m1".into(), "namespaces".into());
+        assert_eq!(
+            all[&namespaces].fingerprint, "m1-fp//false",
+            "cluster-scoped"
+        );
+    }
+}
