@@ -23,8 +23,9 @@
 //! once per while); the loop hands each of its arms to one file.
 //! `intake` takes the watches' events into the cache and the queue (and
 //! waits for the first lists at start); `rebuild` builds members, their
-//! health and the watches again when the structure changes; `specs` says
-//! which watches run and whether they have listed; `runner` holds the
+//! health and the watches again when the structure changes; `specs` gives
+//! the triggers the run's scope, runs the watches they ask for and says
+//! whether they have listed; `runner` holds the
 //! rounds in flight, the loop's timers and whether rounds may start (tested
 //! on a paused clock); `rounds` starts rounds as tasks over an observation
 //! and takes their results back into the queue; `health` probes
@@ -33,8 +34,8 @@
 //! status; `tokens` renews short-lived member tokens before they expire;
 //! `memory` tunes glibc's malloc for a process that lives for days.
 //! Beside them: `sources` (the watchers), `cache` (what they saw: its
-//! store, the triggers that say which objects a change touches, a round's
-//! observation),
+//! store, the triggers, one registration per source of how it is watched
+//! and which objects its changes touch, a round's observation),
 //! `metrics` and `process` (what `/metrics` serves).
 
 pub mod cache;

@@ -19,11 +19,12 @@ use crate::apply::api_error_line;
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::held::Held;
 use crate::core::run::shard::Shard;
+use crate::sync::run::observe::ObservedType;
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::watcher::{self, watcher};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
@@ -154,6 +155,55 @@ pub struct Spec {
     /// decide otherwise reads: their type or objects keep fields of the
     /// copies (`core::propagation::foreign`).
     pub whole: bool,
+}
+
+impl Spec {
+    /// A watch of `resource` through `client`, in `namespace` (`None`:
+    /// every namespace, or a cluster-scoped resource).
+    pub fn new(
+        client: &kube::Client,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        config: watcher::Config,
+    ) -> Spec {
+        Spec {
+            api: crate::apply::dynamic_api(client, namespace, resource),
+            config,
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+            fingerprint: namespace.unwrap_or("").to_string(),
+            whole: false,
+        }
+    }
+}
+
+/// What the run's scope asks of the watches: what each trigger's
+/// `watches` reads to say which sources it watches and how
+/// (`cache::triggers::registry`). Built by `specs` from the controller.
+pub struct WatchScope<'a> {
+    /// The host, as the watches read it.
+    pub host: &'a kube::Client,
+    /// The federation's namespace (the KubeFedConfig, the types, the clusters).
+    pub federation_namespace: &'a str,
+    /// Where federated objects are watched (`None`: every namespace).
+    pub namespace: Option<String>,
+    /// `-l`: the federated objects' label selector.
+    pub selector: Option<&'a str>,
+    /// The enabled types the run covers (`--type`), by FTC name.
+    pub types: Vec<(String, ObservedType)>,
+    /// The members whose copies are watched: ready to be watched, and
+    /// touched (`--cluster`). Empty while the host's watches list first.
+    pub members: Vec<WatchedMember<'a>>,
+    /// Types whose member copies are held whole (`Cache::whole_copies`).
+    pub whole_copies: &'a BTreeSet<String>,
+}
+
+/// A member whose copies are watched.
+pub struct WatchedMember<'a> {
+    pub name: &'a str,
+    pub client: &'a kube::Client,
+    /// What its client was built from: a new one restarts its watches.
+    pub fingerprint: &'a str,
 }
 
 /// The running watches.

@@ -1,14 +1,13 @@
 //! Which watches the controller runs (the `Spec`s `sources` turns into
-//! watchers): the host's resources and federated types, and each member's
-//! managed objects, as the cached types, the members and `--type`,
-//! `--cluster`, `-l` and the namespace call for; and whether the watches
-//! rounds wait for have listed. Its own file because what is watched
-//! follows from the run's scope, while `sources` only runs what it is given.
+//! watchers): the run's scope for them (`WatchScope`: the cached types,
+//! the members and `--type`, `--cluster`, `-l` and the namespace), which
+//! each trigger turns into its watches (`cache::triggers::registry`); and
+//! whether the watches rounds wait for have listed. Its own file because
+//! what is watched follows from the run's scope, while `sources` only
+//! runs what it is given.
 
 use super::Controller;
-use super::sources::{Source, Spec};
-use crate::apply::{api_resource, dynamic_api, resource_of};
-use kube::runtime::watcher;
+use super::sources::{Source, Spec, WatchScope, WatchedMember};
 use std::collections::BTreeMap;
 
 impl Controller<'_> {
@@ -58,113 +57,35 @@ impl Controller<'_> {
             .collect()
     }
 
-    pub(super) fn host_specs(&self) -> BTreeMap<Source, Spec> {
-        use crate::api::core::{
-            ClusterPropagatedVersion, FederatedTypeConfig, KubeFedCluster, KubeFedConfig,
-            PropagatedVersion,
-        };
-        use crate::api::scheduling::ReplicaSchedulingPreference;
-        let client = &self.o.watch_client;
-        let fedns = Some(self.shared.host.namespace.as_str());
-        let ns = self.namespace();
-        let spec =
-            |ar: kube::api::ApiResource, namespace: Option<&str>, config: watcher::Config| Spec {
-                api: dynamic_api(client, namespace, &ar),
-                config,
-                api_version: ar.api_version.clone(),
-                kind: ar.kind.clone(),
-                fingerprint: namespace.unwrap_or("").to_string(),
-                whole: false,
-            };
-        let plain = watcher::Config::default;
-        let mut out = BTreeMap::from([
-            (
-                Source::Config,
-                spec(
-                    resource_of::<KubeFedConfig>(),
-                    fedns,
-                    plain().fields(&format!(
-                        "metadata.name={}",
-                        crate::api::KUBEFED_CONFIG_NAME
-                    )),
-                ),
-            ),
-            (
-                Source::TypeConfigs,
-                spec(resource_of::<FederatedTypeConfig>(), fedns, plain()),
-            ),
-            (
-                Source::Clusters,
-                spec(resource_of::<KubeFedCluster>(), fedns, plain()),
-            ),
-            (
-                Source::Schedulings,
-                spec(
-                    resource_of::<ReplicaSchedulingPreference>(),
-                    ns.as_deref(),
-                    plain(),
-                ),
-            ),
-            (
-                Source::Versions(false),
-                spec(resource_of::<PropagatedVersion>(), ns.as_deref(), plain()),
-            ),
-            (
-                Source::Versions(true),
-                spec(resource_of::<ClusterPropagatedVersion>(), None, plain()),
-            ),
-            (
-                Source::Namespaces,
-                spec(
-                    api_resource("", "v1", "Namespace", "namespaces"),
-                    None,
-                    plain(),
-                ),
-            ),
-        ]);
-        for (name, t) in self.observed_types() {
-            let mut config = plain();
-            if let Some(sel) = &self.o.run.selection.scope.selector
-                && !t.ty.target.is_namespace()
-            {
-                config = config.labels(sel);
-            }
-            let in_ns = ns.as_deref().filter(|_| t.federated_namespaced);
-            out.insert(Source::Federated(name), spec(t.federated, in_ns, config));
+    /// What the run's scope asks of the watches: the host's alone, or
+    /// with the members' (`members`).
+    fn watch_scope(&self, members: bool) -> WatchScope<'_> {
+        let scope = &self.o.run.selection.scope;
+        let members = (self.fleet.iter())
+            .filter(|_| members)
+            .filter(|m| self.touchable(&m.name))
+            .filter_map(|m| {
+                Some(WatchedMember {
+                    name: &m.name,
+                    client: m.watch_client.as_ref()?,
+                    fingerprint: &m.fingerprint,
+                })
+            })
+            .collect();
+        WatchScope {
+            host: &self.o.watch_client,
+            federation_namespace: &self.shared.host.namespace,
+            namespace: self.namespace(),
+            selector: scope.selector.as_deref(),
+            types: self.observed_types(),
+            members,
+            whole_copies: &self.intake.cache.whole_copies,
         }
-        out
     }
 
-    fn member_specs(&self) -> BTreeMap<Source, Spec> {
-        let ns = self.namespace();
-        let mut out = BTreeMap::new();
-        for m in self.fleet.iter() {
-            let Some(client) = &m.watch_client else {
-                continue;
-            };
-            if !self.touchable(&m.name) {
-                continue;
-            }
-            for (name, t) in self.observed_types() {
-                let in_ns = ns.as_deref().filter(|_| t.ty.namespaced);
-                let whole = self.intake.cache.whole_copies.contains(&name);
-                out.insert(
-                    Source::Member(m.name.clone(), name),
-                    Spec {
-                        api: dynamic_api(client, in_ns, &t.target),
-                        config: watcher::Config::default().labels(&format!(
-                            "{}=true",
-                            crate::core::propagation::desired::MANAGED_LABEL
-                        )),
-                        api_version: t.target.api_version.clone(),
-                        kind: t.target.kind.clone(),
-                        fingerprint: format!("{}/{}/{whole}", m.fingerprint, in_ns.unwrap_or("")),
-                        whole,
-                    },
-                );
-            }
-        }
-        out
+    /// The host's watches (each trigger's, `cache::triggers::registry`).
+    pub(super) fn host_specs(&self) -> BTreeMap<Source, Spec> {
+        crate::sync::watch::cache::watches(&self.watch_scope(false))
     }
 
     /// What belongs to no federated object (KubeFedClusters' health and
@@ -183,8 +104,7 @@ impl Controller<'_> {
     /// a watch started now forgets what it saw until it lists. Returns the
     /// started ones.
     pub(super) fn sync_sources(&mut self) -> Vec<Source> {
-        let mut wanted = self.host_specs();
-        wanted.extend(self.member_specs());
+        let wanted = crate::sync::watch::cache::watches(&self.watch_scope(true));
         let started = self.intake.sources.sync(wanted);
         for s in &started {
             self.intake.cache.forget(s);

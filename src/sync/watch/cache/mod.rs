@@ -1,12 +1,14 @@
 //! What the watches of `reconcile --watch` have seen, in three parts, as
 //! kube-runtime keeps its reflector's store apart from what a change
 //! triggers: `store` (the objects each watch holds, a member's copies
-//! among them), `triggers` (a change in, the keys it touches out, the
-//! controller's own writes told apart) and `observation` (a round's
+//! among them), `triggers` (a change in, the keys it touches out, read
+//! from the cache as it was before the change, which is applied after;
+//! the controller's own writes told apart) and `observation` (a round's
 //! [`Observation`](crate::sync::run::observe::Observation), built from
 //! here with no request: the same input the one-shot run reads with
-//! lists). A new trigger is one source (`sources`, its watch in `specs`)
-//! and one mapper (`triggers`). The `Cache` below is what the three share.
+//! lists). A new trigger is one entry in `triggers::registry` (how its
+//! source is watched beside what its changes touch) and its `Source`
+//! variant. The `Cache` below is what the three share.
 
 mod observation;
 mod store;
@@ -14,7 +16,7 @@ mod triggers;
 
 pub use observation::{Cover, Texts};
 pub use store::{Store, StoreState};
-pub use triggers::{Dirt, Written};
+pub use triggers::{Dirt, Written, watches};
 
 use super::sources::Source;
 use crate::api::core::FederatedTypeConfig;

@@ -1,21 +1,56 @@
 //! Triggers: one change of one source in, the federated objects it
-//! touches out (`Dirt`), the store updated on the way. Each source has
-//! one mapper (`Cache::apply_change`); a change that may be the
-//! controller's own write is told apart (`Dirt::written`) or dropped when
-//! a write's answer is held already (`hold_own_write`). No I/O.
+//! touches out (`Dirt`). Each source is registered once, in `registry`
+//! (a [`Trigger`]: how it is watched beside what its changes touch, as
+//! kube-runtime's `Controller::watches(api, mapper)`); the rest is the
+//! same for every source. A change is read first, by a pure function of
+//! the cache as it was before the change ([`Cache::touched`], `&Cache`),
+//! and applied after (`Cache::update`), so that what a change touches can
+//! use what it replaces (a deleted object's last state, a label changed).
+//! A change that may be the controller's own write is told apart
+//! (`Dirt::written`) or dropped when a write's answer is held already
+//! (`hold_own_write`). No I/O.
 
-use super::store::{StoreState, apply_by_name, apply_keyed, apply_store, apply_typed, name_of};
+mod registry;
+
 use super::{Cache, WorkKey};
-use crate::api::core::FederatedTypeConfig;
 use crate::core::describe::{FederatedRef, ObjectKey, key_of};
 use crate::core::held::{Held, resource_version};
 use crate::core::object_text::ObjectText;
-use crate::core::propagation::decide::federated_key;
 use crate::sync::live::progress::{Answer, Answered};
 use crate::sync::run::observe::ObservedType;
-use crate::sync::watch::sources::{Change, Event, Source, values};
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::sync::watch::sources::{Change, Event, Source, Spec, WatchScope};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One source's registration: how it is watched and what its changes
+/// touch, together. Every [`Source`] has exactly one (`registry`).
+pub(super) struct Trigger {
+    /// Whether a source is this trigger's.
+    is: fn(&Source) -> bool,
+    /// The sources it watches in the run's scope, and how (`specs` runs them).
+    watches: fn(&WatchScope) -> Vec<(Source, Spec)>,
+    /// Its objects are held by key as [`Held`]: a change arrives as
+    /// `Change::Kept`, held once (`Source::hold`); otherwise as values
+    /// (`Change::Applied`).
+    by_key: bool,
+    /// What a change touches, read from the cache as it is before the
+    /// change: a pure function of the two.
+    touched: fn(&Cache, &Source, &Change) -> Dirt,
+    /// The cache updated with the change, once `touched` has read it.
+    keep: fn(&mut Cache, &Source, Change),
+}
+
+/// The trigger `source` is registered by.
+fn trigger(source: &Source) -> &'static Trigger {
+    (registry::TRIGGERS.iter().find(|t| (t.is)(source)))
+        .expect("every source is registered in cache::triggers::registry")
+}
+
+/// The watches every trigger asks for in `scope`.
+pub fn watches(scope: &WatchScope) -> BTreeMap<Source, Spec> {
+    (registry::TRIGGERS.iter())
+        .flat_map(|t| (t.watches)(scope))
+        .collect()
+}
 
 /// What a change touches.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -151,353 +186,107 @@ impl Cache {
     }
 
     /// Whether `change` of `source` is older than the controller's own
-    /// write of its object, held already: then it is dropped. A change as
-    /// new or newer ends the hold (as does a deletion or a new list).
-    fn behind_own_write(&mut self, source: &Source, change: &Change) -> bool {
+    /// write of its object, held already: then it is dropped
+    /// ([`Cache::release_own_write`] ends the hold otherwise).
+    fn behind_own_write(&self, source: &Source, change: &Change) -> bool {
         if self.own_writes.is_empty() {
             return false;
         }
-        let written = |key: ObjectKey| match source {
-            Source::Federated(t) => Some(Written::Federated(t.clone(), key)),
-            Source::Versions(_) => Some(Written::Version(key)),
-            Source::Member(c, t) => Some(Written::Member(c.clone(), t.clone(), key)),
-            _ => None,
+        let (key, event) = match change {
+            Change::Applied(v) => (key_of(v), resource_version(v)),
+            Change::Kept(key, held) => (key.clone(), held.version),
+            _ => return false,
         };
-        let (w, event) = match change {
-            Change::Applied(v) => (written(key_of(v)), resource_version(v)),
-            Change::Kept(key, held) => (written(key.clone()), held.version),
-            Change::Deleted(v) => {
-                if let Some(w) = written(key_of(v)) {
-                    self.own_writes.remove(&w);
-                }
-                return false;
-            }
-            Change::Replaced(_) => {
-                self.own_writes.retain(|w, _| !w.of(source));
-                crate::sync::watch::memory::shrink_when_sparse(&mut self.own_writes);
-                return false;
-            }
-            Change::Failed { .. } => return false,
-        };
-        let Some(w) = w else {
-            return false;
-        };
-        let Some(&rv) = self.own_writes.get(&w) else {
-            return false;
-        };
-        if event.is_some_and(|event| event < rv) {
-            return true;
-        }
-        self.own_writes.remove(&w);
-        crate::sync::watch::memory::shrink_when_sparse(&mut self.own_writes);
-        false
+        let held = written(source, key).and_then(|w| self.own_writes.get(&w));
+        held.is_some_and(|&rv| event.is_some_and(|event| event < rv))
     }
 
-    /// Takes in one change; says what it touches.
+    /// Ends the holds of own writes that `change` (not behind them)
+    /// takes over: a change as new or newer, a deletion, a new list.
+    fn release_own_write(&mut self, source: &Source, change: &Change) {
+        if self.own_writes.is_empty() {
+            return;
+        }
+        match change {
+            Change::Applied(v) | Change::Deleted(v) => {
+                if let Some(w) = written(source, key_of(v)) {
+                    self.own_writes.remove(&w);
+                }
+            }
+            Change::Kept(key, _) => {
+                if let Some(w) = written(source, key.clone()) {
+                    self.own_writes.remove(&w);
+                }
+            }
+            Change::Replaced(_) => self.own_writes.retain(|w, _| !w.of(source)),
+            Change::Failed { .. } => return,
+        }
+        crate::sync::watch::memory::shrink_when_sparse(&mut self.own_writes);
+    }
+
+    /// Takes in one change; says what it touches (read before the change
+    /// is applied).
     pub fn apply(&mut self, event: Event) -> Dirt {
         let Event { source, change } = event;
-        // A member copy is held as its source holds it (`Source::hold`);
-        // a host source's objects are read as values (typed, by name).
-        let change = match change {
-            Change::Applied(v) if matches!(source, Source::Member(..)) => {
-                let held = match &source {
+        let change = self.as_held(&source, change);
+        let dirt = self.touched(&source, &change);
+        self.update(&source, change);
+        dirt
+    }
+
+    /// A change as its source's trigger takes it: by key, held once (a
+    /// member copy as its source holds it, `Source::hold`, or whole), or
+    /// as a value.
+    pub fn as_held(&self, source: &Source, change: Change) -> Change {
+        let by_key = trigger(source).by_key;
+        match change {
+            Change::Applied(v) if by_key => {
+                let held = match source {
                     Source::Member(_, t) if self.whole_copies.contains(t) => Held::whole(&v),
                     _ => source.hold(&v),
                 };
                 Change::Kept(key_of(&v), held)
             }
-            Change::Kept(_, held) if !matches!(source, Source::Member(..)) => {
-                Change::Applied(held.text.value())
-            }
+            Change::Kept(_, held) if !by_key => Change::Applied(held.text.value()),
             change => change,
-        };
-        // Only a complete list makes a source usable: a watch that failed
-        // before listing must not read as "nothing there" (every member
-        // copy would look orphaned).
-        let mut failure = None;
-        match &change {
-            Change::Replaced(_) => {
-                self.listed.insert(source.clone());
-            }
-            Change::Failed { message, .. } if !matches!(source, Source::Member(..)) => {
-                failure = Some(format!("watching {source}: {message}"));
-            }
-            _ => {}
         }
-        let written = self.written_by(&source, &change);
-        let mut dirt = self.apply_change(&source, change);
-        dirt.warnings.extend(failure);
-        if let Some((key, written, rv)) = written {
+    }
+
+    /// What `change` of `source` touches, read from the cache as it is
+    /// before the change ([`Cache::as_held`]'s form): its trigger's keys,
+    /// a failed watch's line, the controller's own writes told apart.
+    /// Pure: the cache is updated after, by [`Cache::update`].
+    pub fn touched(&self, source: &Source, change: &Change) -> Dirt {
+        if self.behind_own_write(source, change) {
+            return Dirt::default();
+        }
+        let mut dirt = (trigger(source).touched)(self, source, change);
+        // A watch that failed before listing must not read as "nothing
+        // there" (`listed`); a host watch's failure is worth a line.
+        if let Change::Failed { message, .. } = change
+            && !matches!(source, Source::Member(..))
+        {
+            dirt.warnings.push(format!("watching {source}: {message}"));
+        }
+        if let Some((key, written, rv)) = written_by(source, change) {
             dirt.maybe_own_write(key, written, rv);
         }
         dirt
     }
 
-    /// The federated object an applied change of a federated object
-    /// touches, the object written and its resourceVersion.
-    fn written_by(&self, source: &Source, change: &Change) -> Option<(WorkKey, Written, u64)> {
-        match (source, change) {
-            (Source::Federated(t), Change::Applied(v)) => {
-                let key = key_of(v);
-                let work = FederatedRef::new(t, key.clone());
-                Some((
-                    work,
-                    Written::Federated(t.clone(), key),
-                    resource_version(v)?,
-                ))
-            }
-            // A member copy's: `apply_member`, which knows its type.
-            _ => None,
+    /// Applies `change` of `source`, once [`Cache::touched`] has read it:
+    /// its trigger's store, whether the source has listed (only a complete
+    /// list makes it usable), the holds of own writes it ends. A change
+    /// behind an own write held is dropped.
+    fn update(&mut self, source: &Source, change: Change) {
+        if matches!(change, Change::Replaced(_)) {
+            self.listed.insert(source.clone());
         }
-    }
-
-    /// One change of one source → the cache updated, and what it touches.
-    fn apply_change(&mut self, source: &Source, change: Change) -> Dirt {
-        match source {
-            Source::Config => self.apply_config(change),
-            Source::TypeConfigs => self.apply_type_configs(change),
-            Source::Clusters => self.apply_clusters(change),
-            Source::Schedulings => self.apply_schedulings(change),
-            Source::Versions(cluster_scoped) => self.apply_versions(*cluster_scoped, change),
-            Source::Namespaces => self.apply_namespaces(change),
-            Source::Federated(ftc) => self.apply_federated(ftc, change),
-            Source::Member(cluster, ftc) => self.apply_member(cluster, ftc, change),
+        if self.behind_own_write(source, &change) {
+            return;
         }
-    }
-
-    /// The KubeFedConfig: new settings re-plan everything.
-    fn apply_config(&mut self, change: Change) -> Dirt {
-        let mut warnings = Vec::new();
-        let config = match change {
-            Change::Applied(v) => Some(v),
-            Change::Replaced(vs) => values(vs).next(),
-            Change::Deleted(_) => None,
-            Change::Failed { .. } | Change::Kept(..) => return Dirt::default(),
-        };
-        let before = self.settings;
-        match crate::clients::host::settings_of(host_namespace_of(&config), config.as_ref()) {
-            Ok(settings) => self.settings = settings,
-            // Upstream would not start; a running watch keeps what it had.
-            Err(e) => warnings.push(format!("{e:#}; the previous settings stay")),
-        }
-        let changed = self.settings != before;
-        Dirt {
-            structure: changed,
-            warnings,
-            ..Dirt::default()
-        }
-    }
-
-    /// FederatedTypeConfigs: a changed spec re-plans everything.
-    fn apply_type_configs(&mut self, change: Change) -> Dirt {
-        let before = self.ftcs.clone();
-        let warnings = apply_typed(&mut self.ftcs, change);
-        Dirt {
-            structure: specs(&before) != specs(&self.ftcs),
-            warnings,
-            ..Dirt::default()
-        }
-    }
-
-    /// KubeFedClusters: a changed spec or labels re-plans everything.
-    fn apply_clusters(&mut self, change: Change) -> Dirt {
-        let essence = |m: &BTreeMap<String, Value>| -> Vec<(String, Value, Value)> {
-            m.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v["spec"].clone(),
-                        v["metadata"]["labels"].clone(),
-                    )
-                })
-                .collect()
-        };
-        let before = essence(&self.clusters);
-        apply_by_name(&mut self.clusters, change);
-        // Status writes (ours, after each probe) are no news.
-        Dirt {
-            structure: before != essence(&self.clusters),
-            ..Dirt::default()
-        }
-    }
-
-    /// RSPs touch the objects they schedule.
-    fn apply_schedulings(&mut self, change: Change) -> Dirt {
-        let touched = apply_keyed(&mut self.schedulings, change);
-        let mut dirt = Dirt::default();
-        for key in touched {
-            // The RSP's target kind names the type it schedules.
-            let kind = self
-                .schedulings
-                .get(&key)
-                .map(|r| r.text.value())
-                .and_then(|r| r["spec"]["targetKind"].as_str().map(str::to_string));
-            for (name, t) in self.types() {
-                if kind.is_none() || Some(&t.federated.kind) == kind.as_ref() {
-                    dirt.keys.insert(FederatedRef::new(&name, key.clone()));
-                }
-            }
-        }
-        dirt
-    }
-
-    /// (Cluster)PropagatedVersions.
-    fn apply_versions(&mut self, cluster_scoped: bool, change: Change) -> Dirt {
-        if self.behind_own_write(&Source::Versions(cluster_scoped), &change) {
-            return Dirt::default();
-        }
-        // Our own write-backs: what the next round compares against,
-        // never a reason for one.
-        match change {
-            Change::Applied(v) => {
-                self.versions.insert(key_of(&v), ObjectText::of(&v));
-            }
-            Change::Deleted(v) => {
-                self.versions.remove(&key_of(&v));
-            }
-            Change::Replaced(vs) => {
-                self.versions
-                    .retain(|k, _| k.namespace.is_empty() != cluster_scoped);
-                self.versions
-                    .extend(vs.into_iter().map(|(k, held)| (k, held.text)));
-            }
-            Change::Failed { .. } | Change::Kept(..) => {}
-        }
-        Dirt::default()
-    }
-
-    /// The host's namespaces touch their FederatedNamespaces.
-    fn apply_namespaces(&mut self, change: Change) -> Dirt {
-        let uid = |v: &Value| v["metadata"]["uid"].as_str().unwrap_or("").to_string();
-        let touched: Vec<String> = match change {
-            Change::Applied(v) => {
-                let name = name_of(&v);
-                let changed = self.namespaces.get(&name) != Some(&uid(&v));
-                self.namespaces.insert(name.clone(), uid(&v));
-                if changed { vec![name] } else { Vec::new() }
-            }
-            Change::Deleted(v) => {
-                let name = name_of(&v);
-                self.namespaces.remove(&name);
-                vec![name]
-            }
-            Change::Replaced(vs) => {
-                let new: HashMap<String, String> =
-                    values(vs).map(|v| (name_of(&v), uid(&v))).collect();
-                let mut touched: Vec<String> = self
-                    .namespaces
-                    .iter()
-                    .filter(|(n, u)| new.get(*n) != Some(*u))
-                    .map(|(n, _)| n.clone())
-                    .collect();
-                touched.extend(
-                    new.keys()
-                        .filter(|n| !self.namespaces.contains_key(*n))
-                        .cloned(),
-                );
-                self.namespaces = new;
-                touched
-            }
-            Change::Failed { .. } | Change::Kept(..) => Vec::new(),
-        };
-        let mut dirt = Dirt::default();
-        let Some(ns_type) = self.namespaces_type() else {
-            return dirt;
-        };
-        // Only a namespace whose FederatedNamespace is held: the host's
-        // Namespaces are watched cluster-wide, and every other one (outside
-        // `-n`, another shard's, one nothing federates) used to start a
-        // round over a key no FederatedNamespace of the watch's has. Its
-        // member copies' events and its FederatedNamespace's own touch it.
-        let held = self.federated.get(&ns_type);
-        for name in touched {
-            let key = ObjectKey::new(name.clone(), name);
-            if held.is_some_and(|s| s.objects.contains_key(&key)) {
-                dirt.keys.insert(FederatedRef::new(&ns_type, key));
-            }
-        }
-        dirt
-    }
-
-    /// Federated objects touch themselves (a FederatedNamespace: everything in it).
-    fn apply_federated(&mut self, ftc: &str, change: Change) -> Dirt {
-        if self.behind_own_write(&Source::Federated(ftc.to_string()), &change) {
-            return Dirt::default();
-        }
-        let store = self.federated.entry(ftc.to_string()).or_default();
-        // Status updates are our own write-backs: no news.
-        let (touched, _) = apply_store(store, change);
-        let mut dirt = Dirt::default();
-        let is_namespaces = self.namespaces_type().as_deref() == Some(ftc);
-        for key in touched {
-            if is_namespaces {
-                // A FederatedNamespace places everything in it.
-                for (t, s) in &self.federated {
-                    for k in s.objects.keys().filter(|k| k.namespace == key.namespace) {
-                        dirt.keys.insert(FederatedRef::new(t, k.clone()));
-                    }
-                }
-            }
-            dirt.keys.insert(FederatedRef::new(ftc, key));
-        }
-        dirt
-    }
-
-    /// A member's objects touch their federated objects.
-    fn apply_member(&mut self, cluster: &str, ftc: &str, change: Change) -> Dirt {
-        let source = Source::Member(cluster.to_string(), ftc.to_string());
-        if self.behind_own_write(&source, &change) {
-            return Dirt::default();
-        }
-        let stores = self.members.entry(cluster.to_string()).or_default();
-        let store = stores.entry(ftc.to_string()).or_default();
-        let was_usable = store.state == StoreState::Listed;
-        let replaced = matches!(change, Change::Replaced(_));
-        // A copy the controller may have written itself (`Dirt::written`).
-        let kept = match &change {
-            Change::Kept(key, held) => held.version.map(|rv| (key.clone(), rv)),
-            _ => None,
-        };
-        let (touched, status_only) = apply_store(store, change);
-        if replaced && !was_usable {
-            // Rounds left this member out until now.
-            return Dirt {
-                listed: [cluster.to_string()].into(),
-                ..Dirt::default()
-            };
-        }
-        let Some(t) = self.ftcs.get(ftc).map(ObservedType::of) else {
-            return Dirt::default();
-        };
-        let mut dirt = Dirt::default();
-        for key in touched {
-            dirt.keys
-                .insert(FederatedRef::new(ftc, federated_key(&t.ty, &key)));
-        }
-        // A member's status is news only where an RSP schedules the
-        // object: its replicas follow the members' ready ones (as
-        // upstream's RSP controller, which watches member status).
-        // Where the type's status is collected, a member's status is news too.
-        let collected = self.reads_member_status(&t);
-        for key in status_only {
-            let fed_key = federated_key(&t.ty, &key);
-            let work = FederatedRef::new(ftc, fed_key);
-            if collected || self.schedulings.contains_key(&work.key) {
-                dirt.keys.insert(work);
-            } else {
-                dirt.status_only.insert(work);
-            }
-        }
-        if !(self.member_store(cluster, ftc)).is_some_and(|s| s.state == StoreState::Listed) {
-            // Failing now: every object of the type shows it there.
-            dirt.keys.extend(self.type_keys(ftc));
-        }
-        if let Some((key, rv)) = kept {
-            let work = FederatedRef::new(ftc, federated_key(&t.ty, &key));
-            let written = Written::Member(cluster.to_string(), ftc.to_string(), key);
-            dirt.maybe_own_write(work, written, rv);
-        }
-        dirt
+        self.release_own_write(source, &change);
+        (trigger(source).keep)(self, source, change);
     }
 
     /// Whether the federated objects of `t` record their member copies'
@@ -516,17 +305,30 @@ impl Cache {
     }
 }
 
-fn host_namespace_of(config: &Option<Value>) -> &str {
-    config
-        .as_ref()
-        .and_then(|c| c["metadata"]["namespace"].as_str())
-        .unwrap_or("")
+/// The object written that a change of `source` to `key` may be.
+fn written(source: &Source, key: ObjectKey) -> Option<Written> {
+    match source {
+        Source::Federated(t) => Some(Written::Federated(t.clone(), key)),
+        Source::Versions(_) => Some(Written::Version(key)),
+        Source::Member(c, t) => Some(Written::Member(c.clone(), t.clone(), key)),
+        _ => None,
+    }
 }
 
-fn specs(m: &BTreeMap<String, FederatedTypeConfig>) -> Vec<(String, Value)> {
-    m.iter()
-        .map(|(k, f)| (k.clone(), serde_json::to_value(&f.spec).unwrap_or_default()))
-        .collect()
+/// The federated object an applied change of a federated object touches,
+/// the object written and its resourceVersion (a member copy's: its
+/// trigger's, which knows its type).
+fn written_by(source: &Source, change: &Change) -> Option<(WorkKey, Written, u64)> {
+    let Source::Federated(t) = source else {
+        return None;
+    };
+    let (key, rv) = match change {
+        Change::Applied(v) => (key_of(v), resource_version(v)?),
+        Change::Kept(key, held) => (key.clone(), held.version?),
+        _ => return None,
+    };
+    let work = FederatedRef::new(t, key.clone());
+    Some((work, Written::Federated(t.clone(), key), rv))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::sync::watch::cache::Cover;
 use crate::sync::watch::cache::tests::{cache, ev, ftc, key, none_touched, obj};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn a_malformed_kubefedconfig_leaves_the_last_settings() {
@@ -435,4 +435,219 @@ fn a_host_namespace_touches_only_a_held_federated_namespace() {
     c.apply(ev(fed_ns, Change::Deleted(shop)));
     let d = c.apply(ev(Source::Namespaces, Change::Deleted(ns("shop", "4"))));
     assert!(d.keys.is_empty(), "{:?}", d.keys);
+}
+
+/// One row of [`a_change_touches_what_the_cache_before_it_says`].
+struct Row {
+    what: &'static str,
+    /// What the cache has seen, beyond `cache()`'s types.
+    before: Vec<Event>,
+    change: Event,
+    keys: Vec<WorkKey>,
+    structure: bool,
+}
+
+fn row(what: &'static str, before: Vec<Event>, change: Event, keys: Vec<WorkKey>) -> Row {
+    Row {
+        what,
+        before,
+        change,
+        keys,
+        structure: false,
+    }
+}
+
+/// A change's keys are a pure function of the cache as it was before the
+/// change and the change (`Cache::touched` takes `&Cache`: it cannot
+/// update it), so they can use what the change replaces: a deleted
+/// object's last state, a retargeted RSP's old type. Applying the change
+/// says the same.
+#[test]
+fn a_change_touches_what_the_cache_before_it_says() {
+    let cms = || Source::Federated("configmaps".into());
+    let fed_ns = || Source::Federated("namespaces".into());
+    let copies = || Source::Member("m1".into(), "configmaps".into());
+    let a = || obj("FederatedConfigMap", "shop", "a", "1");
+    let shop = || obj("FederatedNamespace", "shop", "shop", "");
+    let cm_a = key("configmaps", "shop", "a");
+    let ns_shop = key("namespaces", "shop", "shop");
+    let rsp = |kind: Option<&str>| {
+        let mut v = json!({"apiVersion": "scheduling.kubefed.io/v1alpha1", "kind": "ReplicaSchedulingPreference",
+                           "metadata": {"name": "shop", "namespace": "shop"}, "spec": {"totalReplicas": 3}});
+        if let Some(kind) = kind {
+            v["spec"]["targetKind"] = json!(kind);
+        }
+        v
+    };
+    let rsps = |kind| ev(Source::Schedulings, Change::replaced(vec![rsp(kind)]));
+    let ns = |uid: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "uid": uid}});
+    let kfc = |labels: Value| json!({"metadata": {"name": "m1", "labels": labels}, "spec": {"apiEndpoint": "https://a"}});
+    let listed = |source: Source, objects| ev(source, Change::replaced(objects));
+    let copy = || obj("ConfigMap", "shop", "a", "1");
+    let rows = [
+        Row {
+            structure: true,
+            ..row(
+                "a new type",
+                vec![],
+                ev(
+                    Source::TypeConfigs,
+                    Change::Applied(ftc("secrets", "Secret", "secrets", "")),
+                ),
+                vec![],
+            )
+        },
+        Row {
+            structure: true,
+            ..row(
+                "a cluster relabelled",
+                vec![listed(Source::Clusters, vec![kfc(json!({}))])],
+                ev(
+                    Source::Clusters,
+                    Change::Applied(kfc(json!({"region": "eu"}))),
+                ),
+                vec![],
+            )
+        },
+        row(
+            "a cluster as it was",
+            vec![listed(Source::Clusters, vec![kfc(json!({}))])],
+            ev(Source::Clusters, Change::Applied(kfc(json!({})))),
+            vec![],
+        ),
+        Row {
+            structure: true,
+            ..row(
+                "a cluster deleted",
+                vec![listed(Source::Clusters, vec![kfc(json!({}))])],
+                ev(Source::Clusters, Change::Deleted(kfc(json!({})))),
+                vec![],
+            )
+        },
+        row(
+            "a new RSP: the type it targets",
+            vec![],
+            rsps(Some("FederatedConfigMap")),
+            vec![key("configmaps", "shop", "shop")],
+        ),
+        row(
+            "an RSP with no target: every type",
+            vec![],
+            rsps(None),
+            vec![key("configmaps", "shop", "shop"), ns_shop.clone()],
+        ),
+        row(
+            "an RSP deleted: the type it targeted",
+            vec![rsps(Some("FederatedNamespace"))],
+            ev(
+                Source::Schedulings,
+                Change::Deleted(rsp(Some("FederatedNamespace"))),
+            ),
+            vec![ns_shop.clone()],
+        ),
+        row(
+            "an RSP retargeted: the type it targeted and the one it targets",
+            vec![rsps(Some("FederatedNamespace"))],
+            ev(
+                Source::Schedulings,
+                Change::Applied(rsp(Some("FederatedConfigMap"))),
+            ),
+            vec![key("configmaps", "shop", "shop"), ns_shop.clone()],
+        ),
+        row(
+            "a version: our own write-back",
+            vec![],
+            ev(
+                Source::Versions(false),
+                Change::Applied(obj("PropagatedVersion", "shop", "v", "")),
+            ),
+            vec![],
+        ),
+        row(
+            "a namespace again: its FederatedNamespace",
+            vec![
+                listed(fed_ns(), vec![shop()]),
+                listed(Source::Namespaces, vec![ns("1")]),
+            ],
+            ev(Source::Namespaces, Change::Applied(ns("2"))),
+            vec![ns_shop.clone()],
+        ),
+        row(
+            "a namespace as it was",
+            vec![
+                listed(fed_ns(), vec![shop()]),
+                listed(Source::Namespaces, vec![ns("1")]),
+            ],
+            ev(Source::Namespaces, Change::replaced(vec![ns("1")])),
+            vec![],
+        ),
+        row(
+            "a federated object deleted: itself",
+            vec![listed(cms(), vec![a()])],
+            ev(cms(), Change::Deleted(a())),
+            vec![cm_a.clone()],
+        ),
+        row(
+            "a FederatedNamespace deleted: what was in it",
+            vec![listed(cms(), vec![a()]), listed(fed_ns(), vec![shop()])],
+            ev(fed_ns(), Change::replaced(vec![])),
+            vec![cm_a.clone(), ns_shop.clone()],
+        ),
+        row(
+            "a member copy deleted: its federated object",
+            vec![listed(cms(), vec![a()]), listed(copies(), vec![copy()])],
+            ev(copies(), Change::Deleted(copy())),
+            vec![cm_a.clone()],
+        ),
+        row(
+            "a member copy listed again as it was",
+            vec![listed(cms(), vec![a()]), listed(copies(), vec![copy()])],
+            listed(copies(), vec![copy()]),
+            vec![],
+        ),
+        row(
+            "a member's watch failing: every object of the type",
+            vec![listed(cms(), vec![a()]), listed(copies(), vec![])],
+            ev(
+                copies(),
+                Change::Failed {
+                    not_served: false,
+                    message: "refused".into(),
+                },
+            ),
+            vec![cm_a.clone()],
+        ),
+    ];
+    for Row {
+        what,
+        before,
+        change,
+        keys,
+        structure,
+    } in rows
+    {
+        let mut c = cache();
+        for e in before {
+            c.apply(e);
+        }
+        let Event { source, change } = change;
+        let change = c.as_held(&source, change);
+        let dirt = c.touched(&source, &change);
+        assert_eq!(dirt.touched(), keys.into_iter().collect(), "{what}");
+        assert_eq!(dirt.structure, structure, "{what}");
+        assert_eq!(c.apply(Event { source, change }), dirt, "{what}: applied");
+    }
+}
+
+/// A member's first list names the member (caught up once all of its
+/// types have), touching nothing itself.
+#[test]
+fn a_members_first_list_names_it() {
+    let c = cache();
+    let source = Source::Member("m1".into(), "configmaps".into());
+    let change = Change::replaced(vec![obj("ConfigMap", "shop", "a", "1")]);
+    let dirt = c.touched(&source, &change);
+    assert_eq!(dirt.listed, ["m1".to_string()].into());
+    assert!(dirt.touched().is_empty());
+    assert!(c.members.is_empty(), "read, not applied");
 }
