@@ -318,6 +318,11 @@ impl Reconciler<'_> {
                 &["federatedtypeconfigs/status"],
                 &["patch"],
             ));
+            // The watch renews short-lived member tokens (`join --token-ttl`):
+            // the new token into the member's host Secret, its lifetime onto
+            // the KubeFedCluster. Secret names are generated: no resourceNames.
+            rules.push(rule("", &["secrets"], &["patch"]));
+            rules.push(rule("core.kubefed.io", &["kubefedclusters"], &["patch"]));
         }
         if self.dns {
             rules.push(rule("multiclusterdns.kubefed.io", &["domains"], &["list"]));
@@ -881,9 +886,30 @@ mod tests {
             "{rules}"
         );
         assert!(wildcards(&objs).is_empty());
-        // The Jobs do not watch.
+        // It renews short-lived member tokens: the host Secret and the
+        // KubeFedCluster's annotations.
+        let role = objs
+            .iter()
+            .find(|o| o["kind"] == "Role")
+            .unwrap()
+            .to_string();
+        assert!(
+            role.contains(r#"{"apiGroups":[""],"resources":["secrets"],"verbs":["patch"]}"#),
+            "{role}"
+        );
+        assert!(
+            role.contains(r#"{"apiGroups":["core.kubefed.io"],"resources":["kubefedclusters"],"verbs":["patch"]}"#),
+            "{role}"
+        );
+        // The Jobs do not watch, nor write Secrets.
         let job = reconciler(Mode::Job, 1, Batch::MODERN).objects();
         assert!(!job[1]["rules"].to_string().contains("watch"));
+        let job_role = job.iter().find(|o| o["kind"] == "Role").unwrap();
+        assert!(
+            !job_role["rules"]
+                .to_string()
+                .contains(r#""resources":["secrets"],"verbs":["patch"]"#)
+        );
     }
 
     #[test]
