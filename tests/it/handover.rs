@@ -56,7 +56,7 @@ fn short_leases(env: &TestEnv, f: &Federation) {
 /// KubeFed's controller-manager, running; killed when dropped, so that a
 /// failing test leaves no controller behind propagating into the shared
 /// environment.
-struct KubeFed {
+pub(crate) struct KubeFed {
     child: Option<Child>,
     log: PathBuf,
     /// Its own host proxy: its host requests, apart from ours.
@@ -70,7 +70,7 @@ impl KubeFed {
     /// Starts it on `f`'s federation (`-v=4`: its sync controllers log each
     /// object they finish reconciling); `None` (after saying why) when
     /// `hack/testenv.sh` has not built it.
-    fn start(env: &TestEnv, f: &Federation, run: &str) -> Option<KubeFed> {
+    pub(crate) fn start(env: &TestEnv, f: &Federation, run: &str) -> Option<KubeFed> {
         let Some(bin) = kubefed_binary("controller-manager") else {
             testenv::skip(&kubefed_missing("controller-manager"));
             return None;
@@ -118,7 +118,16 @@ impl KubeFed {
         holder.unwrap()
     }
 
-    fn assert_running(&mut self) {
+    /// Sends `signal` (SIGSTOP: a controller that hangs).
+    pub(crate) fn signal(&self, signal: i32) {
+        let pid = self.child.as_ref().unwrap().id() as i32;
+        // SAFETY: a plain kill(2) to our own child.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+
+    pub(crate) fn assert_running(&mut self) {
         if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
             panic!(
                 "KubeFed's controller-manager exited ({status}):\n{}",

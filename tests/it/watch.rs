@@ -789,22 +789,30 @@ fn status_writes_are_coalesced_under_churn() {
 }
 
 /// `disable --timeout`: a controller that keeps saying it propagates the
-/// type (here a KubeFed controller-manager, played by the test) makes
-/// disable give up after the timeout, keeping the CRD and the type.
+/// type makes disable give up after the timeout, keeping the CRD and the
+/// type. The controller is KubeFed's own controller-manager, which
+/// reports the type's propagation Running and then hangs (SIGSTOP): its
+/// status keeps saying so. An environment of its own: a cluster-scoped
+/// KubeFed takes other federations' member copies for orphans
+/// (`handover`'s module doc).
 #[test]
 fn disable_gives_up_on_a_controller_that_keeps_propagating() {
-    let env = TestEnv::shared();
+    let env = TestEnv::private(&testenv::SHARED_CLUSTERS).unwrap();
+    let env = &env;
     let f = Federation::new(env, "wt-dis", &["configmaps"]);
     let ftc = format!(
         "/apis/core.kubefed.io/v1beta1/namespaces/{}/federatedtypeconfigs/configmaps",
         f.fedns
     );
-    patch(
-        env,
-        "host",
-        &format!("{ftc}/status"),
-        json!({"status": {"observedGeneration": 1, "propagationController": "Running", "statusController": "NotRunning"}}),
-    );
+    let Some(mut kubefed) = crate::handover::KubeFed::start(env, &f, "disable") else {
+        return;
+    };
+    wait_until("KubeFed to report the type's propagation running", || {
+        kubefed.assert_running();
+        crate::fixtures::get(env, "host", &ftc)
+            .is_some_and(|t| t["status"]["propagationController"] == "Running")
+    });
+    kubefed.signal(libc::SIGSTOP);
     let run = f
         .run(&[
             "disable",
