@@ -170,7 +170,8 @@ async fn wait_ready(
     wait: Duration,
     o: &ReconcileOptions,
 ) -> Result<()> {
-    let objects = crate::sync::live::ready::to_wait_for(&report.placed, o.waits.all);
+    let objects =
+        crate::sync::live::ready::to_wait_for(&report.placed, o.waits.all, &report.failures);
     if objects.is_empty() {
         return Ok(());
     }

@@ -8,6 +8,7 @@ use crate::apply::{api_error, dynamic_api};
 use crate::clients::host::Host;
 use crate::clients::members::Member;
 use crate::core::describe::{ObjectKey, describe_key, key_of};
+use crate::core::outcome::Failure;
 use crate::core::propagation::desired::MANAGED_LABEL;
 use crate::core::propagation::readiness::{Readiness, readiness};
 use crate::core::propagation::status::{federated_readiness, with_ready};
@@ -102,16 +103,26 @@ pub async fn wait_ready(
 
 /// The member objects `--wait-ready` waits for: every placed copy of each
 /// federated object of which this run wrote a copy (`all`: of every
-/// placed one), so that its `Ready` condition speaks for every member.
-pub fn to_wait_for(placed: &[PlacedObject], all: bool) -> Vec<PlacedObject> {
+/// placed one), so that its `Ready` condition speaks for every member;
+/// but not a copy whose write `failed` (named by its member and object):
+/// it is reported already, and would be waited for until the deadline.
+pub fn to_wait_for(placed: &[PlacedObject], all: bool, failed: &[Failure]) -> Vec<PlacedObject> {
     let changed: std::collections::HashSet<*const PlacedOwner> = placed
         .iter()
         .filter(|p| p.written || all)
         .map(|p| std::sync::Arc::as_ptr(&p.owner))
         .collect();
+    let failed: std::collections::HashSet<(&str, &str)> = failed
+        .iter()
+        .filter_map(|f| Some((f.place.as_ref()?.member_name()?, f.object.as_deref()?)))
+        .collect();
     placed
         .iter()
         .filter(|p| changed.contains(&std::sync::Arc::as_ptr(&p.owner)))
+        .filter(|p| {
+            let object = describe_key(&p.target.kind, &p.key);
+            !failed.contains(&(p.cluster.as_str(), object.as_str()))
+        })
         .cloned()
         .collect()
 }
@@ -217,4 +228,52 @@ async fn list_members(members: &[Member], waiting: &[&PlacedObject]) -> Lists {
         (k, result)
     });
     futures::future::join_all(lists).await.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::outcome::Place;
+    use std::sync::Arc;
+
+    fn placed(cluster: &str, owner: &Arc<PlacedOwner>, written: bool) -> PlacedObject {
+        PlacedObject {
+            cluster: cluster.into(),
+            target: kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+            key: ObjectKey {
+                namespace: "shop".into(),
+                name: "web".into(),
+            },
+            written,
+            owner: owner.clone(),
+        }
+    }
+
+    #[test]
+    fn copies_whose_write_failed_are_not_waited_for() {
+        let owner = Arc::new(PlacedOwner {
+            federated: kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+            key: ObjectKey {
+                namespace: "shop".into(),
+                name: "web".into(),
+            },
+            complete: true,
+            judged: true,
+        });
+        let all = [placed("m1", &owner, true), placed("m2", &owner, true)];
+        let clusters = |w: &[PlacedObject]| w.iter().map(|p| p.cluster.clone()).collect::<Vec<_>>();
+        assert_eq!(clusters(&to_wait_for(&all, false, &[])), ["m1", "m2"]);
+        let failed = [Failure::of(
+            Place::member("m2"),
+            "ConfigMap shop/web",
+            "namespaces \"shop\" not found",
+        )];
+        assert_eq!(clusters(&to_wait_for(&all, false, &failed)), ["m1"]);
+        // Another object's failure, or a member's as a whole, changes nothing.
+        let others = [
+            Failure::of(Place::member("m2"), "ConfigMap shop/db", "refused"),
+            Failure::at(Place::member("m1"), "cluster not ready"),
+        ];
+        assert_eq!(clusters(&to_wait_for(&all, false, &others)), ["m1", "m2"]);
+    }
 }
