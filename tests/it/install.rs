@@ -753,7 +753,7 @@ fn the_image_runs_reconcile_as_the_in_cluster_reconciler() {
 }
 
 /// The fenced block after `heading` in docs/ci.md.
-fn recipe(heading: &str) -> String {
+pub(crate) fn recipe(heading: &str) -> String {
     let docs = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
     let section = &docs[docs.find(heading).unwrap_or_else(|| panic!("{heading}"))..];
     let start = section.find("```yaml\n").unwrap() + 8;
@@ -763,7 +763,7 @@ fn recipe(heading: &str) -> String {
 
 /// The exit code the GitHub recipe's plan step documents for changes
 /// pending (`# exit N when the members would change`).
-fn pending_exit_code(yaml: &str) -> i32 {
+pub(crate) fn pending_exit_code(yaml: &str) -> i32 {
     yaml.lines()
         .find_map(|l| {
             l.trim()
@@ -778,7 +778,7 @@ fn pending_exit_code(yaml: &str) -> i32 {
 }
 
 /// docs/ci.md's GitHub Actions workflow, as text and parsed.
-fn github_recipe() -> (String, Value) {
+pub(crate) fn github_recipe() -> (String, Value) {
     let yaml = recipe("## GitHub Actions");
     let doc: Value = serde_saphyr::from_str(&yaml).unwrap();
     (yaml, doc)

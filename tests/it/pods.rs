@@ -55,7 +55,13 @@ pub fn nodes() -> Option<&'static TestEnv> {
 /// bridge with no node: they hold copies, they run no pods), while the
 /// tests whose runs are scoped to their namespaces share `member1` and
 /// `member2`.
-pub const OWN_MEMBERS: [&str; 4] = ["pods-cron", "pods-shard", "pods-token", "pods-recipes"];
+pub const OWN_MEMBERS: [&str; 5] = [
+    "pods-cron",
+    "pods-shard",
+    "pods-token",
+    "pods-recipes",
+    "pods-gitlab",
+];
 
 /// A federation of the host and one member of its own (see
 /// [`OWN_MEMBERS`]), its kubeconfig naming the clusters' own addresses:
@@ -83,7 +89,8 @@ impl Solo {
             cluster: format!("{fedns}-m1"),
         };
         f.run(&["init"]).ok();
-        f.run(&["join", &f.cluster, "--cluster-context", member]).ok();
+        f.run(&["join", &f.cluster, "--cluster-context", member])
+            .ok();
         for t in types.iter().chain(&["namespaces"]) {
             f.run(&["enable", t, "--federated-group", &f.group]).ok();
         }
@@ -537,7 +544,10 @@ fn a_sharded_watch_elects_a_leader_per_shard_and_a_standby_takes_over() {
     wait_long(
         "`meanwhile` in the member",
         Duration::from_secs(60),
-        || f.copy(env, "meanwhile").is_some_and(|c| c["data"]["v"] == "2"),
+        || {
+            f.copy(env, "meanwhile")
+                .is_some_and(|c| c["data"]["v"] == "2")
+        },
         || pods_report(env, "host", f.fedns),
     );
     wait_long(
@@ -597,7 +607,10 @@ fn the_in_cluster_watch_rotates_a_short_lived_member_token() {
     );
     let token = || {
         let kfc = get(env, "host", &kfc_path).unwrap();
-        let secret = kfc["spec"]["secretRef"]["name"].as_str().unwrap().to_string();
+        let secret = kfc["spec"]["secretRef"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
         get(
             env,
             "host",
@@ -622,7 +635,13 @@ fn the_in_cluster_watch_rotates_a_short_lived_member_token() {
         "the reconciler's pod to rotate the due token",
         Duration::from_secs(120),
         || token() != first,
-        || format!("{}\n{}", pods_report(env, "host", f.fedns), all_logs(env, f.fedns)),
+        || {
+            format!(
+                "{}\n{}",
+                pods_report(env, "host", f.fedns),
+                all_logs(env, f.fedns)
+            )
+        },
     );
     // It propagates with the new token.
     f.create(
@@ -678,7 +697,13 @@ fn job_succeeds(env: &TestEnv, ns: &str, name: &str, n: u64) {
 /// first block, as shell words, comments and redirections dropped.
 fn documented_recipes() -> Vec<Vec<String>> {
     let docs = std::fs::read_to_string(root().join("docs/in-cluster.md")).unwrap();
-    let block = docs.split("```sh").nth(1).unwrap().split("```").next().unwrap();
+    let block = docs
+        .split("```sh")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
     block
         .lines()
         .map(|l| l.split(" #").next().unwrap().trim())
@@ -760,7 +785,8 @@ fn the_documented_in_cluster_recipes_run_as_pods() {
             }
             "job" => job_succeeds(env, ns, "kubefedctl-reconcile", 1),
             "deployment" => {
-                let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/kubefedctl-reconcile");
+                let path =
+                    format!("/apis/apps/v1/namespaces/{ns}/deployments/kubefedctl-reconcile");
                 wait_long(
                     "the reconciler Deployment's two replicas to be available",
                     Duration::from_secs(120),
@@ -781,4 +807,119 @@ fn the_documented_in_cluster_recipes_run_as_pods() {
         );
     }
     assert!(!all_logs(env, ns).to_lowercase().contains("forbidden"));
+}
+
+/// Runs docs/ci.md's GitLab job `name` as GitLab's Kubernetes executor
+/// would: a pod of the job's image (the `-ci` image, imported), the
+/// project's files checked out into its working directory first, the
+/// runner's shell preamble, then `before_script` and `script` as written.
+/// Its exit code and log.
+fn gitlab_job(env: &TestEnv, f: &Solo, pipeline: &Value, name: &str, run: usize) -> (i64, String) {
+    let lines = |v: &Value| -> Vec<String> {
+        (v.as_array().unwrap().iter())
+            .map(|l| l.as_str().unwrap().to_string())
+            .collect()
+    };
+    let template = &pipeline[".kubefedctl"];
+    assert_eq!(pipeline[name]["extends"], ".kubefedctl");
+    // The checkout (a ConfigMap stands for the repository), then the
+    // runner's preamble.
+    let mut script = String::from(
+        "cp -rL /checkout/. . && mkdir -p federation/shop .shim && mv web.yaml federation/shop/ \
+         && mv kubefedctl .shim/ && chmod +x .shim/kubefedctl\n\
+         if set -o | grep pipefail > /dev/null; then set -o pipefail; fi; set -o errexit\n",
+    );
+    for l in lines(&template["before_script"])
+        .iter()
+        .chain(&lines(&pipeline[name]["script"]))
+    {
+        script.push_str(l);
+        script.push('\n');
+    }
+    let pod = format!("gitlab-{name}-{run}");
+    let kc = std::fs::read(&f.kc).unwrap();
+    use base64::Engine as _;
+    let kc_b64 = base64::engine::general_purpose::STANDARD.encode(kc);
+    let spec = json!({"metadata": {"name": pod},
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "build", "image": ci_image(), "imagePullPolicy": "Never",
+                "command": ["sh", "-c", script], "workingDir": "/builds/project",
+                "env": [{"name": "FEDERATION_KUBECONFIG", "value": kc_b64},
+                        {"name": "PATH", "value": "/builds/project/.shim:/usr/local/bin:/bin"}],
+                "volumeMounts": [{"name": "project", "mountPath": "/builds/project"},
+                                 {"name": "checkout", "mountPath": "/checkout"}]}],
+            "volumes": [{"name": "project", "emptyDir": {}},
+                        {"name": "checkout", "configMap": {"name": "gitlab-checkout"}}]}});
+    let (status, answer) = create(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{}/pods", f.fedns),
+        spec,
+    );
+    assert_eq!(status, 201, "{answer}");
+    let path = format!("/api/v1/namespaces/{}/pods/{pod}", f.fedns);
+    let mut code = None;
+    wait_long(
+        &format!("the {name} job's pod to finish"),
+        Duration::from_secs(120),
+        || {
+            let p = get(env, "host", &path).unwrap();
+            code = p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"].as_i64();
+            code.is_some()
+        },
+        || {
+            format!(
+                "{}\nits log:\n{}",
+                pods_report(env, "host", f.fedns),
+                pod_log(env, "host", f.fedns, &pod)
+            )
+        },
+    );
+    (code.unwrap(), pod_log(env, "host", f.fedns, &pod))
+}
+
+#[test]
+fn the_gitlab_ci_jobs_run_in_the_ci_image_as_pods() {
+    let Some(env) = nodes() else { return };
+    let f = Solo::new(env, "pd-gitlab", "pods-gitlab", &["configmaps"]);
+    // The federation exists already (its namespace is in the member).
+    f.run(&["reconcile"]).ok();
+    let pipeline: Value = serde_saphyr::from_str(&crate::install::recipe("## GitLab CI")).unwrap();
+    let (yaml, _) = crate::install::github_recipe();
+    let pending = i64::from(crate::install::pending_exit_code(&yaml));
+    // The repository: one FederatedConfigMap of the `shop` part, and a
+    // kubefedctl that adds this test's federation namespace (the recipe
+    // uses the default one).
+    let web = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+        "metadata": {"name": "web", "namespace": f.ns, "labels": {"app.kubernetes.io/part-of": "shop"}},
+        "spec": {"template": {"data": {"a": "1"}}, "placement": {"clusterSelector": {}}}});
+    let shim = format!(
+        "#!/bin/sh\nexec /usr/local/bin/kubefedctl \"$@\" --kubefed-namespace {}\n",
+        f.fedns
+    );
+    let (status, answer) = create(
+        env,
+        "host",
+        &format!("/api/v1/namespaces/{}/configmaps", f.fedns),
+        json!({"metadata": {"name": "gitlab-checkout"},
+               "data": {"web.yaml": web.to_string(), "kubefedctl": shim}}),
+    );
+    assert_eq!(status, 201, "{answer}");
+
+    let (code, log) = gitlab_job(env, &f, &pipeline, "plan", 1);
+    assert_eq!(
+        code, pending,
+        "changes pending fail the job (pipefail through tee)\n{log}"
+    );
+    assert!(
+        log.contains(&format!("| create | `ConfigMap {}/web` |", f.ns)),
+        "{log}"
+    );
+    let (code, log) = gitlab_job(env, &f, &pipeline, "apply", 1);
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("created"), "{log}");
+    assert_eq!(f.copy(env, "web").unwrap()["data"]["a"], "1");
+    // Converged: the next plan finds nothing to do.
+    let (code, log) = gitlab_job(env, &f, &pipeline, "plan", 2);
+    assert_eq!(code, 0, "{log}");
 }
