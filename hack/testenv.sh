@@ -37,6 +37,12 @@
 #            pkg/access (testenv/go/inventory-consumer), and that module's
 #            ClusterProfile CRD in the module cache; about 2 minutes once.
 #
+#   A node (tests/it/pods.rs): kubelet, kube-scheduler and kube-proxy of the
+#            current release, built in its module graph (about a minute each
+#            with the Go build cache warm), a pause image from the release's
+#            own pause.c, and Debian's containerd, runc, conntrack and CNI
+#            plugins; testenv/src/node.rs runs them.
+#
 #   hack/testenv.sh [VERSION...]          build the missing ones (default: both
 #                                         releases), print their bin directories
 #   hack/testenv.sh --check [VERSION...]  exit 0 when they are all in place
