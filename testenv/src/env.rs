@@ -18,6 +18,8 @@ pub const SHARED_CLUSTERS: [&str; 3] = ["host", "member1", "member2"];
 
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A node's kubelet registers and reports Ready within seconds here.
+const NODE_READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Where the default release's `kube-apiserver` and
 /// `kube-controller-manager` live ([`Version::from_env`]).
@@ -303,20 +305,36 @@ impl TestEnv {
             self.nodes.push(node);
         }
         for i in 0..self.nodes.len() {
-            let cluster = self.nodes[i].cluster.clone();
-            let path = format!("/api/v1/nodes/{}", self.nodes[i].name);
-            let mut node = std::mem::take(&mut self.nodes);
-            let ready = node[i].wait_ready(|| {
-                self.request(&cluster, "GET", &path, None)
-                    .ok()
-                    .filter(|r| r.status == 200)
-                    .and_then(|r| r.json().ok())
-                    .is_some_and(|n| node_schedulable(&n))
-            });
-            self.nodes = std::mem::take(&mut node);
-            ready?;
+            self.wait_node_ready(i)?;
         }
         Ok(())
+    }
+
+    /// Waits until node `i` is Ready and schedulable (its not-ready taint
+    /// gone), failing early when one of its programs exits.
+    fn wait_node_ready(&mut self, i: usize) -> Result<()> {
+        let cluster = self.nodes[i].cluster.clone();
+        let path = format!("/api/v1/nodes/{}", self.nodes[i].name);
+        let deadline = Instant::now() + NODE_READY_TIMEOUT;
+        loop {
+            self.nodes[i].check_running()?;
+            let node = self.request(&cluster, "GET", &path, None).ok();
+            if node
+                .filter(|r| r.status == 200)
+                .and_then(|r| r.json().ok())
+                .is_some_and(|n| node_schedulable(&n))
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{} not ready after {NODE_READY_TIMEOUT:?}; kubelet's last lines:\n{}",
+                    self.nodes[i].name,
+                    self.nodes[i].kubelet_log_tail(30)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
 
     /// The node of a cluster of an environment [`TestEnv::with_nodes`].

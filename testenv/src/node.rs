@@ -40,7 +40,6 @@ pub const PAUSE_IMAGE: &str = "localhost/kubefedctl-testenv/pause:3.10";
 const CGROUP_V1: [&str; 9] = [
     "cpu", "cpuacct", "cpuset", "memory", "devices", "freezer", "blkio", "pids", "systemd",
 ];
-const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Where the node's programs and the pause image are cached.
 pub fn node_dir() -> PathBuf {
@@ -249,26 +248,6 @@ impl Node {
 
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// Waits until `ready()` says the node is Ready and schedulable (its
-    /// not-ready taint gone), failing early when a program exits.
-    pub fn wait_ready(&mut self, mut ready: impl FnMut() -> bool) -> Result<()> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            self.check_running()?;
-            if ready() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "{} not ready after {READY_TIMEOUT:?}; kubelet's last lines:\n{}",
-                    self.name,
-                    self.kubelet.log_tail(30)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
     }
 }
 
@@ -487,30 +466,11 @@ pub fn teardown(dir: &Path, cgroup_root: &str) {
         if pids.is_empty() {
             break;
         }
-        for pid in pids {
-            // SAFETY: a plain kill(2).
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
+        pids.into_iter().for_each(kill);
         std::thread::sleep(Duration::from_millis(200));
     }
     let sock = dir.join("containerd.sock").display().to_string();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmdline = String::from_utf8_lossy(&cmdline);
-            if cmdline.contains("containerd-shim") && cmdline.contains(&sock) {
-                // SAFETY: a plain kill(2).
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
-    }
+    kill_naming(&["containerd-shim", &sock]);
     remove_idle_pod_netns();
 }
 
@@ -527,7 +487,8 @@ pub fn teardown_env(env_dir: &Path) {
         if !dir.is_dir() {
             continue;
         }
-        kill_naming(&dir);
+        kill_naming(&[&dir.display().to_string()]);
+        std::thread::sleep(Duration::from_millis(100));
         let root = cgroup_root_of(&dir);
         teardown(&dir, &root);
         unmount_under(&dir);
@@ -535,28 +496,29 @@ pub fn teardown_env(env_dir: &Path) {
     }
 }
 
-/// SIGKILLs every process whose command line names `dir`.
-fn kill_naming(dir: &Path) {
-    let needle = dir.display().to_string();
+/// SIGKILLs every other process whose command line holds each of `words`.
+fn kill_naming(words: &[&str]) {
     let me = std::process::id() as i32;
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            if pid == me {
-                continue;
-            }
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&needle) {
-                // SAFETY: a plain kill(2).
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if pid != me && words.iter().all(|w| cmdline.contains(w)) {
+            kill(pid);
         }
     }
-    std::thread::sleep(Duration::from_millis(100));
+}
+
+fn kill(pid: i32) {
+    // SAFETY: a plain kill(2).
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
 }
 
 /// containerd 1.6 puts pods' network namespaces in `/var/run/netns/cni-*`
