@@ -6,7 +6,6 @@
 
 use crate::fixtures::*;
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use testenv::{SHARED_CLUSTERS, TestEnv};
@@ -262,26 +261,6 @@ pub fn wait_long(
     }
 }
 
-/// `GET http://ADDRESS:PORT/PATH` (a pod's own port, reached over the
-/// bridge): status and body.
-fn http_get(address: &str, port: u16, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect((address, port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, text)
-}
-
 /// The JSON summary a reconciler pod logs (`reconcile -o json`): its
 /// last line that is a JSON object.
 fn summary(log: &str) -> Value {
@@ -481,9 +460,11 @@ fn a_sharded_watch_elects_a_leader_per_shard_and_a_standby_takes_over() {
     // Each pod answers /metrics on its own address.
     for p in items(env, "host", &pods_path) {
         let ip = p["status"]["podIP"].as_str().unwrap();
-        let (status, text) = http_get(ip, 8080, "/metrics");
-        assert_eq!(status, 200, "{text}");
-        assert!(text.contains("kubefedctl_"), "{text}");
+        let r =
+            testenv::http::plain_get(&format!("{ip}:8080"), "/metrics", Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("GET {ip}:8080/metrics: {e:#}"));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(r.body.contains("kubefedctl_"), "{}", r.body);
     }
     // Both shards' leaders converge a new object.
     f.create(
