@@ -158,16 +158,23 @@ have_static_busybox() {
   [ -x /bin/busybox ] && ! ldd /bin/busybox 2>&1 | grep -q -e '=>' -e 'ld-linux'
 }
 
+# apt_install WHAT PACKAGES...: Debian's packages, as root; the package
+# lists are refreshed only when the first try fails.
+apt_install() {
+  local what=$1; shift
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 ||
+    die "$what needs $* (Debian packages): run as root on Debian, or install them"
+  log "installing $* (Debian)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; } ||
+    die "could not install $*"
+}
+
 install_tools() {
   if ! command -v buildah >/dev/null 2>&1 || ! command -v podman >/dev/null 2>&1 ||
     ! command -v runc >/dev/null 2>&1 || ! have_static_busybox || [ ! -f /etc/ssl/certs/ca-certificates.crt ]; then
-    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 ||
-      die "the install tests need $TOOL_PACKAGES (Debian packages): run as root on Debian, or install them"
-    log "installing $TOOL_PACKAGES (Debian)"
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TOOL_PACKAGES >/dev/null 2>&1 ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TOOL_PACKAGES >/dev/null; } ||
-      die "could not install $TOOL_PACKAGES"
+    apt_install "the install tests" $TOOL_PACKAGES
   fi
   command -v go >/dev/null 2>&1 || die "the install tests' tools need Go on PATH (the machine's Go toolchain)"
   log "building krew $KREW_VERSION, validate-krew-manifest and actionlint $ACTIONLINT_VERSION (Go module proxy)"
@@ -205,13 +212,8 @@ have_node() {
 build_node() {
   local work="$NODE_DIR/work" upstream
   if ! command -v containerd >/dev/null 2>&1 || ! command -v conntrack >/dev/null 2>&1 || [ ! -x /usr/lib/cni/bridge ]; then
-    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 ||
-      die "a node needs $NODE_PACKAGES (Debian packages): run as root on Debian, or install them"
-    log "installing $NODE_PACKAGES (Debian)"
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $NODE_PACKAGES >/dev/null 2>&1 ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $NODE_PACKAGES >/dev/null; } ||
-      die "could not install $NODE_PACKAGES"
+    apt_install "a node" $NODE_PACKAGES
     # Debian starts containerd as a service on install; each node runs its own.
     (systemctl disable --now containerd 2>/dev/null || service containerd stop 2>/dev/null || true) >/dev/null 2>&1
   fi
