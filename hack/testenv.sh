@@ -152,6 +152,32 @@ build_inventory() {
   rm -rf "$INVENTORY_DIR/bin" && mv "$INVENTORY_DIR/bin.tmp" "$INVENTORY_DIR/bin"
 }
 
+# The JUnit check of `status --drift -o junit` (tests/it/strategies.rs):
+# junit-10.xsd, the schema Jenkins' xunit plugin reads JUnit reports with,
+# as pytest's source distribution ships it (pytest checks its own reports
+# against it), and Debian's xmllint to validate with.
+JUNIT_DIR="$CACHE_ROOT/tools/junit"
+PYTEST_SDIST=pytest-8.4.2.tar.gz
+PYTEST_SDIST_SHA256=86c0d0b93306b961d58d62a4db4879f27fe25513d4b969df351abdddb3c30e01
+have_junit() {
+  [ -f "$JUNIT_DIR/junit-10.xsd" ] && command -v xmllint >/dev/null 2>&1
+}
+install_junit() {
+  command -v xmllint >/dev/null 2>&1 || apt_install "the JUnit check" libxml2-utils
+  log "fetching junit-10.xsd from $PYTEST_SDIST (PyPI)"
+  local url
+  url=$(curl -fsSL https://pypi.org/simple/pytest/ | grep -o "https://[^\"#]*/$PYTEST_SDIST" | head -1)
+  [ -n "$url" ] || die "PyPI does not list $PYTEST_SDIST"
+  rm -rf "$JUNIT_DIR.tmp" && mkdir -p "$JUNIT_DIR.tmp"
+  curl -fsSL -o "$JUNIT_DIR.tmp/$PYTEST_SDIST" "$url" || die "could not fetch $url"
+  echo "$PYTEST_SDIST_SHA256  $JUNIT_DIR.tmp/$PYTEST_SDIST" | sha256sum -c --quiet ||
+    die "$PYTEST_SDIST is not the one this script knows"
+  tar -xzf "$JUNIT_DIR.tmp/$PYTEST_SDIST" -O "${PYTEST_SDIST%.tar.gz}/testing/example_scripts/junit-10.xsd" \
+    >"$JUNIT_DIR.tmp/junit-10.xsd" || die "$PYTEST_SDIST holds no junit-10.xsd"
+  rm -f "$JUNIT_DIR.tmp/$PYTEST_SDIST"
+  rm -rf "$JUNIT_DIR" && mv "$JUNIT_DIR.tmp" "$JUNIT_DIR"
+}
+
 # Debian's busybox package is dynamically linked; the image needs
 # busybox-static's (ldd names a loader or libraries only for a dynamic one).
 have_static_busybox() {
@@ -263,12 +289,14 @@ if [ "$check" = 1 ]; then
   have_kubefed || exit 1
   have_karmada || exit 1
   have_tools || exit 1
+  have_junit || exit 1
   have_inventory || exit 1
   have_node || exit 1
   exit 0
 fi
 
 have_tools || install_tools
+have_junit || install_junit
 
 # kubectl: a test (kubectl finds the plugin) and the benchmark's side-by-side
 # comparison run it; Debian's kubernetes-client when none is installed.

@@ -35,6 +35,7 @@ mod rollout;
 mod schemas;
 mod server_warnings;
 mod status;
+mod strategies;
 mod types;
 mod versions;
 mod watch;

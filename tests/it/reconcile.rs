@@ -1626,7 +1626,7 @@ fn unmanaged_objects_are_adopted_or_refused_as_adopt_resources_says_in_runs_and_
     let dry = f.reconcile(&["--dry-run"]).ok();
     assert!(
         dry.stdout
-            .contains(&format!("{m1}: update ConfigMap rc-adopt-objs/taken")),
+            .contains(&format!("{m1}: take over ConfigMap rc-adopt-objs/taken")),
         "an update, not a create: {}",
         dry.stdout
     );

@@ -316,6 +316,7 @@ mod tests {
         let settings = SyncSettings {
             adopt_resources: true,
             force_conflicts: false,
+            report_only: false,
         };
         for (kind, copy) in copies() {
             let view = member_view(&copy);
@@ -332,6 +333,7 @@ mod tests {
                             &states,
                             versions.as_ref(),
                             settings,
+                            crate::propagation::strategy::Strategy::plain(settings.adopt_resources),
                         );
                         format!("{d:?}")
                     };

@@ -49,6 +49,11 @@ pub struct InputFlags {
     #[arg(long, conflicts_with = "plan")]
     pub force_conflicts: bool,
 
+    /// Write nothing to the members (no create, update, delete or label): compare each copy with
+    /// what would be written and report how it differs (drift); statuses are still recorded
+    #[arg(long, conflicts_with = "from")]
+    pub report_only: bool,
+
     /// With --from: write DIR/<cluster>/<namespace>/<kind>-<name>.yaml (.json with -o json) instead of printing
     #[arg(long, value_name = "DIR", requires = "from")]
     pub output_dir: Option<PathBuf>,
@@ -376,7 +381,7 @@ impl ReconcileOptions {
                 timeout: self.requests.timeout,
                 probe_timeout: self.requests.probe_timeout,
                 settings,
-                whole_copies: self.plan.dry_run(),
+                whole_copies: self.plan.dry_run() || self.input.report_only,
             },
             proposal,
             mode: self.plan.mode(),
@@ -391,6 +396,7 @@ impl ReconcileOptions {
                 .then(|| Arc::new(crate::sync::passes::events::Recorder::new())),
             wait_ready: self.waits.wait_ready.is_some(),
             force_conflicts: self.input.force_conflicts,
+            report_only: self.input.report_only,
             rollout: live::rollout::RolloutOptions {
                 enabled: true,
                 // Read and checked before anything else (`validate`).

@@ -47,6 +47,9 @@ pub(super) fn print_report(
     for w in &report.warnings {
         tracing::warn!("{w}");
     }
+    for d in &report.drift {
+        tracing::info!("drift: {}", d.line());
+    }
     for f in &report.failures {
         tracing::info!("failed: {f}");
     }

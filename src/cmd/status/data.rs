@@ -97,6 +97,68 @@ pub struct ClusterPropagation {
     /// kubectl's READY (`2/3`) from the collected status, for workloads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<String>,
+    /// With `--drift` (or `--live -o json|yaml`): how the member's copy
+    /// differs from what a run would write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftView>,
+}
+
+/// One member's drift, as `status` shows it.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct DriftView {
+    /// `in-sync`, `differs`, `missing` or `unplaced`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldView>,
+    /// A whole copy missing or unplaced: since when (recorded by the runs
+    /// of a report-only object).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+/// One differing field and since when it has differed, when recorded.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FieldView {
+    #[serde(flatten)]
+    pub field: crate::core::propagation::drift::FieldDrift,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+impl DriftView {
+    /// The view of `drift`, with the first-seen times recorded for the member.
+    pub fn of(
+        drift: &crate::core::propagation::drift::Drift,
+        since: &BTreeMap<String, String>,
+    ) -> DriftView {
+        let (state, fields) = match drift {
+            d if d.is_in_sync() => ("in-sync", Vec::new()),
+            crate::core::propagation::drift::Drift::Missing => ("missing", Vec::new()),
+            crate::core::propagation::drift::Drift::Unplaced => ("unplaced", Vec::new()),
+            crate::core::propagation::drift::Drift::Fields(f) => ("differs", f.clone()),
+        };
+        DriftView {
+            state,
+            since: matches!(
+                drift,
+                crate::core::propagation::drift::Drift::Missing
+                    | crate::core::propagation::drift::Drift::Unplaced
+            )
+            .then(|| since.get("").cloned())
+            .flatten(),
+            fields: fields
+                .into_iter()
+                .map(|field| FieldView {
+                    since: since.get(&field.path).cloned(),
+                    field,
+                })
+                .collect(),
+        }
+    }
+
+    pub fn is_in_sync(&self) -> bool {
+        self.state == "in-sync"
+    }
 }
 
 pub(super) async fn cluster_rows(
@@ -417,7 +479,8 @@ pub(super) async fn check_members(
             timeout: o.probe_timeout,
             probe_timeout: Some(o.probe_timeout),
             settings: None,
-            whole_copies: false,
+            // Compared field by field (`--drift`): read whole.
+            whole_copies: o.wants_drift(),
         },
         proposal: None,
         mode: crate::sync::run::mode::PlanMode::PLAN,
@@ -427,6 +490,7 @@ pub(super) async fn check_members(
         events: None,
         wait_ready: false,
         force_conflicts: false,
+        report_only: o.wants_drift(),
         rollout: Default::default(),
     };
     let view = crate::sync::live::member_view(host, &options).await?;
@@ -447,6 +511,7 @@ pub(super) async fn check_members(
                     message: recorded.and_then(|c| c.message.clone()),
                     remote_status: recorded.and_then(|c| c.remote_status.clone()),
                     ready: recorded.and_then(|c| c.ready.clone()),
+                    drift: (v.drift.as_ref()).map(|(d, since)| DriftView::of(d, since)),
                 }
             })
             .collect();
@@ -618,6 +683,7 @@ fn object_row(host: &Host, ftc: &FederatedTypeConfig, obj: &Value) -> ObjectRow 
                             s,
                         )
                     }),
+                    drift: None,
                 })
                 .collect()
         })

@@ -19,6 +19,7 @@ use std::time::Duration;
 use tables::{clusters_table, dns_table, objects_table, summary, types_table};
 
 mod data;
+mod drift;
 mod tables;
 
 pub use data::{ClusterPropagation, ClusterRow, ObjectRow, TypeRow};
@@ -42,6 +43,9 @@ Examples:
   # One row per FederatedDeployment
   kubefedctl status deployments.apps -A
   kubefedctl status configmaps web -n demo -o yaml
+  # Each field a member's copy differs at, and since when; as JUnit for CI
+  kubefedctl status configmaps -n demo --drift
+  kubefedctl status configmaps -A --drift -o junit > drift.xml
   # Exit 5 when anything is not ready or not propagated (a CI gate)
   kubefedctl status --exit-code"
 )]
@@ -57,7 +61,7 @@ pub struct StatusOptions {
     #[command(flatten)]
     pub scope: crate::cmd::options::NamespaceScope,
 
-    /// Output format: wide, json, yaml or name [default: tables]
+    /// Output format: wide, json, yaml, name, or junit (with a type: implies --drift) [default: tables]
     #[arg(short = 'o', long = "output", value_name = "FORMAT")]
     pub output: Option<StatusFormat>,
 
@@ -73,6 +77,10 @@ pub struct StatusOptions {
     #[arg(long)]
     pub live: bool,
 
+    /// With a type: each field a member's copy differs at (path, member's and desired value, first seen); implies --live
+    #[arg(long)]
+    pub drift: bool,
+
     /// Exit 5 when a cluster is not ready or an object is not propagated (with --live: not in sync)
     #[arg(long)]
     pub exit_code: bool,
@@ -84,6 +92,22 @@ pub enum StatusFormat {
     Json,
     Yaml,
     Name,
+    Junit,
+}
+
+impl StatusOptions {
+    /// Whether the members' copies are compared field by field: `--drift`,
+    /// `-o junit`, or `--live` with a document.
+    pub fn wants_drift(&self) -> bool {
+        self.drift
+            || self.output == Some(StatusFormat::Junit)
+            || (self.live && matches!(self.output, Some(StatusFormat::Json | StatusFormat::Yaml)))
+    }
+
+    /// `--live`, or implied by `--drift` / `-o junit`.
+    fn checks_members(&self) -> bool {
+        self.live || self.wants_drift()
+    }
 }
 
 /// What `status` shows, from its first word.
@@ -123,6 +147,12 @@ struct Style {
 
 /// Reads what WHAT names, prints it, and with --exit-code fails when something is unhealthy.
 async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
+    let what = What::of(o.what.as_deref());
+    if (o.drift || o.output == Some(StatusFormat::Junit)) && !matches!(what, What::Type(_)) {
+        return Err(crate::error::usage(
+            "--drift and -o junit need a federated type (kubefedctl status configmaps --drift)",
+        ));
+    }
     let (factory, host) = global.connect_host().await?;
     host.require_initialised().await?;
     let colour = o.output.is_none()
@@ -130,7 +160,6 @@ async fn status(global: &GlobalOptions, o: &StatusOptions) -> Result<()> {
         && std::env::var_os("NO_COLOR").is_none();
     let wide = o.output == Some(StatusFormat::Wide);
     let style = Style { wide, colour };
-    let what = What::of(o.what.as_deref());
     let unhealthy = match what {
         What::Overview | What::Clusters | What::Types => {
             let sections = Sections::read(&host, &factory, o, what).await?;
@@ -302,7 +331,7 @@ async fn show_objects(
     let mut unhealthy = false;
     let (ftc, mut rows, namespace) = object_rows(host, factory, o, type_name).await?;
     explain_unlisted(host, o, &ftc, &mut rows).await?;
-    if o.live {
+    if o.checks_members() {
         check_members(host, o, &ftc, namespace.as_deref(), &mut rows).await?;
         unhealthy |= rows
             .iter()
@@ -312,7 +341,14 @@ async fn show_objects(
     unhealthy |= rows
         .iter()
         .any(|r| r.propagation != "True" && r.propagation != IGNORED);
-    print_object_rows(&rows, o.output, style)?;
+    match o.output {
+        Some(StatusFormat::Junit) => print!(
+            "{}",
+            drift::junit(type_name, &rows, &crate::clock::now_rfc3339())
+        ),
+        None | Some(StatusFormat::Wide) if o.drift => print!("{}", drift::drift_table(&rows)),
+        _ => print_object_rows(&rows, o.output, style)?,
+    }
     Ok(unhealthy)
 }
 

@@ -69,6 +69,8 @@ pub struct Options {
     /// `--force-conflicts`: where a member field another manager owns
     /// conflicts with the template, the template's value is written.
     pub force_conflicts: bool,
+    /// `--report-only`: every object report-only (`core::propagation::strategy`).
+    pub report_only: bool,
     /// Progressive rollouts (`rollout`).
     pub rollout: rollout::RolloutOptions,
 }
@@ -178,13 +180,9 @@ pub async fn round_in_order(
 /// Decides, executes and records over what `seen` holds: the one-shot run
 /// over everything it observed, or a watch round over the objects an event
 /// touched.
-pub async fn round(
-    host: &Host,
-    seen: &mut Observation,
-    o: &Options,
-    passes: Passes,
-    progress: &dyn Progress,
-) -> Result<RoundOutcome> {
+/// The run's own settings over the KubeFedConfig's; a host whose
+/// KubeFedConfig disables pushing is refused.
+fn run_settings(host: &Host, seen: &mut Observation, o: &Options) -> Result<()> {
     if !seen.settings.push_reconciler {
         anyhow::bail!(
             "KubeFedConfig {}/{}: the PushReconciler feature gate is Disabled: nothing is propagated",
@@ -193,6 +191,18 @@ pub async fn round(
         );
     }
     seen.settings.sync.force_conflicts = o.force_conflicts;
+    seen.settings.sync.report_only = o.report_only;
+    Ok(())
+}
+
+pub async fn round(
+    host: &Host,
+    seen: &mut Observation,
+    o: &Options,
+    passes: Passes,
+    progress: &dyn Progress,
+) -> Result<RoundOutcome> {
+    run_settings(host, seen, o)?;
     let mut report = Report {
         shard: seen.scope.shard.map(|s| s.to_string()),
         ..Report::default()
@@ -347,10 +357,17 @@ async fn run_pipeline<'j>(
 }
 
 /// One member's verdict on one federated object (`status --live`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MemberVerdict {
     pub cluster: String,
     pub verdict: &'static str,
+    /// With `report_only` (`status --drift`): how the copy differs, and
+    /// since when each path has been seen to (a report-only object's
+    /// runs record it; `core::propagation::drift::DRIFT_ANNOTATION`).
+    pub drift: Option<(
+        crate::core::propagation::drift::Drift,
+        std::collections::BTreeMap<String, String>,
+    )>,
 }
 
 /// The decide step's view of a dry run, per federated object (by federated
@@ -364,6 +381,8 @@ pub async fn member_view(
     o: &Options,
 ) -> Result<BTreeMap<(String, ObjectKey), Vec<MemberVerdict>>> {
     let mut seen = observation(host, o).await?;
+    // `status --drift`: every object compared field by field.
+    seen.settings.sync.report_only = o.report_only;
     let mut report = Report::default();
     // A view: planned, whatever `o` says.
     let writer = HostWriter::new(host, PlanMode::PLAN);
@@ -374,6 +393,7 @@ pub async fn member_view(
         let t = d.ty;
         for p in &d.decisions.objects {
             let mut verdicts = Vec::new();
+            let mut since = crate::core::propagation::drift::first_seen(p.drift_record.as_deref());
             for dec in &p.decisions {
                 let Some(mut verdict) = action::live_verdict(&dec.action, dec.status) else {
                     continue;
@@ -385,9 +405,16 @@ pub async fn member_view(
                 {
                     verdict = "unmanaged";
                 }
+                let drift = match &dec.action {
+                    Action::Report(d) => {
+                        Some((d.clone(), since.remove(&dec.cluster).unwrap_or_default()))
+                    }
+                    _ => None,
+                };
                 verdicts.push(MemberVerdict {
                     cluster: dec.cluster.clone(),
                     verdict,
+                    drift,
                 });
             }
             verdicts.sort_by(|a, b| a.cluster.cmp(&b.cluster));
@@ -659,7 +686,12 @@ fn dry_run_plan(jobs: &[Job<'_>], report: &mut Report) {
             Action::Delete { .. } => r.deleted += 1,
             _ => {}
         }
-        let verb = action.verb();
+        // A copy not managed yet that the take-over policy lets the run
+        // have (`core::propagation::strategy`).
+        let verb = match action {
+            Action::Update { adopt: true, .. } => "take over",
+            _ => action.verb(),
+        };
         let object = describe_key(kind, &w.key());
         // A listed object carries no kind (its list does): give it its
         // own, so that a diff shows no kind change and a deletion names it.
@@ -715,6 +747,7 @@ fn jobs<'d>(decided: &'d [Decided<'_>], wait: bool, report: &mut Report) -> Vec<
             for dec in &p.decisions {
                 match (&dec.action, dec.status) {
                     (Action::Unchanged, _) => report.cluster(&dec.cluster).unchanged += 1,
+                    (Action::Report(drift), _) => report_drift(report, t, p, &dec.cluster, drift),
                     (Action::Skip, Some(ClusterStatus::ClusterNotReady)) => {}
                     (Action::Skip, _) => report.cluster(&dec.cluster).failed += 1,
                     (Action::Nothing, _) => {}
@@ -749,6 +782,33 @@ fn jobs<'d>(decided: &'d [Decided<'_>], wait: bool, report: &mut Report) -> Vec<
         }
     }
     jobs
+}
+
+/// A report-only object's copy in `cluster`: counted unchanged when in
+/// sync, else a drift line (nothing is written either way).
+fn report_drift(
+    report: &mut Report,
+    t: &observe::ObservedType,
+    p: &ObjectPlan,
+    cluster: &str,
+    drift: &crate::core::propagation::drift::Drift,
+) {
+    use crate::core::propagation::drift::Drift;
+    if drift.is_in_sync() {
+        report.cluster(cluster).unchanged += 1;
+        return;
+    }
+    let (state, fields) = match drift {
+        Drift::Missing => ("missing", Vec::new()),
+        Drift::Unplaced => ("not placed, a managed copy is there", Vec::new()),
+        Drift::Fields(f) => ("differs", f.clone()),
+    };
+    report.drift.push(crate::sync::run::report::DriftLine {
+        cluster: cluster.to_string(),
+        object: describe_key(&t.ty.target.kind, &decide::member_key(&t.ty, &p.key)),
+        state,
+        fields,
+    });
 }
 
 /// The member's copy of a federated object, as listed.

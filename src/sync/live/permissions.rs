@@ -28,7 +28,7 @@ fn verb(action: &Action) -> Option<&'static str> {
         Action::Delete { .. } => Some("delete"),
         Action::RemoveManagedLabel => Some("patch"),
         Action::AwaitRemoval => Some("get"),
-        Action::Unchanged | Action::Nothing | Action::Skip => None,
+        Action::Unchanged | Action::Nothing | Action::Skip | Action::Report(_) => None,
     }
 }
 

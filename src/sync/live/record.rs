@@ -126,10 +126,15 @@ pub async fn write_back(
             Err(e) => return Err(api_error(e)).context("writing status"),
         }
     }
+    let mut create = w.create_versions;
     if let Some(versions) = w.versions {
-        let (n, written) = write_versions(host, ar, fed, plan, versions, w.create_versions).await?;
+        let (n, written) = write_versions(host, ar, fed, plan, versions, create).await?;
         keep(&mut answers, Answer::version, written)?;
         writes += n;
+        create = false;
+    }
+    if let Some(record) = w.drift {
+        writes += write_drift_record(host, ar, fed, plan, record, create).await?;
     }
     Ok(writes)
 }
@@ -156,41 +161,13 @@ async fn write_versions(
     status: Value,
     create: bool,
 ) -> Result<(usize, DynamicObject)> {
-    let (ns, pv_name) = (&plan.key.namespace, &plan.pv_name);
-    let ar = if ns.is_empty() {
-        resource_of::<ClusterPropagatedVersion>()
-    } else {
-        resource_of::<PropagatedVersion>()
-    };
-    let kind = ar.kind.as_str();
-    let api = dynamic_api(&host.client, Some(ns), &ar);
-    let mut writes = 0;
-    let mut obj = if create {
-        let mut meta = json!({"name": pv_name, "ownerReferences": [{
-            "apiVersion": federated.api_version, "kind": federated.kind,
-            "name": fed["metadata"]["name"], "uid": fed["metadata"]["uid"]
-        }]});
-        if !ns.is_empty() {
-            meta["namespace"] = json!(ns);
-        }
-        let body: DynamicObject = serde_json::from_value(
-            json!({"apiVersion": "core.kubefed.io/v1alpha1", "kind": kind, "metadata": meta, "spec": {}}),
-        )?;
-        let created = match api.create(&PostParams::default(), &body).await {
-            Ok(c) => c,
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                api.get(pv_name).await.map_err(api_error)?
-            }
-            Err(e) => return Err(api_error(e)).context("creating the propagated version"),
-        };
-        writes += 1;
-        serde_json::to_value(created)?
-    } else {
+    let api = versions_api(host, plan);
+    if !create {
         // An update needs no read first: the status is merged whole (its
         // list replaced), as the status subresource takes it.
         let written = api
             .patch_status(
-                pv_name,
+                &plan.pv_name,
                 &PatchParams::default(),
                 &Patch::Merge(&json!({"status": status})),
             )
@@ -198,18 +175,92 @@ async fn write_versions(
             .map_err(api_error)
             .context("writing the propagated version")?;
         return Ok((1, written));
-    };
+    }
+    let mut obj = create_versions(host, federated, fed, plan, json!({})).await?;
     obj["status"] = status;
     let written = api
         .replace_status(
-            pv_name,
+            &plan.pv_name,
             &PostParams::default(),
             &serde_json::from_value(obj)?,
         )
         .await
         .map_err(api_error)
         .context("writing the propagated version")?;
-    Ok((writes + 1, written))
+    Ok((2, written))
+}
+
+/// The object's (Cluster)PropagatedVersion API.
+fn versions_api(host: &Host, plan: &ObjectPlan) -> kube::Api<DynamicObject> {
+    let ar = if plan.key.namespace.is_empty() {
+        resource_of::<ClusterPropagatedVersion>()
+    } else {
+        resource_of::<PropagatedVersion>()
+    };
+    dynamic_api(&host.client, Some(&plan.key.namespace), &ar)
+}
+
+/// Creates the object's (Cluster)PropagatedVersion, owned by it, with
+/// these annotations (one created meanwhile is read instead).
+async fn create_versions(
+    host: &Host,
+    federated: &ApiResource,
+    fed: &Value,
+    plan: &ObjectPlan,
+    annotations: Value,
+) -> Result<Value> {
+    let (ns, pv_name) = (&plan.key.namespace, &plan.pv_name);
+    let api = versions_api(host, plan);
+    let kind = if ns.is_empty() {
+        "ClusterPropagatedVersion"
+    } else {
+        "PropagatedVersion"
+    };
+    let mut meta = json!({"name": pv_name, "annotations": annotations, "ownerReferences": [{
+        "apiVersion": federated.api_version, "kind": federated.kind,
+        "name": fed["metadata"]["name"], "uid": fed["metadata"]["uid"]
+    }]});
+    if !ns.is_empty() {
+        meta["namespace"] = json!(ns);
+    }
+    let body: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "core.kubefed.io/v1alpha1", "kind": kind, "metadata": meta, "spec": {}}),
+    )?;
+    let created = match api.create(&PostParams::default(), &body).await {
+        Ok(c) => c,
+        Err(kube::Error::Api(s)) if s.code == 409 => api.get(pv_name).await.map_err(api_error)?,
+        Err(e) => return Err(api_error(e)).context("creating the propagated version"),
+    };
+    Ok(serde_json::to_value(created)?)
+}
+
+/// A report-only object's drift record
+/// (`core::propagation::drift::DRIFT_ANNOTATION`, `None` removes it) on its
+/// PropagatedVersion, created with it when missing. The host writes made.
+async fn write_drift_record(
+    host: &Host,
+    federated: &ApiResource,
+    fed: &Value,
+    plan: &ObjectPlan,
+    record: Option<String>,
+    create: bool,
+) -> Result<usize> {
+    use crate::core::propagation::drift::DRIFT_ANNOTATION;
+    let annotations = json!({DRIFT_ANNOTATION: record});
+    if create {
+        create_versions(host, federated, fed, plan, annotations).await?;
+        return Ok(1);
+    }
+    versions_api(host, plan)
+        .patch(
+            &plan.pv_name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": annotations}})),
+        )
+        .await
+        .map_err(api_error)
+        .context("recording the drift")?;
+    Ok(1)
 }
 
 /// Writes each KubeFedCluster's status when its readiness changed (the
@@ -262,13 +313,8 @@ pub async fn write_rollout_record(
             .0;
     }
     if let Some(value) = annotation {
-        let ar = if plan.key.namespace.is_empty() {
-            resource_of::<ClusterPropagatedVersion>()
-        } else {
-            resource_of::<PropagatedVersion>()
-        };
         let patch = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: value}}});
-        dynamic_api(&host.client, Some(&plan.key.namespace), &ar)
+        versions_api(host, plan)
             .patch(
                 &plan.pv_name,
                 &PatchParams::default(),

@@ -220,7 +220,7 @@ async fn run_action(
             None => Ok(done(Effect::Deleted { gone: true })),
             Some(_) => Ok(done(Effect::Deleted { gone: false })),
         },
-        Action::Unchanged | Action::Nothing | Action::Skip => {
+        Action::Unchanged | Action::Nothing | Action::Skip | Action::Report(_) => {
             unreachable!("no request is made for {action:?}")
         }
     }

@@ -53,6 +53,50 @@ pub struct Report {
     /// Objects rolled out wave by wave (`live::rollout`), as they stand.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rollouts: Vec<RolloutLine>,
+    /// Report-only objects' copies that differ from what a run would
+    /// write (`core::propagation::drift`); nothing was written to them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<DriftLine>,
+}
+
+/// How one member's copy of a report-only object differs.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct DriftLine {
+    pub cluster: String,
+    /// `ConfigMap shop/web`.
+    pub object: String,
+    /// `missing`, `not placed...`, or `fields`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<crate::core::propagation::drift::FieldDrift>,
+}
+
+impl DriftLine {
+    /// The line: `member1: ConfigMap shop/web: /data/k: "x" here, "y" wanted`.
+    pub fn line(&self) -> String {
+        if self.fields.is_empty() {
+            return format!("{}: {}: {}", self.cluster, self.object, self.state);
+        }
+        let fields: Vec<String> = self.fields.iter().map(field_text).collect();
+        format!("{}: {}: {}", self.cluster, self.object, fields.join("; "))
+    }
+}
+
+/// `/data/k: member "x", desired "y"` (a Secret's: the path only).
+pub fn field_text(f: &crate::core::propagation::drift::FieldDrift) -> String {
+    if f.hidden {
+        return format!("{} (a Secret's value, hidden)", f.path);
+    }
+    let value = |v: &Option<serde_json::Value>| match v {
+        Some(v) => serde_json::to_string(v).unwrap_or_default(),
+        None => "(absent)".to_string(),
+    };
+    format!(
+        "{}: member {}, desired {}",
+        f.path,
+        value(&f.member),
+        value(&f.desired)
+    )
 }
 
 /// Where one federated object's progressive rollout stands after a run.
@@ -171,6 +215,11 @@ impl Report {
             }
         }
         self.placed.extend(later.placed);
+        for d in later.drift {
+            if !self.drift.contains(&d) {
+                self.drift.push(d);
+            }
+        }
         for r in later.rollouts {
             match self
                 .rollouts

@@ -55,7 +55,7 @@ impl Controller<'_> {
         self.write_health().await;
         self.write_type_statuses(true).await;
         self.intake.cache.whole_copies = (self.types().into_iter())
-            .filter(|t| self.intake.cache.keeps_member_fields(t))
+            .filter(|t| self.o.run.report_only || self.intake.cache.keeps_member_fields(t))
             .collect();
         if !self.intake.cache.whole_copies.is_empty() {
             tracing::debug!(

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::propagation::desired::DesiredError;
+use crate::propagation::drift::Drift;
 
 /// Per-cluster propagation status (upstream `pkg/controller/sync/status`);
 /// `Ok` is written as "no status".
@@ -37,6 +38,11 @@ pub enum ClusterStatus {
     /// rollout's gate (`rollout::gate`); KubeFed's controller taking over
     /// writes its own status in its place.
     RolloutHalted,
+    /// Ours, not upstream's: a report-only object's copy differs from what
+    /// a run would write (`kubefedctl.kubefed.io/apply: ReportDiff`,
+    /// `reconcile --report-only`), and nothing was written. KubeFed's
+    /// controller taking over writes its own status in its place.
+    Drifted,
 }
 
 impl ClusterStatus {
@@ -65,6 +71,7 @@ impl ClusterStatus {
             DeletionTimedOut => "DeletionTimedOut",
             LabelRemovalTimedOut => "LabelRemovalTimedOut",
             RolloutHalted => "RolloutHalted",
+            Drifted => "Drifted",
         }
     }
 
@@ -93,6 +100,7 @@ impl ClusterStatus {
             DeletionTimedOut,
             LabelRemovalTimedOut,
             RolloutHalted,
+            Drifted,
         ]
         .into_iter()
         .find(|s| s.as_str() == text)
@@ -146,6 +154,9 @@ pub enum Action {
     Unchanged,
     /// Nothing to do and nothing to record (e.g. unplaced, absent).
     Nothing,
+    /// Report-only (`kubefedctl.kubefed.io/apply: ReportDiff`): no
+    /// request; how the copy differs from what would be written.
+    Report(Drift),
     /// No request, with the status in the decision (not ready, not
     /// adoptable, desired object not computable, ...).
     Skip,
@@ -165,6 +176,7 @@ impl Action {
             Action::Unchanged => "unchanged",
             Action::Nothing => "nothing",
             Action::Skip => "skip",
+            Action::Report(_) => "report",
         }
     }
 
@@ -214,6 +226,10 @@ pub fn live_verdict(action: &Action, status: Option<ClusterStatus>) -> Option<&'
         Action::RemoveManagedLabel => "orphaning",
         Action::AwaitRemoval => "terminating",
         Action::Nothing => return None,
+        Action::Report(d) if d.is_in_sync() => "in-sync",
+        Action::Report(Drift::Missing) => "missing",
+        Action::Report(Drift::Unplaced) => "unplaced",
+        Action::Report(Drift::Fields(_)) => "drifted",
         Action::Skip => match status {
             Some(ClusterStatus::ClusterNotReady)
             | Some(ClusterStatus::CachedRetrievalFailed)

@@ -20,10 +20,12 @@ use crate::outcome::{Failure, Place};
 use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::deletion::{self, DeletionPlan, SYNC_FINALIZER};
 use crate::propagation::desired::TargetType;
+use crate::propagation::drift;
 use crate::propagation::federated::FederatedObject;
 use crate::propagation::member::{self, ManagedLabel, MemberState, SyncSettings};
 use crate::propagation::placement::{Cluster, NamespacedPlacement, PlacementError, sync_placement};
 use crate::propagation::status::AggregateReason;
+use crate::propagation::strategy;
 use crate::propagation::version::{member_version, propagated_version_name};
 use crate::run::shard;
 
@@ -143,6 +145,12 @@ pub struct ObjectPlan {
     /// Conflicts with another field manager of a member object
     /// (`foreign`), one line each.
     pub warnings: Vec<String>,
+    /// Report-only (`strategy`): nothing is written to the members, the
+    /// PropagatedVersion's status stays as it was.
+    pub report_only: bool,
+    /// The first-seen times of its drift as recorded
+    /// ([`drift::DRIFT_ANNOTATION`] of its PropagatedVersion).
+    pub drift_record: Option<String>,
 }
 
 impl ObjectPlan {
@@ -168,6 +176,8 @@ impl ObjectPlan {
             failures: Vec::new(),
             notes: Vec::new(),
             warnings: Vec::new(),
+            report_only: false,
+            drift_record: None,
         }
     }
 }
@@ -235,23 +245,49 @@ pub fn decide_object(
     if is_namespace && !member::federated_namespace_name_is_valid(obj.value()) {
         return invalid_namespace_plan(key, pv_name, &what);
     }
+    let strategy = match strategy::Strategy::of(
+        &t.target.type_annotations,
+        obj.value(),
+        fed.settings.adopt_resources,
+        fed.settings.report_only,
+    ) {
+        Ok(s) => s,
+        Err(e) => return invalid_strategy_plan(key, pv_name, &what, e),
+    };
     let deleting = obj.being_deleted();
     let states = member_states(fed, t, &key, members, deleting);
     let placement = object_placement(fed, t, obj, &key);
     let mut p = ObjectPlan::ignored(key, pv_name);
     p.record = true;
-    p.pv_status = fed
-        .versions
-        .get(&p.pv_key() as &dyn KeyParts)
-        .map(|v| v.get("status").cloned().unwrap_or(Value::Null));
+    p.report_only = strategy.reports_only();
+    let pv = fed.versions.get(&p.pv_key() as &dyn KeyParts);
+    p.pv_status = pv.map(|v| v.get("status").cloned().unwrap_or(Value::Null));
+    p.drift_record = pv
+        .and_then(|v| {
+            v.pointer("/metadata/annotations")?
+                .get(drift::DRIFT_ANNOTATION)?
+                .as_str()
+        })
+        .map(str::to_string);
+    if deleting && p.report_only {
+        // Nothing of a report-only object is deleted in the members: its
+        // copies stay as they are, and a finalizer left from an earlier
+        // push goes at once.
+        p.deletion = Some(DeletionPlan {
+            has_finalizer: obj.has_finalizer(SYNC_FINALIZER),
+            remove_finalizer: obj.has_finalizer(SYNC_FINALIZER),
+            ..DeletionPlan::default()
+        });
+        return p;
+    }
     if deleting {
         plan_deletion(&mut p, obj, placement, &states, &what);
         return p;
     }
-    if !obj.has_finalizer(SYNC_FINALIZER) {
+    if !obj.has_finalizer(SYNC_FINALIZER) && !p.report_only {
         p.finalizer = FinalizerStep::AddFirst;
     }
-    plan_sync(&mut p, fed, t, obj, placement, &states, &what);
+    plan_sync(&mut p, fed, t, obj, placement, &states, strategy);
     note_decisions(&mut p, t, &states);
     p
 }
@@ -271,6 +307,14 @@ fn system_namespace_plan(
         "{what}: ignored: {:?} is a system namespace, never propagated (the objects in it still are)",
         p.key.name
     ));
+    p
+}
+
+/// An object whose take-over or apply annotation (or its type's) is not
+/// one of the names: failed, nothing of it written.
+fn invalid_strategy_plan(key: ObjectKey, pv_name: String, what: &str, why: String) -> ObjectPlan {
+    let mut p = ObjectPlan::ignored(key, pv_name);
+    p.failures.push(Failure::of_federated(what, why));
     p
 }
 
@@ -391,8 +435,9 @@ fn plan_sync(
     obj: FederatedObject,
     placement: Result<NamespacedPlacement, PlacementError>,
     states: &[MemberState],
-    what: &str,
+    strategy: strategy::Strategy,
 ) {
+    let what = &describe_key(&t.federated_kind, &p.key);
     match placement {
         Ok(placement) => {
             if placement.namespace_not_federated {
@@ -405,6 +450,7 @@ fn plan_sync(
                 states,
                 p.pv_status.as_ref(),
                 fed.settings,
+                strategy,
             );
             p.selected = placement.clusters;
         }
@@ -473,7 +519,8 @@ pub fn orphans(
     members: &BTreeMap<String, Listing>,
     only: Option<&BTreeSet<ObjectKey>>,
 ) -> Vec<Orphan> {
-    if fed.run.selector.is_some() {
+    // `-l` cannot tell; a report-only run writes nothing.
+    if fed.run.selector.is_some() || fed.settings.report_only {
         return Vec::new();
     }
     let federated: BTreeSet<ObjectKey> = objects.iter().map(key_of).collect();
@@ -712,6 +759,7 @@ mod tests {
                 settings: SyncSettings {
                     adopt_resources: true,
                     force_conflicts: false,
+                    report_only: false,
                 },
                 clusters: &self.clusters,
                 run: &self.run,
@@ -1246,7 +1294,7 @@ mod properties {
             let mut f = Federation {
                 kubefed_namespace: "kube-federation-system",
                 scope: Scope::Cluster,
-                settings: SyncSettings { adopt_resources: true , force_conflicts: false,},
+                settings: SyncSettings { adopt_resources: true , force_conflicts: false, report_only: false,},
                 clusters: &clusters,
                 run: &RunScope::default(),
                 fed_namespaces: &fed_namespaces,

@@ -75,10 +75,13 @@ impl Policy {
 }
 
 /// Whether these annotations (a FederatedTypeConfig's or a federated
-/// object's) ask to keep anything of the member copies: their runs then
-/// read the copies whole, `managedFields` included.
+/// object's) ask to keep anything of the member copies, or to compare
+/// them (report-only): their runs then read the copies whole,
+/// `managedFields` included.
 pub fn wants_whole_copies(annotations: &Value) -> bool {
-    annotations[RETAIN_FOREIGN_ANNOTATION] == "true"
+    // Report-only objects compare every field they set (`drift`).
+    annotations[crate::propagation::strategy::APPLY_ANNOTATION] == "ReportDiff"
+        || annotations[RETAIN_FOREIGN_ANNOTATION] == "true"
         || annotations[RETAIN_FIELDS_ANNOTATION]
             .as_str()
             .is_some_and(|p| !p.trim().is_empty())

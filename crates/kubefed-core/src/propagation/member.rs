@@ -16,9 +16,11 @@ use crate::propagation::action::{Action, ClusterStatus, Decision};
 use crate::propagation::desired::{
     DesiredError, DesiredObjects, MANAGED_LABEL, TargetType, desired_for_cluster,
 };
+use crate::propagation::drift::{self, Drift};
 use crate::propagation::federated::FederatedObject;
 use crate::propagation::foreign;
 use crate::propagation::overrides::{MemberCluster, SELECTED_OVERRIDES_ANNOTATION};
+use crate::propagation::strategy::{Strategy, TakeOver};
 use crate::propagation::version::{member_version, recorded_version};
 
 /// A member cluster's view for one federated object.
@@ -58,6 +60,9 @@ pub struct SyncSettings {
     /// `reconcile --force-conflicts`: where a kept field of another
     /// manager conflicts with the template, the template's value is written.
     pub force_conflicts: bool,
+    /// `reconcile --report-only`: every object is report-only
+    /// ([`Strategy`]), whatever its annotations say.
+    pub report_only: bool,
 }
 
 /// How a member object is labelled.
@@ -99,8 +104,9 @@ pub fn sync_decisions(
     members: &[MemberState],
     versions: Option<&Value>,
     settings: SyncSettings,
+    strategy: Strategy,
 ) -> Vec<Decision> {
-    let sync = SyncInputs::new(fed, target, versions, settings);
+    let sync = SyncInputs::new(fed, target, versions, settings, strategy);
     members
         .iter()
         .map(|m| sync.decide(m, selected.contains(m.cluster)))
@@ -113,6 +119,7 @@ struct SyncInputs<'a> {
     target: &'a TargetType,
     versions: Option<&'a Value>,
     settings: SyncSettings,
+    strategy: Strategy,
     // Hashed and rendered only when needed: an offline render has no live
     // objects, and most clusters share one desired object.
     hashes: OnceCell<(String, String)>,
@@ -126,12 +133,14 @@ impl<'a> SyncInputs<'a> {
         target: &'a TargetType,
         versions: Option<&'a Value>,
         settings: SyncSettings,
+        strategy: Strategy,
     ) -> SyncInputs<'a> {
         SyncInputs {
             fed,
             target,
             versions,
             settings,
+            strategy,
             hashes: OnceCell::new(),
             desired_objects: OnceCell::new(),
         }
@@ -164,6 +173,9 @@ impl<'a> SyncInputs<'a> {
             .live
             .as_ref()
             .filter(|o| managed_label(o) == ManagedLabel::True);
+        if self.strategy.reports_only() {
+            return self.report_decision(m, managed, is_selected);
+        }
         if !is_selected {
             return unplaced_decision(m, managed);
         }
@@ -211,7 +223,7 @@ impl<'a> SyncInputs<'a> {
         live: &Value,
         adopt: bool,
     ) -> Option<Decision> {
-        if adopt && !self.settings.adopt_resources && !m.is_host_namespace {
+        if adopt && self.strategy.take_over == TakeOver::Never && !m.is_host_namespace {
             return Some(decision(
                 m,
                 Action::Skip,
@@ -253,6 +265,17 @@ impl<'a> SyncInputs<'a> {
                 return decision(m, Action::Skip, Some(status), Some(message));
             }
         };
+        if adopt
+            && !m.is_host_namespace
+            && let Err(why) = self.may_take_over(&desired, live)
+        {
+            return decision(
+                m,
+                Action::Skip,
+                Some(ClusterStatus::AlreadyExists),
+                Some(why),
+            );
+        }
         let (template_version, overrides_version) = self.hashes();
         let recorded = recorded_version(
             self.versions,
@@ -272,6 +295,64 @@ impl<'a> SyncInputs<'a> {
             false => Action::Unchanged,
         };
         decision(m, action, Some(ClusterStatus::Ok), conflicts)
+    }
+
+    /// Report-only: no request; how the copy differs from what a run would
+    /// write (the same desired object, retain rules included).
+    fn report_decision(
+        &self,
+        m: &MemberState,
+        managed: Option<&Value>,
+        is_selected: bool,
+    ) -> Decision {
+        let drifted = |d: Drift| {
+            let status = if d.is_in_sync() {
+                ClusterStatus::Ok
+            } else {
+                ClusterStatus::Drifted
+            };
+            decision(m, Action::Report(d), Some(status), None)
+        };
+        if !is_selected {
+            return match managed {
+                Some(o) if !terminating(o) => drifted(Drift::Unplaced),
+                _ => decision(m, Action::Nothing, None, None),
+            };
+        }
+        let Some(live) = &m.live else {
+            return drifted(Drift::Missing);
+        };
+        let kept = desired_for_cluster(
+            self.fed.value(),
+            self.target,
+            m.member_cluster(),
+            Some(live),
+        )
+        .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
+        .and_then(|d| self.keep_theirs(d, live));
+        match kept {
+            Ok((desired, _)) => drifted(Drift::Fields(drift::differences(
+                &desired,
+                live,
+                &self.target.kind,
+            ))),
+            Err((status, message)) => decision(m, Action::Skip, Some(status), Some(message)),
+        }
+    }
+
+    /// Whether a copy not managed yet may be taken over (the take-over
+    /// policy, [`Strategy`]); why not, naming the differing paths.
+    fn may_take_over(&self, desired: &Value, live: &Value) -> Result<(), String> {
+        take_over_refusal(self.strategy.take_over, desired, live, &self.target.kind).map_or(
+            Ok(()),
+            |why| {
+                Err(format!(
+                    "{} {}: {why}",
+                    self.target.kind,
+                    crate::describe::qualified_key(&self.fed.key())
+                ))
+            },
+        )
     }
 
     /// `desired` with the fields of other managers kept, as the object's
@@ -384,6 +465,13 @@ pub fn after_conflict(
     live: &Value,
     settings: SyncSettings,
 ) -> Result<Action, (ClusterStatus, String)> {
+    let strategy = Strategy::of(
+        &target.type_annotations,
+        fed,
+        settings.adopt_resources,
+        settings.report_only,
+    )
+    .map_err(|e| (ClusterStatus::ApplyOverridesFailed, e))?;
     let label = managed_label(live);
     if label == ManagedLabel::False {
         return Err((
@@ -391,20 +479,49 @@ pub fn after_conflict(
             "the member object has label kubefed.io/managed: false".into(),
         ));
     }
-    if label == ManagedLabel::Absent && !settings.adopt_resources {
+    let adopt = label == ManagedLabel::Absent;
+    if adopt && strategy.take_over == TakeOver::Never {
         return Err((
             ClusterStatus::AlreadyExists,
-            "the object exists in the member and adoption is disabled".into(),
+            "the object exists in the member and adoption is disabled (take-over: Never)".into(),
         ));
     }
-    let sync = SyncInputs::new(FederatedObject::new(fed), target, None, settings);
+    let sync = SyncInputs::new(FederatedObject::new(fed), target, None, settings, strategy);
     let (object, _) = desired_for_cluster(fed, target, cluster, Some(live))
         .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
         .and_then(|d| sync.keep_theirs(d, live))?;
-    Ok(Action::Update {
-        object,
-        adopt: label == ManagedLabel::Absent,
-    })
+    if adopt {
+        sync.may_take_over(&object, live)
+            .map_err(|why| (ClusterStatus::AlreadyExists, why))?;
+    }
+    Ok(Action::Update { object, adopt })
+}
+
+/// Why a copy not managed yet is not taken over under `policy` (`None`:
+/// it is): `IfNoDiff` refuses one whose fields differ from `desired`
+/// (the paths, as [`drift::differences`] finds them).
+pub fn take_over_refusal(
+    policy: TakeOver,
+    desired: &Value,
+    live: &Value,
+    kind: &str,
+) -> Option<String> {
+    match policy {
+        TakeOver::Always => None,
+        TakeOver::Never => {
+            Some("exists in the member and is not taken over (take-over: Never)".into())
+        }
+        TakeOver::IfNoDiff => {
+            let differs = drift::differences(desired, live, kind);
+            (!differs.is_empty()).then(|| {
+                let paths: Vec<&str> = differs.iter().map(|d| d.path.as_str()).collect();
+                format!(
+                    "exists in the member and differs at {}: left as it is (take-over: IfNoDiff)",
+                    paths.join(", ")
+                )
+            })
+        }
+    }
 }
 
 /// Namespaces the FederatedNamespace sync controller never propagates nor

@@ -6,7 +6,8 @@
 //! written back), what a request's answer means ([`retry`], [`readiness`])
 //! and the record step ([`record`]); [`crd_first`] puts federated CRDs
 //! before the objects of the types they define. [`proposal`] and [`field_owners`] are
-//! `reconcile -f`'s; [`rollout`] gates a change wave by wave.
+//! `reconcile -f`'s; [`rollout`] gates a change wave by wave; [`strategy`]
+//! says when a copy is taken over or only compared ([`drift`]).
 
 pub mod action;
 pub mod compare;
@@ -14,6 +15,7 @@ pub mod crd_first;
 pub mod decide;
 pub mod deletion;
 pub mod desired;
+pub mod drift;
 pub mod federated;
 pub mod field_owners;
 pub mod foreign;
@@ -27,6 +29,9 @@ pub mod retain;
 pub mod retry;
 pub mod rollout;
 pub mod status;
+pub mod strategy;
+#[cfg(test)]
+mod strategy_tests;
 #[cfg(test)]
 mod tests;
 pub mod version;

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::propagation::action::{Action, ClusterStatus};
 use crate::propagation::decide::ObjectPlan;
 use crate::propagation::deletion::DeletionPlan;
+use crate::propagation::drift;
 use crate::propagation::federated::FederatedObject;
 use crate::propagation::placement::Cluster;
 use crate::propagation::status::{AggregateReason, ClusterOutcome, federated_status};
@@ -58,6 +59,10 @@ pub struct WriteBack {
     pub release_finalizer: bool,
     /// Deletion: clusters whose copy is still there (terminating).
     pub pending: Vec<String>,
+    /// The PropagatedVersion's [`drift::DRIFT_ANNOTATION`], when it
+    /// changed (`Some(None)`: remove it); the PropagatedVersion exists or
+    /// is created first (`create_versions`).
+    pub drift: Option<Option<String>>,
 }
 
 /// Whether a deletion decision's request confirmed the copy is gone or unlabelled.
@@ -139,12 +144,41 @@ pub fn plan_write_back_collecting(
         out.status = Some(status.status);
     }
 
-    let versions = propagated_versions(fed, plan, results);
-    if plan.pv_status.as_ref() != Some(&versions) {
+    // A report-only object's members got nothing: its versions stay.
+    if !plan.report_only {
+        let versions = propagated_versions(fed, plan, results);
+        if plan.pv_status.as_ref() != Some(&versions) {
+            out.create_versions = plan.pv_status.is_none();
+            out.versions = Some(versions);
+        }
+    }
+    let record = drift_record(plan, now);
+    if record != plan.drift_record {
         out.create_versions = plan.pv_status.is_none();
-        out.versions = Some(versions);
+        out.drift = Some(record);
     }
     out
+}
+
+/// The drift record after this run: since when each difference reported
+/// (`Action::Report`) has been seen; members this run did not decide keep
+/// theirs.
+fn drift_record(plan: &ObjectPlan, now: &str) -> Option<String> {
+    let old = drift::first_seen(plan.drift_record.as_deref());
+    let mut current: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for d in &plan.decisions {
+        if let Action::Report(drift) = &d.action
+            && !drift.is_in_sync()
+        {
+            current.insert(d.cluster.clone(), drift.paths());
+        }
+    }
+    for (member, paths) in &old {
+        if !plan.decisions.iter().any(|d| &d.cluster == member) {
+            current.insert(member.clone(), paths.keys().map(String::as_str).collect());
+        }
+    }
+    drift::next_record(&old, &current, now)
 }
 
 /// Deletion: the clusters still holding a copy, and whether the finalizer can go.
@@ -315,6 +349,7 @@ mod tests {
             settings: SyncSettings {
                 adopt_resources: true,
                 force_conflicts: false,
+                report_only: false,
             },
             clusters: &clusters,
             run: &RunScope::default(),

@@ -7,6 +7,7 @@ use super::member::*;
 use super::status::*;
 use crate::propagation::desired::{MANAGED_LABEL, TargetType};
 use crate::propagation::federated::FederatedObject;
+use crate::propagation::strategy::Strategy;
 use crate::propagation::version::{overrides_version, template_version};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -57,10 +58,12 @@ fn member<'a>(cluster: &'a str, ready: bool, live: Option<&'a Value>) -> MemberS
 const ADOPT: SyncSettings = SyncSettings {
     adopt_resources: true,
     force_conflicts: false,
+    report_only: false,
 };
 const NO_ADOPT: SyncSettings = SyncSettings {
     adopt_resources: false,
     force_conflicts: false,
+    report_only: false,
 };
 
 fn one(
@@ -74,7 +77,16 @@ fn one(
     } else {
         set(&[])
     };
-    sync_decisions(view(&fed()), &target(), &sel, &[m], versions, settings).remove(0)
+    sync_decisions(
+        view(&fed()),
+        &target(),
+        &sel,
+        &[m],
+        versions,
+        settings,
+        Strategy::plain(settings.adopt_resources),
+    )
+    .remove(0)
 }
 
 /// A row of [`sync_decision_table`]: one member as the decision sees it,
@@ -246,6 +258,7 @@ fn generation_tracked_objects_also_compare_metadata() {
             &[member("c1", true, Some(o))],
             Some(&versions),
             ADOPT,
+            Strategy::plain(true),
         )
         .remove(0)
         .action
@@ -268,6 +281,7 @@ fn generation_tracked_objects_also_compare_metadata() {
         &[member("c1", true, Some(&cm))],
         Some(&v),
         ADOPT,
+        Strategy::plain(true),
     );
     assert_eq!(d[0].action, Action::Unchanged);
 }
@@ -286,7 +300,15 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
         is_host_namespace: true,
         unobserved: None,
     };
-    let d = sync_decisions(view(&fed_ns), &ns_target, &set(&[]), &[m], None, NO_ADOPT);
+    let d = sync_decisions(
+        view(&fed_ns),
+        &ns_target,
+        &set(&[]),
+        &[m],
+        None,
+        NO_ADOPT,
+        Strategy::plain(false),
+    );
     assert_eq!(d[0].action, Action::RemoveManagedLabel);
     assert_eq!(d[0].status, None);
     host["metadata"]["labels"] = json!({});
@@ -305,6 +327,7 @@ fn host_namespace_is_unlabelled_never_deleted_and_adopted_even_without_adoption(
         &[m],
         None,
         NO_ADOPT,
+        Strategy::plain(false),
     );
     assert!(matches!(d[0].action, Action::Update { adopt: true, .. }));
 }
@@ -321,6 +344,7 @@ fn desired_errors_become_statuses() {
         &[member("c1", true, None)],
         None,
         ADOPT,
+        Strategy::plain(true),
     );
     assert_eq!(d[0].action, Action::Skip);
     assert_eq!(d[0].status, Some(ClusterStatus::ApplyOverridesFailed));

@@ -74,6 +74,7 @@ impl Default for Settings {
             sync: SyncSettings {
                 adopt_resources: true,
                 force_conflicts: false,
+                report_only: false,
             },
             scheduler_preferences: gate_default("SchedulerPreferences"),
             push_reconciler: gate_default("PushReconciler"),
@@ -368,6 +369,7 @@ mod tests {
                     sync: SyncSettings {
                         adopt_resources: false,
                         force_conflicts: false,
+                        report_only: false,
                     },
                     scheduler_preferences: false,
                     push_reconciler: true,

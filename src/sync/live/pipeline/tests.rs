@@ -211,6 +211,7 @@ fn limits(attempts: u32) -> Limits {
         settings: SyncSettings {
             adopt_resources: false,
             force_conflicts: false,
+            report_only: false,
         },
     }
 }
@@ -410,6 +411,8 @@ fn plan_of(seen: &Observation, finalizer: FinalizerStep) -> ObjectPlan {
         failures: Vec::new(),
         notes: Vec::new(),
         warnings: Vec::new(),
+        report_only: false,
+        drift_record: None,
     }
 }
 

@@ -120,7 +120,8 @@ impl Cache {
     }
 
     /// Whether the type (its FederatedTypeConfig) or one of its federated
-    /// objects keeps fields of the member copies: they are held whole
+    /// objects keeps fields of the member copies, or compares them
+    /// (report-only): they are held whole
     /// (`core::propagation::foreign`). It reads every federated object of
     /// the type: asked at rebuilds only ([`Cache::whole_copies`]), so an
     /// object that starts keeping them is followed from the next one.
@@ -133,7 +134,9 @@ impl Cache {
             || self.federated.get(ftc).is_some_and(|store| {
                 // Only an object whose text names the annotations is parsed.
                 store.objects.values().any(|h| {
-                    h.text.as_str().contains("kubefedctl.kubefed.io/retain")
+                    let text = h.text.as_str();
+                    (text.contains("kubefedctl.kubefed.io/retain")
+                        || text.contains("kubefedctl.kubefed.io/apply"))
                         && wants_whole_copies(&h.text.value()["metadata"]["annotations"])
                 })
             })

@@ -81,6 +81,8 @@ pub(super) fn object_plan(clusters: &[&str]) -> ObjectPlan {
         failures: Vec::new(),
         notes: Vec::new(),
         warnings: Vec::new(),
+        report_only: false,
+        drift_record: None,
     }
 }
 
