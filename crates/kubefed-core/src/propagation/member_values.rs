@@ -13,7 +13,7 @@
 //! Ours adds one escape: `$${MEMBER_NAME}` writes `${MEMBER_NAME}` (and
 //! `$${MEMBER_LABEL:` writes `${MEMBER_LABEL:`); every other `$` is kept, so
 //! values that never name one of the two variables are exactly as before.
-//! KubeFed's controller (`pkg/controller/util/overrides.go`) knows none of
+//! KubeFed's controller (`ApplyJSONPatch` in `pkg/controller/util/overrides.go`) knows none of
 //! this and writes the text as it is (docs/kubefed-differences.md).
 
 use std::collections::BTreeMap;
