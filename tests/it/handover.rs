@@ -1093,3 +1093,75 @@ fn kubefed_drops_overrides_chosen_by_label_on_a_hand_over() {
         "KubeFed ignores clusterSelector in overrides"
     );
 }
+
+/// Per-member values in overrides are ours (issue 67,
+/// docs/kubefed-differences.md): handed over, KubeFed's controller applies
+/// an override's value as written. Its overrides hash is ours (of the text
+/// as written), so it leaves the copies as they are until the next change,
+/// then writes `${MEMBER_LABEL:region}` itself into the member.
+#[test]
+fn kubefed_writes_member_values_unexpanded_on_a_hand_over() {
+    let Some((_turn, env)) = private_env() else {
+        return;
+    };
+    let env = &env;
+    let f = Federation::new(env, "ho-var", &["configmaps"]);
+    short_leases(env, &f);
+    let m1 = f.cluster("m1");
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m1}",
+            f.fedns
+        ),
+        json!({"metadata": {"labels": {"region": "eu"}}}),
+    );
+    create_in(
+        env,
+        &f,
+        f.ns,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "valued",
+        json!({"template": {"data": {"color": "plain"}},
+               "placement": {"clusterSelector": {}},
+               "overrides": [{"clusterName": m1, "clusterOverrides": [
+                   {"path": "/data/region", "value": "${MEMBER_LABEL:region}"},
+                   {"path": "/data/name", "value": "${MEMBER_NAME}"}]}]}),
+    );
+    reconcile_all(&f).ok();
+    let path = format!("/api/v1/namespaces/{}/configmaps/valued", f.ns);
+    let data = || member_object(env, "member1", &path)["data"].clone();
+    assert_eq!(
+        data(),
+        json!({"color": "plain", "region": "eu", "name": m1})
+    );
+
+    let mut kubefed = KubeFed::start(env, &f, "values").unwrap();
+    kubefed.wait_leading(env, &f);
+    let fed = vec![format!("FederatedConfigMap {}/valued", f.ns)];
+    kubefed.wait_reconciled(&fed, Duration::from_secs(3));
+    assert_eq!(
+        data()["region"],
+        "eu",
+        "the same overrides hash: the copy is left"
+    );
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/valued",
+            f.group, f.ns
+        ),
+        json!({"spec": {"template": {"data": {"size": "m"}}}}),
+    );
+    wait_until("KubeFed to write the template", || data()["size"] == "m");
+    kubefed.stop();
+    assert_eq!(
+        data(),
+        json!({"color": "plain", "size": "m",
+               "region": "${MEMBER_LABEL:region}", "name": "${MEMBER_NAME}"}),
+        "KubeFed writes the values as written"
+    );
+}

@@ -1,6 +1,7 @@
 //! What KubeFed's users asked for most and never got (kubefed#581, #1462):
 //! overrides chosen by cluster label, one-shot, planned and under the
-//! watch, with the named cluster's entry winning.
+//! watch, with the named cluster's entry winning; values naming the member
+//! (`${MEMBER_NAME}`, `${MEMBER_LABEL:key}`, issue 67).
 
 use crate::fixtures::*;
 use crate::watch::{log, sigterm, spawn_watch};
@@ -109,6 +110,178 @@ fn overrides_chosen_by_region_follow_the_members_labels() {
     relabel(env, &f, &m1, "eu");
     until(&log_path, "member1 to get it", || {
         data(env, "member1", f.ns) == json!({"color": "blue", "size": "small"})
+    });
+    sigterm(&watch);
+    let status = watch.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", log(&log_path));
+}
+
+/// Writes of member copies of the ConfigMap `name` since the last reset.
+fn copy_writes(f: &Federation, name: &str) -> Vec<String> {
+    f.writes()
+        .iter()
+        .filter(|r| r.resource == "configmaps" && r.path.ends_with(&format!("/{name}")))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+/// Per-member values (issue 67): `${MEMBER_LABEL:region}` and
+/// `${MEMBER_NAME}` in override values are expanded for each member, live
+/// and offline; a relabelled member is rewritten (the PropagatedVersion
+/// cannot tell); a placed member without the label fails the object (exit
+/// 3, one line naming object, override and member) and nothing of it is
+/// written to any member, while other objects go on.
+#[test]
+fn member_values_are_expanded_per_member_and_a_missing_label_fails_the_object() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "ov-c", &["configmaps"]);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    relabel(env, &f, &m1, "eu");
+    relabel(env, &f, &m2, "us");
+    let spec = json!({"template": {"data": {"color": "plain"}},
+        "placement": {"clusterSelector": {}},
+        "overrides": [{"clusterSelector": {}, "clusterOverrides": [
+            {"path": "/data/region", "value": "${MEMBER_LABEL:region}"},
+            {"path": "/data/dns", "value": "db.${MEMBER_NAME}.${MEMBER_LABEL:region}.example"},
+            {"path": "/data/literal", "value": "$${MEMBER_NAME} ${HOME}"}]}]});
+    f.create(env, "FederatedConfigMap", "cfg", spec.clone());
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "other",
+        json!({"template": {"data": {"a": "1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    f.reconcile(&[]).ok();
+    let want = |member: &str, region: &str| {
+        json!({"color": "plain", "region": region,
+               "dns": format!("db.{member}.{region}.example"),
+               "literal": "${MEMBER_NAME} ${HOME}"})
+    };
+    assert_eq!(data(env, "member1", f.ns), want(&m1, "eu"));
+    assert_eq!(data(env, "member2", f.ns), want(&m2, "us"));
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+
+    // A relabelled member gets its new value on the next run, alone.
+    relabel(env, &f, &m2, "ap");
+    f.reset();
+    f.reconcile(&[]).ok();
+    assert_eq!(data(env, "member2", f.ns), want(&m2, "ap"));
+    assert_eq!(
+        copy_writes(&f, "cfg").len(),
+        1,
+        "{:?}",
+        copy_writes(&f, "cfg")
+    );
+    assert_eq!(f.m1.writes(), 0);
+
+    // m2 loses the label; both templates change. Nothing of `cfg` is
+    // written anywhere (m1 could be, alone); `other` goes on.
+    patch(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m2}",
+            f.fedns
+        ),
+        json!({"metadata": {"labels": {"region": null}}}),
+    );
+    for name in ["cfg", "other"] {
+        patch(
+            env,
+            "host",
+            &format!(
+                "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/{name}",
+                f.group, f.ns
+            ),
+            json!({"spec": {"template": {"data": {"color": "red", "a": "2"}}}}),
+        );
+    }
+    let plan = f.reconcile(&["--dry-run"]).exits(3);
+    assert!(
+        !plan.stdout.contains("update ConfigMap ov-c-objs/cfg"),
+        "{}",
+        plan.stdout
+    );
+    f.reset();
+    let run = f.reconcile(&[]).exits(3);
+    for want in [
+        "FederatedConfigMap \"ov-c-objs/cfg\"",
+        "\"/data/region\"",
+        &format!("member \"{m2}\""),
+        "no label \"region\"",
+    ] {
+        assert!(run.stderr.contains(want), "{want}: {}", run.stderr);
+    }
+    assert_eq!(copy_writes(&f, "cfg"), Vec::<String>::new());
+    assert_eq!(copy_writes(&f, "other").len(), 2, "{:?}", f.writes());
+    assert_eq!(data(env, "member1", f.ns)["color"], "plain");
+    let status = f.fed(env, "federatedconfigmaps", "cfg").unwrap()["status"].clone();
+    let clusters = status["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 2, "{status}");
+    assert!(
+        clusters
+            .iter()
+            .all(|c| c["status"] == "ApplyOverridesFailed"),
+        "{status}"
+    );
+
+    // Offline, the same: per member, and an error that writes nothing.
+    let input = env.dir().join("ov-c-render.yaml");
+    let fed = json!({"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedConfigMap",
+        "metadata": {"name": "cfg", "namespace": "shop"}, "spec": spec});
+    std::fs::write(&input, fed.to_string()).unwrap();
+    let input = input.to_str().unwrap();
+    let rendered = f
+        .run(&[
+            "reconcile",
+            "--from",
+            input,
+            "--cluster",
+            "eu1:region=eu",
+            "--cluster",
+            "us1:region=us",
+            "-o",
+            "json",
+        ])
+        .ok();
+    let rendered: Value = serde_json::from_str(&rendered.stdout).unwrap();
+    assert_eq!(rendered["eu1"][0]["data"]["dns"], "db.eu1.eu.example");
+    assert_eq!(rendered["us1"][0]["data"]["region"], "us");
+    let refused = f
+        .run(&[
+            "reconcile",
+            "--from",
+            input,
+            "--cluster",
+            "eu1:region=eu",
+            "--cluster",
+            "bare",
+        ])
+        .fails();
+    assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("member \"bare\"") && refused.stderr.contains("\"/data/region\""),
+        "{}",
+        refused.stderr
+    );
+
+    // The label back: the object converges.
+    relabel(env, &f, &m2, "us");
+    f.reconcile(&[]).ok();
+    assert_eq!(data(env, "member2", f.ns)["region"], "us");
+    assert_eq!(data(env, "member1", f.ns)["color"], "red");
+
+    // Under the watch: a member relabelled while it runs gets its value.
+    let log_path = env.dir().join("ov-c-watch.log");
+    let mut watch = spawn_watch(&f.kc, &f, &log_path, &[]);
+    wait_until("the watch runs", || {
+        log(&log_path).contains("watching the federation")
+    });
+    relabel(env, &f, &m1, "sa");
+    until(&log_path, "member1 to get its new region", || {
+        data(env, "member1", f.ns)["dns"] == format!("db.{m1}.sa.example")
     });
     sigterm(&watch);
     let status = watch.wait().unwrap();

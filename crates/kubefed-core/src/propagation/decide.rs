@@ -452,6 +452,12 @@ fn plan_sync(
                 fed.settings,
                 strategy,
             );
+            member::hold_on_member_value_failure(
+                obj.value(),
+                &placement.clusters,
+                fed.clusters,
+                &mut p.decisions,
+            );
             p.selected = placement.clusters;
         }
         Err(e) => {
@@ -989,6 +995,88 @@ mod tests {
             vec![row("a", "create", Some(ClusterStatus::Ok))]
         );
         assert_eq!(p.selected.len(), 2, "placement sees every member");
+    }
+
+    /// A label one placed member lacks fails the whole object: no member
+    /// gets a write, even one the run does not touch decides it.
+    #[test]
+    fn a_member_value_failing_anywhere_holds_every_write_of_the_object() {
+        let mut w = World::new();
+        w.clusters = vec![
+            Cluster::new("a", &[("region", "eu")], true),
+            Cluster::new("b", &[("region", "us")], true),
+        ];
+        w.fed_namespaces.insert("shop".into(), fed_ns("shop"));
+        let t = configmaps();
+        let mut obj = fed_cm("x");
+        obj["spec"]["overrides"] = json!([{"clusterSelector": {},
+            "clusterOverrides": [{"path": "/data/r", "value": "${MEMBER_LABEL:region}"}]}]);
+        let copy = managed("ConfigMap", "shop", "x");
+        let members = both(listed(&[]), listed(&[copy]));
+        let p = decide_object(&w.federation(), &t, &obj, &members);
+        assert_eq!(
+            actions(&p),
+            vec![
+                row("a", "create", Some(ClusterStatus::Ok)),
+                row("b", "update", Some(ClusterStatus::Ok))
+            ]
+        );
+        let Action::Create(a) = &p.decisions[0].action else {
+            unreachable!()
+        };
+        assert_eq!(a["data"]["r"], "eu");
+        w.clusters[1].labels.clear();
+        let failed = |p: &ObjectPlan| {
+            assert!(
+                p.decisions.iter().all(|d| d.action == Action::Skip
+                    && d.status == Some(ClusterStatus::ApplyOverridesFailed)),
+                "{:?}",
+                p.decisions
+            );
+            assert_eq!(p.failures.len(), p.decisions.len());
+            for d in &p.decisions {
+                let m = d.message.as_deref().unwrap();
+                for want in [
+                    "FederatedConfigMap \"shop/x\"",
+                    "\"/data/r\"",
+                    "member \"b\"",
+                    "\"region\"",
+                ] {
+                    assert!(m.contains(want), "{m}");
+                }
+            }
+        };
+        let p = decide_object(&w.federation(), &t, &obj, &members);
+        failed(&p);
+        assert!(
+            p.decisions[0]
+                .message
+                .as_deref()
+                .unwrap()
+                .starts_with("not written: ")
+        );
+        // A run that touches `a` alone still sees `b`'s missing label.
+        let run = RunScope {
+            clusters: Some(["a".to_string()].into()),
+            ..RunScope::default()
+        };
+        let f = Federation {
+            run: &run,
+            ..w.federation()
+        };
+        let p = decide_object(&f, &t, &obj, &members);
+        assert_eq!(p.decisions.len(), 1);
+        failed(&p);
+        // Not placed on `b`: nothing fails.
+        obj["spec"]["placement"] = json!({"clusters": [{"name": "a"}]});
+        let p = decide_object(&w.federation(), &t, &obj, &members);
+        assert_eq!(
+            actions(&p),
+            vec![
+                row("a", "create", Some(ClusterStatus::Ok)),
+                row("b", "delete", Some(ClusterStatus::WaitingForRemoval))
+            ]
+        );
     }
 
     /// One federated object against one member holding `live`: the cases

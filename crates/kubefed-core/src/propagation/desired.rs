@@ -245,18 +245,21 @@ pub fn desired_for_cluster(
         source,
     };
     let parsed = overrides_by_cluster(fed).map_err(overrides_error)?;
-    let list = parsed.for_cluster(cluster);
+    let list = parsed
+        .expanded_for_cluster(cluster)
+        .map_err(overrides_error)?;
     apply_overrides(&mut obj, cluster.name, &list).map_err(overrides_error)?;
     set_managed_label(&mut obj);
-    if parsed.has_selectors() {
+    if parsed.varies_by_member() {
         set_selected_digest(&mut obj, &list);
     }
     Ok(obj)
 }
 
-/// Records on a member object which overrides it got
-/// ([`SELECTED_OVERRIDES_ANNOTATION`]), for objects whose overrides choose
-/// clusters by label.
+/// Records on a member object which overrides it got, member variables
+/// expanded ([`SELECTED_OVERRIDES_ANNOTATION`]), for objects whose overrides
+/// choose clusters by label or name member variables: a member whose labels
+/// change then gets its new values (the PropagatedVersion cannot tell).
 pub fn set_selected_digest(obj: &mut Value, overrides: &[ClusterOverride]) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         let annotations = meta
@@ -295,7 +298,7 @@ impl DesiredObjects {
             })?;
         let mut shared = template.clone();
         set_managed_label(&mut shared);
-        if overrides.has_selectors() {
+        if overrides.varies_by_member() {
             set_selected_digest(&mut shared, &[]);
         }
         Ok(DesiredObjects {
@@ -321,18 +324,21 @@ impl DesiredObjects {
         let Some(template) = &self.template else {
             return Ok(Cow::Borrowed(&self.shared));
         };
-        let overrides = self.overrides.for_cluster(cluster);
+        let overrides_error = |source| DesiredError::Overrides {
+            object: self.object.clone(),
+            source,
+        };
+        let overrides = self
+            .overrides
+            .expanded_for_cluster(cluster)
+            .map_err(overrides_error)?;
         if overrides.is_empty() {
             return Ok(Cow::Borrowed(&self.shared));
         }
-        let mut obj = patched(template.clone(), cluster.name, &overrides).map_err(|source| {
-            DesiredError::Overrides {
-                object: self.object.clone(),
-                source,
-            }
-        })?;
+        let mut obj =
+            patched(template.clone(), cluster.name, &overrides).map_err(overrides_error)?;
         set_managed_label(&mut obj);
-        if self.overrides.has_selectors() {
+        if self.overrides.varies_by_member() {
             set_selected_digest(&mut obj, &overrides);
         }
         Ok(Cow::Owned(obj))

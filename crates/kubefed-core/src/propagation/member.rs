@@ -557,3 +557,49 @@ pub fn metadata_equivalent(a: &Value, b: &Value) -> bool {
         && map_field(a, "labels") == map_field(b, "labels")
         && map_field(a, "annotations") == map_field(b, "annotations")
 }
+
+/// Per-member values (`${MEMBER_LABEL:key}`, `propagation::member_values`)
+/// that fail for any placed member in `clusters` (every registered one, not
+/// only those the run touches) fail the whole object: each member's write
+/// of it becomes a skip with that failure (`ApplyOverridesFailed`), so no
+/// member gets a copy that its siblings cannot get. KubeFed's controller
+/// fails one member at a time (`syncToClusters` in
+/// `pkg/controller/sync/controller.go`), but it has no such values.
+pub fn hold_on_member_value_failure(
+    fed: &Value,
+    placed: &BTreeSet<String>,
+    clusters: &[crate::propagation::placement::Cluster],
+    decisions: &mut [Decision],
+) {
+    let Ok(parsed) = crate::propagation::overrides::overrides_by_cluster(fed) else {
+        return; // every member's decision already says why
+    };
+    if !parsed.member_values {
+        return;
+    }
+    let failure = clusters
+        .iter()
+        .filter(|c| placed.contains(&c.name))
+        .find_map(|c| {
+            let at = MemberCluster {
+                name: &c.name,
+                labels: &c.labels,
+            };
+            parsed.expanded_for_cluster(at).err()
+        });
+    let Some(source) = failure else {
+        return;
+    };
+    let why = DesiredError::Overrides {
+        object: crate::describe::describe_federated(fed),
+        source,
+    }
+    .to_string();
+    for d in decisions.iter_mut() {
+        if d.action.failure_status().is_some() {
+            d.action = Action::Skip;
+            d.status = Some(ClusterStatus::ApplyOverridesFailed);
+            d.message = Some(format!("not written: {why}"));
+        }
+    }
+}

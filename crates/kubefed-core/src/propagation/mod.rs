@@ -1,6 +1,6 @@
 //! KubeFed's sync controller (`pkg/controller/sync`), as rules: which
 //! members a federated object (read through [`federated`]) selects ([`placement`]), what each gets
-//! ([`overrides`], [`desired`], [`retain`]), whether a member already holds
+//! ([`overrides`] with [`member_values`], [`desired`], [`retain`]), whether a member already holds
 //! it ([`compare`], [`version`]), the decide step ([`decide`]: [`member`]
 //! and [`deletion`] choose each member's [`action`], [`status`] is what is
 //! written back), what a request's answer means ([`retry`], [`readiness`])
@@ -20,6 +20,7 @@ pub mod federated;
 pub mod field_owners;
 pub mod foreign;
 pub mod member;
+pub mod member_values;
 pub mod overrides;
 pub mod placement;
 pub mod proposal;

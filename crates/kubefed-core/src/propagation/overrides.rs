@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Number, Value};
 
 use crate::propagation::federated::FederatedObject;
+use crate::propagation::member_values::{self, MemberValueError};
 use crate::propagation::placement::Selector;
 
 /// Paths no override may touch: name, namespace and kind tie the member
@@ -83,6 +84,14 @@ pub enum OverrideError {
     },
     #[error("spec.overrides: {0}")]
     Malformed(String),
+    /// A `${MEMBER_...}` variable of a value ([`member_values`]).
+    #[error("spec.overrides: the value of {op} {path:?} for member {cluster:?}: {problem}")]
+    MemberValue {
+        cluster: String,
+        op: &'static str,
+        path: String,
+        problem: MemberValueError,
+    },
     #[error("override {op} {path:?} for cluster {cluster:?} failed: {message}")]
     Apply {
         cluster: String,
@@ -148,7 +157,8 @@ pub const SELECTED_OVERRIDES_ANNOTATION: &str = "kubefedctl.kubefed.io/selected-
 
 /// The overrides of `cluster`, after upstream's checks of the *whole*
 /// `spec.overrides` (a duplicate anywhere fails every cluster, as upstream).
-/// No entry for the cluster → empty list.
+/// No entry for the cluster → empty list. Values as written: member
+/// variables are not expanded (see [`ParsedOverrides::expanded_for_cluster`]).
 pub fn overrides_for_cluster(
     fed: &Value,
     cluster: MemberCluster,
@@ -157,7 +167,8 @@ pub fn overrides_for_cluster(
 }
 
 /// Every cluster's overrides, checked as [`overrides_for_cluster`] checks
-/// them, for callers that want many clusters of one object.
+/// them, for callers that want many clusters of one object
+/// ([`ParsedOverrides::expanded_for_cluster`] expands member variables).
 pub fn overrides_by_cluster(fed: &Value) -> Result<ParsedOverrides, OverrideError> {
     parse(FederatedObject::new(fed), false)
 }
@@ -175,6 +186,8 @@ pub fn validate_overrides(fed: &Value) -> Result<(), OverrideError> {
 pub struct ParsedOverrides {
     pub named: Vec<(String, Vec<ClusterOverride>)>,
     pub selected: Vec<(Selector, Vec<ClusterOverride>)>,
+    /// Whether a value names a member variable ([`member_values`]).
+    pub member_values: bool,
 }
 
 impl ParsedOverrides {
@@ -195,9 +208,39 @@ impl ParsedOverrides {
         selected.chain(named).collect()
     }
 
+    /// [`Self::for_cluster`] with the member variables of each value
+    /// expanded for `cluster` ([`member_values`]).
+    pub fn expanded_for_cluster(
+        &self,
+        cluster: MemberCluster,
+    ) -> Result<Vec<ClusterOverride>, OverrideError> {
+        let mut list = self.for_cluster(cluster);
+        if self.member_values {
+            for o in &mut list {
+                member_values::expand(&mut o.value, cluster.name, cluster.labels).map_err(
+                    |problem| OverrideError::MemberValue {
+                        cluster: cluster.name.to_string(),
+                        op: o.op.as_str(),
+                        path: o.path.clone(),
+                        problem,
+                    },
+                )?;
+            }
+        }
+        Ok(list)
+    }
+
     /// Whether any entry chooses clusters by label.
     pub fn has_selectors(&self) -> bool {
         !self.selected.is_empty()
+    }
+
+    /// Whether members may get different overrides for reasons the
+    /// PropagatedVersion cannot tell (their labels): selector entries, or
+    /// values naming member variables. Such objects' member copies carry
+    /// [`SELECTED_OVERRIDES_ANNOTATION`].
+    pub fn varies_by_member(&self) -> bool {
+        self.has_selectors() || self.member_values
     }
 
     /// Whether no entry holds an override.
@@ -247,6 +290,9 @@ fn parse(fed: FederatedObject, strict: bool) -> Result<ParsedOverrides, Override
             None => cluster.clone(),
         };
         let overrides = parse_entry(item, &label, strict)?;
+        out.member_values |= overrides
+            .iter()
+            .any(|o| member_values::has_member_values(&o.value));
         match selector {
             Some(s) => out.selected.push((s, overrides)),
             None => out.named.push((cluster, overrides)),
@@ -324,10 +370,14 @@ fn parse_entry(
         if strict && path.is_empty() {
             return Err(invalid("path is required"));
         }
+        let value = o.get("value").cloned().unwrap_or(Value::Null);
+        if strict && let Err(e) = member_values::check_syntax(&value) {
+            return Err(invalid(&format!("value: {e}")));
+        }
         overrides.push(ClusterOverride {
             op,
             path: path.to_string(),
-            value: o.get("value").cloned().unwrap_or(Value::Null),
+            value,
         });
     }
     Ok(overrides)
@@ -380,13 +430,13 @@ pub fn patched(
     Ok(doc)
 }
 
-/// [`overrides_for_cluster`] then [`apply_overrides`].
+/// The cluster's overrides, member variables expanded, then [`apply_overrides`].
 pub fn apply_cluster_overrides(
     obj: &mut Value,
     fed: &Value,
     cluster: MemberCluster,
 ) -> Result<(), OverrideError> {
-    let overrides = overrides_for_cluster(fed, cluster)?;
+    let overrides = overrides_by_cluster(fed)?.expanded_for_cluster(cluster)?;
     apply_overrides(obj, cluster.name, &overrides)
 }
 
@@ -957,6 +1007,60 @@ mod tests {
             assert!(err.contains(want), "{err}");
             assert!(validate_overrides(&fed).is_err());
         }
+    }
+
+    #[test]
+    fn member_values_expand_per_member_and_are_checked_offline() {
+        let fed = json!({"spec": {"overrides": [
+            {"clusterSelector": {}, "clusterOverrides": [
+                {"op": "add", "path": "/metadata/annotations", "value": {"dns": "${MEMBER_NAME}.x"}}]},
+            {"clusterName": "c1", "clusterOverrides": [{"path": "/data/r", "value": "${MEMBER_LABEL:region}"}]}]}});
+        validate_overrides(&fed).unwrap();
+        let parsed = overrides_by_cluster(&fed).unwrap();
+        assert!(parsed.member_values && parsed.varies_by_member());
+        let eu = labels(&[("region", "eu")]);
+        let got = parsed
+            .expanded_for_cluster(MemberCluster {
+                name: "c1",
+                labels: &eu,
+            })
+            .unwrap();
+        assert_eq!(got[0].value, json!({"dns": "c1.x"}));
+        assert_eq!(got[1].value, json!("eu"));
+        // As written for everyone else (KubeFed's overrides hash reads these).
+        assert_eq!(
+            parsed.for_cluster(MemberCluster {
+                name: "c1",
+                labels: &eu
+            })[1]
+                .value,
+            "${MEMBER_LABEL:region}"
+        );
+        let e = parsed
+            .expanded_for_cluster(MemberCluster::named("c1"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "spec.overrides: the value of replace \"/data/r\" for member \"c1\": ${MEMBER_LABEL:region}: its KubeFedCluster has no label \"region\""
+        );
+        // Other members do not name the label.
+        assert!(
+            parsed
+                .expanded_for_cluster(MemberCluster::named("c2"))
+                .is_ok()
+        );
+        let broken = json!({"spec": {"overrides": [{"clusterName": "c1",
+            "clusterOverrides": [{"path": "/data/r", "value": ["${MEMBER_LABEL:region"]}]}]}});
+        let e = validate_overrides(&broken).unwrap_err().to_string();
+        assert!(
+            e.contains("override[0] for cluster \"c1\": value: ${MEMBER_LABEL:"),
+            "{e}"
+        );
+        let plain = overrides_by_cluster(&json!({"spec": {"overrides": [{"clusterName": "c1",
+            "clusterOverrides": [{"path": "/data/r", "value": "${HOME}"}]}]}}))
+        .unwrap();
+        assert!(!plain.varies_by_member());
     }
 
     #[test]

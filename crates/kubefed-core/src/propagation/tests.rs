@@ -828,3 +828,48 @@ fn a_ready_condition_goes_unknown_when_copies_or_the_generation_change() {
 
 #[cfg(test)]
 static NO_LABELS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
+/// A value naming a member's label: a member copy written for one label
+/// value is unchanged while the label stays, and updated with the new value
+/// when it changes, though the PropagatedVersion (one overrides hash for
+/// every member, KubeFed's) cannot tell.
+#[test]
+fn a_relabelled_member_gets_its_new_value() {
+    use crate::propagation::desired::desired_for_cluster;
+    use crate::propagation::overrides::{MemberCluster, SELECTED_OVERRIDES_ANNOTATION};
+    let mut fed = fed();
+    fed["spec"]["overrides"] = json!([{"clusterName": "c1", "clusterOverrides": [
+        {"path": "/data/where", "value": "${MEMBER_NAME} in ${MEMBER_LABEL:region}"}]}]);
+    let label = |v: &str| std::collections::BTreeMap::from([("region".to_string(), v.to_string())]);
+    let (eu, us) = (label("eu"), label("us"));
+    let at = |labels| MemberCluster { name: "c1", labels };
+    let mut copy = desired_for_cluster(&fed, &target(), at(&eu), None).unwrap();
+    assert_eq!(copy["data"]["where"], "c1 in eu");
+    assert!(copy["metadata"]["annotations"][SELECTED_OVERRIDES_ANNOTATION].is_string());
+    copy["metadata"]["resourceVersion"] = json!("7");
+    let versions = versions_for(&fed, "c1", "rv:7");
+    let decide = |labels| {
+        let m = MemberState {
+            labels,
+            ..member("c1", true, Some(&copy))
+        };
+        sync_decisions(
+            view(&fed),
+            &target(),
+            &set(&["c1"]),
+            &[m],
+            Some(&versions),
+            ADOPT,
+        )
+        .remove(0)
+    };
+    assert_eq!(decide(&eu).action, Action::Unchanged);
+    let Action::Update { object, .. } = decide(&us).action else {
+        panic!("a relabelled member is updated");
+    };
+    assert_eq!(object["data"]["where"], "c1 in us");
+    // The overrides hash is KubeFed's: of the overrides as written.
+    let mut written = fed.clone();
+    written["spec"]["overrides"][0]["clusterOverrides"][0]["value"] = json!("c1 in eu");
+    assert_ne!(overrides_version(&fed), overrides_version(&written));
+}
