@@ -98,7 +98,7 @@ pub struct ClusterPropagation {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<String>,
     /// With `--drift` (or `--live -o json|yaml`): how the member's copy
-    /// differs from what a run would write.
+    /// differs from what a run would write (absent when in sync).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftView>,
 }
@@ -511,7 +511,10 @@ pub(super) async fn check_members(
                     message: recorded.and_then(|c| c.message.clone()),
                     remote_status: recorded.and_then(|c| c.remote_status.clone()),
                     ready: recorded.and_then(|c| c.ready.clone()),
-                    drift: (v.drift.as_ref()).map(|(d, since)| DriftView::of(d, since)),
+                    // Only a copy that differs says how.
+                    drift: (v.drift.as_ref())
+                        .map(|(d, since)| DriftView::of(d, since))
+                        .filter(|d| !d.is_in_sync()),
                 }
             })
             .collect();

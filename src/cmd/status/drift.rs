@@ -76,8 +76,8 @@ fn values(f: &FieldDrift) -> (String, String) {
 
 /// A JUnit XML report (the schema Jenkins, GitLab and GitHub's reporters
 /// read, `junit-10.xsd`): one test suite for the type, one test case per
-/// object and member (`classname` the object, `name` the member), failed
-/// when the copy differs.
+/// object and member checked (`classname` the object, `name` the
+/// member), failed when the copy differs.
 pub fn junit(suite: &str, rows: &[ObjectRow], timestamp: &str) -> String {
     let mut cases = String::new();
     let (mut tests, mut failures) = (0, 0);
@@ -87,7 +87,10 @@ pub fn junit(suite: &str, rows: &[ObjectRow], timestamp: &str) -> String {
             ns => format!("{ns}/{}", r.name),
         };
         for c in &r.clusters {
-            let Some(d) = &c.drift else { continue };
+            // Every member checked is a case; one without drift passes.
+            if c.live.is_none() {
+                continue;
+            }
             tests += 1;
             let _ = write!(
                 cases,
@@ -95,10 +98,10 @@ pub fn junit(suite: &str, rows: &[ObjectRow], timestamp: &str) -> String {
                 xml(&format!("{suite} {object}")),
                 xml(&c.name)
             );
-            if d.is_in_sync() {
+            let Some(d) = c.drift.as_ref().filter(|d| !d.is_in_sync()) else {
                 cases.push_str("/>\n");
                 continue;
-            }
+            };
             failures += 1;
             let detail = failure_text(d);
             let first = detail.lines().next().unwrap_or_default().to_string();
@@ -172,7 +175,7 @@ mod tests {
             clusters: vec![ClusterPropagation {
                 name: "m1".into(),
                 status: String::new(),
-                live: None,
+                live: Some("checked".into()),
                 message: None,
                 remote_status: None,
                 ready: None,
@@ -197,9 +200,11 @@ mod tests {
     #[test]
     fn junit_has_one_failed_case_per_drifted_member_and_escapes_text() {
         let in_sync = DriftView::of(&Drift::Fields(vec![]), &BTreeMap::new());
+        let mut unchecked = row(None);
+        unchecked.clusters[0].live = None;
         let xml = junit(
             "configmaps",
-            &[row(Some(differs())), row(Some(in_sync)), row(None)],
+            &[row(Some(differs())), row(Some(in_sync)), unchecked],
             "2026-12-06T10:00:00Z",
         );
         assert!(xml.contains("tests=\"2\" failures=\"1\""), "{xml}");
