@@ -138,6 +138,8 @@ compat=(
   rollout::a_run_killed_between_waves
   rollout::a_plan_lists_the_waves
   rollout::rollout_abort_
+  rollout::an_approval_gate_stops_a_rollout
+  rollout::the_watch_waits_at_an_approval_gate
   # Karmada's controllers on v1.20 members (Karmada's own API server stays
   # on the current release, as Karmada deploys it: docs/migrate-karmada.md).
   karmada::

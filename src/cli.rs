@@ -41,6 +41,8 @@ pub enum Command {
     OrphaningDeletion(crate::cmd::orphaning::OrphaningOptions),
     /// Propagate federated resources to member clusters once (live), or render them offline (--from)
     Reconcile(Box<crate::cmd::reconcile::ReconcileOptions>),
+    /// Approve the next wave of a progressive rollout
+    Rollout(crate::cmd::rollout::RolloutOptions),
     /// Issue new short-lived tokens for members joined with --token-ttl
     Rotate(crate::cmd::rotate::RotateOptions),
     /// Exec credential plugin for the cluster inventory: a short-lived token of a member's consumer identity
@@ -65,7 +67,7 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
         "Federated types",
         &["enable", "disable", "orphaning-deletion"],
     ),
-    ("Propagation", &["federate", "reconcile"]),
+    ("Propagation", &["federate", "reconcile", "rollout"]),
     ("Migration", &["export", "migrate"]),
     ("Inspection", &["status"]),
     ("Other", &["version", "completion"]),
@@ -170,6 +172,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Status(o) => crate::cmd::status::run(global, &o).await,
                 Command::Unjoin(o) => crate::cmd::unjoin::run(global, &o).await,
                 Command::Rotate(o) => crate::cmd::rotate::run(global, &o).await,
+                Command::Rollout(o) => crate::cmd::rollout::run(global, &o).await,
                 Command::Credential(o) => crate::cmd::credential::run(global, &o).await,
                 Command::Version(_) | Command::Completion(_) => unreachable!("run above"),
             }

@@ -31,6 +31,11 @@ pub const EXIT_APPROXIMATED: u8 = 6;
 /// of it is written until the template changes.
 pub const EXIT_ROLLOUT_HALTED: u8 = 7;
 
+/// `reconcile`: a progressive rollout stopped before a wave that asks for
+/// an approval (`"approval": true`) not given for its version; later
+/// waves keep the previous version until `kubefedctl rollout approve`.
+pub const EXIT_ROLLOUT_AWAITING_APPROVAL: u8 = 8;
+
 /// The exit-code table, as help texts and man pages print it.
 pub const EXIT_CODES_HELP: &str =
     "Exit codes: 0 success; 1 error; 2 usage error (nothing read or written);
@@ -38,6 +43,7 @@ pub const EXIT_CODES_HELP: &str =
 (--dry-run --exit-code); 5 not ready (--wait-ready, status --exit-code);
 6 approximations present (export karmada: written, see the report);
 7 rollout halted or aborted (reconcile: later waves untouched);
+8 rollout awaiting approval (reconcile: kubefedctl rollout approve);
 130/143 interrupted (Ctrl-C/SIGTERM).";
 
 /// A usage error: a flag's value or a name that is not valid, found before

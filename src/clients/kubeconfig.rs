@@ -241,17 +241,19 @@ impl LoadedKubeconfig {
         Ok(name)
     }
 
-    /// The credential plugin (`exec` command) of `context`'s user, if any.
-    pub fn exec_command(&self, context: &str) -> Option<String> {
-        let user = self
-            .config
-            .contexts
-            .iter()
+    /// The name of `context`'s user entry, if any.
+    pub fn user_of(&self, context: &str) -> Option<String> {
+        (self.config.contexts.iter())
             .find(|c| c.name == context)?
             .context
             .as_ref()?
             .user
-            .clone()?;
+            .clone()
+    }
+
+    /// The credential plugin (`exec` command) of `context`'s user, if any.
+    pub fn exec_command(&self, context: &str) -> Option<String> {
+        let user = self.user_of(context)?;
         let info = self.config.auth_infos.iter().find(|a| a.name == user)?;
         info.auth_info.as_ref()?.exec.as_ref()?.command.clone()
     }

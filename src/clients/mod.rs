@@ -12,6 +12,7 @@ pub mod answers;
 pub mod api_warnings;
 pub mod discovery;
 pub mod host;
+pub mod identity;
 pub mod kubeconfig;
 pub mod members;
 pub mod no_answer;

@@ -12,6 +12,7 @@ pub mod migrate;
 pub mod options;
 pub mod orphaning;
 pub mod reconcile;
+pub mod rollout;
 pub mod rotate;
 pub mod status;
 pub mod unjoin;

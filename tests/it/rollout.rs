@@ -1000,3 +1000,242 @@ fn rollout_abort_with_previous_keeps_the_host_and_writes_the_aborted_version_no_
     let again = record(&pv(env, &f, "configmap-cfg")).unwrap();
     assert!(again.get("aborted").is_none(), "{again}");
 }
+
+/// The canary, then `tier=prod` behind an approval gate (issue #67).
+fn gated_policy(f: &Federation) -> String {
+    json!({"waves": [{"clusters": [f.cluster("m1")]},
+                     {"clusterSelector": {"matchLabels": {"tier": "prod"}}, "approval": true}]})
+    .to_string()
+}
+
+/// The approvals a PropagatedVersion holds.
+fn approvals(pv: &Value) -> Option<Value> {
+    let text = pv["metadata"]["annotations"]["kubefedctl.kubefed.io/rollout-approvals"].as_str()?;
+    Some(serde_json::from_str(text).unwrap())
+}
+
+/// Whether the host serves SelfSubjectReview (1.27 on; not 1.20): an
+/// approval's user is then the server's, else marked unconfirmed.
+fn serves_self_subject_review(env: &TestEnv) -> bool {
+    ["v1", "v1beta1"].iter().any(|v| {
+        get(env, "host", &format!("/apis/authentication.k8s.io/{v}")).is_some_and(|l| {
+            l["resources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| r["name"] == "selfsubjectreviews")
+        })
+    })
+}
+
+fn approve(f: &Federation, object: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["rollout", "approve", object, "-n", f.ns];
+    args.extend_from_slice(extra);
+    f.run(&args)
+}
+
+#[test]
+fn an_approval_gate_stops_a_rollout_until_it_is_approved_for_its_version() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-g", &["configmaps"]);
+    let spec =
+        |v: &str| json!({"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}});
+    create(
+        env,
+        &f,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "cfg",
+        spec("1"),
+        &gated_policy(&f),
+    );
+    f.create(env, "FederatedConfigMap", "free", spec("1"));
+    // The canary gets it; the run stops before wave 2 with its own code.
+    let run = f.reconcile(&[]).exits(8);
+    let object = format!("rollout of FederatedConfigMap {}/cfg", f.ns);
+    assert!(
+        run.stderr.contains(&format!(
+            "awaiting approval: {object}: awaiting approval: wave 2"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "kubefedctl rollout approve configmaps/cfg -n {}",
+            f.ns
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(value(env, &f, "m1", "cfg"), "1");
+    assert_eq!(value(env, &f, "m2", "cfg"), Value::Null);
+    assert_eq!(value(env, &f, "m3", "free"), "1", "other objects go on");
+    let rec = record(&pv(env, &f, "configmap-cfg")).expect("a record");
+    assert_eq!(rec["awaitingApproval"], 2, "{rec}");
+    let status = f.run(&["status", "configmaps", "-n", f.ns]).ok();
+    assert!(
+        status.stdout.contains(&format!(
+            "rollout of {}/cfg: awaiting approval: wave 2",
+            f.ns
+        )),
+        "{}",
+        status.stdout
+    );
+    let events = get(env, "host", &format!("/api/v1/namespaces/{}/events", f.ns)).unwrap();
+    let said: Vec<&Value> = (events["items"].as_array().unwrap().iter())
+        .filter(|e| e["reason"] == "RolloutAwaitingApproval")
+        .collect();
+    assert_eq!(said.len(), 1, "{events}");
+    assert!(
+        said[0]["message"].as_str().unwrap().contains("wave 2"),
+        "{events}"
+    );
+    // Run again: still waiting, no second Event, nothing written to the members.
+    f.reset();
+    f.reconcile(&[]).exits(8);
+    assert_eq!(f.member_writes(), 0, "{:?}", f.writes());
+
+    // Bad input: named, the right code, nothing written.
+    let before = pv(env, &f, "configmap-cfg");
+    let out = approve(&f, "configmaps/cfg", &["--wave", "5"]).exits(2);
+    assert!(
+        out.stderr.contains(&format!(
+            "FederatedConfigMap {}/cfg: --wave 5: out of range",
+            f.ns
+        )),
+        "{}",
+        out.stderr
+    );
+    let out = approve(&f, "configmaps/cfg", &["--wave", "1"]).exits(2);
+    assert!(
+        out.stderr.contains("waves[0].approval is not true"),
+        "{}",
+        out.stderr
+    );
+    approve(&f, "configmaps/cfg", &["--wave", "0"]).exits(2);
+    approve(&f, "configmaps", &[]).exits(2);
+    let out = approve(&f, "configmaps/free", &[]).exits(3);
+    assert!(
+        out.stderr.contains(&format!(
+            "FederatedConfigMap {}/free: no rollout in progress",
+            f.ns
+        )),
+        "{}",
+        out.stderr
+    );
+    let out = approve(&f, "configmaps/cfg", &["--dry-run"]).ok();
+    assert!(
+        out.stdout.contains("wave 2 approved by") && out.stdout.contains("(dry run)"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        pv(env, &f, "configmap-cfg")["metadata"]["annotations"],
+        before["metadata"]["annotations"]
+    );
+
+    // Approved: recorded with who and when, as the API server says.
+    let out = approve(&f, "configmaps/cfg", &[]).ok();
+    assert!(out.stdout.contains("wave 2 approved by"), "{}", out.stdout);
+    let given = approvals(&pv(env, &f, "configmap-cfg")).expect("approvals");
+    assert_eq!(given[0]["wave"], 2, "{given}");
+    assert!(
+        given[0]["by"].as_str().is_some_and(|b| !b.is_empty()),
+        "{given}"
+    );
+    assert!(given[0]["at"].is_string(), "{given}");
+    assert_eq!(
+        given[0]["unconfirmed"].is_null(),
+        serves_self_subject_review(env),
+        "{given}"
+    );
+    assert!(
+        approve(&f, "configmaps/cfg", &[])
+            .ok()
+            .stdout
+            .contains("already")
+    );
+    let run = f.reconcile(&[]).ok();
+    assert!(
+        run.stderr.contains(&format!("{object}: complete")),
+        "{}",
+        run.stderr
+    );
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "1", "{m}");
+    }
+    let done = pv(env, &f, "configmap-cfg");
+    assert!(
+        record(&done).is_none() && approvals(&done).is_none(),
+        "{done}"
+    );
+
+    // A new template needs a new approval: one given for version 2 does
+    // not let version 3 through.
+    let to = |v: &str| {
+        patch(
+            env,
+            "host",
+            &fed_path(&f, "federatedconfigmaps", "cfg"),
+            json!({"spec": {"template": {"data": {"v": v}}}}),
+        );
+    };
+    to("2");
+    f.reconcile(&[]).exits(8);
+    assert_eq!(
+        (value(env, &f, "m1", "cfg"), value(env, &f, "m2", "cfg")),
+        (json!("2"), json!("1"))
+    );
+    approve(&f, "configmaps/cfg", &[]).ok();
+    to("3");
+    let out = approve(&f, "configmaps/cfg", &[]).exits(3);
+    assert!(out.stderr.contains("another version"), "{}", out.stderr);
+    f.reconcile(&[]).exits(8);
+    assert_eq!(
+        (value(env, &f, "m1", "cfg"), value(env, &f, "m2", "cfg")),
+        (json!("3"), json!("1"))
+    );
+    approve(&f, "configmaps/cfg", &[]).ok();
+    f.reconcile(&[]).ok();
+    for (m, _) in MEMBERS {
+        assert_eq!(value(env, &f, m, "cfg"), "3", "{m}");
+    }
+}
+
+#[test]
+fn the_watch_waits_at_an_approval_gate_and_goes_on_once_approved() {
+    let env = TestEnv::shared();
+    let f = federation(env, "ro-gw", &["configmaps"]);
+    let spec =
+        |v: &str| json!({"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}});
+    create(
+        env,
+        &f,
+        "federatedconfigmaps",
+        "FederatedConfigMap",
+        "cfg",
+        spec("1"),
+        &gated_policy(&f),
+    );
+    let (_watch, log) = watch(env, &f, "watch-ro-gw.log");
+    wait_watched("the canary and the gate", &log, || {
+        value(env, &f, "m1", "cfg") == "1"
+            && record(&pv(env, &f, "configmap-cfg")).is_some_and(|r| r["awaitingApproval"] == 2)
+    });
+    let object = format!("rollout of FederatedConfigMap {}/cfg", f.ns);
+    wait_watched("the gate in the log", &log, || {
+        crate::watch::log(&log).contains(&format!("{object}: awaiting approval: wave 2"))
+    });
+    assert_eq!(value(env, &f, "m2", "cfg"), Value::Null);
+    assert_eq!(value(env, &f, "m3", "cfg"), Value::Null);
+    approve(&f, "configmaps/cfg", &[]).ok();
+    wait_watched("the second wave after the approval", &log, || {
+        MEMBERS.iter().all(|(m, _)| value(env, &f, m, "cfg") == "1")
+    });
+    wait_watched("the rollout to complete", &log, || {
+        let done = pv(env, &f, "configmap-cfg");
+        record(&done).is_none() && approvals(&done).is_none() && pv_members(&done).len() == 3
+    });
+    assert!(crate::watch::log(&log).contains(&format!("{object}: complete")));
+}

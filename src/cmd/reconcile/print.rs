@@ -6,7 +6,8 @@ use crate::cmd::options::GlobalOptions;
 use crate::core::outcome::{Change, Place};
 use crate::core::propagation::rollout::RolloutStand;
 use crate::error::{
-    EXIT_CHANGES_PENDING, EXIT_NOT_READY, EXIT_PARTIAL, EXIT_ROLLOUT_HALTED, ExitWith,
+    EXIT_CHANGES_PENDING, EXIT_NOT_READY, EXIT_PARTIAL, EXIT_ROLLOUT_AWAITING_APPROVAL,
+    EXIT_ROLLOUT_HALTED, ExitWith,
 };
 use crate::sync::run::mode::PlanMode;
 use anyhow::Result;
@@ -56,6 +57,9 @@ pub(super) fn print_report(
     for r in (report.rollouts.iter()).filter(|r| r.state == RolloutStand::Halted) {
         tracing::info!("halted: {}", r.line());
     }
+    for r in (report.rollouts.iter()).filter(|r| r.state == RolloutStand::AwaitingApproval) {
+        tracing::info!("awaiting approval: {}", r.line());
+    }
     Ok(())
 }
 
@@ -69,8 +73,9 @@ fn print_rollout_waves(report: &crate::sync::run::report::Report) {
     }
 }
 
-/// Exit 7 when a rollout halted, 3 on failures, 5 when a rollout still
-/// waits, 4 on pending changes with `--dry-run --exit-code`.
+/// Exit 7 when a rollout halted, 3 on failures, 8 when a rollout awaits
+/// an approval, 5 when a rollout still waits, 4 on pending changes with
+/// `--dry-run --exit-code`.
 pub(super) fn exit_status(
     o: &ReconcileOptions,
     report: &crate::sync::run::report::Report,
@@ -93,6 +98,20 @@ pub(super) fn exit_status(
         return Err(ExitWith {
             code: EXIT_PARTIAL,
             message: format!("{} failure(s); the rest converged", report.failures.len()),
+        }
+        .into());
+    }
+    if !o.plan.dry_run()
+        && let Some(first) = stand(RolloutStand::AwaitingApproval).next()
+    {
+        return Err(ExitWith {
+            code: EXIT_ROLLOUT_AWAITING_APPROVAL,
+            message: format!(
+                "{} rollout(s) awaiting approval: {}; kubefedctl rollout approve {}, then the next run goes on",
+                stand(RolloutStand::AwaitingApproval).count(),
+                first.line(),
+                first.approve_args()
+            ),
         }
         .into());
     }

@@ -304,7 +304,7 @@ pub async fn write_rollout_record(
     status: Option<Value>,
     annotation: Option<Option<String>>,
 ) -> Result<usize> {
-    use crate::core::propagation::rollout::ROLLOUT_STATUS_ANNOTATION;
+    use crate::core::propagation::rollout::{APPROVALS_ANNOTATION, ROLLOUT_STATUS_ANNOTATION};
     let mut writes = 0;
     if let Some(status) = status.filter(|s| plan.pv_status.as_ref() != Some(s)) {
         let create = plan.pv_status.is_none();
@@ -313,7 +313,13 @@ pub async fn write_rollout_record(
             .0;
     }
     if let Some(value) = annotation {
-        let patch = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: value}}});
+        // The record gone (the rollout complete), its approvals go too;
+        // otherwise they are `rollout approve`'s alone to write.
+        let mut annotations = json!({ROLLOUT_STATUS_ANNOTATION: value});
+        if value.is_none() {
+            annotations[APPROVALS_ANNOTATION] = Value::Null;
+        }
+        let patch = json!({"metadata": {"annotations": annotations}});
         versions_api(host, plan)
             .patch(
                 &plan.pv_name,

@@ -120,6 +120,12 @@ fn start_one<'s>(
             .warnings
             .push(format!("{what}: {why}; its rollout starts over"));
     }
+    if let Some(why) = &rolling.unreadable_approvals {
+        let what = describe(&t.federated.kind, fed);
+        report.warnings.push(format!(
+            "{what}: {why}; no approval counts (kubefedctl rollout approve records them again)"
+        ));
+    }
     rolling.gate(p, &members);
     Some(ObjectRollout::new((t, fed), rolling, None))
 }
@@ -431,7 +437,21 @@ pub async fn record_after(
                 component: sync_component(&t.federated.kind),
             });
         }
-        report.rollouts.push(line(what, r));
+        let line = line(what, r);
+        // Once per wave and version: the record says it awaits from now on.
+        if let (Some(awaiting), false) = (r.rolling.newly_awaiting(), r.refused) {
+            events.push(Event {
+                involved: InvolvedObject::of(fed),
+                event_type: EventType::Normal,
+                reason: "RolloutAwaitingApproval".into(),
+                message: format!(
+                    "rollout {awaiting}: kubefedctl rollout approve {}",
+                    line.approve_args()
+                ),
+                component: sync_component(&t.federated.kind),
+            });
+        }
+        report.rollouts.push(line);
     }
 }
 

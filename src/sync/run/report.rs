@@ -129,6 +129,16 @@ impl RolloutLine {
     pub fn line(&self) -> String {
         format!("rollout of {}: {}", self.object, self.detail)
     }
+
+    /// What `kubefedctl rollout approve` takes for its object:
+    /// `configmaps/web -n shop` (its FederatedTypeConfig's name).
+    pub fn approve_args(&self) -> String {
+        let k = &self.key.key;
+        match k.namespace.is_empty() {
+            true => format!("{}/{}", self.key.type_name, k.name),
+            false => format!("{}/{} -n {}", self.key.type_name, k.name, k.namespace),
+        }
+    }
 }
 
 /// A member object a run placed (created, updated or found as wanted),

@@ -860,6 +860,7 @@ fn a_relabelled_member_gets_its_new_value() {
             &[m],
             Some(&versions),
             ADOPT,
+            Strategy::plain(true),
         )
         .remove(0)
     };

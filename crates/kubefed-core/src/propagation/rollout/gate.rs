@@ -7,9 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+use super::approval::{APPROVALS_ANNOTATION, approved_waves, parse_approvals};
 use super::ledger::{ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord, Target};
 use super::plan::{
-    Aborted, Halt, MemberState, RolloutInput, RolloutPlan, RolloutState, assign_waves, plan,
+    Aborted, AwaitingApproval, Halt, MemberState, RolloutInput, RolloutPlan, RolloutState,
+    assign_waves, plan,
 };
 use super::policy::RolloutPolicy;
 use crate::propagation::action::{Action, ClusterStatus};
@@ -41,6 +43,11 @@ pub struct Rolling {
     /// `--rollout-abort --previous FILE`: members back on the previous
     /// version in this round, with their member versions.
     pub back: BTreeMap<String, String>,
+    /// The wave the record as read said the rollout awaits an approval
+    /// for (an Event says it once, when it is news).
+    pub awaited_before: Option<usize>,
+    /// The approvals' annotation could not be read: why (none counts).
+    pub unreadable_approvals: Option<String>,
 }
 
 /// The version `fed` asks for; `None` when its hashes cannot be computed
@@ -65,6 +72,11 @@ pub fn record_text(pv: &Value) -> Option<&str> {
     pv["metadata"]["annotations"][ROLLOUT_STATUS_ANNOTATION].as_str()
 }
 
+/// The approvals' annotation on a (Cluster)PropagatedVersion.
+pub fn approvals_of(pv: &Value) -> Option<&str> {
+    pv["metadata"]["annotations"][APPROVALS_ANNOTATION].as_str()
+}
+
 /// Steps 1–3 and the first half of 4: the record for `target` resumed
 /// from `pv`'s annotation, each member observed at `now`, the plan, and
 /// the planned writes begun in the record (record it before writing).
@@ -85,6 +97,13 @@ pub fn start(
     if record.aborted.is_some() {
         return aborted(policy, record, recorded, members);
     }
+    let awaited_before = record.awaiting_approval;
+    let (approvals, unreadable_approvals) = match pv.and_then(approvals_of).map(parse_approvals) {
+        Some(Ok(list)) => (list, None),
+        Some(Err(why)) => (Vec::new(), Some(why)),
+        None => (Vec::new(), None),
+    };
+    let approved = approved_waves(&approvals, target);
     let states: Vec<MemberState> = members
         .iter()
         .map(|m| {
@@ -96,6 +115,7 @@ pub fn start(
         policy,
         members: &states,
         from: record.step,
+        approved: &approved,
         now,
     });
     for m in &plan.write {
@@ -104,12 +124,18 @@ pub fn start(
     if let Some(step) = plan.step {
         record.step = step;
     }
+    record.awaiting_approval = match &plan.state {
+        RolloutState::AwaitingApproval(a) => Some(a.wave()),
+        _ => None,
+    };
     Rolling {
         record,
         recorded,
         plan,
         unreadable,
         back: BTreeMap::new(),
+        awaited_before,
+        unreadable_approvals,
     }
 }
 
@@ -137,6 +163,8 @@ fn aborted(
         plan,
         unreadable: None,
         back: BTreeMap::new(),
+        awaited_before: None,
+        unreadable_approvals: None,
     }
 }
 
@@ -177,6 +205,8 @@ pub fn abort_to_previous(
         recorded,
         unreadable: None,
         back,
+        awaited_before: None,
+        unreadable_approvals: None,
     }
 }
 
@@ -193,6 +223,8 @@ pub fn abort_at_once(record: RolloutRecord, recorded: Option<String>) -> Rolling
         plan: RolloutPlan::without_waves(RolloutState::Complete),
         unreadable: None,
         back: BTreeMap::new(),
+        awaited_before: None,
+        unreadable_approvals: None,
     }
 }
 
@@ -206,6 +238,15 @@ impl Rolling {
     pub fn halt(&self) -> Option<&Halt> {
         match &self.plan.state {
             RolloutState::Halted(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The approval the rollout stopped for, when the record as read did
+    /// not say so already (news: an Event says it once per wave).
+    pub fn newly_awaiting(&self) -> Option<&AwaitingApproval> {
+        match &self.plan.state {
+            RolloutState::AwaitingApproval(a) if self.awaited_before != Some(a.wave()) => Some(a),
             _ => None,
         }
     }

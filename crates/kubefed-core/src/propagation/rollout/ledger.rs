@@ -60,6 +60,10 @@ pub struct RolloutRecord {
     /// those still on the target. Runs of this target write nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aborted: Option<AbortRecord>,
+    /// The wave (as messages number it) the rollout stopped before, until
+    /// someone approves it for this target (`approval::approve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_approval: Option<usize>,
 }
 
 /// When a rollout was aborted, and the version its members went back to
@@ -183,7 +187,7 @@ impl RolloutRecord {
     }
 
     /// Where it stands, for `status`: `wave 2: m1 ready, m2 written, m3
-    /// writing` (the step's wave as messages number it; each member that
+    /// writing`, or `awaiting approval: wave 2: m1 ready` (the step's wave as messages number it; each member that
     /// got the target: ready since a run saw it so, written, or its write
     /// begun and not confirmed).
     pub fn summary(&self) -> String {
@@ -197,9 +201,10 @@ impl RolloutRecord {
                 format!("{name} {how}")
             })
             .collect();
-        let wave = match self.aborted {
-            Some(_) => "aborted".to_string(),
-            None => format!("wave {}", self.step.wave + 1),
+        let wave = match (&self.aborted, self.awaiting_approval) {
+            (Some(_), _) => "aborted".to_string(),
+            (None, Some(n)) => format!("awaiting approval: wave {n}"),
+            (None, None) => format!("wave {}", self.step.wave + 1),
         };
         match members.is_empty() {
             true => wave,
@@ -267,7 +272,7 @@ impl RolloutRecord {
 }
 
 /// Seconds since the epoch as RFC 3339 in the record.
-mod instant {
+pub(super) mod instant {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(t: &i64, s: S) -> Result<S::Ok, S::Error> {

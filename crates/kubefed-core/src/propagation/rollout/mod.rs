@@ -11,6 +11,8 @@
 //!   a record marked aborted (`--previous FILE`: the host's object still
 //!   asks for the aborted target, so runs of it write nothing).
 //! - [`render`]: the waves as markdown or text.
+//! - [`approval`]: approval gates before waves (`"approval": true`), the
+//!   approvals beside the record, and `rollout approve`'s [`approve`].
 //! - [`gate`]: steps 1–4 for one object in a round, and its decisions gated.
 //! - [`rules`]: around the gate, which policy applies ([`policy_of`]), who is
 //!   out of reach, what a round may write by where the waves stand, the
@@ -22,7 +24,7 @@
 //! 1. `RolloutRecord::resume(parsed annotation, &target)`;
 //! 2. per placed member, `record.observe(name, labels, readiness, now)`
 //!    (readiness of its copy when the record says it got the target);
-//! 3. `plan(RolloutInput { policy, members, from: record.step, now })`;
+//! 3. `plan(RolloutInput { policy, members, from: record.step, approved, now })`;
 //! 4. `record.writing(m, now)` for each of `plan.write` and record it
 //!    (annotation and [`RolloutRecord::propagated_versions`]) before the
 //!    member writes, then `record.wrote(m, version)`, `record.step =
@@ -37,6 +39,7 @@
 //! count of `maxFailures` above the wave's size tolerates the whole wave
 //! (OCM falls back to 0).
 
+pub mod approval;
 pub mod gate;
 pub mod ledger;
 pub mod plan;
@@ -46,17 +49,21 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
+pub use approval::{
+    APPROVALS_ANNOTATION, Approval, ApproveError, ApproveRequest, Approved, Identity,
+    approvals_text, approve, approved_waves, parse_approvals,
+};
 pub use gate::{
-    MemberCopy, Rolling, abort_at_once, abort_to_previous, halted_status, record_text, rolled_out,
-    target_of,
+    MemberCopy, Rolling, abort_at_once, abort_to_previous, approvals_of, halted_status,
+    record_text, rolled_out, target_of,
 };
 pub use ledger::{
     AbortError, AbortRecord, MemberRecord, ROLLOUT_STATUS_ANNOTATION, Rollback, RolloutRecord,
     Target, abort,
 };
 pub use plan::{
-    Aborted, Halt, Health, MemberFailure, MemberState, OnTarget, PlannedWave, RolloutInput,
-    RolloutPlan, RolloutState, Step, Wait, assign_waves, plan,
+    Aborted, AwaitingApproval, Halt, Health, MemberFailure, MemberState, OnTarget, PlannedWave,
+    RolloutInput, RolloutPlan, RolloutState, Step, Wait, assign_waves, plan,
 };
 pub use policy::{
     IntOrPercent, ObjectPolicyError, PolicyError, ROLLOUT_ANNOTATION, RolloutPolicy, Wave,

@@ -3,7 +3,7 @@
 //! each member holds, its readiness and `now`, so that any run (one-shot or
 //! the watch, killed or not) reaches the same decision from the same record.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -199,10 +199,34 @@ impl std::fmt::Display for Aborted {
     }
 }
 
+/// The rollout stopped before a wave whose policy asks for an approval
+/// (`"approval": true`) not given for this version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AwaitingApproval {
+    /// The step it starts at once approved (the wave's first batch).
+    pub step: Step,
+    /// As messages name the wave (`wave 2`).
+    pub wave_label: String,
+}
+
+impl AwaitingApproval {
+    /// The wave as messages number it (`2`: the policy's `waves[1]`).
+    pub fn wave(&self) -> usize {
+        self.step.wave + 1
+    }
+}
+
+impl std::fmt::Display for AwaitingApproval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "awaiting approval: {}", self.wave_label)
+    }
+}
+
 /// How the rollout stands after this decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RolloutState {
     Waiting(Wait),
+    AwaitingApproval(AwaitingApproval),
     Halted(Halt),
     Complete,
     Aborted(Aborted),
@@ -244,6 +268,9 @@ pub struct RolloutInput<'a> {
     /// The recorded step of this target's rollout; `Step::default()` for
     /// a new target (it starts over from the first wave).
     pub from: Step,
+    /// The gated waves (indexes in the policy's `waves`) approved for
+    /// this target: the others of `policy.approvals` stop the rollout.
+    pub approved: &'a BTreeSet<usize>,
     pub now: i64,
 }
 
@@ -252,11 +279,14 @@ pub struct RolloutInput<'a> {
 /// each step's members get the target; the next step starts when every
 /// one of them is ready for `minSuccessTime` or a tolerated failure. A
 /// wave with more failures than `maxFailures` halts it: nothing is written.
+/// A wave that asks for an approval not given is not started: the rollout
+/// awaits it once the steps before have passed.
 pub fn plan(input: RolloutInput) -> RolloutPlan {
     let RolloutInput {
         policy,
         members,
         from,
+        approved,
         now,
     } = input;
     let waves = assign_waves(policy, members.iter().map(|m| (m.name.as_str(), &m.labels)));
@@ -272,6 +302,15 @@ pub fn plan(input: RolloutInput) -> RolloutPlan {
                 wave: w.wave,
                 batch: b,
             };
+            let gated = policy.approvals.contains(&w.wave) && !approved.contains(&w.wave);
+            if b == 0 && here >= from && gated {
+                state = RolloutState::AwaitingApproval(AwaitingApproval {
+                    step: here,
+                    wave_label: w.label(),
+                });
+                step = Some(here);
+                break 'waves;
+            }
             let verdict = judge(batch, &by_name, policy, now);
             failures.extend(verdict.failures);
             write.extend(verdict.unwritten);

@@ -7,7 +7,7 @@
 //! where they overlap; a wave plays the part of a decision group. Where we
 //! differ it is said at the field.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -39,6 +39,11 @@ pub struct RolloutPolicy {
     pub max_failures: IntOrPercent,
     /// Members of a wave written together; `None`: the whole wave.
     pub max_concurrency: Option<IntOrPercent>,
+    /// The waves (indexes in `waves`) that say `"approval": true`: the
+    /// rollout stops before each until someone approves it for the
+    /// version rolled out (`kubefedctl rollout approve`; ours, as
+    /// KubeFleet's approval tasks between stages: OCM has no such gate).
+    pub approvals: BTreeSet<usize>,
 }
 
 /// One wave: members by name or by their KubeFedCluster labels.
@@ -170,7 +175,7 @@ impl RolloutPolicy {
                 format!("unknown field {k:?} (known: {FIELDS})"),
             ));
         }
-        let waves = match m.get("waves") {
+        let parsed: Vec<(Wave, bool)> = match m.get("waves") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(list)) => list
                 .iter()
@@ -179,6 +184,11 @@ impl RolloutPolicy {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(field("waves", FieldProblem::NotA("a list"))),
         };
+        let approvals = (parsed.iter().enumerate())
+            .filter(|(_, (_, approval))| *approval)
+            .map(|(i, _)| i)
+            .collect();
+        let waves = parsed.into_iter().map(|(w, _)| w).collect();
         let progress_deadline = match m.get("progressDeadline") {
             Some(Value::String(s)) if s == "None" => None,
             None | Some(Value::Null) => None,
@@ -202,6 +212,7 @@ impl RolloutPolicy {
             min_success_time,
             max_failures,
             max_concurrency,
+            approvals,
         })
     }
 
@@ -220,20 +231,36 @@ impl RolloutPolicy {
     }
 }
 
-/// A wave has exactly one of `clusters` and `clusterSelector`.
-fn parse_wave(w: &Value, path: &str) -> Result<Wave, PolicyError> {
+/// A wave has exactly one of `clusters` and `clusterSelector`, and may
+/// say `approval` (a boolean); the wave and whether it waits for one.
+fn parse_wave(w: &Value, path: &str) -> Result<(Wave, bool), PolicyError> {
     let Value::Object(m) = w else {
         return Err(field(path, FieldProblem::NotA("an object")));
     };
     if let Some(k) = m
         .keys()
-        .find(|k| *k != "clusters" && *k != "clusterSelector")
+        .find(|k| !["clusters", "clusterSelector", "approval"].contains(&k.as_str()))
     {
         return Err(invalid(
             path,
-            format!("unknown field {k:?} (known: clusters, clusterSelector)"),
+            format!("unknown field {k:?} (known: clusters, clusterSelector, approval)"),
         ));
     }
+    let approval = match m.get("approval") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(field(
+                format!("{path}.approval"),
+                FieldProblem::NotA("a boolean"),
+            ));
+        }
+    };
+    members_of(m, path).map(|wave| (wave, approval))
+}
+
+/// The members a wave takes: its `clusters` or its `clusterSelector`.
+fn members_of(m: &Map<String, Value>, path: &str) -> Result<Wave, PolicyError> {
     match (present(m, "clusters"), present(m, "clusterSelector")) {
         (Some(_), Some(_)) | (None, None) => Err(invalid(
             path,

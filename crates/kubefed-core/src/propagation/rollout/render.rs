@@ -11,12 +11,16 @@ fn when(plan: &RolloutPlan, step: Step) -> &'static str {
     let current = match &plan.state {
         RolloutState::Complete => return "done",
         RolloutState::Waiting(w) => w.step,
+        RolloutState::AwaitingApproval(a) => a.step,
         RolloutState::Halted(h) => h.step,
         RolloutState::Aborted(_) => return "aborted",
     };
     match step.cmp(&current) {
         std::cmp::Ordering::Less => "done",
         std::cmp::Ordering::Equal if matches!(plan.state, RolloutState::Halted(_)) => "halted",
+        std::cmp::Ordering::Equal if matches!(plan.state, RolloutState::AwaitingApproval(_)) => {
+            "after approval"
+        }
         std::cmp::Ordering::Equal => "now",
         std::cmp::Ordering::Greater => "later",
     }
@@ -56,6 +60,7 @@ pub fn waves_markdown(object: &str, plan: &RolloutPlan) -> String {
     let end = match &plan.state {
         RolloutState::Halted(h) => h.to_string(),
         RolloutState::Aborted(a) => a.to_string(),
+        RolloutState::AwaitingApproval(a) => a.to_string(),
         _ => String::new(),
     };
     if !end.is_empty() {

@@ -128,6 +128,10 @@ impl Rolling {
 #[serde(rename_all = "lowercase")]
 pub enum RolloutStand {
     Waiting,
+    /// Stopped before a wave that asks for an approval not given for this
+    /// version (`kubefedctl rollout approve`).
+    #[serde(rename = "awaitingApproval")]
+    AwaitingApproval,
     Halted,
     Complete,
     /// `--rollout-abort`: its members went back to the recorded version.
@@ -162,6 +166,13 @@ pub fn stand(plan: &RolloutPlan, aborting: Option<&[String]>) -> Stand {
         }
         RolloutState::Aborted(a) => (RolloutStand::Halted, a.to_string(), None),
         RolloutState::Halted(h) => (RolloutStand::Halted, h.to_string(), None),
+        RolloutState::AwaitingApproval(a) => {
+            let mut detail = a.to_string();
+            if !plan.write.is_empty() {
+                detail.push_str(&format!(": wrote {}", plan.write.join(", ")));
+            }
+            (RolloutStand::AwaitingApproval, detail, None)
+        }
         RolloutState::Waiting(w) => {
             let members: Vec<String> = (w.members.iter())
                 .map(|(m, why)| format!("{m} ({why})"))

@@ -183,6 +183,7 @@ fn check(c: &PlanCase) {
         policy: &p,
         members: &members,
         from: c.from,
+        approved: &BTreeSet::new(),
         now: NOW,
     });
     assert_eq!(got.write, names(c.write), "{}: write", c.name);
@@ -703,6 +704,7 @@ fn the_record_carries_a_rollout_across_runs() {
         policy: &p,
         members: &members,
         from: record.step,
+        approved: &BTreeSet::new(),
         now: NOW,
     });
     assert_eq!(decided.write, names(&["m2"]));
@@ -1063,7 +1065,7 @@ fn malformed_policies_name_the_field() {
         },
         Row {
             policy: r#"{"waves": [{"clusters": ["m1"], "name": "canary"}]}"#,
-            error: r#"waves[0]: unknown field "name" (known: clusters, clusterSelector)"#,
+            error: r#"waves[0]: unknown field "name" (known: clusters, clusterSelector, approval)"#,
         },
         Row {
             policy: r#"{"waves": [{"clusters": ["m1", 2]}]}"#,
@@ -1166,6 +1168,7 @@ fn plans_render_their_waves() {
         policy: &p,
         members: &members,
         from: step(1, 0),
+        approved: &BTreeSet::new(),
         now: NOW,
     };
     let halted = plan(input);

@@ -115,7 +115,9 @@ pub(super) const TRIGGERS: &[Trigger] = &[
         keep: |c, _, change| apply_keyed(&mut c.schedulings, change),
     },
     // (Cluster)PropagatedVersions: our own write-backs, what the next
-    // round compares against, never a reason for one.
+    // round compares against, never a reason for one; but a new approval
+    // (`rollout approve`, never the watch's own write) takes its object
+    // again, whose rollout may be awaiting it.
     Trigger {
         is: |s| matches!(s, Source::Versions(_)),
         watches: |w| {
@@ -136,7 +138,7 @@ pub(super) const TRIGGERS: &[Trigger] = &[
             ]
         },
         by_key: false,
-        touched: |_, _, _| Dirt::default(),
+        touched: versions_touched,
         keep: versions_keep,
     },
     // The host's Namespaces touch their FederatedNamespaces.
@@ -257,6 +259,38 @@ fn schedulings_touched(c: &Cache, _: &Source, change: &Change) -> Dirt {
             if kinds.is_empty() || kinds.iter().any(schedules) {
                 dirt.keys.insert(FederatedRef::new(name, key.clone()));
             }
+        }
+    }
+    dirt
+}
+
+/// A (Cluster)PropagatedVersion whose approvals changed to something
+/// (`rollout approve` wrote them) touches its owner, the federated object.
+fn versions_touched(c: &Cache, _: &Source, change: &Change) -> Dirt {
+    use crate::core::propagation::rollout::approvals_of;
+    let after: Vec<Value> = match change {
+        Change::Applied(v) => vec![v.clone()],
+        Change::Replaced(vs) => vs.iter().map(|(_, held)| held.text.value()).collect(),
+        Change::Deleted(_) | Change::Failed { .. } | Change::Kept(..) => Vec::new(),
+    };
+    let mut dirt = Dirt::default();
+    let types = c.types();
+    for v in &after {
+        let Some(approvals) = approvals_of(v) else {
+            continue;
+        };
+        let before = c.versions.get(&key_of(v)).map(ObjectText::value);
+        if before.as_ref().and_then(approvals_of) == Some(approvals) {
+            continue;
+        }
+        let owner = &v["metadata"]["ownerReferences"][0];
+        let (Some(kind), Some(name)) = (owner["kind"].as_str(), owner["name"].as_str()) else {
+            continue;
+        };
+        let namespace = v["metadata"]["namespace"].as_str().unwrap_or("");
+        for (type_name, _) in types.iter().filter(|(_, t)| t.federated.kind == kind) {
+            let key = ObjectKey::new(namespace, name);
+            dirt.keys.insert(FederatedRef::new(type_name, key));
         }
     }
     dirt

@@ -437,6 +437,18 @@ fn a_host_namespace_touches_only_a_held_federated_namespace() {
     assert!(d.keys.is_empty(), "{:?}", d.keys);
 }
 
+/// FederatedConfigMap shop/a's PropagatedVersion, with `approvals` in
+/// its annotation (`rollout approve`'s).
+fn approved(approvals: Option<&str>) -> Value {
+    let mut pv = json!({"metadata": {"name": "configmap-a", "namespace": "shop",
+        "ownerReferences": [{"kind": "FederatedConfigMap", "name": "a"}]}});
+    if let Some(a) = approvals {
+        pv["metadata"]["annotations"] =
+            json!({crate::core::propagation::rollout::APPROVALS_ANNOTATION: a});
+    }
+    pv
+}
+
 /// One row of [`a_change_touches_what_the_cache_before_it_says`].
 struct Row {
     what: &'static str,
@@ -560,6 +572,27 @@ fn a_change_touches_what_the_cache_before_it_says() {
             ev(
                 Source::Versions(false),
                 Change::Applied(obj("PropagatedVersion", "shop", "v", "")),
+            ),
+            vec![],
+        ),
+        row(
+            "a version given an approval (rollout approve): its owner",
+            vec![listed(Source::Versions(false), vec![approved(None)])],
+            ev(
+                Source::Versions(false),
+                Change::Applied(approved(Some("[{\"wave\":2}]"))),
+            ),
+            vec![key("configmaps", "shop", "a")],
+        ),
+        row(
+            "a version with the same approvals: our own write-back",
+            vec![listed(
+                Source::Versions(false),
+                vec![approved(Some("[{\"wave\":2}]"))],
+            )],
+            ev(
+                Source::Versions(false),
+                Change::Applied(approved(Some("[{\"wave\":2}]"))),
             ),
             vec![],
         ),
