@@ -129,6 +129,7 @@ compat=(
   handover::
   inventory::
   overrides::
+  strategies::
   # Progressive rollouts, one-shot and watched. Those gated on Deployment
   # readiness (rollout::a_deployment_..., rollout::the_watch_halts_...,
   # reconcile::wait_ready_...) run on real pods, which nodes of the current
