@@ -201,7 +201,15 @@ fn drift_record(env: &TestEnv, f: &Federation, name: &str) -> Value {
 #[test]
 fn report_diff_writes_nothing_and_status_drift_names_each_path_with_both_values_since_when() {
     let env = TestEnv::shared();
-    let f = Federation::new(env, "st-report", &["configmaps", "secrets"]);
+    // The default federated group: a FederatedSecret of a second group
+    // would make the kind ambiguous for tests that name it by kind (types.rs).
+    let f = Federation::named(
+        env,
+        "st-report",
+        "types.kubefed.io",
+        "st-report-objs",
+        &["configmaps", "secrets"],
+    );
     let (m1, m2, objs) = (f.cluster("m1"), f.cluster("m2"), f.ns);
     let everywhere = json!({"clusterSelector": {}});
     federate(
