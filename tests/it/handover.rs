@@ -1165,3 +1165,116 @@ fn kubefed_writes_member_values_unexpanded_on_a_hand_over() {
         "KubeFed writes the values as written"
     );
 }
+
+/// KubeFed's controller, handed a federation, ignores our apply
+/// strategies (issue #67; docs/kubefed-differences.md): it adopts a copy
+/// that `take-over: IfNoDiff` left alone (`adoptResources: Enabled`),
+/// writes a `ReportDiff` object to its members at once (replacing our
+/// `Drifted` status, leaving the drift record), and writes a wave that
+/// waits for an approval.
+#[test]
+fn kubefed_ignores_take_over_report_only_and_approval_gates_on_a_hand_over() {
+    let Some((_turn, env)) = private_env() else {
+        return;
+    };
+    let env = &env;
+    let f = Federation::new(env, "ho-strat", &["configmaps"]);
+    short_leases(env, &f);
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    namespace(env, "member1", f.ns);
+    let copy_path = |name: &str| format!("/api/v1/namespaces/{}/configmaps/{name}", f.ns);
+    post(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{}/configmaps", f.ns),
+        json!({"metadata": {"name": "theirs"}, "data": {"v": "theirs"}}),
+    );
+    let federate = |name: &str, annotations: Value, placement: Value| {
+        post(
+            env,
+            "host",
+            &format!(
+                "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
+                f.group, f.ns
+            ),
+            json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+                "metadata": {"name": name, "namespace": f.ns, "annotations": annotations},
+                "spec": {"template": {"data": {"v": "ours"}}, "placement": placement}}),
+        );
+    };
+    let on_m1 = json!({"clusters": [{"name": m1}]});
+    federate(
+        "theirs",
+        json!({"kubefedctl.kubefed.io/take-over": "IfNoDiff"}),
+        on_m1.clone(),
+    );
+    federate(
+        "reported",
+        json!({"kubefedctl.kubefed.io/apply": "ReportDiff"}),
+        on_m1,
+    );
+    let gate = json!({"waves": [{"clusters": [m1]}, {"clusters": [m2], "approval": true}]});
+    federate(
+        "gated",
+        json!({"kubefedctl.kubefed.io/rollout": gate.to_string()}),
+        json!({"clusters": [{"name": m1}, {"name": m2}]}),
+    );
+    // Ours: the refused take-over fails the run (3 wins over 8).
+    reconcile_all(&f).exits(3);
+    assert_eq!(
+        member_object(env, "member1", &copy_path("theirs"))["data"]["v"],
+        "theirs"
+    );
+    assert!(get(env, "member1", &copy_path("reported")).is_none());
+    assert!(get(env, "member1", &copy_path("gated")).is_some());
+    assert!(
+        get(env, "member2", &copy_path("gated")).is_none(),
+        "waits for its approval"
+    );
+    let reported = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/reported",
+        f.group, f.ns
+    );
+    let pv = format!(
+        "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/configmap-reported",
+        f.ns
+    );
+    assert_eq!(
+        get(env, "host", &reported).unwrap()["status"]["clusters"][0]["status"],
+        "Drifted"
+    );
+    assert!(
+        get(env, "host", &pv).unwrap()["metadata"]["annotations"]["kubefedctl.kubefed.io/drift"]
+            .is_string()
+    );
+
+    let mut kubefed = KubeFed::start(env, &f, "strategies").unwrap();
+    kubefed.wait_leading(env, &f);
+    let objects: Vec<String> = ["theirs", "reported", "gated"]
+        .iter()
+        .map(|n| format!("FederatedConfigMap {}/{n}", f.ns))
+        .collect();
+    kubefed.wait_reconciled(&objects, Duration::from_secs(3));
+    wait_until("KubeFed to adopt and write every copy", || {
+        get(env, "member1", &copy_path("reported")).is_some()
+            && get(env, "member2", &copy_path("gated")).is_some()
+            && member_object(env, "member1", &copy_path("theirs"))["data"]["v"] == "ours"
+    });
+    kubefed.stop();
+    let adopted = member_object(env, "member1", &copy_path("theirs"));
+    assert_eq!(adopted["metadata"]["labels"]["kubefed.io/managed"], "true");
+    let status = get(env, "host", &reported).unwrap()["status"]["clusters"].clone();
+    assert!(
+        status
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] != "Drifted"),
+        "KubeFed writes its own statuses: {status}"
+    );
+    assert!(
+        get(env, "host", &pv).unwrap()["metadata"]["annotations"]["kubefedctl.kubefed.io/drift"]
+            .is_string(),
+        "KubeFed neither reads nor removes the drift record"
+    );
+}
