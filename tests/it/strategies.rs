@@ -401,6 +401,40 @@ fn report_diff_writes_nothing_and_status_drift_names_each_path_with_both_values_
     assert_eq!(drift_record(env, &f, "web"), Value::Null);
     f.run(&["status", "configmaps", "-n", objs, "--drift", "--exit-code"])
         .ok();
+    // A pushed object edited by hand: --drift names the field (no run saw
+    // it yet, so no time), and the next run repairs it.
+    patch(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{objs}/configmaps/web"),
+        json!({"data": {"k": "again"}}),
+    );
+    f.run(&["status", "configmaps", "-n", objs, "--drift", "--exit-code"])
+        .exits(5);
+    let doc: Value = serde_json::from_str(
+        &f.run(&[
+            "status",
+            "configmaps",
+            "web",
+            "-n",
+            objs,
+            "--live",
+            "-o",
+            "json",
+        ])
+        .ok()
+        .stdout,
+    )
+    .unwrap();
+    let c1 = (doc[0]["clusters"].as_array().unwrap().iter())
+        .find(|c| c["name"] == m1.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(c1["live"], "drifted");
+    assert_eq!(
+        c1["drift"]["fields"],
+        json!([{"path": "/data/k", "member": "again", "desired": "v2"}])
+    );
 }
 
 /// The report validates against junit-10.xsd (hack/testenv.sh fetches it)

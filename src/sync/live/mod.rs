@@ -40,7 +40,7 @@ use anyhow::Result;
 use execute::Limits;
 use pipeline::{Finished, Job, Pipeline};
 use progress::Progress;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 /// What to reconcile and how.
@@ -381,17 +381,23 @@ pub async fn member_view(
     o: &Options,
 ) -> Result<BTreeMap<(String, ObjectKey), Vec<MemberVerdict>>> {
     let mut seen = observation(host, o).await?;
-    // `status --drift`: every object compared field by field.
-    seen.settings.sync.report_only = o.report_only;
     let mut report = Report::default();
     // A view: planned, whatever `o` says.
     let writer = HostWriter::new(host, PlanMode::PLAN);
     crate::sync::passes::rsp::schedule_replicas(writer, &mut seen, &mut report).await?;
     let decided = decide_all(host, &seen);
+    // `status --drift`: every object compared field by field besides.
+    let mut drifts = match o.report_only {
+        true => drift_all(host, &seen),
+        false => HashMap::new(),
+    };
     let mut view = BTreeMap::new();
     for d in &decided {
         let t = d.ty;
         for p in &d.decisions.objects {
+            let mut drift_of = drifts
+                .remove(&(t.federated.kind.clone(), p.key.clone()))
+                .unwrap_or_default();
             let mut verdicts = Vec::new();
             let mut since = crate::core::propagation::drift::first_seen(p.drift_record.as_deref());
             for dec in &p.decisions {
@@ -406,11 +412,10 @@ pub async fn member_view(
                     verdict = "unmanaged";
                 }
                 let drift = match &dec.action {
-                    Action::Report(d) => {
-                        Some((d.clone(), since.remove(&dec.cluster).unwrap_or_default()))
-                    }
-                    _ => None,
-                };
+                    Action::Report(d) => Some(d.clone()),
+                    _ => drift_of.remove(&dec.cluster),
+                }
+                .map(|d| (d, since.remove(&dec.cluster).unwrap_or_default()));
                 verdicts.push(MemberVerdict {
                     cluster: dec.cluster.clone(),
                     verdict,
@@ -424,6 +429,33 @@ pub async fn member_view(
     let decided = Decided::into_decisions(decided);
     crate::parallel::drop_in_background((seen, decided));
     Ok(view)
+}
+
+/// How each member's copy of each object differs from what a run would
+/// write (`status --drift`): the decide step once more with every object
+/// report-only, so that the verdicts stay `reconcile --dry-run`'s.
+fn drift_all(
+    host: &Host,
+    seen: &Observation,
+) -> HashMap<(String, ObjectKey), BTreeMap<String, crate::core::propagation::drift::Drift>> {
+    let mut federation = federation(&host.namespace, seen);
+    federation.settings.report_only = true;
+    let mut out = HashMap::new();
+    for t in &seen.types {
+        let plans = crate::parallel::map(&t.objects, |o| {
+            decide::decide_object(&federation, &t.ty, o, &t.members)
+        });
+        for p in plans {
+            let drifts = (p.decisions.into_iter())
+                .filter_map(|d| match d.action {
+                    Action::Report(r) => Some((d.cluster, r)),
+                    _ => None,
+                })
+                .collect();
+            out.insert((t.federated.kind.clone(), p.key), drifts);
+        }
+    }
+    out
 }
 
 /// The one object a create would meet in `cluster` (one GET; `None` when
