@@ -214,6 +214,14 @@ pub fn markdown_plan(r: &crate::sync::run::report::Report, mode: PlanMode) -> St
             let _ = writeln!(out, "- {f}");
         }
     }
+    // Report-only objects (`kubefedctl.kubefed.io/apply: ReportDiff`): how
+    // their copies differ, nothing written.
+    if !r.drift.is_empty() {
+        let _ = writeln!(out, "\n#### drift (report-only, not written)\n");
+        for d in &r.drift {
+            let _ = writeln!(out, "- {}", d.line());
+        }
+    }
     out
 }
 
@@ -280,5 +288,27 @@ mod tests {
         assert!(md.contains("<details><summary>m1: update ConfigMap shop/web</summary>\n\n```diff\n-a: 1\n+a: 2\n```"));
         assert!(md.contains("… and 3 more"));
         assert!(!md.contains("shop/x200"), "cut after {MARKDOWN_ROWS} rows");
+        assert!(!md.contains("drift"));
+    }
+
+    #[test]
+    fn a_markdown_plan_lists_the_drift_of_report_only_objects() {
+        use crate::core::propagation::drift::FieldDrift;
+        let r = Report {
+            drift: vec![crate::sync::run::report::DriftLine {
+                cluster: "m1".into(),
+                object: "ConfigMap shop/web".into(),
+                state: "differs",
+                fields: vec![FieldDrift {
+                    path: "/data/k".into(),
+                    member: Some("by hand".into()),
+                    desired: Some("v".into()),
+                    hidden: false,
+                }],
+            }],
+            ..Report::default()
+        };
+        let md = markdown_plan(&r, PlanMode::PLAN);
+        assert!(md.contains("#### drift (report-only, not written)\n\n- m1: ConfigMap shop/web: /data/k: member \"by hand\", desired \"v\""), "{md}");
     }
 }
