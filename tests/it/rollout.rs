@@ -887,10 +887,13 @@ fn rollout_abort_sends_the_members_that_got_a_version_back_at_once() {
 fn rollout_abort_with_previous_keeps_the_host_and_writes_the_aborted_version_no_more() {
     let env = TestEnv::shared();
     let f = federation(env, "ro-p", &["configmaps"]);
+    // v1 rolls out at once (no soak); from v2 on, the second wave soaks
+    // for a minute, longer than any run here waits.
     let object = |v: &str| {
+        let soak = if v == "1" { "0s" } else { "60s" };
         json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
             "metadata": {"name": "cfg", "namespace": f.ns,
-                "annotations": {"kubefedctl.kubefed.io/rollout": policy(&f, json!({"minSuccessTime": "60s"}))}},
+                "annotations": {"kubefedctl.kubefed.io/rollout": policy(&f, json!({"minSuccessTime": soak}))}},
             "spec": {"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}}})
     };
     let collection = format!(
@@ -903,7 +906,12 @@ fn rollout_abort_with_previous_keeps_the_host_and_writes_the_aborted_version_no_
     let rolled_out = pv(env, &f, "configmap-cfg");
     // v2 reaches the canary; the second wave waits out its soak.
     let path = fed_path(&f, "federatedconfigmaps", "cfg");
-    patch(env, "host", &path, json!({"spec": object("2")["spec"]}));
+    patch(
+        env,
+        "host",
+        &path,
+        json!({"metadata": object("2")["metadata"], "spec": object("2")["spec"]}),
+    );
     f.reconcile(&["--wait-ready=4s"]).exits(5);
     assert_eq!(value(env, &f, "m1", "cfg"), "2");
     assert_eq!(value(env, &f, "m2", "cfg"), "1");
