@@ -181,7 +181,8 @@ fn if_no_diff_takes_over_an_equal_copy_refuses_a_different_one_and_never_leaves_
     );
 }
 
-/// The drift record of a federated object's PropagatedVersion.
+/// The drift record of a federated object's PropagatedVersion (`null`
+/// without one, or without the PropagatedVersion).
 fn drift_record(env: &TestEnv, f: &Federation, name: &str) -> Value {
     let pv = get(
         env,
@@ -191,7 +192,7 @@ fn drift_record(env: &TestEnv, f: &Federation, name: &str) -> Value {
             f.ns
         ),
     )
-    .unwrap();
+    .unwrap_or_default();
     let text = pv["metadata"]["annotations"]["kubefedctl.kubefed.io/drift"]
         .as_str()
         .unwrap_or("null");
@@ -460,4 +461,89 @@ fn junit_schema_check(xml: &str) {
         "{}\n{xml}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The watch reports too: a report-only object's copy edited by hand is
+/// compared at once (the copies are watched, read whole), its drift
+/// recorded with a first-seen time, and nothing is written to the member;
+/// `--watch --report-only` writes nothing of any object.
+#[test]
+fn the_watch_records_drift_of_report_only_objects_and_writes_nothing() {
+    let env = TestEnv::shared();
+    let f = Federation::new(env, "st-watch", &["configmaps"]);
+    let (m1, objs) = (f.cluster("m1"), f.ns);
+    let on_m1 = json!({"clusters": [{"name": m1}]});
+    federate(
+        env,
+        &f,
+        "FederatedConfigMap",
+        "web",
+        json!({}),
+        json!({"template": {"data": {"k": "v"}}, "placement": on_m1}),
+    );
+    f.reconcile(&[]).ok();
+    patch(
+        env,
+        "host",
+        &fed_path(&f, "federatedconfigmaps", "web"),
+        json!({"metadata": {"annotations": {APPLY: "ReportDiff"}}}),
+    );
+    let log = env.dir().join("watch-st-watch.log");
+    let mut watch = crate::watch::spawn_watch(&f.kc, &f, &log, &[]);
+    f.reset();
+    patch(
+        env,
+        "member1",
+        &format!("/api/v1/namespaces/{objs}/configmaps/web"),
+        json!({"data": {"k": "by hand"}}),
+    );
+    wait_until("the watch to record the drift", || {
+        drift_record(env, &f, "web")[&m1]["/data/k"].is_string()
+    });
+    // Recorded once: no round writes it again while nothing changes.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    f.host.reset_records();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let rewrites: Vec<_> = (f.host.records().into_iter())
+        .filter(|r| r.method != "GET" && r.resource == "propagatedversions")
+        .collect();
+    assert!(rewrites.is_empty(), "{rewrites:?}");
+    // Stopped as a user would: the lock released for the next.
+    crate::watch::sigterm(&watch);
+    watch.wait().unwrap();
+    let member_writes: Vec<_> = (f.m1.records().into_iter())
+        .filter(|r| r.method != "GET" && r.resource != "leases")
+        .collect();
+    assert!(member_writes.is_empty(), "{member_writes:?}");
+    assert_eq!(
+        cm(env, "member1", objs, "web").unwrap()["data"]["k"],
+        "by hand"
+    );
+    assert_eq!(
+        member_status(env, &f, "federatedconfigmaps", "web", &m1),
+        "Drifted"
+    );
+
+    // A whole run report-only under the watch: a pushed object's new
+    // template is not written, its copy reported.
+    federate(
+        env,
+        &f,
+        "FederatedConfigMap",
+        "pushed",
+        json!({}),
+        json!({"template": {"data": {"a": "1"}}, "placement": {"clusters": [{"name": m1}]}}),
+    );
+    f.reset();
+    let log = env.dir().join("watch-st-watch-report-only.log");
+    let watch = crate::watch::spawn_watch(&f.kc, &f, &log, &["--report-only"]);
+    wait_until("the watch to report the missing copy", || {
+        drift_record(env, &f, "pushed")[&m1][""].is_string()
+    });
+    drop(watch);
+    let member_writes: Vec<_> = (f.m1.records().into_iter())
+        .filter(|r| r.method != "GET" && r.resource != "leases")
+        .collect();
+    assert!(member_writes.is_empty(), "{member_writes:?}");
+    assert!(cm(env, "member1", objs, "pushed").is_none());
 }
