@@ -158,3 +158,16 @@ fn a_report_only_run_reports_objects_that_would_apply() {
     );
     assert_eq!(d[0].action, Action::Report(Drift::Missing));
 }
+
+#[test]
+fn fields_the_retain_rules_keep_are_not_drift() {
+    let f = fed(json!({APPLY_ANNOTATION: "ReportDiff",
+        "kubefedctl.kubefed.io/retain-fields": "data.k"}));
+    let (action, status) = decide(&f, Some(copy(json!({"k": "theirs"}), true)), true);
+    assert_eq!(action, Action::Report(Drift::Fields(vec![])));
+    assert_eq!(status, Some(ClusterStatus::Ok));
+    // Without the rule, the same copy differs there.
+    let plain = fed(json!({APPLY_ANNOTATION: "ReportDiff"}));
+    let (action, _) = decide(&plain, Some(copy(json!({"k": "theirs"}), true)), true);
+    assert!(matches!(action, Action::Report(Drift::Fields(f)) if f.len() == 1));
+}
