@@ -249,17 +249,21 @@ fn report_diff_writes_nothing_and_status_drift_names_each_path_with_both_values_
         &format!("/api/v1/namespaces/{objs}/secrets/token"),
         json!({"data": {"token": b64_encode("s3cr3t-edited")}}),
     );
-    for (plural, name) in [
-        ("federatedconfigmaps", "web"),
-        ("federatedsecrets", "token"),
-    ] {
-        patch(
-            env,
-            "host",
-            &fed_path(&f, plural, name),
-            json!({"metadata": {"annotations": {APPLY: "ReportDiff"}}}),
-        );
-    }
+    // The apply annotation of both objects (`null` removes it).
+    let apply_both = |value: Value| {
+        for (plural, name) in [
+            ("federatedconfigmaps", "web"),
+            ("federatedsecrets", "token"),
+        ] {
+            patch(
+                env,
+                "host",
+                &fed_path(&f, plural, name),
+                json!({"metadata": {"annotations": {APPLY: value}}}),
+            );
+        }
+    };
+    apply_both(json!("ReportDiff"));
     f.reset();
     let run = f.reconcile(&[]).ok();
     assert_eq!(f.member_writes(), 0, "{}", run.stderr);
@@ -386,17 +390,7 @@ fn report_diff_writes_nothing_and_status_drift_names_each_path_with_both_values_
     assert_eq!(fresh.len(), 2, "{}", report.stdout);
     assert!(fresh.iter().all(|d| d["state"] == "missing"));
     // Back to apply: the drift is repaired and its record goes.
-    for (plural, name) in [
-        ("federatedconfigmaps", "web"),
-        ("federatedsecrets", "token"),
-    ] {
-        patch(
-            env,
-            "host",
-            &fed_path(&f, plural, name),
-            json!({"metadata": {"annotations": {APPLY: null}}}),
-        );
-    }
+    apply_both(json!(null));
     f.reconcile(&[]).ok();
     assert_eq!(cm(env, "member1", objs, "web").unwrap()["data"]["k"], "v2");
     assert_eq!(drift_record(env, &f, "web"), Value::Null);

@@ -177,9 +177,6 @@ pub async fn round_in_order(
     }
 }
 
-/// Decides, executes and records over what `seen` holds: the one-shot run
-/// over everything it observed, or a watch round over the objects an event
-/// touched.
 /// The run's own settings over the KubeFedConfig's; a host whose
 /// KubeFedConfig disables pushing is refused.
 fn run_settings(host: &Host, seen: &mut Observation, o: &Options) -> Result<()> {
@@ -195,6 +192,9 @@ fn run_settings(host: &Host, seen: &mut Observation, o: &Options) -> Result<()> 
     Ok(())
 }
 
+/// Decides, executes and records over what `seen` holds: the one-shot run
+/// over everything it observed, or a watch round over the objects an event
+/// touched.
 pub async fn round(
     host: &Host,
     seen: &mut Observation,
@@ -441,18 +441,15 @@ fn drift_all(
     let mut federation = federation(&host.namespace, seen);
     federation.settings.report_only = true;
     let mut out = HashMap::new();
-    for t in &seen.types {
-        let plans = crate::parallel::map(&t.objects, |o| {
-            decide::decide_object(&federation, &t.ty, o, &t.members)
-        });
-        for p in plans {
-            let drifts = (p.decisions.into_iter())
-                .filter_map(|d| match d.action {
-                    Action::Report(r) => Some((d.cluster, r)),
+    for d in decide_as(&federation, seen) {
+        for p in &d.decisions.objects {
+            let drifts = (p.decisions.iter())
+                .filter_map(|dec| match &dec.action {
+                    Action::Report(r) => Some((dec.cluster.clone(), r.clone())),
                     _ => None,
                 })
                 .collect();
-            out.insert((t.federated.kind.clone(), p.key), drifts);
+            out.insert((d.ty.federated.kind.clone(), p.key.clone()), drifts);
         }
     }
     out
@@ -591,17 +588,22 @@ impl<'s> Decided<'s> {
 
 /// The decide step over every type.
 fn decide_all<'s>(host: &Host, seen: &'s Observation) -> Vec<Decided<'s>> {
-    let federation = federation(&host.namespace, seen);
+    decide_as(&federation(&host.namespace, seen), seen)
+}
+
+/// [`decide_all`] as `federation` sees the federation (`status --drift`:
+/// every object report-only).
+fn decide_as<'s>(federation: &Federation, seen: &'s Observation) -> Vec<Decided<'s>> {
     seen.types
         .iter()
         .map(|t| {
             let only = t.only.as_ref();
             // Each object's plan depends on that object alone: on all cores.
             let plans = crate::parallel::map(&t.objects, |o| {
-                decide::decide_object(&federation, &t.ty, o, &t.members)
+                decide::decide_object(federation, &t.ty, o, &t.members)
             });
             let decisions =
-                decide::complete_type(&federation, &t.ty, &t.objects, &t.members, only, plans);
+                decide::complete_type(federation, &t.ty, &t.objects, &t.members, only, plans);
             Decided { ty: t, decisions }
         })
         .collect()

@@ -95,7 +95,7 @@ impl Drift {
 /// [`compare::is_subset`]: crate::propagation::compare::is_subset
 pub fn differences(desired: &Value, live: &Value, kind: &str) -> Vec<FieldDrift> {
     let mut out = Vec::new();
-    walk(desired, Some(live), &mut String::new(), &mut out);
+    walk(desired, live, &mut String::new(), &mut out);
     out.retain(|d| !is_bookkeeping(&d.path));
     if kind == "Secret" {
         for d in &mut out {
@@ -120,23 +120,21 @@ fn is_bookkeeping(path: &str) -> bool {
 }
 
 /// The recursion of [`differences`], with `path` the pointer so far.
-fn walk(desired: &Value, live: Option<&Value>, path: &mut String, out: &mut Vec<FieldDrift>) {
+fn walk(desired: &Value, live: &Value, path: &mut String, out: &mut Vec<FieldDrift>) {
     match (desired, live) {
-        (Value::Object(d), Some(Value::Object(l))) => walk_object(d, Some(l), path, out),
-        (Value::Object(d), None) if d.is_empty() => {}
-        (Value::Array(d), Some(Value::Array(l))) if d.len() == l.len() => {
+        (Value::Object(d), Value::Object(l)) => walk_object(d, Some(l), path, out),
+        (Value::Array(d), Value::Array(l)) if d.len() == l.len() => {
             for (i, (dv, lv)) in d.iter().zip(l).enumerate() {
                 let len = path.len();
                 path.push_str(&format!("/{i}"));
-                walk(dv, Some(lv), path, out);
+                walk(dv, lv, path, out);
                 path.truncate(len);
             }
         }
-        (Value::Null, None | Some(Value::Null)) => {}
-        (d, Some(l)) if d == l => {}
+        (d, l) if d == l => {}
         (d, l) => out.push(FieldDrift {
             path: path.clone(),
-            member: l.cloned(),
+            member: Some(l.clone()),
             desired: Some(d.clone()),
             hidden: false,
         }),
@@ -154,7 +152,7 @@ fn walk_object(
         path.push('/');
         path.push_str(&escape(k));
         match l.and_then(|l| l.get(k)) {
-            Some(lv) => walk(dv, Some(lv), path, out),
+            Some(lv) => walk(dv, lv, path, out),
             None if dv.is_null() => {}
             // Each field of a missing object, so that bookkeeping can be told apart.
             None if dv.as_object().is_some_and(|m| !m.is_empty()) => {

@@ -251,14 +251,7 @@ impl<'a> SyncInputs<'a> {
 
     /// A manageable live copy: update it when its version or metadata drifted, else unchanged.
     fn update_decision(&self, m: &MemberState, live: &Value, adopt: bool) -> Decision {
-        let kept = desired_for_cluster(
-            self.fed.value(),
-            self.target,
-            m.member_cluster(),
-            Some(live),
-        )
-        .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
-        .and_then(|d| self.keep_theirs(d, live));
+        let kept = self.kept_desired(m.member_cluster(), live);
         let (desired, conflicts) = match kept {
             Ok(kept) => kept,
             Err((status, message)) => {
@@ -322,14 +315,7 @@ impl<'a> SyncInputs<'a> {
         let Some(live) = &m.live else {
             return drifted(Drift::Missing);
         };
-        let kept = desired_for_cluster(
-            self.fed.value(),
-            self.target,
-            m.member_cluster(),
-            Some(live),
-        )
-        .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
-        .and_then(|d| self.keep_theirs(d, live));
+        let kept = self.kept_desired(m.member_cluster(), live);
         match kept {
             Ok((desired, _)) => drifted(Drift::Fields(drift::differences(
                 &desired,
@@ -353,6 +339,19 @@ impl<'a> SyncInputs<'a> {
                 ))
             },
         )
+    }
+
+    /// What a write to `live` in `cluster` would hold: the desired object
+    /// over the live copy (upstream's retain rules), with the fields of
+    /// other managers kept ([`Self::keep_theirs`]); the conflicts as one line.
+    fn kept_desired(
+        &self,
+        cluster: MemberCluster,
+        live: &Value,
+    ) -> Result<(Value, Option<String>), (ClusterStatus, String)> {
+        desired_for_cluster(self.fed.value(), self.target, cluster, Some(live))
+            .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
+            .and_then(|d| self.keep_theirs(d, live))
     }
 
     /// `desired` with the fields of other managers kept, as the object's
@@ -487,9 +486,7 @@ pub fn after_conflict(
         ));
     }
     let sync = SyncInputs::new(FederatedObject::new(fed), target, None, settings, strategy);
-    let (object, _) = desired_for_cluster(fed, target, cluster, Some(live))
-        .map_err(|e| (ClusterStatus::from_desired_error(&e), e.to_string()))
-        .and_then(|d| sync.keep_theirs(d, live))?;
+    let (object, _) = sync.kept_desired(cluster, live)?;
     if adopt {
         sync.may_take_over(&object, live)
             .map_err(|why| (ClusterStatus::AlreadyExists, why))?;
