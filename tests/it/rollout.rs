@@ -1262,5 +1262,8 @@ fn the_watch_waits_at_an_approval_gate_and_goes_on_once_approved() {
         let done = pv(env, &f, "configmap-cfg");
         record(&done).is_none() && approvals(&done).is_none() && pv_members(&done).len() == 3
     });
-    assert!(crate::watch::log(&log).contains(&format!("{object}: complete")));
+    // The watch logs the end after writing it: waited for, not raced.
+    wait_watched("the watch to say the rollout is complete", &log, || {
+        crate::watch::log(&log).contains(&format!("{object}: complete"))
+    });
 }
