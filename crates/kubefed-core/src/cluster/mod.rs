@@ -7,6 +7,7 @@ pub mod cleanup;
 pub mod health;
 pub mod inventory;
 pub mod membership;
+pub mod pull;
 pub mod rbac;
 pub mod tls;
 pub mod token;

@@ -151,6 +151,9 @@ pub struct ObjectPlan {
     /// The first-seen times of its drift as recorded
     /// ([`drift::DRIFT_ANNOTATION`] of its PropagatedVersion).
     pub drift_record: Option<String>,
+    /// Its pull members, as their agents reported (`report`): filled by
+    /// the host's run after the decide step, empty elsewhere.
+    pub pulled: crate::propagation::report::Pulled,
 }
 
 impl ObjectPlan {
@@ -178,6 +181,7 @@ impl ObjectPlan {
             warnings: Vec::new(),
             report_only: false,
             drift_record: None,
+            pulled: Default::default(),
         }
     }
 }

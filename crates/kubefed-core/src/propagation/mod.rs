@@ -26,6 +26,7 @@ pub mod placement;
 pub mod proposal;
 pub mod readiness;
 pub mod record;
+pub mod report;
 pub mod retain;
 pub mod retry;
 pub mod rollout;

@@ -15,6 +15,7 @@ use crate::propagation::deletion::DeletionPlan;
 use crate::propagation::drift;
 use crate::propagation::federated::FederatedObject;
 use crate::propagation::placement::Cluster;
+use crate::propagation::report::{Pulled, Report};
 use crate::propagation::status::{AggregateReason, ClusterOutcome, federated_status};
 use crate::propagation::version::{
     merged_status, overrides_version, recorded_version, template_version,
@@ -109,7 +110,7 @@ pub fn plan_write_back_collecting(
     if let Some(deletion) = &plan.deletion {
         // A deleted object's status and versions are not written (its
         // PropagatedVersion goes with it, by owner reference).
-        return deletion_write_back(deletion, results);
+        return deletion_write_back(deletion, &plan.pulled, results);
     }
     let mut out = WriteBack::default();
     if !plan.record {
@@ -126,11 +127,21 @@ pub fn plan_write_back_collecting(
     // Clusters this run did not touch keep what was recorded for them.
     let mut reason = plan.reason;
     if let Some(touched) = touched {
-        outcomes.extend(recorded_outcomes(fed, clusters, touched));
+        outcomes.extend(recorded_outcomes(fed, clusters, touched, &plan.pulled));
         if untouched_behind(fed, plan, touched) {
             reason = AggregateReason::CheckClusters;
         }
     }
+    // Pull members: what their agents reported (`report::Pulled`).
+    outcomes.extend(
+        plan.pulled
+            .statuses(&plan.selected)
+            .map(|(c, status)| ClusterOutcome {
+                cluster: c.to_string(),
+                status,
+                remote_status: None,
+            }),
+    );
     let updated_any = created_or_updated(results);
     let status = federated_status(
         fed.value(),
@@ -182,8 +193,11 @@ fn drift_record(plan: &ObjectPlan, now: &str) -> Option<String> {
 }
 
 /// Deletion: the clusters still holding a copy, and whether the finalizer can go.
+/// Pull members that may still hold a copy keep the finalizer too, until
+/// their agents report it removed.
 fn deletion_write_back(
     deletion: &DeletionPlan,
+    pulled: &Pulled,
     results: &BTreeMap<String, MemberResult>,
 ) -> WriteBack {
     let mut out = WriteBack::default();
@@ -193,7 +207,14 @@ fn deletion_write_back(
             out.pending.push(d.cluster.clone());
         }
     }
+    let holding = if deletion.has_finalizer {
+        pulled.holding()
+    } else {
+        Vec::new()
+    };
+    out.pending.extend(holding.iter().cloned());
     out.release_finalizer = deletion.has_finalizer
+        && holding.is_empty()
         && deletion.blocked_by().is_empty()
         && deletion
             .decisions
@@ -213,8 +234,10 @@ fn untouched_behind(fed: FederatedObject, plan: &ObjectPlan, touched: &BTreeSet<
     }
     let template = template_version(fed.value()).unwrap_or_default();
     let overrides = overrides_version(fed.value()).unwrap_or_default();
+    let pulled = plan.pulled.versions(fed.value());
     plan.selected.iter().any(|c| {
         !touched.contains(c)
+            && !pulled.contains_key(c)
             && recorded_version(plan.pv_status.as_ref(), &template, &overrides, c).is_none()
     })
 }
@@ -245,16 +268,21 @@ fn decided_outcomes(
         .collect()
 }
 
-/// The statuses `fed` records for registered clusters this run may not touch.
+/// The statuses `fed` records for registered clusters this run may not
+/// touch (pull members' come from their reports).
 fn recorded_outcomes(
     fed: FederatedObject,
     clusters: &[Cluster],
     touched: &BTreeSet<String>,
+    pulled: &Pulled,
 ) -> Vec<ClusterOutcome> {
     let mut outcomes = Vec::new();
     for c in fed.status_clusters() {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-        if !touched.contains(name) && clusters.iter().any(|k| k.name == name) {
+        if !touched.contains(name)
+            && !pulled.contains(name)
+            && clusters.iter().any(|k| k.name == name)
+        {
             outcomes.push(ClusterOutcome {
                 cluster: name.to_string(),
                 status: ClusterStatus::parse(c.get("status").and_then(Value::as_str).unwrap_or(""))
@@ -264,6 +292,70 @@ fn recorded_outcomes(
         }
     }
     outcomes
+}
+
+/// What a pull member's agent reports of `fed` for its own `cluster`
+/// after its requests (`report::Report`); `None` when the object is not
+/// recorded (ignored, invalid) or a deletion is still under way there.
+/// A member the object is not placed on reports it removed.
+pub fn member_report(
+    (fed, type_name): (&Value, &str),
+    plan: &ObjectPlan,
+    results: &BTreeMap<String, MemberResult>,
+    cluster: &str,
+    now: &str,
+) -> Option<Report> {
+    let object = FederatedObject::new(fed);
+    let mut report = Report {
+        cluster: cluster.to_string(),
+        type_name: type_name.to_string(),
+        key: object.key(),
+        uid: fed
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)?
+            .to_string(),
+        template_version: template_version(fed).unwrap_or_default(),
+        overrides_version: overrides_version(fed).unwrap_or_default(),
+        status: ClusterStatus::Ok,
+        version: None,
+        removed: false,
+        reported_at: now.to_string(),
+    };
+    if let Some(deletion) = &plan.deletion {
+        let blocked = deletion.blocked_by().iter().any(|c| c == cluster);
+        let done = (deletion.decisions.iter())
+            .filter(|d| d.cluster == cluster)
+            .all(|d| confirmed(&d.action, results.get(cluster)));
+        report.removed = !blocked && done;
+        return report.removed.then_some(report);
+    }
+    if !plan.record {
+        return None;
+    }
+    if !plan.selected.contains(cluster) {
+        let failed = matches!(results.get(cluster), Some(Err(_)));
+        report.removed = !failed;
+        if failed {
+            report.status = decided_outcomes(plan, results)
+                .into_iter()
+                .find(|o| o.cluster == cluster)
+                .map_or(ClusterStatus::DeletionFailed, |o| o.status);
+        }
+        return Some(report);
+    }
+    let outcome = decided_outcomes(plan, results)
+        .into_iter()
+        .find(|o| o.cluster == cluster)?;
+    report.status = outcome.status;
+    if outcome.status == ClusterStatus::Ok {
+        report.version = match results.get(cluster) {
+            Some(Ok(Done {
+                version: Some(v), ..
+            })) => Some(v.clone()),
+            _ => plan.unchanged_versions.get(cluster).cloned(),
+        };
+    }
+    Some(report)
 }
 
 /// Whether a create or update succeeded in this pass (the status may then need a write).
@@ -285,8 +377,9 @@ fn propagated_versions(
     plan: &ObjectPlan,
     results: &BTreeMap<String, MemberResult>,
 ) -> Value {
-    // Versions of what each member now holds.
-    let mut recorded = plan.unchanged_versions.clone();
+    // Versions of what each member now holds; pull members' as reported.
+    let mut recorded = plan.pulled.versions(fed.value());
+    recorded.extend(plan.unchanged_versions.clone());
     for (cluster, r) in results {
         if let Ok(Done {
             version: Some(v), ..
@@ -614,5 +707,139 @@ mod tests {
         p.pv_status = None;
         let w = plan_write_back(&fed, &p, &r, &clusters, Some(&touched), "now");
         assert_eq!(propagation(&w).0, "False", "nothing recorded for b");
+    }
+
+    /// `fed`'s plan in a run that touches `a` only, `b` being a pull
+    /// member whose agent reported `b_report`.
+    fn pulled_plan(fed: &Value, b_report: Option<Report>, silent: bool) -> ObjectPlan {
+        let clusters = vec![Cluster::new("a", &[], true), Cluster::new("b", &[], true)];
+        let fed_namespaces = BTreeMap::from([(
+            "ns".to_string(),
+            json!({"kind": "FederatedNamespace", "metadata": {"name": "ns", "namespace": "ns"},
+                   "spec": {"placement": {"clusterSelector": {}}}}),
+        )]);
+        let (host_namespaces, versions) = (HashMap::new(), HashMap::new());
+        let run = RunScope {
+            clusters: Some(BTreeSet::from(["a".to_string()])),
+            ..RunScope::default()
+        };
+        let f = Federation {
+            kubefed_namespace: "kube-federation-system",
+            scope: Scope::Cluster,
+            settings: SyncSettings {
+                adopt_resources: true,
+                force_conflicts: false,
+                report_only: false,
+            },
+            clusters: &clusters,
+            run: &run,
+            fed_namespaces: &fed_namespaces,
+            host_namespaces: &host_namespaces,
+            versions: &versions,
+        };
+        let members = BTreeMap::from([("a".into(), Listing::Listed(Default::default()))]);
+        let mut p = decide_object(&f, &t(), fed, &members);
+        let mut reports = crate::propagation::report::Reports::default();
+        reports.extend(b_report);
+        p.pulled = Pulled::of(fed, "configmaps", &[("b".to_string(), silent)], &reports);
+        p
+    }
+
+    fn b_report(fed: &Value, version: &str) -> Report {
+        let created = results(&[(
+            "b",
+            Ok(Done {
+                effect: Effect::Created,
+                version: Some(version.into()),
+            }),
+        )]);
+        // The agent's side: b alone decided, its copy created.
+        let mut agent_plan = plan_for(fed, &[], &[]);
+        agent_plan.decisions.retain(|d| d.cluster == "b");
+        member_report((fed, "configmaps"), &agent_plan, &created, "b", "now").expect("a report")
+    }
+
+    #[test]
+    fn a_pull_members_report_reads_as_a_push_members_record() {
+        let mut fed = cm("x");
+        fed["metadata"]["uid"] = json!("u1");
+        let report = b_report(&fed, "rv:5");
+        assert_eq!(
+            (report.status, report.version.as_deref()),
+            (ClusterStatus::Ok, Some("rv:5"))
+        );
+        let clusters = vec![Cluster::new("a", &[], true), Cluster::new("b", &[], true)];
+        let touched = BTreeSet::from(["a".to_string()]);
+        let a_done = results(&[(
+            "a",
+            Ok(Done {
+                effect: Effect::Created,
+                version: Some("rv:1".into()),
+            }),
+        )]);
+
+        let p = pulled_plan(&fed, Some(report), false);
+        let w = plan_write_back(&fed, &p, &a_done, &clusters, Some(&touched), "now");
+        let status = w.status.expect("a status");
+        let names: Vec<&str> = status["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(
+            status["conditions"][0]["reason"],
+            json!(null),
+            "in sync: {status}"
+        );
+        let versions = w.versions.expect("versions");
+        assert_eq!(
+            versions["clusterVersions"][1],
+            json!({"clusterName": "b", "version": "rv:5"})
+        );
+
+        // Nothing reported yet: b is behind, and not listed.
+        let p = pulled_plan(&fed, None, false);
+        let w = plan_write_back(&fed, &p, &a_done, &clusters, Some(&touched), "now");
+        let status = w.status.expect("a status");
+        assert_eq!(status["clusters"].as_array().unwrap().len(), 1);
+        assert_eq!(status["conditions"][0]["reason"], "CheckClusters");
+
+        // A silent agent: ClusterNotReady.
+        let p = pulled_plan(&fed, Some(b_report(&fed, "rv:5")), true);
+        let w = plan_write_back(&fed, &p, &a_done, &clusters, Some(&touched), "now");
+        let status = w.status.expect("a status");
+        assert_eq!(
+            status["clusters"][1],
+            json!({"name": "b", "status": "ClusterNotReady"})
+        );
+    }
+
+    #[test]
+    fn a_deletion_waits_for_the_pull_members_removal_report() {
+        let mut fed = cm("x");
+        fed["metadata"]["uid"] = json!("u1");
+        let held = b_report(&fed, "rv:5");
+        fed["metadata"]["deletionTimestamp"] = json!("t");
+        let clusters = [];
+        let p = pulled_plan(&fed, Some(held), false);
+        let w = plan_write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        assert!(!w.release_finalizer);
+        assert_eq!(w.pending, ["b"]);
+
+        // The agent deletes its copy and says so.
+        let mut agent_plan = plan_for(&fed, &[], &[copy("x", false)]);
+        agent_plan.decisions.retain(|d| d.cluster == "b");
+        if let Some(d) = agent_plan.deletion.as_mut() {
+            d.decisions.retain(|d| d.cluster == "b");
+        }
+        let gone = results(&[("b", ok(Effect::Deleted { gone: true }))]);
+        let removed =
+            member_report((&fed, "configmaps"), &agent_plan, &gone, "b", "now").expect("removed");
+        assert!(removed.removed);
+        let p = pulled_plan(&fed, Some(removed), false);
+        let w = plan_write_back(&fed, &p, &BTreeMap::new(), &clusters, None, "now");
+        assert!(w.release_finalizer, "{w:?}");
     }
 }

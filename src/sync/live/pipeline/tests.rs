@@ -413,6 +413,7 @@ fn plan_of(seen: &Observation, finalizer: FinalizerStep) -> ObjectPlan {
         warnings: Vec::new(),
         report_only: false,
         drift_record: None,
+        pulled: Default::default(),
     }
 }
 

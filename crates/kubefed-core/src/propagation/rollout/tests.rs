@@ -83,6 +83,7 @@ pub(super) fn object_plan(clusters: &[&str]) -> ObjectPlan {
         warnings: Vec::new(),
         report_only: false,
         drift_record: None,
+        pulled: Default::default(),
     }
 }
 

@@ -1,0 +1,533 @@
+//! Pull members (`join --mode pull`): a member the host neither reaches nor
+//! holds a credential for. An agent in the member (`kubefedctl agent`)
+//! reads its share from the host with an identity of its own and applies it
+//! locally; it writes back only its own share: its KubeFedCluster's status
+//! (the heartbeat) and one `PropagationReport` per federated object in a
+//! namespace of the host that is its alone (`core::propagation::report`).
+//!
+//! KubeFed v0.10 has no pull mode. Its KubeFedCluster needs a `secretRef`;
+//! a pull member's names a Secret that is never written, so KubeFed's own
+//! cluster controller, if it takes over, finds no credential and records
+//! `ConfigMalformed` (`pkg/controller/kubefedcluster/controller.go`), and
+//! its sync controller `ClusterNotReady` for that member: convert or unjoin
+//! pull members before a hand-over (docs/membership.md).
+
+use serde_json::{Value, json};
+
+use crate::cluster::membership::{
+    CREATED_BY_JOIN_ANNOTATION, JoinNames, Scope, namespace as member_namespace, rbac,
+};
+use crate::run::reconciler::{COMPONENT_LABEL, FederatedResource};
+use crate::run::settings::HealthCheck;
+
+/// The annotation that makes a KubeFedCluster a pull member.
+pub const MODE_ANNOTATION: &str = "kubefedctl.kubefed.io/mode";
+/// Its value for a pull member (any other value, or none: push).
+pub const PULL: &str = "pull";
+/// The agent's ServiceAccount: on the host in its report namespace, and
+/// in the member in the federation namespace.
+pub const AGENT: &str = "kubefedctl-agent";
+/// The member Secret holding the agent's host kubeconfig, and its key.
+pub const HOST_SECRET: &str = "kubefedctl-agent-host";
+pub const HOST_SECRET_KEY: &str = "kubeconfig";
+/// Where the agent's pod mounts that Secret.
+pub const HOST_KUBECONFIG_PATH: &str = "/etc/kubefedctl/host/kubeconfig";
+/// The label on what join writes for a pull member, naming the member.
+pub const CLUSTER_LABEL: &str = crate::propagation::report::CLUSTER_LABEL;
+
+/// Whether a KubeFedCluster's annotations make it a pull member.
+pub fn is_pull(annotations: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+    annotations
+        .and_then(|a| a.get(MODE_ANNOTATION))
+        .map(String::as_str)
+        == Some(PULL)
+}
+
+/// [`is_pull`] of a KubeFedCluster as JSON.
+pub fn is_pull_value(cluster: &Value) -> bool {
+    cluster
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(MODE_ANNOTATION))
+        == Some(&json!(PULL))
+}
+
+/// The host namespace a pull member's agent writes its reports to:
+/// `<federation namespace>-pull-<cluster>`. RBAC cannot limit writes to a
+/// member's entries of a shared object, nor `create` to names; it can
+/// limit them to a namespace, as Karmada (`karmada-es-<cluster>`), OCM
+/// (the cluster namespace) and KubeFleet (`fleet-member-<name>`) do.
+pub fn report_namespace(kubefed_namespace: &str, cluster: &str) -> String {
+    format!("{kubefed_namespace}-pull-{cluster}")
+}
+
+/// Why a report namespace cannot be named for `cluster` (a DNS label of
+/// at most 63 characters), or `None`.
+pub fn report_namespace_problem(kubefed_namespace: &str, cluster: &str) -> Option<String> {
+    let ns = report_namespace(kubefed_namespace, cluster);
+    let label_ok = ns.len() <= 63
+        && ns
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !ns.ends_with('-');
+    (!label_ok).then(|| {
+        format!(
+            "a pull member's report namespace {ns:?} must be a DNS label of at most 63 characters: choose a shorter cluster name"
+        )
+    })
+}
+
+/// The Secret name a pull member's KubeFedCluster refers to. KubeFed's
+/// CRD requires a `secretRef`; no such Secret is ever written.
+pub fn absent_secret_name(cluster: &str) -> String {
+    format!("{cluster}-pull-no-credential")
+}
+
+/// The host-side RBAC names of one pull member's agent.
+pub fn host_role_name(kubefed_namespace: &str, cluster: &str) -> String {
+    format!("{AGENT}:{kubefed_namespace}:{cluster}")
+}
+
+/// Whether an agent's heartbeat (its Ready condition's `lastProbeTime`,
+/// Unix seconds) is too old at `now`: the agent beats once per health
+/// period, and is silent after twice as long as a push member may fail its
+/// probes before it turns not ready (never less than a minute).
+pub fn agent_silent(last_beat: Option<i64>, now: i64, health: &HealthCheck) -> bool {
+    let allowed = (health.period.as_secs() as i64)
+        .saturating_mul(i64::from(health.failure_threshold.max(1)))
+        .saturating_mul(2)
+        .max(60);
+    last_beat.is_none_or(|t| now - t > allowed)
+}
+
+fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": [group], "resources": resources, "verbs": verbs})
+}
+
+fn named_rule(group: &str, resources: &[&str], names: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": [group], "resources": resources, "resourceNames": names, "verbs": verbs})
+}
+
+const READ: [&str; 3] = ["get", "list", "watch"];
+
+/// Everything `join --mode pull` needs to know.
+#[derive(Clone, Debug)]
+pub struct PullMember<'a> {
+    pub cluster: &'a str,
+    /// The host's federation namespace (also the member's, where the agent runs).
+    pub kubefed_namespace: &'a str,
+    pub scope: Scope,
+    /// The federated resources of every FederatedTypeConfig at join time.
+    /// Their API groups are granted whole (`enable` of a type in another
+    /// group needs `join --mode pull` again).
+    pub types: Vec<FederatedResource>,
+    /// The container image holding kubefedctl.
+    pub image: &'a str,
+    /// `--rbac least` in the member: the main role's rules; `None`: `*`.
+    pub member_rules: Option<Vec<Value>>,
+}
+
+impl PullMember<'_> {
+    fn labels(&self) -> Value {
+        json!({"app.kubernetes.io/name": "kubefedctl", COMPONENT_LABEL: "agent",
+               CLUSTER_LABEL: self.cluster})
+    }
+
+    fn meta(&self, api_version: &str, kind: &str, name: &str, ns: Option<&str>) -> Value {
+        let mut metadata = json!({"name": name, "labels": self.labels()});
+        if let Some(ns) = ns {
+            metadata["namespace"] = json!(ns);
+        }
+        json!({"apiVersion": api_version, "kind": kind, "metadata": metadata})
+    }
+
+    pub fn report_namespace(&self) -> String {
+        report_namespace(self.kubefed_namespace, self.cluster)
+    }
+
+    /// What the host gets, in creation order: the report namespace, the
+    /// agent's ServiceAccount there, and its roles and bindings. No Secret.
+    pub fn host_objects(&self) -> Vec<Value> {
+        let rbac_v1 = "rbac.authorization.k8s.io/v1";
+        let reports = self.report_namespace();
+        let name = host_role_name(self.kubefed_namespace, self.cluster);
+        let subjects = json!([{"kind": "ServiceAccount", "name": AGENT, "namespace": reports}]);
+        let bind = |kind: &str, role_kind: &str, ns: Option<&str>| {
+            let mut b = self.meta(rbac_v1, kind, &name, ns);
+            b["roleRef"] =
+                json!({"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name});
+            b["subjects"] = subjects.clone();
+            b
+        };
+        let mut ns = self.meta("v1", "Namespace", &reports, None);
+        ns["metadata"]["annotations"] = json!({CREATED_BY_JOIN_ANNOTATION: "true"});
+        let mut cluster_role = self.meta(rbac_v1, "ClusterRole", &name, None);
+        cluster_role["rules"] = json!(self.object_rules());
+        let mut federation_role = self.meta(rbac_v1, "Role", &name, Some(self.kubefed_namespace));
+        federation_role["rules"] = json!(self.federation_rules());
+        let mut report_role = self.meta(rbac_v1, "Role", &name, Some(&reports));
+        report_role["rules"] = json!(self.report_rules());
+        // A namespace-scoped federation's objects live in its namespace:
+        // the object rules are bound there only.
+        let object_binding = match self.scope {
+            Scope::Cluster => bind("ClusterRoleBinding", "ClusterRole", None),
+            Scope::Namespaced => bind("RoleBinding", "ClusterRole", Some(self.kubefed_namespace)),
+        };
+        let mut federation_binding = bind("RoleBinding", "Role", Some(self.kubefed_namespace));
+        if self.scope == Scope::Namespaced {
+            // Two RoleBindings in one namespace: the Role's gets a suffix.
+            federation_binding["metadata"]["name"] = json!(format!("{name}:federation"));
+        }
+        vec![
+            ns,
+            self.meta("v1", "ServiceAccount", AGENT, Some(&reports)),
+            cluster_role,
+            federation_role,
+            report_role,
+            object_binding,
+            federation_binding,
+            bind("RoleBinding", "Role", Some(&reports)),
+        ]
+    }
+
+    /// Read access to what the agent decides from: the federated objects
+    /// (their groups whole), PropagatedVersions, RSPs and the host's
+    /// namespaces (FederatedNamespaces are placed only where one exists).
+    fn object_rules(&self) -> Vec<Value> {
+        let mut groups: Vec<&str> = self.types.iter().map(|t| t.group.as_str()).collect();
+        groups.push("types.kubefed.io");
+        groups.sort();
+        groups.dedup();
+        let mut rules: Vec<Value> = groups.iter().map(|g| rule(g, &["*"], &READ)).collect();
+        rules.push(rule(
+            "core.kubefed.io",
+            &["propagatedversions", "clusterpropagatedversions"],
+            &READ,
+        ));
+        rules.push(rule(
+            "scheduling.kubefed.io",
+            &["replicaschedulingpreferences"],
+            &READ,
+        ));
+        rules.push(rule("", &["namespaces"], &READ));
+        rules
+    }
+
+    /// In the federation namespace: the type configs, the KubeFedConfig,
+    /// and its own KubeFedCluster and that one's status (the heartbeat):
+    /// by name, so no other member's endpoint or status is read or written.
+    fn federation_rules(&self) -> Vec<Value> {
+        let kfc = ["kubefedclusters"];
+        vec![
+            rule("core.kubefed.io", &["federatedtypeconfigs"], &READ),
+            named_rule(
+                "core.kubefed.io",
+                &["kubefedconfigs"],
+                &["kubefed"],
+                &["get", "watch", "list"],
+            ),
+            named_rule("core.kubefed.io", &kfc, &[self.cluster], &READ),
+            named_rule(
+                "core.kubefed.io",
+                &["kubefedclusters/status"],
+                &[self.cluster],
+                &["get", "patch", "update"],
+            ),
+        ]
+    }
+
+    /// In its report namespace: its reports, Events, and new tokens for
+    /// itself (the agent renews its credential).
+    fn report_rules(&self) -> Vec<Value> {
+        vec![
+            rule(
+                crate::propagation::report::GROUP,
+                &[crate::propagation::report::PLURAL],
+                &[
+                    "get", "list", "watch", "create", "update", "patch", "delete",
+                ],
+            ),
+            rule("", &["events"], &["create", "patch"]),
+            named_rule("", &["serviceaccounts/token"], &[AGENT], &["create"]),
+        ]
+    }
+
+    /// The member's RBAC names: those of a join whose service account is
+    /// the agent's.
+    pub fn member_names(&self) -> JoinNames {
+        JoinNames::of_service_account(AGENT, self.kubefed_namespace)
+    }
+
+    /// What the member gets, in creation order: the federation namespace,
+    /// the agent's ServiceAccount and RBAC (as a push member's identity,
+    /// plus the member Lease the agents elect a leader with), the Secret
+    /// with the host kubeconfig, and the agent's Deployment.
+    pub fn member_objects(&self, host_kubeconfig: &str) -> Vec<Value> {
+        let ns = self.kubefed_namespace;
+        let names = self.member_names();
+        let mut out = vec![member_namespace(ns)];
+        let mut sa = self.meta("v1", "ServiceAccount", AGENT, Some(ns));
+        sa["automountServiceAccountToken"] = json!(true);
+        out.push(sa);
+        let mut rules = self.member_rules.clone();
+        if let Some(rules) = &mut rules {
+            rules.push(rule(
+                "coordination.k8s.io",
+                &["leases"],
+                &["get", "create", "update", "patch"],
+            ));
+            rules.push(named_rule(
+                "",
+                &["secrets"],
+                &[HOST_SECRET],
+                &["get", "patch", "update"],
+            ));
+        }
+        out.extend(rbac(&names, ns, self.scope, rules.as_deref()));
+        let mut secret = self.meta("v1", "Secret", HOST_SECRET, Some(ns));
+        secret["type"] = json!("Opaque");
+        secret["stringData"] = json!({HOST_SECRET_KEY: host_kubeconfig});
+        out.push(secret);
+        out.push(self.deployment());
+        out
+    }
+
+    /// One agent at a time (`Recreate`): a rollout never runs two.
+    fn deployment(&self) -> Value {
+        let ns = self.kubefed_namespace;
+        let labels = self.labels();
+        let mut d = self.meta("apps/v1", "Deployment", AGENT, Some(ns));
+        let args = [
+            "agent",
+            "--cluster",
+            self.cluster,
+            "--kubefed-namespace",
+            ns,
+            "--host-kubeconfig",
+            HOST_KUBECONFIG_PATH,
+        ];
+        d["spec"] = json!({
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": AGENT,
+                    "terminationGracePeriodSeconds": 30,
+                    "containers": [{
+                        "name": "agent",
+                        "image": self.image,
+                        "command": ["kubefedctl"],
+                        "args": args,
+                        "volumeMounts": [{"name": "host", "mountPath": "/etc/kubefedctl/host", "readOnly": true}],
+                        "resources": {"requests": {"cpu": "20m", "memory": "48Mi"},
+                                      "limits": {"memory": "256Mi"}},
+                        "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+                                            "runAsNonRoot": true, "runAsUser": 65532},
+                    }],
+                    "volumes": [{"name": "host", "secret": {"secretName": HOST_SECRET}}],
+                },
+            },
+        });
+        d
+    }
+}
+
+/// The kubeconfig the agent reaches the host with: one cluster, one user
+/// (a token of the agent's host ServiceAccount), one context, current.
+/// `ca`: base64 of the PEM CA bundle.
+pub fn host_kubeconfig(server: &str, ca: Option<&str>, insecure: bool, token: &str) -> String {
+    let mut cluster = json!({"server": server});
+    if let Some(ca) = ca {
+        cluster["certificate-authority-data"] = json!(ca);
+    }
+    if insecure {
+        cluster["insecure-skip-tls-verify"] = json!(true);
+    }
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "host", "cluster": cluster}],
+        "users": [{"name": AGENT, "user": {"token": token}}],
+        "contexts": [{"name": "host", "context": {"cluster": "host", "user": AGENT}}],
+        "current-context": "host",
+    });
+    // JSON is YAML: kubeconfig loaders read it as is.
+    serde_json::to_string_pretty(&config).expect("a kubeconfig serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn member(scope: Scope) -> PullMember<'static> {
+        PullMember {
+            cluster: "edge1",
+            kubefed_namespace: "kube-federation-system",
+            scope,
+            types: vec![FederatedResource {
+                group: "types.kubefed.io".into(),
+                plural: "federatedconfigmaps".into(),
+            }],
+            image: "kubefedctl:test",
+            member_rules: None,
+        }
+    }
+
+    fn rules_of<'v>(objects: &'v [Value], kind: &str, ns: Option<&str>) -> &'v Vec<Value> {
+        let o = objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["namespace"].as_str() == ns)
+            .unwrap_or_else(|| panic!("a {kind} in {ns:?}"));
+        o["rules"].as_array().expect("rules")
+    }
+
+    #[test]
+    fn a_pull_member_is_told_by_its_annotation() {
+        let mut a = std::collections::BTreeMap::new();
+        assert!(!is_pull(Some(&a)));
+        a.insert(MODE_ANNOTATION.to_string(), "push".to_string());
+        assert!(!is_pull(Some(&a)));
+        a.insert(MODE_ANNOTATION.to_string(), PULL.to_string());
+        assert!(is_pull(Some(&a)));
+        assert!(is_pull_value(
+            &json!({"metadata": {"annotations": {MODE_ANNOTATION: "pull"}}})
+        ));
+        assert!(!is_pull_value(&json!({"metadata": {}})));
+    }
+
+    #[test]
+    fn report_namespaces_are_dns_labels() {
+        assert_eq!(report_namespace("fed", "edge1"), "fed-pull-edge1");
+        assert_eq!(report_namespace_problem("fed", "edge1"), None);
+        let long = "c".repeat(60);
+        assert!(
+            report_namespace_problem("fed", &long)
+                .unwrap()
+                .contains("63")
+        );
+    }
+
+    #[test]
+    fn the_agent_may_write_only_its_own_share_on_the_host() {
+        let objects = member(Scope::Cluster).host_objects();
+        assert!(
+            objects.iter().all(|o| o["kind"] != "Secret"),
+            "no Secret on the host"
+        );
+        let reports = "kube-federation-system-pull-edge1";
+        // Every write verb is in its report namespace or on its own
+        // KubeFedCluster's status, by name.
+        let writes = ["create", "update", "patch", "delete"];
+        for o in objects.iter().filter(|o| o["rules"].is_array()) {
+            for r in o["rules"].as_array().unwrap() {
+                let writes_any = r["verbs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|v| writes.contains(&v.as_str().unwrap()));
+                if !writes_any {
+                    continue;
+                }
+                let in_reports = o["kind"] == "Role" && o["metadata"]["namespace"] == reports;
+                let own_status = r["resources"] == json!(["kubefedclusters/status"])
+                    && r["resourceNames"] == json!(["edge1"]);
+                assert!(in_reports || own_status, "a write outside its share: {r}");
+            }
+        }
+        // It reads no Secret anywhere.
+        for o in objects.iter().filter(|o| o["rules"].is_array()) {
+            for r in o["rules"].as_array().unwrap() {
+                let res = r["resources"].as_array().unwrap();
+                assert!(
+                    !(res.contains(&json!("secrets"))
+                        || res.contains(&json!("*")) && r["apiGroups"] == json!([""])),
+                    "{r}"
+                );
+            }
+        }
+        let kfc = rules_of(&objects, "Role", Some("kube-federation-system"));
+        assert!(
+            kfc.iter()
+                .any(|r| r["resources"] == json!(["kubefedclusters"])
+                    && r["resourceNames"] == json!(["edge1"]))
+        );
+    }
+
+    #[test]
+    fn a_namespaced_federation_binds_the_object_rules_in_its_namespace() {
+        let objects = member(Scope::Namespaced).host_objects();
+        assert!(objects.iter().all(|o| o["kind"] != "ClusterRoleBinding"));
+        let bindings: Vec<&Value> = objects
+            .iter()
+            .filter(|o| {
+                o["kind"] == "RoleBinding" && o["metadata"]["namespace"] == "kube-federation-system"
+            })
+            .collect();
+        assert_eq!(bindings.len(), 2);
+        assert_ne!(
+            bindings[0]["metadata"]["name"],
+            bindings[1]["metadata"]["name"]
+        );
+    }
+
+    #[test]
+    fn the_member_gets_the_agent_and_its_host_kubeconfig() {
+        let kc = host_kubeconfig("https://host:6443", Some("Q0E="), false, "tok");
+        let objects = member(Scope::Cluster).member_objects(&kc);
+        let secret = objects.iter().find(|o| o["kind"] == "Secret").unwrap();
+        assert_eq!(secret["metadata"]["name"], HOST_SECRET);
+        let parsed: Value =
+            serde_json::from_str(secret["stringData"][HOST_SECRET_KEY].as_str().unwrap()).unwrap();
+        assert_eq!(parsed["users"][0]["user"]["token"], "tok");
+        assert_eq!(
+            parsed["clusters"][0]["cluster"]["certificate-authority-data"],
+            "Q0E="
+        );
+        let d = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        assert_eq!(d["spec"]["strategy"]["type"], "Recreate");
+        let args = &d["spec"]["template"]["spec"]["containers"][0]["args"];
+        assert_eq!(args[0], "agent");
+        assert_eq!(args[2], "edge1");
+        let binding = objects
+            .iter()
+            .find(|o| o["kind"] == "ClusterRoleBinding")
+            .unwrap();
+        assert_eq!(binding["subjects"][0]["name"], AGENT);
+    }
+
+    #[test]
+    fn least_privilege_members_add_the_lease_and_the_host_secret_by_name() {
+        let mut m = member(Scope::Cluster);
+        m.member_rules = Some(vec![
+            json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}),
+        ]);
+        let objects = m.member_objects("{}");
+        let rules = rules_of(&objects, "ClusterRole", None);
+        assert!(rules.iter().any(|r| r["resources"] == json!(["leases"])));
+        assert!(
+            rules
+                .iter()
+                .any(|r| r["resourceNames"] == json!([HOST_SECRET]))
+        );
+    }
+
+    #[test]
+    fn an_agent_is_silent_after_twice_the_failure_window() {
+        let health = HealthCheck {
+            period: Duration::from_secs(10),
+            timeout: Duration::from_secs(3),
+            failure_threshold: 3,
+            success_threshold: 1,
+        };
+        assert!(agent_silent(None, 100, &health));
+        assert!(!agent_silent(Some(40), 100, &health));
+        assert!(agent_silent(Some(39), 100, &health));
+        let slow = HealthCheck {
+            period: Duration::from_secs(60),
+            ..health
+        };
+        assert!(!agent_silent(Some(0), 360, &slow));
+        assert!(agent_silent(Some(0), 361, &slow));
+    }
+}

@@ -1,0 +1,490 @@
+//! What a pull member's agent tells the host (`cluster::pull`): one
+//! `PropagationReport` per federated object, in the member's own report
+//! namespace, saying what its member now holds of that object — the
+//! member's status as KubeFed records it, and the member copy's version
+//! for the template and overrides it applied. The host's runs lay the
+//! reports over the federated object's status and PropagatedVersion
+//! ([`Pulled`]), so both read as they do for push members, and hold the
+//! sync finalizer until every pull member reports its copy removed.
+//!
+//! The agent also reads its own reports back as its record of versions:
+//! the PropagatedVersion is the host's to write, and lags.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::describe::ObjectKey;
+use crate::propagation::action::ClusterStatus;
+use crate::propagation::federated::FederatedObject;
+use crate::propagation::version::{overrides_version, template_version};
+
+pub const GROUP: &str = "kubefedctl.kubefed.io";
+pub const VERSION: &str = "v1alpha1";
+pub const KIND: &str = "PropagationReport";
+pub const PLURAL: &str = "propagationreports";
+
+/// The label naming a report's member (also in `spec.cluster`).
+pub const CLUSTER_LABEL: &str = "kubefedctl.kubefed.io/cluster";
+
+/// What one agent says of one federated object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub cluster: String,
+    /// The FederatedTypeConfig's name.
+    pub type_name: String,
+    /// The federated object (namespace empty when cluster-scoped) and its
+    /// UID: a report of an earlier object of the same name is no report.
+    pub key: ObjectKey,
+    pub uid: String,
+    /// The hashes of what was applied (`version::template_version`, ...).
+    pub template_version: String,
+    pub overrides_version: String,
+    /// The member's status, as `status.clusters[].status` says it.
+    pub status: ClusterStatus,
+    /// The member copy's version (`gen:`/`rv:`) when it holds what those
+    /// hashes render.
+    pub version: Option<String>,
+    /// The copy is confirmed deleted or unlabelled (a deletion).
+    pub removed: bool,
+    /// When the agent wrote it (RFC 3339).
+    pub reported_at: String,
+}
+
+impl Report {
+    /// Whether it speaks of `fed` as it is now (same object, same hashes).
+    pub fn is_current_for(&self, fed: &Value) -> bool {
+        self.uid
+            == fed
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+            && template_version(fed).ok().as_deref() == Some(self.template_version.as_str())
+            && overrides_version(fed).ok().as_deref() == Some(self.overrides_version.as_str())
+    }
+
+    /// Whether it speaks of `fed` at all (same UID; a deletion reports on
+    /// whatever hashes the object had).
+    pub fn is_of(&self, fed: &Value) -> bool {
+        self.uid
+            == fed
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+    }
+
+    /// The same report, leaving out when it was written: equal reports
+    /// need no write.
+    pub fn says_the_same_as(&self, other: &Report) -> bool {
+        Report {
+            reported_at: String::new(),
+            ..self.clone()
+        } == Report {
+            reported_at: String::new(),
+            ..other.clone()
+        }
+    }
+
+    /// The report as an object of the host, in `namespace`.
+    pub fn to_object(&self, namespace: &str) -> Value {
+        let mut spec = json!({
+            "cluster": self.cluster,
+            "federatedType": self.type_name,
+            "name": self.key.name,
+            "uid": self.uid,
+            "templateVersion": self.template_version,
+            "overridesVersion": self.overrides_version,
+            "status": status_text(self.status),
+            "reportedAt": self.reported_at,
+        });
+        if !self.key.namespace.is_empty() {
+            spec["namespace"] = json!(self.key.namespace);
+        }
+        if let Some(v) = &self.version {
+            spec["version"] = json!(v);
+        }
+        if self.removed {
+            spec["removed"] = json!(true);
+        }
+        json!({
+            "apiVersion": format!("{GROUP}/{VERSION}"), "kind": KIND,
+            "metadata": {"name": name_of(&self.type_name, &self.key), "namespace": namespace,
+                         "labels": {CLUSTER_LABEL: self.cluster}},
+            "spec": spec,
+        })
+    }
+
+    /// A report read from the host; `None` for one that does not parse
+    /// (written by something else than an agent).
+    pub fn parse(obj: &Value) -> Option<Report> {
+        let spec = obj.get("spec")?;
+        let text = |k: &str| spec.get(k).and_then(Value::as_str).map(str::to_string);
+        Some(Report {
+            cluster: text("cluster")?,
+            type_name: text("federatedType")?,
+            key: ObjectKey {
+                namespace: text("namespace").unwrap_or_default(),
+                name: text("name")?,
+            },
+            uid: text("uid")?,
+            template_version: text("templateVersion").unwrap_or_default(),
+            overrides_version: text("overridesVersion").unwrap_or_default(),
+            status: parse_status(&text("status")?)?,
+            version: text("version"),
+            removed: spec.get("removed").and_then(Value::as_bool) == Some(true),
+            reported_at: text("reportedAt").unwrap_or_default(),
+        })
+    }
+}
+
+/// A status as a report spells it: `OK` where KubeFed writes nothing.
+fn status_text(s: ClusterStatus) -> &'static str {
+    match s {
+        ClusterStatus::Ok => "OK",
+        s => s.as_str(),
+    }
+}
+
+fn parse_status(text: &str) -> Option<ClusterStatus> {
+    match text {
+        "OK" => Some(ClusterStatus::Ok),
+        "" => None,
+        s => ClusterStatus::parse(s),
+    }
+}
+
+/// A report's name: `<type>.<namespace>.<name>` (`<type>.<name>` for a
+/// cluster-scoped object), which `kubectl get propagationreports` reads
+/// at a glance; the spec names the object exactly.
+pub fn name_of(type_name: &str, key: &ObjectKey) -> String {
+    if key.namespace.is_empty() {
+        format!("{type_name}.{}", key.name)
+    } else {
+        format!("{type_name}.{}.{}", key.namespace, key.name)
+    }
+}
+
+/// Every report read from the host, by member, type and object.
+#[derive(Clone, Debug, Default)]
+pub struct Reports {
+    by_object: BTreeMap<(String, String, ObjectKey), Report>,
+}
+
+impl Reports {
+    /// Reports read from the host, each kept only where it stands: the
+    /// member it names must be the one whose namespace holds it
+    /// (`namespace_of`), so that no agent speaks for another.
+    pub fn of(objects: &[Value], namespace_of: impl Fn(&str) -> String) -> Reports {
+        let mut by_object = BTreeMap::new();
+        for o in objects {
+            let Some(r) = Report::parse(o) else { continue };
+            let ns = o.pointer("/metadata/namespace").and_then(Value::as_str);
+            if ns != Some(namespace_of(&r.cluster).as_str()) {
+                continue;
+            }
+            by_object.insert((r.cluster.clone(), r.type_name.clone(), r.key.clone()), r);
+        }
+        Reports { by_object }
+    }
+
+    pub fn get(&self, cluster: &str, type_name: &str, key: &ObjectKey) -> Option<&Report> {
+        self.by_object
+            .get(&(cluster.to_string(), type_name.to_string(), key.clone()))
+    }
+
+    pub fn insert(&mut self, r: Report) {
+        self.by_object
+            .insert((r.cluster.clone(), r.type_name.clone(), r.key.clone()), r);
+    }
+
+    pub fn extend(&mut self, reports: impl IntoIterator<Item = Report>) {
+        reports.into_iter().for_each(|r| self.insert(r));
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Report> {
+        self.by_object.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_object.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_object.is_empty()
+    }
+}
+
+/// What the host knows of one pull member for one federated object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PullState {
+    /// Its agent has not beaten for too long (`cluster::pull::agent_silent`).
+    Silent,
+    /// Its agent's report on the object, as it stands.
+    Reported(Box<Report>),
+    /// No report on this object (nothing applied yet, or never placed).
+    NotReported,
+}
+
+/// The pull members of one federated object, as the host's record step
+/// lays them over its status, PropagatedVersion and finalizer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pulled {
+    pub members: BTreeMap<String, PullState>,
+}
+
+impl Pulled {
+    /// `fed`'s pull members from `reports`; `pull_members`: each pull
+    /// member's name and whether its agent is silent.
+    pub fn of(
+        fed: &Value,
+        type_name: &str,
+        pull_members: &[(String, bool)],
+        reports: &Reports,
+    ) -> Pulled {
+        let key = FederatedObject::new(fed).key();
+        let members = pull_members
+            .iter()
+            .map(|(cluster, silent)| {
+                let report = reports
+                    .get(cluster, type_name, &key)
+                    .filter(|r| r.is_of(fed));
+                let state = match (silent, report) {
+                    (true, _) => PullState::Silent,
+                    (false, Some(r)) => PullState::Reported(Box::new(r.clone())),
+                    (false, None) => PullState::NotReported,
+                };
+                (cluster.clone(), state)
+            })
+            .collect();
+        Pulled { members }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    pub fn contains(&self, cluster: &str) -> bool {
+        self.members.contains_key(cluster)
+    }
+
+    /// The status each selected pull member gets: a silent agent's
+    /// `ClusterNotReady`, a report's status (current or not; a report of
+    /// an earlier template leaves the object at `CheckClusters` through
+    /// [`Pulled::versions`]), none while nothing was reported.
+    pub fn statuses<'p>(
+        &'p self,
+        selected: &'p std::collections::BTreeSet<String>,
+    ) -> impl Iterator<Item = (&'p str, ClusterStatus)> + 'p {
+        self.members
+            .iter()
+            .filter(|(c, _)| selected.contains(*c))
+            .filter_map(|(c, s)| match s {
+                PullState::Silent => Some((c.as_str(), ClusterStatus::ClusterNotReady)),
+                PullState::Reported(r) if !r.removed => Some((c.as_str(), r.status)),
+                _ => None,
+            })
+    }
+
+    /// The member versions current reports give (for `fed` as it is now).
+    pub fn versions(&self, fed: &Value) -> BTreeMap<String, String> {
+        self.members
+            .iter()
+            .filter_map(|(c, s)| match s {
+                PullState::Reported(r) if r.is_current_for(fed) && !r.removed => {
+                    Some((c.clone(), r.version.clone()?))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Pull members that may still hold a copy of a deleted object: every
+    /// one but those that reported it removed or never reported on it.
+    pub fn holding(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|(_, s)| match s {
+                PullState::Silent => true,
+                PullState::Reported(r) => !r.removed,
+                PullState::NotReported => false,
+            })
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+}
+
+/// The PropagationReport CRD (`kubefedctl.kubefed.io/v1alpha1`), which
+/// `join --mode pull` installs on the host.
+pub fn crd() -> Value {
+    let text = |d: &str| json!({"type": "string", "description": d});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{PLURAL}.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"kind": KIND, "listKind": format!("{KIND}List"), "plural": PLURAL,
+                      "singular": "propagationreport", "categories": ["kubefed"]},
+            "versions": [{
+                "name": VERSION, "served": true, "storage": true,
+                "additionalPrinterColumns": [
+                    {"name": "Cluster", "type": "string", "jsonPath": ".spec.cluster"},
+                    {"name": "Status", "type": "string", "jsonPath": ".spec.status"},
+                    {"name": "Version", "type": "string", "jsonPath": ".spec.version"},
+                    {"name": "Reported", "type": "date", "jsonPath": ".spec.reportedAt"},
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "description": "What a pull member's agent applied of one federated object (kubefedctl agent).",
+                    "properties": {
+                        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                        "metadata": {"type": "object"},
+                        "spec": {
+                            "type": "object",
+                            "required": ["cluster", "federatedType", "name", "uid", "status"],
+                            "properties": {
+                                "cluster": text("The pull member."),
+                                "federatedType": text("The FederatedTypeConfig's name."),
+                                "namespace": text("The federated object's namespace."),
+                                "name": text("The federated object's name."),
+                                "uid": text("The federated object's UID."),
+                                "templateVersion": text("The template hash applied."),
+                                "overridesVersion": text("The overrides hash applied."),
+                                "status": text("The member's propagation status (status.clusters[].status)."),
+                                "version": text("The member copy's version (gen: or rv:)."),
+                                "removed": {"type": "boolean", "description": "The copy was deleted or unlabelled."},
+                                "reportedAt": {"type": "string", "format": "date-time"},
+                            },
+                        },
+                    },
+                }},
+            }],
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn fed(data: &str) -> Value {
+        json!({"kind": "FederatedConfigMap",
+               "metadata": {"name": "web", "namespace": "shop", "uid": "u1"},
+               "spec": {"template": {"data": {"k": data}}, "placement": {"clusters": [{"name": "edge"}]}}})
+    }
+
+    fn report(fed: &Value, status: ClusterStatus, version: Option<&str>) -> Report {
+        Report {
+            cluster: "edge".into(),
+            type_name: "configmaps".into(),
+            key: ObjectKey {
+                namespace: "shop".into(),
+                name: "web".into(),
+            },
+            uid: "u1".into(),
+            template_version: template_version(fed).unwrap(),
+            overrides_version: overrides_version(fed).unwrap(),
+            status,
+            version: version.map(str::to_string),
+            removed: false,
+            reported_at: "2026-12-06T10:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn a_report_round_trips_through_its_object() {
+        let f = fed("v");
+        let r = report(&f, ClusterStatus::Ok, Some("rv:7"));
+        let o = r.to_object("fed-pull-edge");
+        assert_eq!(o["metadata"]["name"], "configmaps.shop.web");
+        assert_eq!(o["metadata"]["labels"][CLUSTER_LABEL], "edge");
+        assert_eq!(Report::parse(&o), Some(r.clone()));
+        let later = Report {
+            reported_at: "2026-12-06T11:00:00Z".into(),
+            ..r.clone()
+        };
+        assert!(later.says_the_same_as(&r));
+        assert!(!report(&f, ClusterStatus::Ok, Some("rv:8")).says_the_same_as(&r));
+        assert!(Report::parse(&json!({"spec": {"cluster": "edge"}})).is_none());
+    }
+
+    #[test]
+    fn a_report_is_current_only_for_the_same_object_and_hashes() {
+        let f = fed("v");
+        let r = report(&f, ClusterStatus::Ok, Some("rv:7"));
+        assert!(r.is_current_for(&f));
+        assert!(!r.is_current_for(&fed("changed")), "a new template");
+        let mut again = f.clone();
+        again["metadata"]["uid"] = json!("u2");
+        assert!(
+            !r.is_of(&again),
+            "an object of the same name, created again"
+        );
+    }
+
+    #[test]
+    fn a_report_in_another_members_namespace_is_ignored() {
+        let f = fed("v");
+        let r = report(&f, ClusterStatus::Ok, Some("rv:7"));
+        let ns = |c: &str| format!("fed-pull-{c}");
+        let own = Reports::of(&[r.to_object("fed-pull-edge")], ns);
+        assert_eq!(own.len(), 1);
+        let forged = Reports::of(&[r.to_object("fed-pull-other")], ns);
+        assert!(
+            forged.is_empty(),
+            "an agent cannot speak for another member"
+        );
+    }
+
+    #[test]
+    fn pulled_members_give_statuses_versions_and_what_still_holds_a_copy() {
+        let f = fed("v");
+        let mut reports = Reports::default();
+        reports.insert(report(&f, ClusterStatus::Ok, Some("rv:7")));
+        let stale = Report {
+            cluster: "late".into(),
+            template_version: "old".into(),
+            ..report(&f, ClusterStatus::Ok, Some("rv:3"))
+        };
+        reports.insert(stale);
+        let members = [
+            ("edge".to_string(), false),
+            ("late".to_string(), false),
+            ("quiet".to_string(), true),
+            ("new".to_string(), false),
+        ];
+        let pulled = Pulled::of(&f, "configmaps", &members, &reports);
+        let selected: BTreeSet<String> = ["edge", "late", "quiet", "new"].map(String::from).into();
+        let statuses: Vec<_> = pulled.statuses(&selected).collect();
+        assert_eq!(
+            statuses,
+            [
+                ("edge", ClusterStatus::Ok),
+                ("late", ClusterStatus::Ok),
+                ("quiet", ClusterStatus::ClusterNotReady)
+            ]
+        );
+        assert_eq!(
+            pulled.versions(&f),
+            BTreeMap::from([("edge".to_string(), "rv:7".to_string())]),
+            "a stale report gives no version"
+        );
+        assert_eq!(pulled.holding(), ["edge", "late", "quiet"]);
+        let mut removed = report(&f, ClusterStatus::Ok, None);
+        removed.removed = true;
+        reports.insert(removed);
+        let pulled = Pulled::of(&f, "configmaps", &members, &reports);
+        assert_eq!(pulled.holding(), ["late", "quiet"]);
+    }
+
+    #[test]
+    fn the_crd_names_the_group_and_kind() {
+        let c = crd();
+        assert_eq!(
+            c["metadata"]["name"],
+            "propagationreports.kubefedctl.kubefed.io"
+        );
+        assert_eq!(c["spec"]["names"]["kind"], KIND);
+    }
+}
