@@ -47,6 +47,9 @@ pub struct Member {
     /// How long building its clients took, its Secret read included (the
     /// watch's `cluster_client_connection_duration_seconds`).
     pub connected_in: std::time::Duration,
+    /// A pull member (`core::cluster::pull`): the host has no client for
+    /// it, its agent applies its share and reports its health.
+    pub pull: bool,
 }
 
 #[cfg(test)]
@@ -70,6 +73,7 @@ impl Member {
             stalled: None,
             fingerprint: String::new(),
             connected_in: Default::default(),
+            pull: false,
         }
     }
 }
@@ -159,9 +163,17 @@ pub async fn load_with(
             .map(|m| m.requests.clone())
             .unwrap_or_default();
         let started = std::time::Instant::now();
-        let built = client_for(&c, &secrets, timeout, &requests, watch.is_some())
-            .await
-            .map_err(|e| crate::error::one_line(&e));
+        let pull = crate::core::cluster::pull::is_pull(c.metadata.annotations.as_ref());
+        let built = if pull {
+            // No Secret is read: a pull member gave the host no credential.
+            Err(format!(
+                "pull member: its agent applies its share (kubefedctl agent --cluster {name})"
+            ))
+        } else {
+            client_for(&c, &secrets, timeout, &requests, watch.is_some())
+                .await
+                .map_err(|e| crate::error::one_line(&e))
+        };
         let connected_in = started.elapsed();
         let (client, watch_client, secret_version) = match built {
             Ok(b) => (Ok(b.client), b.watch_client, b.secret_version),
@@ -190,6 +202,7 @@ pub async fn load_with(
             stalled,
             fingerprint,
             connected_in,
+            pull,
         });
     }
     Ok(out)
@@ -468,6 +481,15 @@ pub(crate) fn pem_certificates(pem: &[u8]) -> Result<Vec<Vec<u8>>> {
 
 /// Probes one member: `/healthz`, then `/version` (bounded by `timeout`).
 pub async fn probe(member: &Member, timeout: Duration) -> Health {
+    if member.pull {
+        // Never probed from the host: its agent's heartbeat says.
+        let status = serde_json::to_value(&member.cluster.status).ok();
+        let now = crate::clock::now_unix();
+        return crate::core::cluster::pull::agent_health(
+            status.as_ref().filter(|s| !s.is_null()),
+            now,
+        );
+    }
     let client = match &member.client {
         Ok(c) => c.clone(),
         Err(e) => return Health::ConfigMalformed { message: e.clone() },

@@ -15,6 +15,7 @@
 //! [`progress`]; `--wait-ready` is [`ready`]. A run with nothing to do
 //! writes nothing.
 
+pub mod agent;
 pub mod crd_first;
 pub mod execute;
 pub mod permissions;
@@ -32,6 +33,7 @@ use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, descri
 use crate::core::outcome::{Change, Failure, Place};
 use crate::core::propagation::action::{self, Action, ClusterStatus};
 use crate::core::propagation::decide::{self, Federation, ObjectPlan, TypeDecisions};
+use crate::core::propagation::report::Pulled;
 use crate::sync::run::mode::{HostWriter, PlanMode};
 use crate::sync::run::observe::{self, Observation, ObservedType, Selection};
 use crate::sync::run::report::Report;
@@ -517,6 +519,18 @@ fn report_clusters(seen: &Observation, report: &mut Report) {
             format!("cluster not ready ({why}); its objects are marked ClusterNotReady"),
         ));
     }
+    for p in seen.members.iter().filter(|p| p.member.pull) {
+        let state = match &p.health {
+            Health::Ready { .. } => String::new(),
+            Health::NotReady { message }
+            | Health::Offline { message }
+            | Health::ConfigMalformed { message } => format!(" ({message})"),
+        };
+        let name = p.name();
+        report
+            .notes
+            .push(format!("{name}: pull member, left to its agent{state}"));
+    }
     let namespaced = seen.types.iter().any(|t| t.ty.namespaced);
     let namespaces = seen.types.iter().any(|t| t.ty.target.is_namespace());
     if seen.settings.scope == crate::core::cluster::membership::Scope::Cluster
@@ -586,9 +600,20 @@ impl<'s> Decided<'s> {
     }
 }
 
-/// The decide step over every type.
+/// The decide step over every type, with each object's pull members as
+/// their agents reported them (`core::propagation::report::Pulled`).
 fn decide_all<'s>(host: &Host, seen: &'s Observation) -> Vec<Decided<'s>> {
-    decide_as(&federation(&host.namespace, seen), seen)
+    let mut decided = decide_as(&federation(&host.namespace, seen), seen);
+    let pull = seen.pull_members();
+    if !pull.is_empty() {
+        for d in &mut decided {
+            let type_name = d.ty.name.clone();
+            for (fed, plan) in d.objects_mut() {
+                plan.pulled = Pulled::of(fed, &type_name, &pull, &seen.reports);
+            }
+        }
+    }
+    decided
 }
 
 /// [`decide_all`] as `federation` sees the federation (`status --drift`:

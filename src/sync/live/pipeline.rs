@@ -111,6 +111,9 @@ pub struct Pipeline<'a, M: MemberRequests = Clusters, H: HostRequests = Host> {
     /// their jobs end, so that the watch takes no other round over them
     /// before their record is written.
     pub holds: HashSet<FederatedRef>,
+    /// A pull member's agent (`sync::agent`): each object's report of
+    /// this member goes with its write-back (`WriteBack::report`).
+    pub reports_for: Option<String>,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
     /// By type name: whether its member copies are held whole
@@ -156,6 +159,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             progress,
             now: crate::clock::now_rfc3339(),
             record_events: false,
+            reports_for: None,
             rolling: HashSet::new(),
             holds: HashSet::new(),
             host_lane: Semaphore::new(HOST_WRITES_IN_FLIGHT),
@@ -278,13 +282,13 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             &self.now,
         );
         self.leave_versions_to_rollout(object.federated(), &mut write);
-        for cluster in &write.pending {
-            done.pending.push(format!(
-                "{cluster}: {} is still being deleted; {} keeps its finalizer until it is gone (--wait waits; the next run completes the deletion)",
-                describe_key(&t.ty.target.kind, &plan.key),
-                describe(&t.federated.kind, &fed),
-            ));
+        if let Some(cluster) = &self.reports_for {
+            let fed_and_type = (fed.as_ref(), t.name.as_ref());
+            write.report =
+                decide_record::member_report(fed_and_type, plan, &by_cluster, cluster, &self.now);
         }
+        done.pending
+            .extend(pending_lines(t, &fed, plan, &write.pending));
         if self.record_events {
             done.events = object_events(t, &fed, plan, &results, &write.pending);
         }
@@ -477,6 +481,30 @@ pub fn object_ref(t: &ObservedType, target: Target<'_>, first: Option<&Work<'_>>
             ObjectRef::Orphan(FederatedRef::sharing(&t.name, key))
         }
     }
+}
+
+/// What each member still holding a copy of a deleted object waits for:
+/// the copy's deletion, or a pull member's agent's report of it.
+fn pending_lines(
+    t: &ObservedType,
+    fed: &Value,
+    plan: &ObjectPlan,
+    pending: &[String],
+) -> Vec<String> {
+    let (copy, fed) = (
+        describe_key(&t.ty.target.kind, &plan.key),
+        describe(&t.federated.kind, fed),
+    );
+    (pending.iter())
+        .map(|cluster| match plan.pulled.contains(cluster) {
+            true => format!(
+                "{cluster}: its agent has not reported {copy} removed yet; {fed} keeps its finalizer until it does (the next run after that completes the deletion)"
+            ),
+            false => format!(
+                "{cluster}: {copy} is still being deleted; {fed} keeps its finalizer until it is gone (--wait waits; the next run completes the deletion)"
+            ),
+        })
+        .collect()
 }
 
 impl Finished<'_> {

@@ -275,6 +275,10 @@ pub async fn write_cluster_health(host: &Host, all: &[ProbedMember]) -> Result<u
         health: h,
     } in all
     {
+        if m.pull {
+            // Its agent writes it (`sync::agent`): the heartbeat.
+            continue;
+        }
         let old = serde_json::to_value(&m.cluster.status).unwrap_or(Value::Null);
         let Some(status) = status_after_probe(&old, h, &now) else {
             continue;

@@ -17,6 +17,7 @@ use crate::core::propagation::member::{
     ManagedLabel, federated_namespace_name_is_valid, managed_label,
 };
 use crate::core::propagation::placement::Cluster;
+use crate::core::propagation::report::Reports;
 use crate::core::run::scope::RunScope;
 use crate::core::run::settings::Settings;
 use crate::core::run::shard::{self};
@@ -99,9 +100,21 @@ pub struct Observation {
     /// member held none of its objects: the CRD that defines it is created
     /// by the same plan (`crd_first`). `--validate` leaves them out.
     pub types_to_come: BTreeSet<(String, String)>,
+    /// The pull members' agents' reports (`core::propagation::report`):
+    /// read by the host's runs, which leave those members to their agents.
+    pub reports: Reports,
 }
 
 impl Observation {
+    /// Each pull member, and whether it is not ready (its agent silent,
+    /// or its member not ready as the agent last saw it).
+    pub fn pull_members(&self) -> Vec<(String, bool)> {
+        (self.members.iter())
+            .filter(|p| p.member.pull)
+            .map(|p| (p.member.name.clone(), !p.is_ready()))
+            .collect()
+    }
+
     /// A member's labels as placement and overrides see them (none for a
     /// cluster this run does not know).
     pub fn labels_of(&self, cluster: &str) -> &BTreeMap<String, String> {
@@ -137,6 +150,7 @@ impl Observation {
             dns_installed: false,
             host_plan: Vec::new(),
             types_to_come: BTreeSet::new(),
+            reports: Reports::default(),
         }
     }
 
@@ -172,7 +186,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
     // Members: all of them for placement (labels), the chosen ones to touch.
     let members = members::load(host, o.timeout, &[]).await?;
     for c in o.scope.clusters.iter().flatten() {
-        if !members.iter().any(|m| &m.name == c) {
+        let Some(m) = members.iter().find(|m| &m.name == c) else {
             bail!(
                 "no KubeFedCluster {c:?} in {} (joined: {})",
                 host.namespace,
@@ -182,10 +196,66 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+        };
+        if m.pull {
+            bail!(
+                "{c} is a pull member: its agent applies its share (kubefedctl agent --cluster {c}), the host never writes to it"
+            );
         }
     }
     let probe_timeout = o.probe_timeout.unwrap_or(settings.health.timeout);
     let members = members::probe_all(&members, probe_timeout).await;
+    let scope = leave_pull_members(&o.scope, &members);
+    let mut seen = observe_over(host, o, settings, members, scope, true).await?;
+    if seen.members.iter().any(|m| m.member.pull) {
+        seen.reports = read_reports(host).await?;
+    }
+    Ok(seen)
+}
+
+/// The run's scope with its pull members left to their agents: the host
+/// never writes to them (`--cluster` names the members it may write to).
+pub fn leave_pull_members(scope: &RunScope, members: &[ProbedMember]) -> RunScope {
+    let mut scope = scope.clone();
+    if members.iter().any(|m| m.member.pull) {
+        let push = (members.iter())
+            .filter(|m| !m.member.pull && scope.touches(m.name()))
+            .map(|m| m.name().to_string());
+        scope.clusters = Some(push.collect());
+    }
+    scope
+}
+
+/// Every PropagationReport on the host (none where the CRD is not
+/// installed: no pull member ever joined).
+pub async fn read_reports(host: &Host) -> Result<Reports> {
+    use crate::core::cluster::pull::report_namespace;
+    use crate::core::propagation::report as r;
+    let ar = api_resource(r::GROUP, r::VERSION, r::KIND, r::PLURAL);
+    let api = dynamic_api(&host.client, None, &ar);
+    let objects = match list_pages(&api, &ListParams::default()).await {
+        Ok(objects) => objects,
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(e) => {
+            return Err(api_error(e).context("listing the pull members' PropagationReports"));
+        }
+    };
+    let fed_ns = host.namespace.clone();
+    Ok(Reports::of(&objects, |c| report_namespace(&fed_ns, c)))
+}
+
+/// [`observe`] over members already loaded and probed, `scope` the
+/// members it may touch; `dns`: whether to ask if the host has the DNS
+/// API (an agent's identity may not).
+pub async fn observe_over(
+    host: &Host,
+    o: &Selection,
+    settings: Settings,
+    members: Vec<ProbedMember>,
+    scope: RunScope,
+    dns: bool,
+) -> Result<Observation> {
+    let o = &Selection { scope, ..o.clone() };
     let namespace = settings.objects_namespace(&host.namespace, o.scope.namespace.as_deref());
     let mut seen = Observation::new(settings, members, o.scope.clone(), namespace);
     // What the decide step needs is read all at once after the types are
@@ -210,7 +280,12 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
             list_all(&api, &ListParams::default()).await
         },
         read_rsps(host, &seen),
-        host.dns_installed(),
+        async {
+            match dns {
+                true => host.dns_installed().await,
+                false => Ok(false),
+            }
+        },
     );
     for (t, objects) in seen.types.iter_mut().zip(objects?) {
         t.objects = shard::retain_owned(o.scope.shard, objects);

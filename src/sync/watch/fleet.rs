@@ -43,6 +43,20 @@ impl Fleet {
         &self.members
     }
 
+    /// Pull members' KubeFedClusters as the watch holds them now: their
+    /// health is their agents' heartbeat, in the status (`core::cluster::pull`).
+    pub(super) fn refresh_pull(
+        &mut self,
+        clusters: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) {
+        for p in self.members.iter_mut().filter(|p| p.member.pull) {
+            let now = clusters.get(&p.member.name).cloned();
+            if let Some(cluster) = now.and_then(|v| serde_json::from_value(v).ok()) {
+                p.member.cluster = cluster;
+            }
+        }
+    }
+
     pub(super) fn iter(&self) -> impl Iterator<Item = &Member> {
         self.members.iter().map(|p| &p.member)
     }

@@ -29,6 +29,7 @@ impl Controller<'_> {
         let timeout = self.probe_timeout();
         let metrics = self.metrics.clone();
         let took = move |took| locked(&metrics.health_check_time.0).observe(took);
+        self.fleet.refresh_pull(&self.intake.cache.clusters);
         self.fleet.start_probe(timeout, took);
     }
 

@@ -35,10 +35,16 @@ pub(super) struct Intake {
 
 impl Intake {
     /// Nothing watched yet.
-    pub(super) fn new(metrics: Arc<Metrics>, shard: Option<Shard>) -> Intake {
+    pub(super) fn new(
+        metrics: Arc<Metrics>,
+        shard: Option<Shard>,
+        federation_namespace: &str,
+    ) -> Intake {
         let (tx, rx) = unbounded_channel();
+        let mut cache = Cache::default();
+        cache.federation_namespace = federation_namespace.to_string();
         Intake {
-            cache: Cache::default(),
+            cache,
             sources: Sources::new(tx, metrics, shard),
             rx,
             catching_up: BTreeSet::new(),

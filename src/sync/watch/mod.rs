@@ -238,10 +238,15 @@ struct Controller<'a> {
 impl<'a> Controller<'a> {
     /// A controller for one term of leadership: nothing watched yet.
     fn new(shared: Shared, o: &'a WatchOptions, metrics: Arc<Metrics>) -> Controller<'a> {
+        let intake = Intake::new(
+            metrics.clone(),
+            o.run.selection.scope.shard,
+            &shared.host.namespace,
+        );
         Controller {
             shared,
             o,
-            intake: Intake::new(metrics.clone(), o.run.selection.scope.shard),
+            intake,
             metrics,
             scheduler: Scheduler::new(o.round_size),
             fleet: Fleet::default(),

@@ -126,11 +126,12 @@ impl Controller<'_> {
     }
 
     /// The members a round may touch: the unready (their objects show
-    /// ClusterNotReady) and the ready whose watches have listed.
+    /// ClusterNotReady) and the ready whose watches have listed; never a
+    /// pull member, which its agent applies.
     fn touched(&self) -> BTreeSet<String> {
         let types = self.types();
         (self.fleet.members().iter())
-            .filter(|p| self.touchable(p.name()))
+            .filter(|p| !p.member.pull && self.touchable(p.name()))
             .filter(|p| !p.is_ready() || self.intake.cache.member_synced(p.name(), &types))
             .map(|p| p.name().to_string())
             .collect()

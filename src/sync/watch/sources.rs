@@ -49,6 +49,9 @@ pub enum Source {
     Federated(String),
     /// A member's managed objects of a type: (cluster, FTC name).
     Member(String, String),
+    /// The pull members' agents' PropagationReports (only while a pull
+    /// member is joined).
+    Reports,
 }
 
 impl Source {
@@ -92,6 +95,7 @@ impl std::fmt::Display for Source {
             Source::Namespaces => write!(f, "the host's Namespaces"),
             Source::Federated(t) => write!(f, "the federated objects of {t}"),
             Source::Member(c, t) => write!(f, "{t} in {c}"),
+            Source::Reports => write!(f, "the pull members' PropagationReports"),
         }
     }
 }
@@ -196,6 +200,8 @@ pub struct WatchScope<'a> {
     pub members: Vec<WatchedMember<'a>>,
     /// Types whose member copies are held whole (`Cache::whole_copies`).
     pub whole_copies: &'a BTreeSet<String>,
+    /// A pull member is joined: its agent's reports are watched.
+    pub pull_members: bool,
 }
 
 /// A member whose copies are watched.

@@ -80,6 +80,7 @@ impl Controller<'_> {
             types: self.observed_types(),
             members,
             whole_copies: &self.intake.cache.whole_copies,
+            pull_members: self.fleet.iter().any(|m| m.pull),
         }
     }
 

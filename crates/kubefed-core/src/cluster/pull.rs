@@ -14,11 +14,11 @@
 
 use serde_json::{Value, json};
 
+use crate::cluster::health::Health;
 use crate::cluster::membership::{
     CREATED_BY_JOIN_ANNOTATION, JoinNames, Scope, namespace as member_namespace, rbac,
 };
 use crate::run::reconciler::{COMPONENT_LABEL, FederatedResource};
-use crate::run::settings::HealthCheck;
 
 /// The annotation that makes a KubeFedCluster a pull member.
 pub const MODE_ANNOTATION: &str = "kubefedctl.kubefed.io/mode";
@@ -87,16 +87,83 @@ pub fn host_role_name(kubefed_namespace: &str, cluster: &str) -> String {
     format!("{AGENT}:{kubefed_namespace}:{cluster}")
 }
 
-/// Whether an agent's heartbeat (its Ready condition's `lastProbeTime`,
-/// Unix seconds) is too old at `now`: the agent beats once per health
-/// period, and is silent after twice as long as a push member may fail its
-/// probes before it turns not ready (never less than a minute).
-pub fn agent_silent(last_beat: Option<i64>, now: i64, health: &HealthCheck) -> bool {
-    let allowed = (health.period.as_secs() as i64)
-        .saturating_mul(i64::from(health.failure_threshold.max(1)))
-        .saturating_mul(2)
-        .max(60);
-    last_beat.is_none_or(|t| now - t > allowed)
+/// How often an agent writes its KubeFedCluster's status (its heartbeat),
+/// whatever its rounds do.
+pub const HEARTBEAT_SECONDS: u64 = 20;
+/// After how long without a heartbeat the host takes a pull member for not
+/// ready: a few heartbeats missed, as KubeFleet's hub does.
+pub const SILENT_AFTER_SECONDS: i64 = 90;
+
+/// A pull member's health as the host sees it, from the status its agent
+/// writes (`cluster_status`: the KubeFedCluster's `status`) at `now`
+/// (Unix seconds): what the agent last probed in its member while it
+/// beats, `Offline` once it is silent.
+pub fn agent_health(cluster_status: Option<&Value>, now: i64) -> Health {
+    let conditions = cluster_status
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array);
+    let last_beat = (conditions.into_iter().flatten())
+        .filter_map(|c| c.get("lastProbeTime")?.as_str())
+        .filter_map(crate::time::parse_rfc3339)
+        .max();
+    let Some(beat) = last_beat else {
+        return Health::Offline {
+            message: "pull member: its agent has not reported yet".into(),
+        };
+    };
+    if now - beat > SILENT_AFTER_SECONDS {
+        return Health::Offline {
+            message: format!(
+                "pull member: its agent has not reported since {}",
+                crate::time::rfc3339(beat)
+            ),
+        };
+    }
+    let cond = |t: &str| {
+        (conditions.into_iter().flatten())
+            .find(|c| c.get("type").and_then(Value::as_str) == Some(t))
+            .filter(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+    };
+    let message = |c: &Value| {
+        c.get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if cond("Ready").is_some() {
+        let version = cluster_status
+            .and_then(|s| s.get("kubernetesVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Health::Ready {
+            version: version.to_string(),
+        };
+    }
+    if let Some(c) = cond("Offline") {
+        return Health::Offline {
+            message: message(c),
+        };
+    }
+    Health::NotReady {
+        message: "pull member: its agent finds its member not ready".into(),
+    }
+}
+
+/// The KubeFedCluster status an agent writes at each heartbeat: what
+/// `health::status_after_probe` writes on a change, else the status as it
+/// was with each condition's `lastProbeTime` moved to `now` (a push
+/// member's probe time alone is not worth a write; a heartbeat is one).
+pub fn heartbeat_status(old: &Value, h: &Health, now: &str) -> Value {
+    if let Some(changed) = crate::cluster::health::status_after_probe(old, h, now) {
+        return changed;
+    }
+    let mut status = old.clone();
+    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conditions {
+            c["lastProbeTime"] = json!(now);
+        }
+    }
+    status
 }
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
@@ -358,7 +425,6 @@ pub fn host_kubeconfig(server: &str, ca: Option<&str>, insecure: bool, token: &s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn member(scope: Scope) -> PullMember<'static> {
         PullMember {
@@ -513,21 +579,50 @@ mod tests {
     }
 
     #[test]
-    fn an_agent_is_silent_after_twice_the_failure_window() {
-        let health = HealthCheck {
-            period: Duration::from_secs(10),
-            timeout: Duration::from_secs(3),
-            failure_threshold: 3,
-            success_threshold: 1,
+    fn a_heartbeat_moves_the_probe_time_and_keeps_the_transition() {
+        let ready = Health::Ready {
+            version: "v1.37.2".into(),
         };
-        assert!(agent_silent(None, 100, &health));
-        assert!(!agent_silent(Some(40), 100, &health));
-        assert!(agent_silent(Some(39), 100, &health));
-        let slow = HealthCheck {
-            period: Duration::from_secs(60),
-            ..health
+        let first = heartbeat_status(&Value::Null, &ready, "2026-12-06T10:00:00Z");
+        assert_eq!(first["conditions"][0]["type"], "Ready");
+        let next = heartbeat_status(&first, &ready, "2026-12-06T10:00:20Z");
+        assert_eq!(
+            next["conditions"][0]["lastProbeTime"],
+            "2026-12-06T10:00:20Z"
+        );
+        assert_eq!(
+            next["conditions"][0]["lastTransitionTime"],
+            "2026-12-06T10:00:00Z"
+        );
+        assert_eq!(
+            agent_health(
+                Some(&next),
+                crate::time::parse_rfc3339("2026-12-06T10:01:00Z").unwrap()
+            ),
+            ready
+        );
+    }
+
+    #[test]
+    fn a_pull_members_health_is_its_agents_last_heartbeat() {
+        let beat = |t: i64, ready: &str| {
+            json!({"kubernetesVersion": "v1.37.2", "conditions": [{"type": "Ready", "status": ready,
+                   "lastProbeTime": crate::time::rfc3339(t)}]})
         };
-        assert!(!agent_silent(Some(0), 360, &slow));
-        assert!(agent_silent(Some(0), 361, &slow));
+        assert!(
+            matches!(agent_health(None, 100), Health::Offline { message } if message.contains("not reported yet"))
+        );
+        assert_eq!(
+            agent_health(Some(&beat(1000, "True")), 1000 + SILENT_AFTER_SECONDS),
+            Health::Ready {
+                version: "v1.37.2".into()
+            }
+        );
+        let silent = agent_health(Some(&beat(1000, "True")), 1001 + SILENT_AFTER_SECONDS);
+        assert!(matches!(silent, Health::Offline { message } if message.contains("since")));
+        assert!(matches!(
+            agent_health(Some(&beat(1000, "False")), 1000),
+            Health::NotReady { .. }
+        ));
     }
 }

@@ -64,6 +64,9 @@ pub struct WriteBack {
     /// changed (`Some(None)`: remove it); the PropagatedVersion exists or
     /// is created first (`create_versions`).
     pub drift: Option<Option<String>>,
+    /// A pull member's agent: its report of this object ([`member_report`]),
+    /// the one thing it writes back; the other fields are the host's.
+    pub report: Option<Report>,
 }
 
 /// Whether a deletion decision's request confirmed the copy is gone or unlabelled.

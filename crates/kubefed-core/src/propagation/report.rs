@@ -197,6 +197,11 @@ impl Reports {
             .insert((r.cluster.clone(), r.type_name.clone(), r.key.clone()), r);
     }
 
+    pub fn remove(&mut self, r: &Report) {
+        self.by_object
+            .remove(&(r.cluster.clone(), r.type_name.clone(), r.key.clone()));
+    }
+
     pub fn extend(&mut self, reports: impl IntoIterator<Item = Report>) {
         reports.into_iter().for_each(|r| self.insert(r));
     }
@@ -311,6 +316,28 @@ impl Pulled {
             .map(|(c, _)| c.clone())
             .collect()
     }
+}
+
+/// The agent's own record of what its member holds of an object, in the
+/// shape of the PropagatedVersion `pv` the host keeps (its metadata kept):
+/// the hashes the agent applied and its member's version alone. The
+/// decide step compares a member copy with it as with a PropagatedVersion;
+/// the host's own record lags behind the reports it is written from.
+/// `None` when the report records no version.
+pub fn agent_versions(pv: Option<&Value>, report: &Report) -> Option<Value> {
+    let version = report.version.as_ref().filter(|_| !report.removed)?;
+    let metadata = pv
+        .and_then(|v| v.get("metadata"))
+        .cloned()
+        .unwrap_or(json!({}));
+    Some(json!({
+        "metadata": metadata,
+        "status": {
+            "templateVersion": report.template_version,
+            "overridesVersion": report.overrides_version,
+            "clusterVersions": [{"clusterName": report.cluster, "version": version}],
+        },
+    }))
 }
 
 /// The PropagationReport CRD (`kubefedctl.kubefed.io/v1alpha1`), which
@@ -476,6 +503,26 @@ mod tests {
         reports.insert(removed);
         let pulled = Pulled::of(&f, "configmaps", &members, &reports);
         assert_eq!(pulled.holding(), ["late", "quiet"]);
+    }
+
+    #[test]
+    fn an_agent_records_its_own_version_in_the_shape_of_a_propagated_version() {
+        let f = fed("v");
+        let r = report(&f, ClusterStatus::Ok, Some("rv:7"));
+        let pv = json!({"metadata": {"name": "configmap-web", "annotations": {"a": "b"}},
+                        "status": {"templateVersion": "old", "clusterVersions": []}});
+        let mine = agent_versions(Some(&pv), &r).unwrap();
+        assert_eq!(mine["metadata"]["annotations"]["a"], "b");
+        let status = Some(&mine["status"]);
+        let (t, o) = (
+            template_version(&f).unwrap(),
+            overrides_version(&f).unwrap(),
+        );
+        assert_eq!(
+            crate::propagation::version::recorded_version(status, &t, &o, "edge").as_deref(),
+            Some("rv:7")
+        );
+        assert!(agent_versions(None, &report(&f, ClusterStatus::UpdateFailed, None)).is_none());
     }
 
     #[test]

@@ -46,6 +46,11 @@ pub struct Cache {
     /// Cluster → FTC name → the member's managed objects of that type
     /// (nested, so that a lookup by `&str` allocates nothing).
     pub members: BTreeMap<String, BTreeMap<String, Store>>,
+    /// The pull members' agents' reports (`core::propagation::report`),
+    /// each kept only from its member's report namespace in the
+    /// federation's (`federation_namespace`).
+    pub reports: crate::core::propagation::report::Reports,
+    pub federation_namespace: String,
     /// Host sources that have been listed.
     listed: BTreeSet<Source>,
     /// Types whose member copies are held whole ([`Cache::keeps_member_fields`]),

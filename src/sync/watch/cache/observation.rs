@@ -143,6 +143,7 @@ impl Cache {
         seen.fed_namespaces = fed_namespaces;
         seen.host_namespaces = self.namespaces.clone();
         seen.rsps = rsps;
+        seen.reports = self.reports.clone();
         // What the cache does not hold (the RSPs' pods, whether the host
         // has the DNS API) is read by the round's own observe step
         // (`observe::finish_from_cache`).

@@ -178,6 +178,47 @@ pub(super) const TRIGGERS: &[Trigger] = &[
             c.federated.entry(ftc.clone()).or_default().apply(change);
         },
     },
+    // A pull member's agent's report touches the object it reports on,
+    // when it says something new: the host's record of that member.
+    Trigger {
+        is: |s| matches!(s, Source::Reports),
+        watches: |w| {
+            if !w.pull_members {
+                return Vec::new();
+            }
+            use crate::core::propagation::report as r;
+            let ar = api_resource(r::GROUP, r::VERSION, r::KIND, r::PLURAL);
+            vec![(
+                Source::Reports,
+                Spec::new(w.host, &ar, None, Config::default()),
+            )]
+        },
+        by_key: false,
+        touched: reports_touched,
+        keep: |c, _, change| {
+            let namespace = c.federation_namespace.clone();
+            let parsed = |vs: &[Value]| {
+                crate::core::propagation::report::Reports::of(vs, |m| {
+                    crate::core::cluster::pull::report_namespace(&namespace, m)
+                })
+            };
+            match change {
+                Change::Applied(v) => c
+                    .reports
+                    .extend(parsed(&[v]).iter().cloned().collect::<Vec<_>>()),
+                Change::Deleted(v) => {
+                    for r in parsed(&[v]).iter() {
+                        c.reports.remove(r);
+                    }
+                }
+                Change::Replaced(vs) => {
+                    let all: Vec<Value> = vs.iter().map(|(_, held)| held.text.value()).collect();
+                    c.reports = parsed(&all);
+                }
+                Change::Failed { .. } | Change::Kept(..) => {}
+            }
+        },
+    },
     // A member's copies touch their federated objects.
     Trigger {
         is: |s| matches!(s, Source::Member(..)),
@@ -259,6 +300,29 @@ fn schedulings_touched(c: &Cache, _: &Source, change: &Change) -> Dirt {
             if kinds.is_empty() || kinds.iter().any(schedules) {
                 dirt.keys.insert(FederatedRef::new(name, key.clone()));
             }
+        }
+    }
+    dirt
+}
+
+/// Reports that say something new touch the objects they report on.
+fn reports_touched(c: &Cache, _: &Source, change: &Change) -> Dirt {
+    let namespace = c.federation_namespace.clone();
+    let after: Vec<Value> = match change {
+        Change::Applied(v) | Change::Deleted(v) => vec![v.clone()],
+        Change::Replaced(vs) => vs.iter().map(|(_, held)| held.text.value()).collect(),
+        Change::Failed { .. } | Change::Kept(..) => Vec::new(),
+    };
+    let reports = crate::core::propagation::report::Reports::of(&after, |m| {
+        crate::core::cluster::pull::report_namespace(&namespace, m)
+    });
+    let deleted = matches!(change, Change::Deleted(_));
+    let mut dirt = Dirt::default();
+    for r in reports.iter() {
+        let before = c.reports.get(&r.cluster, &r.type_name, &r.key);
+        if deleted || before.is_none_or(|b| !b.says_the_same_as(r)) {
+            dirt.keys
+                .insert(FederatedRef::new(&r.type_name, r.key.clone()));
         }
     }
     dirt
@@ -508,6 +572,66 @@ mod tests {
         }
     }
 
+    /// A pull member's report touches its object when it says something
+    /// new, and only from its member's own report namespace.
+    #[test]
+    fn a_report_that_says_something_new_touches_its_object() {
+        use crate::core::propagation::action::ClusterStatus;
+        use crate::core::propagation::report::Report;
+        let mut c = cache();
+        c.federation_namespace = "fed".into();
+        let key = ObjectKey {
+            namespace: "shop".into(),
+            name: "web".into(),
+        };
+        let report = Report {
+            cluster: "edge".into(),
+            type_name: "configmaps".into(),
+            key: key.clone(),
+            uid: "u1".into(),
+            template_version: "t".into(),
+            overrides_version: "o".into(),
+            status: ClusterStatus::Ok,
+            version: Some("rv:1".into()),
+            removed: false,
+            reported_at: "2026-12-06T10:00:00Z".into(),
+        };
+        let trigger = TRIGGERS.iter().find(|t| (t.is)(&Source::Reports)).unwrap();
+        let own = report.to_object("fed-pull-edge");
+        let dirt = (trigger.touched)(&c, &Source::Reports, &Change::Applied(own.clone()));
+        assert_eq!(
+            dirt.keys.into_iter().collect::<Vec<_>>(),
+            [FederatedRef::new("configmaps", key.clone())]
+        );
+        (trigger.keep)(&mut c, &Source::Reports, Change::Applied(own));
+        assert_eq!(c.reports.len(), 1);
+        let later = Report {
+            reported_at: "2026-12-06T11:00:00Z".into(),
+            ..report.clone()
+        };
+        let same = (trigger.touched)(
+            &c,
+            &Source::Reports,
+            &Change::Applied(later.to_object("fed-pull-edge")),
+        );
+        assert!(same.keys.is_empty(), "only its time changed");
+        let forged = (trigger.touched)(
+            &c,
+            &Source::Reports,
+            &Change::Applied(report.to_object("fed-pull-other")),
+        );
+        assert!(forged.keys.is_empty(), "another member's namespace");
+        let gone = report.to_object("fed-pull-edge");
+        assert_eq!(
+            (trigger.touched)(&c, &Source::Reports, &Change::Deleted(gone.clone()))
+                .keys
+                .len(),
+            1
+        );
+        (trigger.keep)(&mut c, &Source::Reports, Change::Deleted(gone));
+        assert!(c.reports.is_empty());
+    }
+
     /// The triggers' watches in a run's scope: the host's resources, a
     /// watch per type's federated objects (by `-l`, but a
     /// FederatedNamespace's) and per member and type; what each was started
@@ -526,8 +650,15 @@ mod tests {
             types: c.types(),
             members,
             whole_copies: &c.whole_copies,
+            pull_members: false,
         };
         let host = watches(&scope(vec![]));
+        let with_pull = watches(&WatchScope {
+            pull_members: true,
+            ..scope(vec![])
+        });
+        assert_eq!(with_pull.len(), host.len() + 1);
+        assert_eq!(with_pull[&Source::Reports].kind, "PropagationReport");
         let seen: Vec<(String, String, String)> = (host.iter())
             .map(|(s, spec)| (s.to_string(), spec.kind.clone(), spec.fingerprint.clone()))
             .collect();
