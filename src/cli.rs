@@ -45,6 +45,8 @@ pub enum Command {
     Rollout(crate::cmd::rollout::RolloutOptions),
     /// Issue new short-lived tokens for members joined with --token-ttl
     Rotate(crate::cmd::rotate::RotateOptions),
+    /// Run a pull member's agent: apply its share from the host, report back
+    Agent(crate::cmd::agent::AgentOptions),
     /// Exec credential plugin for the cluster inventory: a short-lived token of a member's consumer identity
     Credential(crate::cmd::credential::CredentialOptions),
     /// Show clusters, federated types and per-cluster propagation
@@ -67,7 +69,10 @@ pub const COMMAND_GROUPS: &[(&str, &[&str])] = &[
         "Federated types",
         &["enable", "disable", "orphaning-deletion"],
     ),
-    ("Propagation", &["federate", "reconcile", "rollout"]),
+    (
+        "Propagation",
+        &["federate", "reconcile", "rollout", "agent"],
+    ),
     ("Migration", &["export", "migrate"]),
     ("Inspection", &["status"]),
     ("Other", &["version", "completion"]),
@@ -172,6 +177,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Status(o) => crate::cmd::status::run(global, &o).await,
                 Command::Unjoin(o) => crate::cmd::unjoin::run(global, &o).await,
                 Command::Rotate(o) => crate::cmd::rotate::run(global, &o).await,
+                Command::Agent(o) => crate::cmd::agent::run(global, &o).await,
                 Command::Rollout(o) => crate::cmd::rollout::run(global, &o).await,
                 Command::Credential(o) => crate::cmd::credential::run(global, &o).await,
                 Command::Version(_) | Command::Completion(_) => unreachable!("run above"),

@@ -70,6 +70,11 @@ impl ClientFactory {
         }
     }
 
+    /// The timeouts its clients get.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
     pub fn kubeconfig(&self) -> &LoadedKubeconfig {
         &self.kubeconfig
     }

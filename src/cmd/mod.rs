@@ -1,5 +1,6 @@
 //! One module per command: options (clap) → validate → run.
 
+pub mod agent;
 pub mod completion;
 pub mod credential;
 pub mod disable;

@@ -7,6 +7,7 @@
 //! requests). All ask the pure core (`crates/kubefed-core`) what every
 //! member should hold.
 
+pub mod agent;
 pub mod karmada;
 pub mod live;
 pub mod lock;

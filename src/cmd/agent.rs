@@ -1,0 +1,191 @@
+//! `kubefedctl agent --cluster CLUSTER`: a pull member's agent
+//! (`join --mode pull` runs it as a Deployment in the member). The member
+//! is the kubeconfig's context, or in a pod the pod's own identity; the
+//! host is reached with `--host-kubeconfig`, the identity join made for
+//! this member's agent, which may read its share and write only its
+//! reports and its KubeFedCluster's status.
+
+use crate::cmd::options::{GlobalOptions, parse_duration};
+use crate::core::cluster::pull;
+use crate::sync::agent::{self, AgentOptions as Engine, AgentRound};
+use crate::terminal::output::DocumentFormat;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "The member is the kubeconfig's context (--context), or, in a pod, the pod's
+own service account; the host is reached with --host-kubeconfig only.
+
+Examples:
+  # in the member, as join --mode pull runs it
+  kubefedctl agent --cluster edge1 \\
+    --host-kubeconfig /etc/kubefedctl/host/kubeconfig
+  # one round from a workstation, the member as context edge1
+  kubefedctl agent --cluster edge1 --host-kubeconfig host.kubeconfig \\
+    --context edge1 --once -o json"
+)]
+pub struct AgentOptions {
+    /// The pull member this agent applies to: its KubeFedCluster's name
+    #[arg(long, value_name = "CLUSTER")]
+    pub cluster: String,
+
+    /// Kubeconfig of the agent's host identity (join --mode pull writes it
+    /// into the member's Secret kubefedctl-agent-host)
+    #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub host_kubeconfig: PathBuf,
+
+    /// Context in --host-kubeconfig [default: its current context]
+    #[arg(long, value_name = "CONTEXT")]
+    pub host_context: Option<String>,
+
+    /// Time between rounds (each reads the share, applies it, reports)
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub interval: Duration,
+
+    /// One heartbeat and one round, then exit (3 when an object failed)
+    #[arg(long)]
+    pub once: bool,
+
+    /// Requests in flight to the member
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+
+    /// With --once: print the round's report (yaml or json)
+    #[arg(short = 'o', long = "output", value_name = "FORMAT", requires = "once")]
+    pub output: Option<DocumentFormat>,
+}
+
+/// Reports nothing: the agent logs each round in one line.
+struct Quiet;
+
+impl crate::sync::live::progress::Progress for Quiet {
+    fn requests(&self, _more: u64) {}
+    fn request_done(&self) {}
+}
+
+pub async fn run(global: &GlobalOptions, o: &AgentOptions) -> Result<()> {
+    if o.interval < Duration::from_secs(1) {
+        return Err(crate::error::usage("--interval must be at least 1s"));
+    }
+    let (_, member) = global.connect_host().await?;
+    let host = connect_host(global, o).await?;
+    let engine = Engine {
+        cluster: o.cluster.clone(),
+        timeout: global.request_limit().unwrap_or(Duration::from_secs(30)),
+        concurrency: o.concurrency as usize,
+        attempts: 3,
+    };
+    if o.once {
+        agent::beat(&host, &member.client, &engine).await?;
+        let round = agent::round(&host, &member.client, &engine, &Quiet).await?;
+        return finish_once(&round, o);
+    }
+    run_until_stopped(&host, &member.client, &engine, o.interval).await
+}
+
+/// The host as the agent's identity reaches it.
+async fn connect_host(
+    global: &GlobalOptions,
+    o: &AgentOptions,
+) -> Result<crate::clients::host::Host> {
+    let kubeconfig = crate::clients::kubeconfig::load(Some(&o.host_kubeconfig))
+        .with_context(|| format!("--host-kubeconfig {}", o.host_kubeconfig.display()))?;
+    let mut factory_global = global.client_factory()?;
+    factory_global = crate::clients::ClientFactory::new(kubeconfig, factory_global.timeouts());
+    crate::clients::host::Host::connect(
+        &factory_global,
+        o.host_context.as_deref(),
+        &global.kubefed_namespace,
+    )
+    .await
+}
+
+/// `--once`: the report, and exit 3 when an object failed.
+fn finish_once(round: &AgentRound, o: &AgentOptions) -> Result<()> {
+    match o.output {
+        Some(format) => crate::terminal::output::print(&round.report, format)?,
+        None => println!("{}", summary(&o.cluster, round)),
+    }
+    for f in &round.report.failures {
+        tracing::warn!("{f}");
+    }
+    if round.report.failures.is_empty() {
+        return Ok(());
+    }
+    Err(crate::error::ExitWith {
+        code: 3,
+        message: format!(
+            "{} object(s) or member(s) failed",
+            round.report.failures.len()
+        ),
+    }
+    .into())
+}
+
+/// One line per round.
+fn summary(cluster: &str, round: &AgentRound) -> String {
+    let c = round
+        .report
+        .clusters
+        .get(cluster)
+        .cloned()
+        .unwrap_or_default();
+    format!(
+        "{cluster}: {} created, {} updated, {} deleted, {} unchanged, {} failed; {} report(s) written, {} removed",
+        c.created,
+        c.updated,
+        c.deleted,
+        c.unchanged,
+        c.failed,
+        round.reports_written,
+        round.reports_removed
+    )
+}
+
+/// Rounds every `interval` and a heartbeat every
+/// `pull::HEARTBEAT_SECONDS`, until SIGTERM or Ctrl-C. A failed round or
+/// beat is logged and tried again; the member keeps what it has.
+async fn run_until_stopped(
+    host: &crate::clients::host::Host,
+    member: &kube::Client,
+    engine: &Engine,
+    interval: Duration,
+) -> Result<()> {
+    let mut signals = crate::terminal::signals::Signals::new()?;
+    let mut beats = tokio::time::interval(Duration::from_secs(pull::HEARTBEAT_SECONDS));
+    let mut rounds = tokio::time::interval(interval);
+    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tracing::info!(
+        "agent of {}: rounds every {}s",
+        engine.cluster,
+        interval.as_secs()
+    );
+    loop {
+        tokio::select! {
+            sig = signals.next() => {
+                tracing::info!("agent of {}: stopped", engine.cluster);
+                return Err(crate::error::ExitWith { code: 128 + sig, message: "interrupted".into() }.into());
+            }
+            _ = beats.tick() => {
+                if let Err(e) = agent::beat(host, member, engine).await {
+                    tracing::warn!("heartbeat: {}", crate::error::one_line(&e));
+                }
+            }
+            _ = rounds.tick() => {
+                match agent::round(host, member, engine, &Quiet).await {
+                    Ok(round) => {
+                        tracing::info!("{}", summary(&engine.cluster, &round));
+                        for f in &round.report.failures {
+                            tracing::warn!("{f}");
+                        }
+                    }
+                    Err(e) => tracing::warn!("round: {}", crate::error::one_line(&e)),
+                }
+            }
+        }
+    }
+}

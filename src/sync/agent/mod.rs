@@ -1,0 +1,204 @@
+//! `kubefedctl agent`: a pull member's agent (`core::cluster::pull`). It
+//! reads its member's share from the host with an identity that may read
+//! and report only, applies it to its member through the one-shot run's
+//! decide and execute steps (`live::agent`), reports each object back
+//! (`reports`), and beats: its KubeFedCluster's status says how its member
+//! is, at least every `pull::HEARTBEAT_SECONDS`. The host never connects
+//! to the member.
+
+pub mod reports;
+
+use crate::api::core::KubeFedCluster;
+use crate::apply::api_error;
+use crate::clients::host::Host;
+use crate::clients::members::{self, Member, ProbedMember};
+use crate::core::cluster::pull::{self, report_namespace};
+use crate::core::describe::{ObjectKey, key_of};
+use crate::core::propagation::report::agent_versions;
+use crate::core::propagation::version::propagated_version_name;
+use crate::core::run::scope::RunScope;
+use crate::sync::live::{self, progress::Progress};
+use crate::sync::run::observe::{self, Observation, Selection};
+use crate::sync::run::report::Report;
+use anyhow::{Context, Result, bail};
+use kube::api::{Api, Patch, PatchParams};
+use reports::ReportWriter;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// How the agent runs.
+#[derive(Clone, Debug)]
+pub struct AgentOptions {
+    /// Its member's KubeFedCluster name.
+    pub cluster: String,
+    /// Per request.
+    pub timeout: Duration,
+    /// Requests in flight to the member.
+    pub concurrency: usize,
+    /// Attempts per member request.
+    pub attempts: u32,
+}
+
+/// What one round did.
+pub struct AgentRound {
+    pub report: Report,
+    /// Reports written and stale ones removed on the host.
+    pub reports_written: usize,
+    pub reports_removed: usize,
+}
+
+/// The agent's member as the engine sees a member: its own KubeFedCluster
+/// and the agent's client, probed.
+async fn own_member(
+    host: &Host,
+    member: &kube::Client,
+    o: &AgentOptions,
+    probe: Duration,
+) -> Result<ProbedMember> {
+    let api: Api<KubeFedCluster> = Api::namespaced(host.client.clone(), &host.namespace);
+    let cluster = api
+        .get(&o.cluster)
+        .await
+        .map_err(api_error)
+        .with_context(|| {
+            format!(
+                "reading KubeFedCluster {}/{}, the agent's own",
+                host.namespace, o.cluster
+            )
+        })?;
+    if !pull::is_pull(cluster.metadata.annotations.as_ref()) {
+        bail!(
+            "KubeFedCluster {}/{} is not a pull member ({}: {}): the host propagates to it; join it with --mode pull for an agent",
+            host.namespace,
+            o.cluster,
+            pull::MODE_ANNOTATION,
+            pull::PULL
+        );
+    }
+    let m = Member {
+        name: o.cluster.clone(),
+        labels: cluster.metadata.labels.clone().unwrap_or_default(),
+        cluster,
+        profile: None,
+        client: Ok(member.clone()),
+        watch_client: None,
+        requests: Default::default(),
+        stalled: None,
+        fingerprint: String::new(),
+        connected_in: Duration::ZERO,
+        pull: false,
+    };
+    let health = members::probe(&m, probe).await;
+    Ok(ProbedMember { member: m, health })
+}
+
+/// Writes the heartbeat: the member's health as the agent probed it.
+pub async fn beat(host: &Host, member: &kube::Client, o: &AgentOptions) -> Result<()> {
+    let probed = own_member(host, member, o, o.timeout.min(Duration::from_secs(10))).await?;
+    let old = serde_json::to_value(&probed.member.cluster.status).unwrap_or_default();
+    let status = pull::heartbeat_status(&old, &probed.health, &crate::clock::now_rfc3339());
+    let api: Api<KubeFedCluster> = Api::namespaced(host.client.clone(), &host.namespace);
+    api.patch_status(
+        &o.cluster,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": status})),
+    )
+    .await
+    .map_err(api_error)
+    .with_context(|| {
+        format!(
+            "writing the status of KubeFedCluster {}/{}",
+            host.namespace, o.cluster
+        )
+    })?;
+    Ok(())
+}
+
+/// One round: the share read, applied, reported.
+pub async fn round(
+    host: &Host,
+    member: &kube::Client,
+    o: &AgentOptions,
+    progress: &dyn Progress,
+) -> Result<AgentRound> {
+    let settings = host.settings().await?;
+    let probed = own_member(host, member, o, settings.health.timeout).await?;
+    let scope = RunScope {
+        clusters: Some(BTreeSet::from([o.cluster.clone()])),
+        ..RunScope::default()
+    };
+    let selection = Selection {
+        scope: scope.clone(),
+        timeout: o.timeout,
+        probe_timeout: None,
+        settings: Some(settings),
+        whole_copies: false,
+    };
+    let mut seen =
+        observe::observe_over(host, &selection, settings, vec![probed], scope, false).await?;
+    let writer =
+        ReportWriter::list(&host.client, &report_namespace(&host.namespace, &o.cluster)).await?;
+    own_versions(&mut seen, &writer, &o.cluster);
+    let observed = observed_objects(&seen);
+    let options = live::Options {
+        selection,
+        proposal: None,
+        mode: Default::default(),
+        concurrency: o.concurrency,
+        attempts: o.attempts,
+        wait: None,
+        events: None,
+        wait_ready: false,
+        force_conflicts: false,
+        report_only: false,
+        rollout: Default::default(),
+    };
+    let outcome =
+        live::agent::round(host, &mut seen, &options, (&writer, &o.cluster), progress).await?;
+    let reports_removed = writer.remove_stale(&observed).await?;
+    Ok(AgentRound {
+        report: outcome.report,
+        reports_written: writer.written.load(std::sync::atomic::Ordering::Relaxed),
+        reports_removed,
+    })
+}
+
+/// The agent's own reports as its record of versions, in place of the
+/// host's PropagatedVersions, which are written from them later.
+fn own_versions(seen: &mut Observation, writer: &ReportWriter, cluster: &str) {
+    for t in &seen.types {
+        for fed in &t.objects {
+            let key = key_of(fed);
+            let Some(report) = writer
+                .existing
+                .get(cluster, &t.name, &key)
+                .filter(|r| r.is_of(fed))
+            else {
+                continue;
+            };
+            let pv_key = ObjectKey {
+                namespace: key.namespace.clone(),
+                name: propagated_version_name(&t.ty.target.kind, &key.name),
+            };
+            if let Some(mine) = agent_versions(seen.versions.get(&pv_key), report) {
+                seen.versions.insert(pv_key, mine);
+            }
+        }
+    }
+}
+
+/// Every federated object the round read: its type, key and UID.
+fn observed_objects(seen: &Observation) -> BTreeSet<(String, ObjectKey, String)> {
+    let mut out = BTreeSet::new();
+    for t in &seen.types {
+        for fed in &t.objects {
+            let uid = fed
+                .pointer("/metadata/uid")
+                .and_then(|u| u.as_str())
+                .unwrap_or("");
+            out.insert((t.name.to_string(), key_of(fed), uid.to_string()));
+        }
+    }
+    out
+}
