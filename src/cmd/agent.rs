@@ -6,7 +6,6 @@
 //! reports and its KubeFedCluster's status.
 
 use crate::cmd::options::{GlobalOptions, parse_duration};
-use crate::core::cluster::pull;
 use crate::sync::agent::{self, AgentOptions as Engine, AgentRound};
 use crate::terminal::output::DocumentFormat;
 use anyhow::{Context, Result};
@@ -45,7 +44,9 @@ pub struct AgentOptions {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub interval: Duration,
 
-    /// One heartbeat and one round, then exit (3 when an object failed)
+    /// One heartbeat and one round, then exit (3 when an object failed);
+    /// it takes the member's lease first, waiting for a running agent's
+    /// to expire at most 20s
     #[arg(long)]
     pub once: bool,
 
@@ -57,14 +58,6 @@ pub struct AgentOptions {
     /// With --once: print the round's report (yaml or json)
     #[arg(short = 'o', long = "output", value_name = "FORMAT", requires = "once")]
     pub output: Option<DocumentFormat>,
-}
-
-/// Reports nothing: the agent logs each round in one line.
-struct Quiet;
-
-impl crate::sync::live::progress::Progress for Quiet {
-    fn requests(&self, _more: u64) {}
-    fn request_done(&self) {}
 }
 
 pub async fn run(global: &GlobalOptions, o: &AgentOptions) -> Result<()> {
@@ -80,11 +73,18 @@ pub async fn run(global: &GlobalOptions, o: &AgentOptions) -> Result<()> {
         attempts: 3,
     };
     if o.once {
-        agent::beat(&host, &member.client, &engine).await?;
-        let round = agent::round(&host, &member.client, &engine, &Quiet).await?;
+        let round = agent::once(&host, &member.client, &engine).await?;
         return finish_once(&round, o);
     }
-    run_until_stopped(&host, &member.client, &engine, o.interval).await
+    let mut signals = crate::terminal::signals::Signals::new()?;
+    let agent::Stopped(sig) =
+        agent::run(&host, &member.client, &engine, o.interval, &mut signals).await?;
+    tracing::info!("agent of {}: stopped", engine.cluster);
+    Err(crate::error::ExitWith {
+        code: 128 + sig,
+        message: "interrupted".into(),
+    }
+    .into())
 }
 
 /// The host as the agent's identity reaches it.
@@ -108,7 +108,7 @@ async fn connect_host(
 fn finish_once(round: &AgentRound, o: &AgentOptions) -> Result<()> {
     match o.output {
         Some(format) => crate::terminal::output::print(&round.report, format)?,
-        None => println!("{}", summary(&o.cluster, round)),
+        None => println!("{}", round.summary(&o.cluster)),
     }
     for f in &round.report.failures {
         tracing::warn!("{f}");
@@ -124,68 +124,4 @@ fn finish_once(round: &AgentRound, o: &AgentOptions) -> Result<()> {
         ),
     }
     .into())
-}
-
-/// One line per round.
-fn summary(cluster: &str, round: &AgentRound) -> String {
-    let c = round
-        .report
-        .clusters
-        .get(cluster)
-        .cloned()
-        .unwrap_or_default();
-    format!(
-        "{cluster}: {} created, {} updated, {} deleted, {} unchanged, {} failed; {} report(s) written, {} removed",
-        c.created,
-        c.updated,
-        c.deleted,
-        c.unchanged,
-        c.failed,
-        round.reports_written,
-        round.reports_removed
-    )
-}
-
-/// Rounds every `interval` and a heartbeat every
-/// `pull::HEARTBEAT_SECONDS`, until SIGTERM or Ctrl-C. A failed round or
-/// beat is logged and tried again; the member keeps what it has.
-async fn run_until_stopped(
-    host: &crate::clients::host::Host,
-    member: &kube::Client,
-    engine: &Engine,
-    interval: Duration,
-) -> Result<()> {
-    let mut signals = crate::terminal::signals::Signals::new()?;
-    let mut beats = tokio::time::interval(Duration::from_secs(pull::HEARTBEAT_SECONDS));
-    let mut rounds = tokio::time::interval(interval);
-    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tracing::info!(
-        "agent of {}: rounds every {}s",
-        engine.cluster,
-        interval.as_secs()
-    );
-    loop {
-        tokio::select! {
-            sig = signals.next() => {
-                tracing::info!("agent of {}: stopped", engine.cluster);
-                return Err(crate::error::ExitWith { code: 128 + sig, message: "interrupted".into() }.into());
-            }
-            _ = beats.tick() => {
-                if let Err(e) = agent::beat(host, member, engine).await {
-                    tracing::warn!("heartbeat: {}", crate::error::one_line(&e));
-                }
-            }
-            _ = rounds.tick() => {
-                match agent::round(host, member, engine, &Quiet).await {
-                    Ok(round) => {
-                        tracing::info!("{}", summary(&engine.cluster, &round));
-                        for f in &round.report.failures {
-                            tracing::warn!("{f}");
-                        }
-                    }
-                    Err(e) => tracing::warn!("round: {}", crate::error::one_line(&e)),
-                }
-            }
-        }
-    }
 }

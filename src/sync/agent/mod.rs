@@ -4,7 +4,8 @@
 //! decide and execute steps (`live::agent`), reports each object back
 //! (`reports`), and beats: its KubeFedCluster's status says how its member
 //! is, at least every `pull::HEARTBEAT_SECONDS`. The host never connects
-//! to the member.
+//! to the member. Agents of one member (a rollout of its Deployment) elect
+//! one leader with a Lease in the member ([`run`]): only the leader writes.
 
 pub mod reports;
 
@@ -201,4 +202,142 @@ fn observed_objects(seen: &Observation) -> BTreeSet<(String, ObjectKey, String)>
         }
     }
     out
+}
+
+/// The Lease the agents of one member elect their leader with, in the
+/// member's federation namespace.
+pub const AGENT_LEASE: &str = "kubefedctl-agent";
+
+/// How a running agent ended: stopped by a signal (its number).
+pub struct Stopped(pub u8);
+
+/// Runs the agent until `stop` says so: leads (or waits as a standby for
+/// the member's Lease), and while it leads, beats every
+/// `pull::HEARTBEAT_SECONDS` and runs a round every `interval`. A failed
+/// round or beat is logged and tried again; the member keeps what it has.
+/// A leader that loses its Lease stops writing and stands by again.
+pub async fn run(
+    host: &Host,
+    member: &kube::Client,
+    o: &AgentOptions,
+    interval: Duration,
+    stop: &mut crate::terminal::signals::Signals,
+) -> Result<Stopped> {
+    use crate::sync::lock::{LockState, RunLock, this_run};
+    let lease_host = Host {
+        context: "member".into(),
+        client: member.clone(),
+        namespace: host.namespace.clone(),
+    };
+    let timings = crate::core::run::lease::LeaseTimings::default();
+    loop {
+        tracing::info!(
+            "agent of {}: waiting for the Lease {AGENT_LEASE} in the member",
+            o.cluster
+        );
+        let lock = tokio::select! {
+            sig = stop.next() => return Ok(Stopped(sig)),
+            lock = RunLock::acquire(&lease_host, AGENT_LEASE, this_run(), Duration::MAX, timings) => lock?,
+        };
+        tracing::info!(
+            "agent of {}: leading (rounds every {}s)",
+            o.cluster,
+            interval.as_secs()
+        );
+        let mut state = lock.state();
+        let mut beats = tokio::time::interval(Duration::from_secs(pull::HEARTBEAT_SECONDS));
+        let mut rounds = tokio::time::interval(interval);
+        rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stopped = loop {
+            let held = *state.borrow() == LockState::Held;
+            tokio::select! {
+                sig = stop.next() => break Some(sig),
+                changed = state.changed() => {
+                    if changed.is_err() || matches!(*state.borrow(), LockState::Lost { .. }) {
+                        tracing::warn!("agent of {}: lost the lease; standing by", o.cluster);
+                        break None;
+                    }
+                }
+                _ = beats.tick(), if held => {
+                    if let Err(e) = beat(host, member, o).await {
+                        tracing::warn!("heartbeat: {}", crate::error::one_line(&e));
+                    }
+                }
+                _ = rounds.tick(), if held => log_round(round(host, member, o, &Quiet).await, o),
+            }
+        };
+        if let Some(sig) = stopped {
+            if let Err(e) = lock.release().await {
+                tracing::warn!("releasing the lease: {}", crate::error::one_line(&e));
+            }
+            return Ok(Stopped(sig));
+        }
+    }
+}
+
+/// One heartbeat and one round under the member's Lease (`--once`),
+/// waiting for a running agent's lease at most 20 s: never beside a
+/// running leader.
+pub async fn once(host: &Host, member: &kube::Client, o: &AgentOptions) -> Result<AgentRound> {
+    use crate::sync::lock::{RunLock, this_run};
+    let lease_host = Host {
+        context: "member".into(),
+        client: member.clone(),
+        namespace: host.namespace.clone(),
+    };
+    let timings = crate::core::run::lease::LeaseTimings::default();
+    let wait = Duration::from_secs(20);
+    let lock = RunLock::acquire(&lease_host, AGENT_LEASE, this_run(), wait, timings)
+        .await
+        .context("the member's agent lease")?;
+    let done = async {
+        beat(host, member, o).await?;
+        round(host, member, o, &Quiet).await
+    }
+    .await;
+    lock.release().await?;
+    done
+}
+
+/// Reports nothing: the agent logs each round in one line.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn requests(&self, _more: u64) {}
+    fn request_done(&self) {}
+}
+
+/// One line per round, and its failures.
+fn log_round(round: Result<AgentRound>, o: &AgentOptions) {
+    match round {
+        Ok(round) => {
+            tracing::info!("{}", round.summary(&o.cluster));
+            for f in &round.report.failures {
+                tracing::warn!("{f}");
+            }
+        }
+        Err(e) => tracing::warn!("round: {}", crate::error::one_line(&e)),
+    }
+}
+
+impl AgentRound {
+    /// The round in one line.
+    pub fn summary(&self, cluster: &str) -> String {
+        let c = self
+            .report
+            .clusters
+            .get(cluster)
+            .cloned()
+            .unwrap_or_default();
+        format!(
+            "{cluster}: {} created, {} updated, {} deleted, {} unchanged, {} failed; {} report(s) written, {} removed",
+            c.created,
+            c.updated,
+            c.deleted,
+            c.unchanged,
+            c.failed,
+            self.reports_written,
+            self.reports_removed
+        )
+    }
 }
