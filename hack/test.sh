@@ -99,6 +99,7 @@ compat=(
   membership::unjoin_removes_everything
   membership::unjoin_cleanup
   membership::a_least_privilege_member_gets_the_types_verbs
+  pull_membership::a_pull_join_writes_each_side_and_unjoin_removes_both
   watch::short_lived_tokens
   watch::three_watch_shards_split_the_work_and_one_killed_catches_up_alone
   types::every_default_type_is_enabled_served_and_idempotent

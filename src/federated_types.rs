@@ -299,8 +299,9 @@ pub fn crd_object(host: &Host, names: &FederatedNames) -> ObjectRef {
 }
 
 /// What follows types newly written (by `enable`, or `federate
-/// --enable-type`): the in-cluster reconciler's rules and the roles of
-/// least-privilege members gain their resources, so that the next
+/// --enable-type`): the in-cluster reconciler's rules, pull members'
+/// agents' host roles and the roles of least-privilege members gain their
+/// resources, so that the next
 /// reconcile may propagate them. Returns the reconciler's lines and the
 /// members' outcome, for the command to print.
 pub async fn follow_new_types(
@@ -314,14 +315,22 @@ pub async fn follow_new_types(
 )> {
     use crate::core::cluster::rbac::SyncedResource;
     use crate::core::run::reconciler::FederatedResource;
-    let added = generated.iter().map(|g| {
-        let fd = &g.type_config["spec"]["federatedType"];
-        FederatedResource {
-            group: fd["group"].as_str().unwrap_or_default().to_string(),
-            plural: fd["pluralName"].as_str().unwrap_or_default().to_string(),
-        }
-    });
-    let lines = crate::reconciler::refresh_rules(host, mode, |types| types.extend(added)).await?;
+    let added: Vec<FederatedResource> = generated
+        .iter()
+        .map(|g| {
+            let fd = &g.type_config["spec"]["federatedType"];
+            FederatedResource {
+                group: fd["group"].as_str().unwrap_or_default().to_string(),
+                plural: fd["pluralName"].as_str().unwrap_or_default().to_string(),
+            }
+        })
+        .collect();
+    let mut lines =
+        crate::reconciler::refresh_rules(host, mode, |types| types.extend(added.clone())).await?;
+    // Pull members' agents read the types' federated groups on the host.
+    lines.extend(
+        crate::pull_member::refresh_agent_roles(host, mode, |types| types.extend(added)).await?,
+    );
     // Least-privilege members gain the types' resources (a dry run has not
     // written them yet).
     let targets = generated.iter().map(|g| {

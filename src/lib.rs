@@ -31,6 +31,7 @@ pub mod member_rbac;
 pub mod member_token;
 pub mod parallel;
 pub mod poll;
+pub mod pull_member;
 pub mod reconciler;
 pub mod sync;
 pub mod terminal;

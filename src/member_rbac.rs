@@ -64,8 +64,9 @@ pub async fn refresh(
         Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
         Err(e) => return Err(api_error(e)),
     };
-    // Least-privilege members: name, service account, context.
-    let mut least: Vec<(String, String, String)> = Vec::new();
+    // Least-privilege members: name, service account, context, and
+    // whether it is a pull member (whose agent's role has more rules).
+    let mut least: Vec<(String, String, String, bool)> = Vec::new();
     for c in items {
         let v = serde_json::to_value(&c)?;
         let context = v["metadata"]["annotations"][MEMBER_CONTEXT_ANNOTATION].as_str();
@@ -73,7 +74,8 @@ pub async fn refresh(
             (MemberRbac::of_cluster(&v), &c.metadata.name)
         {
             let context = context.unwrap_or(name).to_string();
-            least.push((name.clone(), sa.to_string(), context));
+            let pull = crate::core::cluster::pull::is_pull_value(&v);
+            least.push((name.clone(), sa.to_string(), context, pull));
         }
     }
     if least.is_empty() {
@@ -83,9 +85,15 @@ pub async fn refresh(
     adjust(&mut resources);
     let scope = host.scope().await?;
     let rules = rules(host, scope, &resources).await?;
-    let updates = least.iter().map(|(name, sa, context)| {
-        let rules = rules.clone();
-        let names = JoinNames::of_service_account(sa, &host.namespace);
+    let updates = least.iter().map(|(name, sa, context, pull)| {
+        let rules = match pull {
+            true => crate::core::cluster::pull::member_role_rules(&rules),
+            false => rules.clone(),
+        };
+        let names = match pull {
+            true => crate::core::cluster::pull::member_names(&host.namespace),
+            false => JoinNames::of_service_account(sa, &host.namespace),
+        };
         async move {
             let written = async {
                 let client = factory.client(context).await?;

@@ -272,8 +272,8 @@ async fn wait_for_propagation_stopped(
     }
 }
 
-/// The reconciler (when installed) and the least-privilege members lose the
-/// disabled type's rules.
+/// The reconciler (when installed), pull members' agents and the
+/// least-privilege members lose the disabled type's rules.
 async fn refresh_reconciler_rules(
     host: &crate::clients::host::Host,
     factory: &crate::clients::ClientFactory,
@@ -284,10 +284,16 @@ async fn refresh_reconciler_rules(
         group: f.spec.federated_type.group.clone().unwrap_or_default(),
         plural: f.spec.federated_type.plural_name.clone(),
     });
-    let lines = crate::reconciler::refresh_rules(host, mode, |types| {
+    let mut lines = crate::reconciler::refresh_rules(host, mode, |types| {
         types.retain(|t| Some(t) != gone.as_ref())
     })
     .await?;
+    lines.extend(
+        crate::pull_member::refresh_agent_roles(host, mode, |types| {
+            types.retain(|t| Some(t) != gone.as_ref())
+        })
+        .await?,
+    );
     for line in lines {
         println!("{line}");
     }

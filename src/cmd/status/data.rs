@@ -34,6 +34,9 @@ pub struct ClusterRow {
     pub zones: Vec<String>,
     pub message: String,
     pub created: String,
+    /// `push` (the host writes to the member) or `pull` (an agent in the
+    /// member reads from the host: `join --mode pull`).
+    pub mode: String,
     /// What the host may do in the member: `least` or `admin`
     /// (docs/security.md).
     pub identity: String,
@@ -212,6 +215,10 @@ pub(super) async fn cluster_rows(
                 zones: status.zones.clone(),
                 message,
                 created: created(&m.cluster.metadata),
+                mode: match crate::core::cluster::pull::is_pull_value(&cluster) {
+                    true => "pull".to_string(),
+                    false => "push".to_string(),
+                },
                 identity: identity.as_str().to_string(),
                 token_expires,
                 inventory: inventory_of(&cluster),

@@ -462,6 +462,7 @@ mod tests {
             zones: vec!["eu-1a".into()],
             message: String::new(),
             created: String::new(),
+            mode: "pull".into(),
             identity: "least".into(),
             token_expires: "never".into(),
             inventory: String::new(),
@@ -481,11 +482,14 @@ mod tests {
             wide.lines()
                 .next()
                 .unwrap()
-                .contains("IDENTITY  TOKEN EXPIRES"),
+                .contains("MODE  IDENTITY  TOKEN EXPIRES"),
             "{wide}"
         );
         assert!(
-            wide.lines().nth(1).unwrap().contains("least     never"),
+            wide.lines()
+                .nth(1)
+                .unwrap()
+                .contains("pull  least     never"),
             "{wide}"
         );
         assert!(!text.contains('\u{1b}'), "no escape codes without colour");

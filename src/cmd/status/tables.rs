@@ -55,7 +55,7 @@ pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
         "REGION/ZONES",
     ];
     if wide {
-        headers.extend(["IDENTITY", "TOKEN EXPIRES", "INVENTORY", "MESSAGE"]);
+        headers.extend(["MODE", "IDENTITY", "TOKEN EXPIRES", "INVENTORY", "MESSAGE"]);
     }
     let mut t = table(&headers);
     if colour {
@@ -83,6 +83,7 @@ pub fn clusters_table(rows: &[ClusterRow], wide: bool, colour: bool) -> String {
             Cell::new(zones),
         ];
         if wide {
+            cells.push(Cell::new(&r.mode));
             cells.push(Cell::new(&r.identity));
             cells.push(Cell::new(&r.token_expires));
             cells.push(Cell::new(if r.inventory.is_empty() {

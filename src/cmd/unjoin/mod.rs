@@ -6,9 +6,12 @@
 //! in the host, the KubeFedCluster, its credentials Secret and the
 //! ClusterProfile join published for it (never another manager's). Workloads
 //! already propagated to the member stay where they are, unless
-//! `--cleanup` deletes them first ([`cleanup`]).
+//! `--cleanup` deletes them first ([`cleanup`]). A pull member's agent
+//! and its host account, roles and report namespace go instead of a
+//! push member's identity and Secret ([`pull`]).
 
 mod cleanup;
+mod pull;
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::{ObjectRef, api_error, resource_of};
@@ -97,6 +100,15 @@ struct HostRecords {
     profile: Option<ObjectRef>,
     /// The consumer identities join made in the member (`--consumer`).
     consumers: Vec<String>,
+    /// A pull member (`join --mode pull`): its agent's host objects, the
+    /// report namespace last (empty for a push member).
+    agent: Vec<ObjectRef>,
+}
+
+impl HostRecords {
+    fn pull(&self) -> bool {
+        !self.agent.is_empty()
+    }
 }
 
 /// Confirms, cleans up the member, then removes the host records, and says what it did.
@@ -106,6 +118,12 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     let host_name = host_cluster_name(o.member.host_cluster_name.as_deref(), &host.context)?;
     let names = JoinNames::new(&o.cluster_name, &host_name, &host.namespace);
     let records = host_records(&host, o).await?;
+    if records.pull() && o.cleanup {
+        bail!(
+            "--cleanup of pull member {:?} is not supported yet: its agent would put back what is deleted; unjoin it without --cleanup, then delete what the federation left in the member (kubectl delete ... -l kubefed.io/managed=true)",
+            o.cluster_name
+        );
+    }
     // Everything --cleanup needs is read before the question and any write.
     let side = match o.cleanup {
         true => Some(cleanup::read_host(&host, &o.cluster_name).await?),
@@ -134,7 +152,11 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
     // The member first: once the host records are gone, nothing points at it.
     let steps = async {
         let work = side.as_ref().zip(plan.as_ref());
-        let member_side = (&names, records.consumers.as_slice());
+        let member_side = MemberSide {
+            names: &names,
+            consumers: &records.consumers,
+            pull: records.pull(),
+        };
         let mut removed = clean_up_member(global, o, member, work, &host, member_side).await?;
         if let Some(side) = &side {
             removed += cleanup::run_host(&host, side, &o.cluster_name, o.dry_run.mode()).await?;
@@ -168,10 +190,19 @@ async fn unjoin(global: &GlobalOptions, o: &UnjoinOptions) -> Result<()> {
 async fn host_records(host: &Host, o: &UnjoinOptions) -> Result<HostRecords> {
     let kfc = host.object(resource_of::<KubeFedCluster>(), true, &o.cluster_name);
     let cluster = kfc.get().await?;
+    let pull = cluster
+        .as_ref()
+        .is_some_and(crate::core::cluster::pull::is_pull_value);
+    // A pull member's `secretRef` names a Secret that was never written.
     let secret = cluster
         .as_ref()
+        .filter(|_| !pull)
         .and_then(|c| c["spec"]["secretRef"]["name"].as_str())
         .map(|s| host.object(resource_of::<Secret>(), true, s));
+    let agent = match pull {
+        true => pull::host_objects(host, &o.cluster_name),
+        false => Vec::new(),
+    };
     let profile = match &cluster {
         Some(c) => crate::inventory::own_profile(host, c).await?,
         None => None,
@@ -184,6 +215,7 @@ async fn host_records(host: &Host, o: &UnjoinOptions) -> Result<HostRecords> {
             .map(crate::inventory::consumers_of)
             .unwrap_or_default(),
         cluster: cluster.is_some().then_some(kfc),
+        agent,
     })
 }
 
@@ -230,6 +262,14 @@ async fn member_client(
     Ok(client)
 }
 
+/// What join made in the member: a push member's identity (by its names)
+/// and consumers, or a pull member's agent.
+struct MemberSide<'a> {
+    names: &'a JoinNames,
+    consumers: &'a [String],
+    pull: bool,
+}
+
 /// Member cleanup first: a member that cannot be cleaned up stops unjoin, unless --force.
 async fn clean_up_member(
     global: &GlobalOptions,
@@ -237,8 +277,9 @@ async fn clean_up_member(
     member: Result<kube::Client>,
     work: Option<(&cleanup::HostSide, &cleanup::MemberPlan<'_>)>,
     host: &Host,
-    (names, consumers): (&JoinNames, &[String]),
+    joined: MemberSide<'_>,
 ) -> Result<usize> {
+    let names = joined.names;
     let ns = &host.namespace;
     let client = match member {
         Ok(client) => client,
@@ -247,13 +288,17 @@ async fn clean_up_member(
                 true => "the objects the federation manages (labelled kubefed.io/managed=true), ",
                 false => "",
             };
+            let identity = match joined.pull {
+                true => pull::left_behind(ns),
+                false => format!(
+                    "service account {ns}/{}, its token secret, and RBAC objects {} / {}",
+                    names.service_account, names.role, names.health_check
+                ),
+            };
             tracing::warn!(
-                "cluster {:?} not cleaned up ({}); left behind there: {managed}service account {ns}/{}, its token secret, and RBAC objects {} / {}",
+                "cluster {:?} not cleaned up ({}); left behind there: {managed}{identity}",
                 o.cluster_name,
                 one_line(&e),
-                names.service_account,
-                names.role,
-                names.health_check
             );
             return Ok(0);
         }
@@ -268,9 +313,15 @@ async fn clean_up_member(
     if let Some((side, plan)) = work {
         removed += clean_up_managed(global, o, side, plan, &client).await?;
     }
-    let (mut objects, namespace) = member_objects(o, &client, names, ns);
+    if joined.pull {
+        removed += pull::stop_agent(o, &client, ns).await?;
+    }
+    let (mut objects, namespace) = match joined.pull {
+        true => pull::member_objects(o, &client, ns),
+        false => member_objects(o, &client, names, ns),
+    };
     // `join --consumer`'s identities, bindings before the account.
-    for c in consumers {
+    for c in joined.consumers {
         let targets =
             crate::inventory::consumer_targets(&o.cluster_name, &client, names, ns, c, "");
         objects.splice(0..0, targets.into_iter().rev().map(|(t, _)| t));
@@ -359,16 +410,23 @@ async fn delete_member_objects(o: &UnjoinOptions, objects: &[ObjectRef]) -> (usi
     (removed, failures)
 }
 
-/// The Secret, then the KubeFedCluster (with --dry-run only listed); returns how many were deleted.
+/// The Secret (a pull member's agent objects), then the KubeFedCluster,
+/// last so that a run that fails part-way can be run again (with
+/// --dry-run only listed); returns how many were deleted.
 async fn remove_host_records(o: &UnjoinOptions, records: &HostRecords) -> Result<usize> {
     let mut removed = 0usize;
-    let records = records
-        .profile
-        .iter()
-        .chain(&records.secret)
-        .chain(&records.cluster);
-    for obj in records {
+    let listed = records.agent.iter().map(|r| (r, true));
+    let records = (records.profile.iter().chain(&records.secret))
+        .map(|r| (r, false))
+        .chain(listed)
+        .chain(records.cluster.iter().map(|r| (r, false)));
+    for (obj, only_if_found) in records {
         if o.dry_run.mode().is_dry_run() {
+            // A pull member's objects are listed for both scopes: only
+            // those there are said.
+            if only_if_found && obj.get().await?.is_none() {
+                continue;
+            }
             println!("{} would be deleted (host)", obj.short());
         } else if obj.delete().await? {
             removed += 1;

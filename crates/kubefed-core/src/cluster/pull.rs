@@ -16,8 +16,14 @@ use serde_json::{Value, json};
 
 use crate::cluster::health::Health;
 use crate::cluster::membership::{
-    CREATED_BY_JOIN_ANNOTATION, JoinNames, Scope, namespace as member_namespace, rbac,
+    self, CREATED_BY_JOIN_ANNOTATION, JoinNames, MemberEndpoint, Scope,
+    namespace as member_namespace, rbac,
 };
+use crate::cluster::rbac::{
+    MEMBER_CONTEXT_ANNOTATION, MEMBER_RBAC_ANNOTATION, MEMBER_SERVICE_ACCOUNT_ANNOTATION,
+    MemberRbac,
+};
+use crate::cluster::token::{Lifetime, TOKEN_EXPIRES_ANNOTATION, TOKEN_TTL_ANNOTATION};
 use crate::run::reconciler::{COMPONENT_LABEL, FederatedResource};
 
 /// The annotation that makes a KubeFedCluster a pull member.
@@ -34,6 +40,29 @@ pub const HOST_SECRET_KEY: &str = "kubeconfig";
 pub const HOST_KUBECONFIG_PATH: &str = "/etc/kubefedctl/host/kubeconfig";
 /// The label on what join writes for a pull member, naming the member.
 pub const CLUSTER_LABEL: &str = crate::propagation::report::CLUSTER_LABEL;
+
+/// The lifetime of the agent's host token when `join --mode pull` is given
+/// no `--token-ttl`: a day (the agent renews it at 80 %).
+pub const DEFAULT_TOKEN_TTL_SECONDS: i64 = 24 * 3600;
+/// The token `join --mode pull -o yaml` prints in the member Secret's
+/// kubeconfig instead of a real one: a printed manifest holds no
+/// credential; `kubefedctl rotate CLUSTER` writes one once both sides
+/// are applied.
+pub const TOKEN_PLACEHOLDER: &str = "REPLACE-ME-kubefedctl-rotate-writes-the-token";
+
+/// The agent's RBAC names in the member. Its account is always
+/// [`AGENT`], so the cluster-wide names carry the federation namespace (a
+/// push member's carry the host's name in its account's): a member may
+/// belong to federations of other namespaces, each with its agent. Two
+/// federations of one namespace name (two hosts' defaults) cannot both
+/// pull into one member: their agents would share a namespace.
+pub fn member_names(kubefed_namespace: &str) -> JoinNames {
+    JoinNames {
+        service_account: AGENT.to_string(),
+        role: format!("kubefed-controller-manager:{kubefed_namespace}:{AGENT}"),
+        health_check: format!("kubefed-controller-manager:{kubefed_namespace}:healthcheck-{AGENT}"),
+    }
+}
 
 /// Whether a KubeFedCluster's annotations make it a pull member.
 pub fn is_pull(annotations: Option<&std::collections::BTreeMap<String, String>>) -> bool {
@@ -164,6 +193,94 @@ pub fn heartbeat_status(old: &Value, h: &Health, now: &str) -> Value {
         }
     }
     status
+}
+
+/// The agent's host token lifetime a pull member's KubeFedCluster
+/// records (`TOKEN_TTL_ANNOTATION`, written also where no token was
+/// issued yet, as `-o yaml` prints it), else the default.
+pub fn token_ttl_of(cluster: &Value) -> i64 {
+    cluster
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(TOKEN_TTL_ANNOTATION))
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(DEFAULT_TOKEN_TTL_SECONDS)
+}
+
+/// The annotations of a pull member's KubeFedCluster: the mode, the
+/// member identity's RBAC mode, the kubeconfig context join reached the
+/// member with (which `rotate` and `enable`/`disable` write the member
+/// with: the host holds no credential for it), and the agent's host
+/// token lifetime (its expiry once one was issued; `None`: a preview).
+pub fn cluster_annotations(
+    rbac: MemberRbac,
+    context: &str,
+    ttl_seconds: i64,
+    issued: Option<Lifetime>,
+) -> Value {
+    let mut a = json!({
+        MODE_ANNOTATION: PULL,
+        MEMBER_RBAC_ANNOTATION: rbac.as_str(),
+        MEMBER_SERVICE_ACCOUNT_ANNOTATION: AGENT,
+        MEMBER_CONTEXT_ANNOTATION: context,
+        TOKEN_TTL_ANNOTATION: ttl_seconds.to_string(),
+    });
+    if let Some(life) = issued {
+        a[TOKEN_EXPIRES_ANNOTATION] = json!(crate::time::rfc3339(life.expires_at));
+    }
+    a
+}
+
+/// The KubeFedCluster of a pull member: its `apiEndpoint` and `caBundle`
+/// are the member's as join's kubeconfig saw it (informational: the host
+/// never connects), its `secretRef` names a Secret never written.
+pub fn kubefed_cluster(
+    cluster: &str,
+    kubefed_namespace: &str,
+    endpoint: &MemberEndpoint,
+    annotations: Value,
+) -> Value {
+    let mut kfc = membership::kubefed_cluster(
+        cluster,
+        kubefed_namespace,
+        &absent_secret_name(cluster),
+        endpoint,
+    );
+    kfc["metadata"]["annotations"] = annotations;
+    kfc
+}
+
+/// The main role's rules of a least-privilege agent in the member: those
+/// of a push member's identity, plus the Lease the agents elect a leader
+/// with and the host Secret by name (the agent writes its renewed token
+/// there). `enable` and `disable` rewrite the role with these too.
+pub fn member_role_rules(least: &[Value]) -> Vec<Value> {
+    let mut rules = least.to_vec();
+    rules.push(rule(
+        "coordination.k8s.io",
+        &["leases"],
+        &["get", "create", "update", "patch"],
+    ));
+    rules.push(named_rule(
+        "",
+        &["secrets"],
+        &[HOST_SECRET],
+        &["get", "patch", "update"],
+    ));
+    rules
+}
+
+/// `kubeconfig` (the host Secret's, as [`host_kubeconfig`] wrote it or as
+/// someone edited it) with the agent user's token replaced; `None` when
+/// it has no user to hold one.
+pub fn with_token(mut kubeconfig: Value, token: &str) -> Option<Value> {
+    let users = kubeconfig.get_mut("users")?.as_array_mut()?;
+    let current_user = users.iter().position(|u| u["name"] == AGENT).or_else(|| {
+        // One user only: whatever it is called.
+        (users.len() == 1).then_some(0)
+    })?;
+    users[current_user]["user"] = json!({"token": token});
+    Some(kubeconfig)
 }
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> Value {
@@ -318,10 +435,9 @@ impl PullMember<'_> {
         ]
     }
 
-    /// The member's RBAC names: those of a join whose service account is
-    /// the agent's.
+    /// The member's RBAC names: [`member_names`].
     pub fn member_names(&self) -> JoinNames {
-        JoinNames::of_service_account(AGENT, self.kubefed_namespace)
+        member_names(self.kubefed_namespace)
     }
 
     /// What the member gets, in creation order: the federation namespace,
@@ -335,20 +451,7 @@ impl PullMember<'_> {
         let mut sa = self.meta("v1", "ServiceAccount", AGENT, Some(ns));
         sa["automountServiceAccountToken"] = json!(true);
         out.push(sa);
-        let mut rules = self.member_rules.clone();
-        if let Some(rules) = &mut rules {
-            rules.push(rule(
-                "coordination.k8s.io",
-                &["leases"],
-                &["get", "create", "update", "patch"],
-            ));
-            rules.push(named_rule(
-                "",
-                &["secrets"],
-                &[HOST_SECRET],
-                &["get", "patch", "update"],
-            ));
-        }
+        let rules = self.member_rules.as_deref().map(member_role_rules);
         out.extend(rbac(&names, ns, self.scope, rules.as_deref()));
         let mut secret = self.meta("v1", "Secret", HOST_SECRET, Some(ns));
         secret["type"] = json!("Opaque");
@@ -398,6 +501,63 @@ impl PullMember<'_> {
         });
         d
     }
+}
+
+/// What `unjoin` removes of a pull member, each side in deletion order
+/// (the agent first in the member; bindings before roles): both scopes'
+/// objects, whatever the scope is now, as a push member's unjoin removes
+/// both scopes' names. On the host, the report namespace comes last and
+/// takes what is in it (the agent's account, its Role and binding, its
+/// reports); the member's federation namespace is not listed (unjoin
+/// deletes it only when join made it and it is empty).
+pub fn removal(cluster: &str, kubefed_namespace: &str) -> (Vec<Value>, Vec<Value>) {
+    let (mut host, mut member) = (Vec::new(), Vec::new());
+    for scope in [Scope::Cluster, Scope::Namespaced] {
+        let m = PullMember {
+            cluster,
+            kubefed_namespace,
+            scope,
+            types: Vec::new(),
+            image: "",
+            member_rules: None,
+        };
+        let reports = m.report_namespace();
+        host.extend(m.host_objects().into_iter().rev().filter(|o| {
+            o["metadata"]["namespace"] != reports.as_str() && o["kind"] != "Namespace"
+        }));
+        member
+            .extend((m.member_objects("").into_iter().rev()).filter(|o| o["kind"] != "Namespace"));
+    }
+    let key = |o: &Value| {
+        (
+            o["kind"].clone(),
+            o["metadata"]["namespace"].clone(),
+            o["metadata"]["name"].clone(),
+        )
+    };
+    let dedup = |objects: &mut Vec<Value>| {
+        let mut seen = Vec::new();
+        objects.retain(|o| {
+            let k = key(o);
+            let new = !seen.contains(&k);
+            seen.push(k);
+            new
+        });
+        // Bindings before roles, whichever scope listed them first.
+        objects.sort_by_key(|o| match o["kind"].as_str() {
+            Some("Deployment") => 0,
+            Some("Secret") => 1,
+            Some("ClusterRoleBinding" | "RoleBinding") => 2,
+            Some("ClusterRole" | "Role") => 3,
+            _ => 4,
+        });
+    };
+    dedup(&mut host);
+    dedup(&mut member);
+    let mut ns = json!({"apiVersion": "v1", "kind": "Namespace"});
+    ns["metadata"] = json!({"name": report_namespace(kubefed_namespace, cluster)});
+    host.push(ns);
+    (host, member)
 }
 
 /// The kubeconfig the agent reaches the host with: one cluster, one user
@@ -576,6 +736,113 @@ mod tests {
                 .iter()
                 .any(|r| r["resourceNames"] == json!([HOST_SECRET]))
         );
+    }
+
+    #[test]
+    fn unjoin_removes_both_scopes_objects_bindings_first_and_the_report_namespace_last() {
+        let (host, member) = removal("edge1", "fed");
+        let names: Vec<String> = host
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}/{}/{}",
+                    o["kind"].as_str().unwrap(),
+                    o["metadata"]["namespace"].as_str().unwrap_or("-"),
+                    o["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let role = "kubefedctl-agent:fed:edge1";
+        assert_eq!(
+            names,
+            [
+                format!("RoleBinding/fed/{role}"),
+                format!("ClusterRoleBinding/-/{role}"),
+                format!("RoleBinding/fed/{role}:federation"),
+                format!("Role/fed/{role}"),
+                format!("ClusterRole/-/{role}"),
+                "Namespace/-/fed-pull-edge1".to_string(),
+            ]
+        );
+        let kinds: Vec<&str> = member.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds[..2], ["Deployment", "Secret"]);
+        assert_eq!(kinds.last(), Some(&"ServiceAccount"));
+        assert!(!kinds.contains(&"Namespace"));
+        let first_role = kinds.iter().position(|k| k.ends_with("Role")).unwrap();
+        assert!(
+            kinds[first_role..]
+                .iter()
+                .all(|k| !k.ends_with("RoleBinding")),
+            "{kinds:?}"
+        );
+        // Both scopes' names: the namespaced scope's health ClusterRole too.
+        assert!(member.iter().any(|o| o["metadata"]["name"]
+            == "kubefed-controller-manager:fed:healthcheck-kubefedctl-agent"));
+        // Cluster-wide names carry the federation namespace: another
+        // federation's agent in the same member keeps its own.
+        let (_, other) = removal("edge1", "fed2");
+        let cluster_wide = |objects: &[Value]| -> Vec<String> {
+            (objects.iter())
+                .filter(|o| o["kind"].as_str().unwrap().starts_with("Cluster"))
+                .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert!(
+            cluster_wide(&member)
+                .iter()
+                .all(|n| !cluster_wide(&other).contains(n)),
+            "{:?}",
+            cluster_wide(&member)
+        );
+    }
+
+    #[test]
+    fn the_cluster_records_the_mode_the_context_and_the_token_lifetime() {
+        let life = Lifetime {
+            ttl_seconds: 3600,
+            expires_at: 1_700_003_600,
+        };
+        let ep = MemberEndpoint {
+            api_endpoint: "https://edge1:6443".into(),
+            ca_bundle: Some("Q0E=".into()),
+            ..Default::default()
+        };
+        let a = cluster_annotations(MemberRbac::Least, "edge1-ctx", 3600, Some(life));
+        let kfc = kubefed_cluster("edge1", "fed", &ep, a);
+        assert!(is_pull_value(&kfc));
+        assert_eq!(
+            kfc["spec"]["secretRef"]["name"],
+            absent_secret_name("edge1")
+        );
+        assert_eq!(kfc["spec"]["caBundle"], "Q0E=");
+        assert_eq!(Lifetime::of_cluster(&kfc), Some(life));
+        assert_eq!(token_ttl_of(&kfc), 3600);
+        assert_eq!(
+            MemberRbac::of_cluster(&kfc),
+            (MemberRbac::Least, Some(AGENT))
+        );
+        assert_eq!(
+            kfc["metadata"]["annotations"][MEMBER_CONTEXT_ANNOTATION],
+            "edge1-ctx"
+        );
+        // A preview: the lifetime, no expiry, so nothing reads as issued.
+        let preview = json!({"metadata": {"annotations":
+            cluster_annotations(MemberRbac::Admin, "c", 7200, None)}});
+        assert_eq!(Lifetime::of_cluster(&preview), None);
+        assert_eq!(token_ttl_of(&preview), 7200);
+        assert_eq!(token_ttl_of(&json!({})), DEFAULT_TOKEN_TTL_SECONDS);
+    }
+
+    #[test]
+    fn a_new_token_replaces_only_the_agent_users_token() {
+        let kc: Value =
+            serde_json::from_str(&host_kubeconfig("https://h", None, true, "old")).unwrap();
+        let new = with_token(kc.clone(), "new").unwrap();
+        assert_eq!(new["users"][0]["user"], json!({"token": "new"}));
+        assert_eq!(new["clusters"], kc["clusters"]);
+        let other = json!({"users": [{"name": "a"}, {"name": "b"}]});
+        assert_eq!(with_token(other, "t"), None, "no user is the agent's");
+        assert_eq!(with_token(json!({}), "t"), None);
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //! are made valid, a re-join reuses the host Secret (upstream leaks a new one
 //! each time), an identical re-join writes nothing, and a failure part-way
 //! takes back everything this run created, in both clusters.
+//!
+//! `--mode pull` (ours, issue #68) is [`pull`]'s: the host holds no
+//! credential for the member, an agent in the member reads from the host.
+
+mod pull;
 
 use crate::api::core::KubeFedCluster;
 use crate::apply::{
@@ -47,6 +52,10 @@ use std::time::Duration;
   kubefedctl join member1 --rbac admin
   # Print what would be written
   kubefedctl join member1 -o yaml
+  # A pull member: an agent in the member reads from the host, which holds no
+  # credential for it (host objects, then the member's)
+  kubefedctl join edge1 --mode pull --image ghcr.io/example/kubefedctl:v0.4.0 \\
+      --host-endpoint https://hub.example.com:6443
 
 A member endpoint on 127.0.0.1/localhost works for kubefedctl reconcile run on
 this machine, but a controller running in the host cluster could not reach it.")]
@@ -58,12 +67,27 @@ pub struct JoinOptions {
     #[command(flatten)]
     pub member: MemberOptions,
 
+    /// push: the host holds a credential for the member and writes to it; pull: an agent in
+    /// the member reads its share from the host and applies it (--image)
+    #[arg(long, value_enum, value_name = "MODE", default_value = "push")]
+    pub mode: JoinMode,
+
+    /// With --mode pull: the container image holding kubefedctl that the member's agent runs
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// With --mode pull: the host's API server URL as the agent in the member reaches it
+    /// [default: the host context's server]
+    #[arg(long, value_name = "URL")]
+    pub host_endpoint: Option<String>,
+
     /// Name of the host Secret holding the member's credentials [default: the joined one, else CLUSTER_NAME-<random>]
     #[arg(long, value_name = "NAME")]
     pub secret_name: Option<String>,
 
-    /// What the host may do in the member: least (only the federation's own verbs on the enabled
-    /// types, kept in step by enable and disable) or admin (KubeFed's `*` on everything)
+    /// What the host (with --mode pull: the agent) may do in the member: least (only the
+    /// federation's own verbs on the enabled types, kept in step by enable and disable) or admin
+    /// (KubeFed's `*` on everything)
     #[arg(long, value_enum, value_name = "MODE", default_value = "least")]
     pub rbac: RbacFlag,
 
@@ -73,13 +97,14 @@ pub struct JoinOptions {
     pub error_on_existing: bool,
 
     /// Store a bound token from the member's TokenRequest API that expires after DURATION
-    /// (at least 10m) instead of one that never expires; kubefedctl rotate and the watch renew it
+    /// (at least 10m) instead of one that never expires; kubefedctl rotate and the watch renew it.
+    /// With --mode pull: the lifetime of the agent's host token [default: 24h]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub token_ttl: Option<Duration>,
 
-    /// How long to wait for the member's token controller to issue the token
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub token_timeout: Duration,
+    /// How long to wait for the member's token controller to issue the token [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub token_timeout: Option<Duration>,
 
     #[command(flatten)]
     pub dry_run: crate::cmd::options::DryRunFlag,
@@ -90,6 +115,17 @@ pub struct JoinOptions {
 
     #[command(flatten)]
     pub inventory: InventoryFlags,
+}
+
+/// `join --mode`: who holds the credential and who writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum JoinMode {
+    /// The host holds a credential for the member and writes to it (KubeFed's).
+    #[default]
+    Push,
+    /// An agent in the member reads from the host and applies; the host holds no credential
+    /// for the member.
+    Pull,
 }
 
 /// The cluster inventory (SIG Multicluster's ClusterProfile API).
@@ -132,12 +168,28 @@ pub struct InventoryFlags {
 
 pub async fn run(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
     validate(o).map_err(crate::error::usage_of)?;
-    join(global, o).await
+    match o.mode {
+        JoinMode::Push => join(global, o).await,
+        JoinMode::Pull => {
+            pull::validate(o, &global.kubefed_namespace).map_err(crate::error::usage_of)?;
+            pull::join(global, o).await
+        }
+    }
 }
 
 /// Flag checks that need no cluster: a usage error before anything is read.
 fn validate(o: &JoinOptions) -> Result<()> {
     validate_cluster_name(&o.cluster_name)?;
+    if o.mode == JoinMode::Push {
+        for (flag, given) in [
+            ("--image", o.image.is_some()),
+            ("--host-endpoint", o.host_endpoint.is_some()),
+        ] {
+            if given {
+                bail!("{flag} is for a pull member (--mode pull)");
+            }
+        }
+    }
     if let Some(ttl) = o.token_ttl {
         check_ttl(ttl.as_secs() as i64)?;
     }
@@ -332,6 +384,16 @@ async fn prepare(global: &GlobalOptions, o: &JoinOptions) -> Result<Plan> {
         .object(resource_of::<KubeFedCluster>(), true, &o.cluster_name)
         .get()
         .await?;
+    if existing_cluster
+        .as_ref()
+        .is_some_and(crate::core::cluster::pull::is_pull_value)
+    {
+        bail!(
+            "cluster {:?} is joined as a pull member: kubefedctl unjoin {} first to join it in push mode",
+            o.cluster_name,
+            o.cluster_name
+        );
+    }
     if o.error_on_existing {
         refuse_existing(o, &names, &sa, existing_cluster.is_some()).await?;
     }
@@ -410,7 +472,7 @@ async fn connect_member(
 }
 
 /// Where the kubeconfig says the member is, as the KubeFedCluster says it.
-fn endpoint_of(ep: &crate::clients::Endpoint) -> MemberEndpoint {
+pub(super) fn endpoint_of(ep: &crate::clients::Endpoint) -> MemberEndpoint {
     let b64 = base64::engine::general_purpose::STANDARD;
     MemberEndpoint {
         api_endpoint: ep.server.clone(),
@@ -653,7 +715,8 @@ async fn member_token(
     Ok(match plan.token_ttl {
         None => {
             let token_secret = &member_objects[2].0;
-            (wait_for_token(token_secret, o.token_timeout).await?, None)
+            let timeout = o.token_timeout.unwrap_or(Duration::from_secs(30));
+            (wait_for_token(token_secret, timeout).await?, None)
         }
         Some(ttl) => {
             let sa = &plan.names.service_account;
@@ -784,7 +847,7 @@ async fn publish_profile(
 
 /// Bindings cannot change their roleRef: a binding that points elsewhere
 /// is deleted and made again.
-async fn ensure_binding(
+pub(super) async fn ensure_binding(
     target: &ObjectRef,
     body: &Value,
     journal: &mut Journal,
