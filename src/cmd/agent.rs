@@ -6,9 +6,10 @@
 //! reports and its KubeFedCluster's status.
 
 use crate::cmd::options::{GlobalOptions, parse_duration};
+use crate::sync::agent::credential::HostCredential;
 use crate::sync::agent::{self, AgentOptions as Engine, AgentRound};
 use crate::terminal::output::DocumentFormat;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,6 +41,12 @@ pub struct AgentOptions {
     #[arg(long, value_name = "CONTEXT")]
     pub host_context: Option<String>,
 
+    /// Only the federated objects of this namespace (and the member's
+    /// copies there), as reconcile -n: for a member shared with other
+    /// federations, whose copies it would otherwise take for orphans
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+
     /// Time between rounds (each reads the share, applies it, reports)
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub interval: Duration,
@@ -64,10 +71,16 @@ pub async fn run(global: &GlobalOptions, o: &AgentOptions) -> Result<()> {
     if o.interval < Duration::from_secs(1) {
         return Err(crate::error::usage("--interval must be at least 1s"));
     }
-    let (_, member) = global.connect_host().await?;
-    let host = connect_host(global, o).await?;
+    let (factory, member) = global.connect_host().await?;
+    let mut credential = HostCredential::read(
+        &o.host_kubeconfig,
+        o.host_context.as_deref(),
+        factory.timeouts(),
+    )?;
+    let mut host = credential.connect(&global.kubefed_namespace).await?;
     let engine = Engine {
         cluster: o.cluster.clone(),
+        namespace: o.namespace.clone(),
         timeout: global.request_limit().unwrap_or(Duration::from_secs(30)),
         concurrency: o.concurrency as usize,
         attempts: 3,
@@ -77,31 +90,15 @@ pub async fn run(global: &GlobalOptions, o: &AgentOptions) -> Result<()> {
         return finish_once(&round, o);
     }
     let mut signals = crate::terminal::signals::Signals::new()?;
+    let both = (&mut host, &mut credential);
     let agent::Stopped(sig) =
-        agent::run(&host, &member.client, &engine, o.interval, &mut signals).await?;
+        agent::run(both, &member.client, &engine, o.interval, &mut signals).await?;
     tracing::info!("agent of {}: stopped", engine.cluster);
     Err(crate::error::ExitWith {
         code: 128 + sig,
         message: "interrupted".into(),
     }
     .into())
-}
-
-/// The host as the agent's identity reaches it.
-async fn connect_host(
-    global: &GlobalOptions,
-    o: &AgentOptions,
-) -> Result<crate::clients::host::Host> {
-    let kubeconfig = crate::clients::kubeconfig::load(Some(&o.host_kubeconfig))
-        .with_context(|| format!("--host-kubeconfig {}", o.host_kubeconfig.display()))?;
-    let mut factory_global = global.client_factory()?;
-    factory_global = crate::clients::ClientFactory::new(kubeconfig, factory_global.timeouts());
-    crate::clients::host::Host::connect(
-        &factory_global,
-        o.host_context.as_deref(),
-        &global.kubefed_namespace,
-    )
-    .await
 }
 
 /// `--once`: the report, and exit 3 when an object failed.

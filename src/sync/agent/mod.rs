@@ -7,6 +7,7 @@
 //! to the member. Agents of one member (a rollout of its Deployment) elect
 //! one leader with a Lease in the member ([`run`]): only the leader writes.
 
+pub mod credential;
 pub mod reports;
 
 use crate::api::core::KubeFedCluster;
@@ -33,6 +34,9 @@ use std::time::Duration;
 pub struct AgentOptions {
     /// Its member's KubeFedCluster name.
     pub cluster: String,
+    /// `-n`: only the federated objects of this namespace (and its
+    /// member's copies there: a member shared with other federations).
+    pub namespace: Option<String>,
     /// Per request.
     pub timeout: Duration,
     /// Requests in flight to the member.
@@ -127,6 +131,7 @@ pub async fn round(
     let probed = own_member(host, member, o, settings.health.timeout).await?;
     let scope = RunScope {
         clusters: Some(BTreeSet::from([o.cluster.clone()])),
+        namespace: o.namespace.clone(),
         ..RunScope::default()
     };
     let selection = Selection {
@@ -157,7 +162,9 @@ pub async fn round(
     };
     let outcome =
         live::agent::round(host, &mut seen, &options, (&writer, &o.cluster), progress).await?;
-    let reports_removed = writer.remove_stale(&observed).await?;
+    let reports_removed = writer
+        .remove_stale(&observed, o.namespace.as_deref())
+        .await?;
     Ok(AgentRound {
         report: outcome.report,
         reports_written: writer.written.load(std::sync::atomic::Ordering::Relaxed),
@@ -214,10 +221,11 @@ pub struct Stopped(pub u8);
 /// Runs the agent until `stop` says so: leads (or waits as a standby for
 /// the member's Lease), and while it leads, beats every
 /// `pull::HEARTBEAT_SECONDS` and runs a round every `interval`. A failed
-/// round or beat is logged and tried again; the member keeps what it has.
-/// A leader that loses its Lease stops writing and stands by again.
+/// round or beat is logged and tried again, failed rounds backing off
+/// (`pull::round_backoff`); the member keeps what it has. At each beat the
+/// host token is renewed once due (`credential`). A leader that loses its Lease stops writing and stands by again.
 pub async fn run(
-    host: &Host,
+    (host, credential): (&mut Host, &mut credential::HostCredential),
     member: &kube::Client,
     o: &AgentOptions,
     interval: Duration,
@@ -248,6 +256,7 @@ pub async fn run(
         let mut beats = tokio::time::interval(Duration::from_secs(pull::HEARTBEAT_SECONDS));
         let mut rounds = tokio::time::interval(interval);
         rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failures = 0;
         let stopped = loop {
             let held = *state.borrow() == LockState::Held;
             tokio::select! {
@@ -262,8 +271,21 @@ pub async fn run(
                     if let Err(e) = beat(host, member, o).await {
                         tracing::warn!("heartbeat: {}", crate::error::one_line(&e));
                     }
+                    match credential.renew_if_due(host, member, &o.cluster).await {
+                        Ok(true) => tracing::info!("agent of {}: host token renewed", o.cluster),
+                        Ok(false) => {}
+                        Err(e) => tracing::warn!("renewing the host token: {}", crate::error::one_line(&e)),
+                    }
                 }
-                _ = rounds.tick(), if held => log_round(round(host, member, o, &Quiet).await, o),
+                _ = rounds.tick(), if held => {
+                    let done = round(host, member, o, &Quiet).await;
+                    failures = if done.is_ok() { 0 } else { failures + 1 };
+                    if failures > 0 {
+                        let wait = pull::round_backoff(interval, failures - 1);
+                        rounds.reset_at(tokio::time::Instant::now() + wait);
+                    }
+                    log_round(done, o);
+                }
             }
         };
         if let Some(sig) = stopped {

@@ -76,14 +76,17 @@ impl ReportWriter {
     }
 
     /// Removes the reports of objects the host no longer has (`observed`:
-    /// every type name, object and UID the round read). Returns how many.
+    /// every type name, object and UID the round read; `namespace`: the
+    /// one namespace it read, `-n`). Returns how many.
     pub async fn remove_stale(
         &self,
         observed: &BTreeSet<(String, ObjectKey, String)>,
+        namespace: Option<&str>,
     ) -> Result<usize> {
         let api = dynamic_api(&self.client, Some(&self.namespace), &reports_resource());
         let mut removed = 0;
-        for report in self.existing.iter() {
+        let in_scope = |r: &&Report| namespace.is_none_or(|ns| r.key.namespace == ns);
+        for report in self.existing.iter().filter(in_scope) {
             let key = (
                 report.type_name.clone(),
                 report.key.clone(),

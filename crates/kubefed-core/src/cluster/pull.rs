@@ -123,6 +123,16 @@ pub const HEARTBEAT_SECONDS: u64 = 20;
 /// ready: a few heartbeats missed, as KubeFleet's hub does.
 pub const SILENT_AFTER_SECONDS: i64 = 90;
 
+/// When an agent tries again after `failures` rounds in a row failed (the
+/// host unreachable, say): its interval doubled each time, never more than
+/// a minute (nor less than the interval), so that an outage costs a few
+/// requests and the agent is back soon after the host.
+pub fn round_backoff(interval: std::time::Duration, failures: u32) -> std::time::Duration {
+    let cap = interval.max(std::time::Duration::from_secs(60));
+    let factor = 1u32.checked_shl(failures.min(16)).unwrap_or(u32::MAX);
+    interval.saturating_mul(factor).min(cap)
+}
+
 /// A pull member's health as the host sees it, from the status its agent
 /// writes (`cluster_status`: the KubeFedCluster's `status`) at `now`
 /// (Unix seconds): what the agent last probed in its member while it
@@ -736,6 +746,19 @@ mod tests {
                 .iter()
                 .any(|r| r["resourceNames"] == json!([HOST_SECRET]))
         );
+    }
+
+    #[test]
+    fn failed_rounds_back_off_to_a_minute() {
+        let s = std::time::Duration::from_secs;
+        let steps: Vec<u64> = (0..8).map(|n| round_backoff(s(5), n).as_secs()).collect();
+        assert_eq!(steps, [5, 10, 20, 40, 60, 60, 60, 60]);
+        assert_eq!(
+            round_backoff(s(120), 3),
+            s(120),
+            "never less than the interval"
+        );
+        assert_eq!(round_backoff(s(1), 40), s(60));
     }
 
     #[test]
