@@ -60,6 +60,11 @@ impl Controller<'_> {
                 log_readiness(p);
             }
             self.write_health().await;
+            // A pull member lists nothing that would catch it up: its
+            // objects' statuses follow its readiness in a full round.
+            if self.fleet.iter().any(|m| m.pull) {
+                self.runner.want_full(true);
+            }
         }
         if !news.back.is_empty() {
             let back = news.back;
