@@ -330,6 +330,15 @@ impl Federation {
         )
     }
 
+    /// [`Federation::new`] with member2 joined as a pull member
+    /// (`join --mode pull`): the host never reaches it, an agent does.
+    pub fn with_pull(env: &TestEnv, prefix: &'static str, types: &[&str]) -> Federation {
+        let group = format!("{}.kubefed.io", prefix.replace('-', ""));
+        let ns = format!("{prefix}-objs");
+        let (group, ns) = (Box::leak(group.into()), Box::leak(ns.into()));
+        Federation::joined(env, (prefix, group, ns), types, &["m2"])
+    }
+
     /// [`Federation::new`] with names of the test's own choosing.
     pub fn named(
         env: &TestEnv,
@@ -337,6 +346,17 @@ impl Federation {
         group: &'static str,
         ns: &'static str,
         types: &[&str],
+    ) -> Federation {
+        Federation::joined(env, (fedns, group, ns), types, &[])
+    }
+
+    /// [`Federation::named`], the members named in `pull` joined as pull
+    /// members.
+    fn joined(
+        env: &TestEnv,
+        (fedns, group, ns): (&'static str, &'static str, &'static str),
+        types: &[&str],
+        pull: &[&str],
     ) -> Federation {
         let (host, m1, m2) = (
             env.proxy("host").unwrap(),
@@ -362,10 +382,14 @@ impl Federation {
             m2,
         };
         f.run(&["init"]).ok();
-        f.run(&["join", &f.cluster("m1"), "--cluster-context", "member1"])
-            .ok();
-        f.run(&["join", &f.cluster("m2"), "--cluster-context", "member2"])
-            .ok();
+        for (short, context) in [("m1", "member1"), ("m2", "member2")] {
+            let name = f.cluster(short);
+            let mut join = vec!["join", &name, "--cluster-context", context];
+            if pull.contains(&short) {
+                join.extend(["--mode", "pull", "--image", "kubefedctl:test"]);
+            }
+            f.run(&join).ok();
+        }
         for t in types.iter().chain(&["namespaces"]) {
             f.run(&["enable", t, "--federated-group", group]).ok();
         }

@@ -29,6 +29,7 @@ mod membership;
 mod overrides;
 mod parity;
 mod pods;
+mod pull;
 mod pull_membership;
 mod quiet;
 mod reconcile;

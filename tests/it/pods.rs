@@ -904,3 +904,119 @@ fn the_gitlab_ci_jobs_run_in_the_ci_image_as_pods() {
     let (code, log) = gitlab_job(env, &f, &pipeline, "plan", 2);
     assert_eq!(code, 0, "{log}");
 }
+
+/// A pull member's agent (issue #68) as `join --mode pull` installs it: a
+/// Deployment in member2, whose pod reaches the host with the kubeconfig
+/// join wrote into the member and applies its share with its own
+/// ServiceAccount. The host never holds a credential for member2.
+#[test]
+fn a_pull_members_agent_runs_as_a_pod_and_converges_its_member() {
+    let Some(env) = nodes() else { return };
+    let fedns = "pd-pull";
+    let kc = write_kubeconfig(env, fedns, env.kubeconfig().current_context("host"));
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--kubefed-namespace", fedns]);
+        kubefedctl(&kc, &all)
+    };
+    let (group, ns, cluster) = ("pdpull.kubefed.io", "pd-pull-objs", "pd-pull-m2");
+    run(&["init"]).ok();
+    for t in ["configmaps", "namespaces"] {
+        run(&["enable", t, "--federated-group", group]).ok();
+    }
+    run(&[
+        "join",
+        cluster,
+        "--cluster-context",
+        "member2",
+        "--mode",
+        "pull",
+        "--image",
+        image(),
+    ])
+    .ok();
+    struct Unjoin<'a>(&'a dyn Fn(&[&str]) -> Run, &'a str);
+    impl Drop for Unjoin<'_> {
+        fn drop(&mut self) {
+            (self.0)(&["unjoin", self.1, "--cluster-context", "member2"]);
+        }
+    }
+    let _unjoin = Unjoin(&run, cluster);
+    // member2 is shared with other tests' federations: the agent is
+    // scoped to this one's namespace (`agent -n`), as a user would.
+    let deployment = format!("/apis/apps/v1/namespaces/{fedns}/deployments/kubefedctl-agent");
+    let mut d = get(env, "member2", &deployment).expect("join installs the agent");
+    let args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array_mut()
+        .unwrap();
+    args.extend([json!("-n"), json!(ns)]);
+    let (status, answer) = request(env, "member2", "PUT", &deployment, Some(d));
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = create(
+        env,
+        "host",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": ns}}),
+    );
+    assert!(status == 201 || status == 409, "{answer}");
+    for (kind, name, spec) in [
+        (
+            "FederatedNamespace",
+            ns,
+            json!({"placement": {"clusterSelector": {}}}),
+        ),
+        (
+            "FederatedConfigMap",
+            "from-the-pod",
+            json!({"template": {"data": {"k": "v"}}, "placement": {"clusterSelector": {}}}),
+        ),
+    ] {
+        let plural = format!("{}s", kind.to_lowercase());
+        let body = json!({"apiVersion": format!("{group}/v1beta1"), "kind": kind,
+            "metadata": {"name": name, "namespace": ns}, "spec": spec});
+        let (status, answer) = create(
+            env,
+            "host",
+            &format!("/apis/{group}/v1beta1/namespaces/{ns}/{plural}"),
+            body,
+        );
+        assert_eq!(status, 201, "{answer}");
+    }
+    let logs = || {
+        let pods = items(env, "member2", &format!("/api/v1/namespaces/{fedns}/pods"));
+        let mut out = pods_report(env, "member2", fedns);
+        for p in pods {
+            let name = p["metadata"]["name"].as_str().unwrap_or_default();
+            out.push_str(&pod_log(env, "member2", fedns, name));
+        }
+        out
+    };
+    wait_long(
+        "the agent's pod to apply its share",
+        Duration::from_secs(120),
+        || cm(env, "member2", ns, "from-the-pod").is_some(),
+        logs,
+    );
+    let report = format!(
+        "/apis/kubefedctl.kubefed.io/v1alpha1/namespaces/{fedns}-pull-{cluster}/propagationreports/configmaps.{ns}.from-the-pod"
+    );
+    wait_long(
+        "its report",
+        Duration::from_secs(60),
+        || get(env, "host", &report).is_some(),
+        logs,
+    );
+    // The host's run reads it as a push member's result.
+    run(&["reconcile", "-n", ns]).ok();
+    let fed = get(
+        env,
+        "host",
+        &format!("/apis/{group}/v1beta1/namespaces/{ns}/federatedconfigmaps/from-the-pod"),
+    )
+    .unwrap();
+    assert_eq!(fed["status"]["clusters"][0]["name"], cluster, "{fed}");
+    assert_eq!(fed["status"]["conditions"][0]["status"], "True", "{fed}");
+    let log = logs();
+    assert!(!log.to_lowercase().contains("forbidden"), "{log}");
+    assert!(log.contains("leading"), "{log}");
+}

@@ -1,0 +1,482 @@
+//! Pull members (issue #68) through the built binary: member2 joined with
+//! `--mode pull`, its agent (`kubefedctl agent`) run as a child process
+//! that reaches member2 through a proxy of its own and the host with the
+//! identity join wrote into member2's Secret. The federation's own proxy
+//! in front of member2 counts every request the host side makes to it:
+//! none, ever.
+
+use crate::fixtures::{
+    Federation, KUBEFEDCTL, Run, b64, cm, get, kubefedctl, request, wait_until, write_kubeconfig,
+};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use testenv::{Faults, Mode, Proxy, TestEnv};
+
+/// A pull member's agent as a test runs it.
+struct Agent {
+    cluster: String,
+    fedns: &'static str,
+    ns: &'static str,
+    /// member2 through the agent's own proxy.
+    kc: PathBuf,
+    /// The host kubeconfig join wrote into member2's Secret.
+    host_kc: PathBuf,
+    proxy: Proxy,
+}
+
+impl Agent {
+    fn of(env: &TestEnv, f: &Federation, short: &str) -> Agent {
+        let proxy = env.proxy("member2").unwrap();
+        let name = format!("{}-agent", f.fedns);
+        let kc = write_kubeconfig(
+            env,
+            &name,
+            env.kubeconfig()
+                .current_context("member2")
+                .server("member2", &proxy.url()),
+        );
+        let secret = get(
+            env,
+            "member2",
+            &format!(
+                "/api/v1/namespaces/{}/secrets/kubefedctl-agent-host",
+                f.fedns
+            ),
+        )
+        .expect("join --mode pull writes the agent's host kubeconfig into the member");
+        let host_kc = kc.with_file_name(format!("{name}-host.kubeconfig"));
+        let text = b64(secret["data"]["kubeconfig"].as_str().unwrap());
+        std::fs::write(&host_kc, text).unwrap();
+        Agent {
+            cluster: f.cluster(short),
+            fedns: f.fedns,
+            ns: f.ns,
+            kc,
+            host_kc,
+            proxy,
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        [
+            "agent",
+            "--cluster",
+            &self.cluster,
+            "--host-kubeconfig",
+            self.host_kc.to_str().unwrap(),
+            "--kubefed-namespace",
+            self.fedns,
+            // member2 is shared with other tests' federations.
+            "-n",
+            self.ns,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    /// One heartbeat and one round.
+    fn once(&self) -> Run {
+        let mut args = self.args();
+        args.push("--once".into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        kubefedctl(&self.kc, &args)
+    }
+
+    /// The agent as it runs in its pod: a round every `interval`.
+    fn spawn(&self, interval: &str) -> std::process::Child {
+        std::process::Command::new(KUBEFEDCTL)
+            .arg("--kubeconfig")
+            .arg(&self.kc)
+            .args(self.args())
+            .args(["--interval", interval])
+            .env_remove("KUBECONFIG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Its report on the FederatedConfigMap `name`.
+    fn report(&self, env: &TestEnv, ns: &str, name: &str) -> Option<Value> {
+        get(
+            env,
+            "host",
+            &format!(
+                "/apis/kubefedctl.kubefed.io/v1alpha1/namespaces/{}-pull-{}/propagationreports/configmaps.{ns}.{name}",
+                self.fedns, self.cluster
+            ),
+        )
+    }
+}
+
+/// The member statuses a federated object records, by cluster.
+fn statuses(fed: &Value) -> Vec<(String, String)> {
+    (fed["status"]["clusters"].as_array().into_iter().flatten())
+        .map(|c| {
+            let status = c["status"].as_str().unwrap_or("OK");
+            (c["name"].as_str().unwrap().to_string(), status.to_string())
+        })
+        .collect()
+}
+
+fn propagation(fed: &Value) -> (String, String) {
+    let c = &fed["status"]["conditions"][0];
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    (text(&c["status"]), text(&c["reason"]))
+}
+
+fn set_data(env: &TestEnv, f: &Federation, name: &str, value: &str) {
+    let (code, body) = request(
+        env,
+        "host",
+        "PATCH",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/{name}",
+            f.group, f.ns
+        ),
+        Some(json!({"spec": {"template": {"data": {"k": value}}}})),
+    );
+    assert_eq!(code, 200, "{body}");
+}
+
+#[test]
+fn a_pull_member_converges_through_its_agent_and_the_host_never_calls_it() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-a", &["configmaps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let m2 = f.cluster("m2");
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "web",
+        json!({"template": {"data": {"k": "v1"}}, "placement": {"clusterSelector": {}}}),
+    );
+    f.reset();
+
+    // The host's run writes to member1 and leaves member2 to its agent.
+    let run = f.reconcile(&[]).ok();
+    assert!(
+        run.stderr
+            .contains(&format!("{m2}: pull member, left to its agent")),
+        "{}",
+        run.stderr
+    );
+    assert!(cm(env, "member1", f.ns, "web").is_some());
+    assert!(cm(env, "member2", f.ns, "web").is_none());
+    let fed = f.fed(env, "federatedconfigmaps", "web").unwrap();
+    assert_eq!(
+        propagation(&fed),
+        ("False".into(), "CheckClusters".into()),
+        "member2 has not reported the object yet: {fed}"
+    );
+
+    // One round of the agent: the copy, and its report.
+    let round = agent.once().ok();
+    assert!(
+        round.stdout.contains("report(s) written"),
+        "{}",
+        round.stdout
+    );
+    let copy = cm(env, "member2", f.ns, "web").expect("the agent's copy");
+    assert_eq!(copy["data"]["k"], "v1");
+    assert_eq!(copy["metadata"]["labels"]["kubefed.io/managed"], "true");
+    let report = agent.report(env, f.ns, "web").expect("a report");
+    assert_eq!(report["spec"]["status"], "OK");
+
+    // The host's next run reads member2 as it reads a push member.
+    f.reconcile(&[]).ok();
+    let fed = f.fed(env, "federatedconfigmaps", "web").unwrap();
+    assert_eq!(
+        statuses(&fed),
+        [(f.cluster("m1"), "OK".into()), (m2.clone(), "OK".into())]
+    );
+    assert_eq!(propagation(&fed).0, "True", "{fed}");
+    let pv = get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/configmap-web",
+            f.ns
+        ),
+    )
+    .unwrap();
+    let recorded: Vec<&Value> = pv["status"]["clusterVersions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["clusterName"] == m2.as_str())
+        .collect();
+    let rv = copy["metadata"]["resourceVersion"].as_str().unwrap();
+    assert_eq!(recorded[0]["version"], format!("rv:{rv}"));
+
+    // A second round writes nothing to the member, nor a report.
+    agent.proxy.reset_records();
+    let again = agent.once().ok();
+    assert!(
+        again.stdout.contains("0 report(s) written"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        configmap_writes(&agent.proxy),
+        0,
+        "{:?}",
+        agent.proxy.records()
+    );
+
+    // A change reaches it at its next round.
+    set_data(env, &f, "web", "v2");
+    agent.once().ok();
+    assert_eq!(cm(env, "member2", f.ns, "web").unwrap()["data"]["k"], "v2");
+    f.reconcile(&[]).ok();
+    let fed = f.fed(env, "federatedconfigmaps", "web").unwrap();
+    assert_eq!(propagation(&fed).0, "True", "{fed}");
+
+    // Deletion: the host holds the finalizer until the agent reports the
+    // copy removed.
+    let (code, _) = request(
+        env,
+        "host",
+        "DELETE",
+        &format!(
+            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/web",
+            f.group, f.ns
+        ),
+        None,
+    );
+    assert_eq!(code, 200);
+    let run = f.reconcile(&[]).ok();
+    assert!(
+        run.stderr.contains("its agent has not reported"),
+        "{}",
+        run.stderr
+    );
+    assert!(f.fed(env, "federatedconfigmaps", "web").is_some());
+    assert!(cm(env, "member1", f.ns, "web").is_none());
+    agent.once().ok();
+    assert!(cm(env, "member2", f.ns, "web").is_none());
+    assert_eq!(
+        agent.report(env, f.ns, "web").unwrap()["spec"]["removed"],
+        true
+    );
+    f.reconcile(&[]).ok();
+    assert!(f.fed(env, "federatedconfigmaps", "web").is_none());
+    agent.once().ok();
+    assert!(
+        agent.report(env, f.ns, "web").is_none(),
+        "a report of an object gone"
+    );
+
+    assert!(
+        f.m2.records().is_empty(),
+        "the host side never calls a pull member: {:?}",
+        f.m2.records()
+    );
+    // Unreachable from the host, it changes nothing for the host's runs.
+    f.m2.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    f.reconcile(&[]).ok();
+    f.run(&["status"]).ok();
+}
+
+#[test]
+fn the_watch_records_what_a_running_agent_applies() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-w", &["configmaps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let m2 = f.cluster("m2");
+    f.reset();
+    let mut watch = f.spawn_reconcile(&["--watch"]);
+    let mut running = agent.spawn("1s");
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "live",
+        json!({"template": {"data": {"k": "v1"}}, "placement": {"clusters": [{"name": m2}]}}),
+    );
+    wait_until("the agent's copy and the watch's record of it", || {
+        let fed = f.fed(env, "federatedconfigmaps", "live").unwrap();
+        cm(env, "member2", f.ns, "live").is_some()
+            && statuses(&fed) == [(m2.clone(), "OK".to_string())]
+            && propagation(&fed).0 == "True"
+    });
+    // The heartbeat: its KubeFedCluster says Ready, written by the agent.
+    let kfc = get(
+        env,
+        "host",
+        &format!(
+            "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m2}",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    assert_eq!(kfc["status"]["conditions"][0]["type"], "Ready", "{kfc}");
+    let status = f.run(&["status", "clusters", "-o", "json"]).ok();
+    assert!(status.stdout.contains(&m2), "{}", status.stdout);
+    running.kill().unwrap();
+    running.wait().unwrap();
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
+}
+
+/// Writes to the member's ConfigMaps an agent made through its proxy.
+fn configmap_writes(proxy: &Proxy) -> usize {
+    proxy.count(|r| r.is_write() && r.resource == "configmaps")
+}
+
+/// Writes of the report on ConfigMap `name` through the federation's
+/// host proxy.
+fn report_writes(f: &Federation, name: &str) -> usize {
+    let report = format!("configmaps.{}.{name}", f.ns);
+    f.host
+        .count(|r| r.is_write() && r.resource == "propagationreports" && r.name == report)
+}
+
+#[test]
+fn through_a_host_outage_the_agent_keeps_what_it_applied_and_catches_up_once() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-o", &["configmaps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let m2 = f.cluster("m2");
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "steady",
+        json!({"template": {"data": {"k": "v1"}}, "placement": {"clusters": [{"name": m2}]}}),
+    );
+    let mut running = agent.spawn("2s");
+    wait_until("the agent's first round", || {
+        agent.report(env, f.ns, "steady").is_some()
+    });
+
+    // The host goes away for a minute; meanwhile the template changes
+    // (written past the proxy, as another client would).
+    f.host.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    set_data(env, &f, "steady", "v2");
+    agent.proxy.reset_records();
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    let kept = cm(env, "member2", f.ns, "steady").expect("kept through the outage");
+    assert_eq!(kept["data"]["k"], "v1");
+    assert_eq!(
+        configmap_writes(&agent.proxy),
+        0,
+        "{:?}",
+        agent.proxy.records()
+    );
+
+    // Back: the change lands once, and is reported once.
+    f.host.reset_records();
+    f.host.clear_faults();
+    wait_until("the change after the outage", || {
+        cm(env, "member2", f.ns, "steady").is_some_and(|c| c["data"]["k"] == "v2")
+            && agent.report(env, f.ns, "steady").is_some_and(|r| {
+                r["spec"]["version"].as_str().is_some_and(|v| {
+                    let copy = cm(env, "member2", f.ns, "steady").unwrap();
+                    v == format!(
+                        "rv:{}",
+                        copy["metadata"]["resourceVersion"].as_str().unwrap()
+                    )
+                })
+            })
+    });
+    // A few more rounds: nothing written twice.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    assert_eq!(
+        configmap_writes(&agent.proxy),
+        1,
+        "{:?}",
+        agent.proxy.records()
+    );
+    assert_eq!(report_writes(&f, "steady"), 1, "{:?}", f.host.records());
+    running.kill().unwrap();
+    running.wait().unwrap();
+}
+
+/// Whether a Lease holder (`host (pid N[, job J])`) is process `pid`.
+fn holds(holder: &str, pid: u32) -> bool {
+    holder.contains(&format!("pid {pid})")) || holder.contains(&format!("pid {pid},"))
+}
+
+#[test]
+fn two_agents_of_one_member_elect_one_writer() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-l", &["configmaps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let m2 = f.cluster("m2");
+    let lease_path = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases/kubefedctl-agent",
+        f.fedns
+    );
+    let holder = || {
+        get(env, "member2", &lease_path)
+            .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let mut first = agent.spawn("1s");
+    wait_until("the first agent to lead", || holds(&holder(), first.id()));
+    let mut second = agent.spawn("1s");
+    agent.proxy.reset_records();
+    f.host.reset_records();
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "once",
+        json!({"template": {"data": {"k": "v1"}}, "placement": {"clusters": [{"name": m2}]}}),
+    );
+    wait_until("the leader's copy", || {
+        agent.report(env, f.ns, "once").is_some()
+    });
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(
+        configmap_writes(&agent.proxy),
+        1,
+        "one writer: {:?}",
+        agent.proxy.records()
+    );
+    assert_eq!(report_writes(&f, "once"), 1);
+
+    // The leader dies without a word: the standby takes over once the
+    // Lease expires, and goes on.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    set_data(env, &f, "once", "v2");
+    wait_until("the standby to lead", || holds(&holder(), second.id()));
+    wait_until("the new leader's change", || {
+        cm(env, "member2", f.ns, "once").is_some_and(|c| c["data"]["k"] == "v2")
+    });
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
+
+#[test]
+fn an_rsp_over_push_and_pull_members_gives_the_pull_member_its_share() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-r", &["deployments.apps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    f.create_deployment(env, "web");
+    f.create_rsp(env, "web", 6, &[(m1.as_str(), 1), (m2.as_str(), 2)]);
+    // Its first heartbeat makes member2 ready: RSPs schedule over ready
+    // members only, as KubeFed's.
+    agent.once().ok();
+    f.reset();
+    // The host schedules into the federated object's spec and writes
+    // member1's share; member2's is its agent's to apply.
+    f.reconcile(&[]).ok();
+    assert_eq!(f.replicas(env, "member1", "web"), 2);
+    agent.once().ok();
+    assert_eq!(f.replicas(env, "member2", "web"), 4);
+    f.reconcile(&[]).ok();
+    let fed = f.fed(env, "federateddeployments", "web").unwrap();
+    assert_eq!(
+        statuses(&fed),
+        [(m1.clone(), "OK".into()), (m2.clone(), "OK".into())]
+    );
+    assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
+}
