@@ -480,3 +480,46 @@ fn an_rsp_over_push_and_pull_members_gives_the_pull_member_its_share() {
     );
     assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
 }
+
+/// Its member's API server away for a while (a restart: connections
+/// refused): the agent's rounds fail and back off, its heartbeat says the
+/// member is not ready, and once the member answers again a change made
+/// meanwhile lands.
+#[test]
+fn the_agent_carries_on_after_its_members_api_server_was_away() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-m", &["configmaps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let m2 = f.cluster("m2");
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "through",
+        json!({"template": {"data": {"k": "v1"}}, "placement": {"clusters": [{"name": m2}]}}),
+    );
+    let mut running = agent.spawn("1s");
+    wait_until("the agent's first round", || {
+        agent.report(env, f.ns, "through").is_some()
+    });
+    agent.proxy.set_faults(Faults {
+        mode: Mode::Refuse,
+        ..Faults::default()
+    });
+    set_data(env, &f, "through", "v2");
+    let kfc = format!(
+        "/apis/core.kubefed.io/v1beta1/namespaces/{}/kubefedclusters/{m2}",
+        f.fedns
+    );
+    wait_until("the heartbeat to say the member is away", || {
+        get(env, "host", &kfc).is_some_and(|c| {
+            (c["status"]["conditions"].as_array().into_iter().flatten())
+                .any(|c| c["type"] == "Offline" && c["status"] == "True")
+        })
+    });
+    agent.proxy.clear_faults();
+    wait_until("the change once the member is back", || {
+        cm(env, "member2", f.ns, "through").is_some_and(|c| c["data"]["k"] == "v2")
+    });
+    running.kill().unwrap();
+    running.wait().unwrap();
+}

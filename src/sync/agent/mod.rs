@@ -267,7 +267,9 @@ pub async fn run(
                         break None;
                     }
                 }
-                _ = beats.tick(), if held => {
+                // A leader that cannot renew its Lease (its member away)
+                // still says so to the host; only its rounds wait.
+                _ = beats.tick() => {
                     if let Err(e) = beat(host, member, o).await {
                         tracing::warn!("heartbeat: {}", crate::error::one_line(&e));
                     }
