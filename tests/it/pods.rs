@@ -924,6 +924,8 @@ fn a_pull_members_agent_runs_as_a_pod_and_converges_its_member() {
     for t in ["configmaps", "namespaces"] {
         run(&["enable", t, "--federated-group", group]).ok();
     }
+    // An image no node has, so that no agent runs before it is scoped
+    // (below): member2 is shared with other tests' federations.
     run(&[
         "join",
         cluster,
@@ -932,7 +934,7 @@ fn a_pull_members_agent_runs_as_a_pod_and_converges_its_member() {
         "--mode",
         "pull",
         "--image",
-        image(),
+        "kubefedctl.invalid/not-yet:0",
     ])
     .ok();
     struct Unjoin<'a>(&'a dyn Fn(&[&str]) -> Run, &'a str);
@@ -942,16 +944,31 @@ fn a_pull_members_agent_runs_as_a_pod_and_converges_its_member() {
         }
     }
     let _unjoin = Unjoin(&run, cluster);
-    // member2 is shared with other tests' federations: the agent is
-    // scoped to this one's namespace (`agent -n`), as a user would.
-    let deployment = format!("/apis/apps/v1/namespaces/{fedns}/deployments/kubefedctl-agent");
-    let mut d = get(env, "member2", &deployment).expect("join installs the agent");
-    let args = d["spec"]["template"]["spec"]["containers"][0]["args"]
-        .as_array_mut()
+    // The agent scoped to this federation's namespace (`agent -n`), as a
+    // user sharing a member would, in the image the nodes have. The
+    // environment's one kube-proxy serves the host's `kubernetes` Service
+    // (every cluster's has the same ClusterIP): the pod is pointed at
+    // member2's API server itself, as its own Service would route it.
+    let member2 = env.cluster("member2").url();
+    let (address, port) = member2
+        .trim_start_matches("https://")
+        .rsplit_once(':')
         .unwrap();
-    args.extend([json!("-n"), json!(ns)]);
-    let (status, answer) = request(env, "member2", "PUT", &deployment, Some(d));
-    assert_eq!(status, 200, "{answer}");
+    let deployment = format!("/apis/apps/v1/namespaces/{fedns}/deployments/kubefedctl-agent");
+    wait_until("the agent's Deployment, scoped", || {
+        let mut d = get(env, "member2", &deployment).expect("join installs the agent");
+        let container = &mut d["spec"]["template"]["spec"]["containers"][0];
+        container["image"] = json!(image());
+        container["env"] = json!([
+            {"name": "KUBERNETES_SERVICE_HOST", "value": address},
+            {"name": "KUBERNETES_SERVICE_PORT", "value": port},
+        ]);
+        let args = container["args"].as_array_mut().unwrap();
+        args.extend([json!("-n"), json!(ns)]);
+        let (status, answer) = request(env, "member2", "PUT", &deployment, Some(d));
+        assert!(status == 200 || status == 409, "{answer}");
+        status == 200
+    });
     let (status, answer) = create(
         env,
         "host",
