@@ -282,6 +282,7 @@ pub async fn refresh_agent_roles(
             types: types.clone(),
             image: "",
             member_rules: None,
+            objects_namespace: None,
         };
         let Some(role) = (member.host_objects().into_iter()).find(|o| o["kind"] == "ClusterRole")
         else {

@@ -924,8 +924,8 @@ fn a_pull_members_agent_runs_as_a_pod_and_converges_its_member() {
     for t in ["configmaps", "namespaces"] {
         run(&["enable", t, "--federated-group", group]).ok();
     }
-    // An image no node has, so that no agent runs before it is scoped
-    // (below): member2 is shared with other tests' federations.
+    // member2 is shared with other tests' federations: the agent is
+    // scoped to this one's namespace.
     run(&[
         "join",
         cluster,
@@ -934,7 +934,9 @@ fn a_pull_members_agent_runs_as_a_pod_and_converges_its_member() {
         "--mode",
         "pull",
         "--image",
-        "kubefedctl.invalid/not-yet:0",
+        image(),
+        "--agent-objects-namespace",
+        ns,
     ])
     .ok();
     struct Unjoin<'a>(&'a dyn Fn(&[&str]) -> Run, &'a str);
@@ -944,27 +946,24 @@ fn a_pull_members_agent_runs_as_a_pod_and_converges_its_member() {
         }
     }
     let _unjoin = Unjoin(&run, cluster);
-    // The agent scoped to this federation's namespace (`agent -n`), as a
-    // user sharing a member would, in the image the nodes have. The
-    // environment's one kube-proxy serves the host's `kubernetes` Service
-    // (every cluster's has the same ClusterIP): the pod is pointed at
-    // member2's API server itself, as its own Service would route it.
+    // The environment's one kube-proxy serves the host's `kubernetes`
+    // Service (every cluster's has the same ClusterIP): the pod is pointed
+    // at member2's API server itself, as its own Service would route it.
     let member2 = env.cluster("member2").url();
     let (address, port) = member2
         .trim_start_matches("https://")
         .rsplit_once(':')
         .unwrap();
     let deployment = format!("/apis/apps/v1/namespaces/{fedns}/deployments/kubefedctl-agent");
-    wait_until("the agent's Deployment, scoped", || {
+    wait_until("the agent's Deployment, pointed at member2", || {
         let mut d = get(env, "member2", &deployment).expect("join installs the agent");
         let container = &mut d["spec"]["template"]["spec"]["containers"][0];
-        container["image"] = json!(image());
+        let args = container["args"].as_array().unwrap();
+        assert_eq!(args[args.len() - 2..], [json!("-n"), json!(ns)]);
         container["env"] = json!([
             {"name": "KUBERNETES_SERVICE_HOST", "value": address},
             {"name": "KUBERNETES_SERVICE_PORT", "value": port},
         ]);
-        let args = container["args"].as_array_mut().unwrap();
-        args.extend([json!("-n"), json!(ns)]);
         let (status, answer) = request(env, "member2", "PUT", &deployment, Some(d));
         assert!(status == 200 || status == 409, "{answer}");
         status == 200

@@ -647,6 +647,10 @@ fn output_and_dry_run_write_nothing_and_refusals_come_first() {
             &["--host-endpoint", "hub:6443"][..],
             "invalid --host-endpoint",
         ),
+        (
+            &["--agent-objects-namespace", "Shop"][..],
+            "invalid --agent-objects-namespace",
+        ),
     ] {
         let run = join_pull(&kc, ns, "m1pc", "member1", extra).usage();
         assert!(run.stderr.contains(why), "{why}: {}", run.stderr);
@@ -675,6 +679,18 @@ fn output_and_dry_run_write_nothing_and_refusals_come_first() {
     let run = fed(&kc, ns, &["join", "m1pc", "--image", IMAGE]).usage();
     assert!(
         run.stderr.contains("--image is for a pull member"),
+        "{}",
+        run.stderr
+    );
+    let run = fed(
+        &kc,
+        ns,
+        &["join", "m1pc", "--agent-objects-namespace", "shop"],
+    )
+    .usage();
+    assert!(
+        run.stderr
+            .contains("--agent-objects-namespace is for a pull member"),
         "{}",
         run.stderr
     );

@@ -81,6 +81,11 @@ pub struct JoinOptions {
     #[arg(long, value_name = "URL")]
     pub host_endpoint: Option<String>,
 
+    /// With --mode pull: the agent propagates only this namespace's federated objects (its -n),
+    /// for a member that other federations also use
+    #[arg(long, value_name = "NAMESPACE")]
+    pub agent_objects_namespace: Option<String>,
+
     /// Name of the host Secret holding the member's credentials [default: the joined one, else CLUSTER_NAME-<random>]
     #[arg(long, value_name = "NAME")]
     pub secret_name: Option<String>,
@@ -184,6 +189,10 @@ fn validate(o: &JoinOptions) -> Result<()> {
         for (flag, given) in [
             ("--image", o.image.is_some()),
             ("--host-endpoint", o.host_endpoint.is_some()),
+            (
+                "--agent-objects-namespace",
+                o.agent_objects_namespace.is_some(),
+            ),
         ] {
             if given {
                 bail!("{flag} is for a pull member (--mode pull)");
@@ -192,6 +201,11 @@ fn validate(o: &JoinOptions) -> Result<()> {
     }
     if let Some(ttl) = o.token_ttl {
         check_ttl(ttl.as_secs() as i64)?;
+    }
+    if let Some(ns) = &o.agent_objects_namespace
+        && let Some(e) = crate::core::names::label_error(ns)
+    {
+        bail!("invalid --agent-objects-namespace {ns:?}: {e}");
     }
     if let Some(s) = &o.secret_name
         && let Some(e) = subdomain_error(s)

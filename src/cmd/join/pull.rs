@@ -102,6 +102,7 @@ impl Plan {
             types: self.types.clone(),
             image: o.image.as_deref().unwrap_or_default(),
             member_rules: self.least_rules.clone(),
+            objects_namespace: o.agent_objects_namespace.as_deref(),
         }
     }
 

@@ -318,6 +318,9 @@ pub struct PullMember<'a> {
     pub image: &'a str,
     /// `--rbac least` in the member: the main role's rules; `None`: `*`.
     pub member_rules: Option<Vec<Value>>,
+    /// `join --agent-objects-namespace`: the agent's `-n`, for a member
+    /// other federations also use.
+    pub objects_namespace: Option<&'a str>,
 }
 
 impl PullMember<'_> {
@@ -476,7 +479,7 @@ impl PullMember<'_> {
         let ns = self.kubefed_namespace;
         let labels = self.labels();
         let mut d = self.meta("apps/v1", "Deployment", AGENT, Some(ns));
-        let args = [
+        let mut args = vec![
             "agent",
             "--cluster",
             self.cluster,
@@ -485,6 +488,9 @@ impl PullMember<'_> {
             "--host-kubeconfig",
             HOST_KUBECONFIG_PATH,
         ];
+        if let Some(objects) = self.objects_namespace {
+            args.extend(["-n", objects]);
+        }
         d["spec"] = json!({
             "replicas": 1,
             "strategy": {"type": "Recreate"},
@@ -530,6 +536,7 @@ pub fn removal(cluster: &str, kubefed_namespace: &str) -> (Vec<Value>, Vec<Value
             types: Vec::new(),
             image: "",
             member_rules: None,
+            objects_namespace: None,
         };
         let reports = m.report_namespace();
         host.extend(m.host_objects().into_iter().rev().filter(|o| {
@@ -607,6 +614,7 @@ mod tests {
             }],
             image: "kubefedctl:test",
             member_rules: None,
+            objects_namespace: None,
         }
     }
 
@@ -725,6 +733,17 @@ mod tests {
         let args = &d["spec"]["template"]["spec"]["containers"][0]["args"];
         assert_eq!(args[0], "agent");
         assert_eq!(args[2], "edge1");
+        assert_eq!(args.as_array().unwrap().len(), 7, "no -n unless asked");
+        let scoped = PullMember {
+            objects_namespace: Some("shop"),
+            ..member(Scope::Cluster)
+        };
+        let objects = scoped.member_objects("{}");
+        let d = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        let args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .unwrap();
+        assert_eq!(args[args.len() - 2..], [json!("-n"), json!("shop")]);
         let binding = objects
             .iter()
             .find(|o| o["kind"] == "ClusterRoleBinding")
