@@ -82,9 +82,10 @@ impl Agent {
         kubefedctl(&self.kc, &args)
     }
 
-    /// The agent as it runs in its pod: a round every `interval`.
-    fn spawn(&self, interval: &str) -> std::process::Child {
-        std::process::Command::new(KUBEFEDCTL)
+    /// The agent as it runs in its pod: a round every `interval`; killed
+    /// when the test ends, failed or not.
+    fn spawn(&self, interval: &str) -> Running {
+        let child = std::process::Command::new(KUBEFEDCTL)
             .arg("--kubeconfig")
             .arg(&self.kc)
             .args(self.args())
@@ -93,7 +94,8 @@ impl Agent {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .unwrap()
+            .unwrap();
+        Running(child)
     }
 
     /// Its report on the FederatedConfigMap `name`.
@@ -106,6 +108,27 @@ impl Agent {
                 self.fedns, self.cluster
             ),
         )
+    }
+}
+
+/// A process a test started, killed at the end of the test whatever
+/// became of it (a failed assertion leaves no agent or watch running).
+struct Running(std::process::Child);
+
+impl Running {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -288,7 +311,7 @@ fn the_watch_records_what_a_running_agent_applies() {
     let agent = Agent::of(env, &f, "m2");
     let m2 = f.cluster("m2");
     f.reset();
-    let mut watch = f.spawn_reconcile(&["--watch"]);
+    let mut watch = Running(f.spawn_reconcile(&["--watch"]));
     let mut running = agent.spawn("1s");
     f.create(
         env,
@@ -315,10 +338,8 @@ fn the_watch_records_what_a_running_agent_applies() {
     assert_eq!(kfc["status"]["conditions"][0]["type"], "Ready", "{kfc}");
     let status = f.run(&["status", "clusters", "-o", "json"]).ok();
     assert!(status.stdout.contains(&m2), "{}", status.stdout);
-    running.kill().unwrap();
-    running.wait().unwrap();
-    watch.kill().unwrap();
-    watch.wait().unwrap();
+    running.kill();
+    watch.kill();
     assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
 }
 
@@ -394,8 +415,7 @@ fn through_a_host_outage_the_agent_keeps_what_it_applied_and_catches_up_once() {
         agent.proxy.records()
     );
     assert_eq!(report_writes(&f, "steady"), 1, "{:?}", f.host.records());
-    running.kill().unwrap();
-    running.wait().unwrap();
+    running.kill();
 }
 
 /// Whether a Lease holder (`host (pid N[, job J])`) is process `pid`.
@@ -443,15 +463,13 @@ fn two_agents_of_one_member_elect_one_writer() {
 
     // The leader dies without a word: the standby takes over once the
     // Lease expires, and goes on.
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.kill();
     set_data(env, &f, "once", "v2");
     wait_until("the standby to lead", || holds(&holder(), second.id()));
     wait_until("the new leader's change", || {
         cm(env, "member2", f.ns, "once").is_some_and(|c| c["data"]["k"] == "v2")
     });
-    second.kill().unwrap();
-    second.wait().unwrap();
+    second.kill();
 }
 
 #[test]
@@ -520,6 +538,5 @@ fn the_agent_carries_on_after_its_members_api_server_was_away() {
     wait_until("the change once the member is back", || {
         cm(env, "member2", f.ns, "through").is_some_and(|c| c["data"]["k"] == "v2")
     });
-    running.kill().unwrap();
-    running.wait().unwrap();
+    running.kill();
 }
