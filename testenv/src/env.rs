@@ -222,6 +222,7 @@ impl TestEnv {
         check_binaries(clusters)?;
         let versions: Vec<Version> = clusters.iter().map(|(_, v)| *v).collect();
         sweep_stale_dirs();
+        raise_inotify_instances();
         let dir = new_env_dir()?;
         let ca = Ca::new("kubefedctl-testenv-ca")?;
         let sa = SigningKey::generate()?;
@@ -931,6 +932,32 @@ fn new_env_dir() -> Result<PathBuf> {
 }
 
 /// Removes directories left by test processes that were killed.
+/// The inotify instances one user may hold (`fs.inotify.max_user_instances`)
+/// that a test run needs: every API server watches its certificate files,
+/// and a kubelet's cAdvisor takes several. Debian's default of 128 runs out
+/// when a whole suite's environments and nodes run at once (a kubelet then
+/// exits at start: "inotify_init: too many open files"). kind asks for 512.
+const INOTIFY_INSTANCES: u64 = 1024;
+
+/// Raises `fs.inotify.max_user_instances` to [`INOTIFY_INSTANCES`] where
+/// it is lower (root only, as the nodes' bridge and cgroups are); a
+/// machine that refuses keeps its own, said once.
+fn raise_inotify_instances() {
+    const PATH: &str = "/proc/sys/fs/inotify/max_user_instances";
+    let current = std::fs::read_to_string(PATH)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok());
+    if current.is_none_or(|c| c >= INOTIFY_INSTANCES) {
+        return;
+    }
+    if let Err(e) = std::fs::write(PATH, INOTIFY_INSTANCES.to_string()) {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            eprintln!("testenv: cannot raise {PATH} to {INOTIFY_INSTANCES} ({e}); API servers and kubelets may run out of inotify instances");
+        });
+    }
+}
+
 fn sweep_stale_dirs() {
     let Ok(entries) = std::fs::read_dir(env_root()) else {
         return;
