@@ -348,6 +348,24 @@ pub fn outcome_line(target: &ObjectRef, outcome: Outcome, mode: WriteMode) -> St
     format!("{} {verb} ({})", target.short(), target.cluster)
 }
 
+/// Waits up to 30 s for the CRD `crd` to be `Established`: its objects
+/// cannot be written before that (`init`, `join --mode pull`).
+pub async fn wait_established(crd: &ObjectRef) -> Result<()> {
+    let established = crate::poll::poll_until(
+        std::time::Duration::from_secs(30),
+        std::time::Duration::from_millis(200),
+        || async {
+            let live = crd.get().await?.unwrap_or_default();
+            Ok(crate::core::propagation::crd_first::established(&live).then_some(()))
+        },
+    )
+    .await?;
+    if established.is_none() {
+        anyhow::bail!("{crd} was not established within 30s");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::nothing_beyond;

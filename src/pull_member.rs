@@ -67,18 +67,7 @@ pub async fn ensure_report_crd(
         return Ok((crd.clone(), preview(&crd, &body, &OnExisting::Keep).await?));
     }
     let (outcome, _) = ensure(&crd, &body, &OnExisting::Keep, journal).await?;
-    let established = crate::poll::poll_until(
-        Duration::from_secs(30),
-        Duration::from_millis(200),
-        || async {
-            let live = crd.get().await?.unwrap_or_default();
-            Ok(crate::core::propagation::crd_first::established(&live).then_some(()))
-        },
-    )
-    .await?;
-    if established.is_none() {
-        bail!("{crd} was not established within 30s");
-    }
+    crate::apply::wait_established(&crd).await?;
     Ok((crd, outcome))
 }
 

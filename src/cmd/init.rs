@@ -19,7 +19,6 @@ use clap::Args;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -322,19 +321,9 @@ async fn install_reconciler(
 /// cannot be written before that.
 async fn wait_established(crds: &[ObjectRef]) -> Result<()> {
     for crd in crds {
-        let established = crate::poll::poll_until(
-            Duration::from_secs(30),
-            Duration::from_millis(200),
-            || async {
-                let live = crd.get().await?.unwrap_or_default();
-                Ok(crate::core::propagation::crd_first::established(&live).then_some(()))
-            },
-        )
-        .await?;
-        if established.is_none() {
-            return Err(anyhow::anyhow!("{crd} was not established within 30s"))
-                .context("waiting for the API server to serve KubeFed's CRDs");
-        }
+        crate::apply::wait_established(crd)
+            .await
+            .context("waiting for the API server to serve KubeFed's CRDs")?;
     }
     Ok(())
 }

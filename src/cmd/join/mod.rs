@@ -285,19 +285,21 @@ async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> {
             );
             Ok(())
         }
-        Err(e) => {
-            let undone = journal.rollback().await;
-            for line in &undone {
-                tracing::info!("rolled back: {line}");
-            }
-            let note = if undone.is_empty() {
-                "nothing had been created".to_string()
-            } else {
-                format!("removed the {} object(s) this run created", undone.len())
-            };
-            Err(e.context(format!("join {:?} failed ({note})", o.cluster_name)))
-        }
+        Err(e) => Err(rolled_back(e, journal, &o.cluster_name).await),
     }
+}
+
+/// A failed join: what it created taken back, and the error saying so.
+async fn rolled_back(e: anyhow::Error, mut journal: Journal, cluster: &str) -> anyhow::Error {
+    let undone = journal.rollback().await;
+    for line in &undone {
+        tracing::info!("rolled back: {line}");
+    }
+    let note = match undone.len() {
+        0 => "nothing had been created".to_string(),
+        n => format!("removed the {n} object(s) this run created"),
+    };
+    e.context(format!("join {cluster:?} failed ({note})"))
 }
 
 /// `-o yaml|json`: every object a join writes, the host Secret's name

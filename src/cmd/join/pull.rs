@@ -167,17 +167,7 @@ pub(super) async fn join(global: &GlobalOptions, o: &JoinOptions) -> Result<()> 
             );
             Ok(())
         }
-        Err(e) => {
-            let undone = journal.rollback().await;
-            for line in &undone {
-                tracing::info!("rolled back: {line}");
-            }
-            let note = match undone.len() {
-                0 => "nothing had been created".to_string(),
-                n => format!("removed the {n} object(s) this run created"),
-            };
-            Err(e.context(format!("join {:?} failed ({note})", o.cluster_name)))
-        }
+        Err(e) => Err(super::rolled_back(e, journal, &o.cluster_name).await),
     }
 }
 

@@ -14,7 +14,6 @@ use super::{
 use crate::clients::host::Host;
 use crate::core::outcome::Failure;
 use crate::core::propagation::rollout::policy::ROLLOUT_ANNOTATION;
-use crate::sync::live::execute::Limits;
 use crate::sync::live::progress::Progress;
 use crate::sync::run::observe::Observation;
 use crate::sync::run::report::Report;
@@ -38,12 +37,7 @@ pub async fn round<H: HostRequests>(
     let mut jobs = jobs(&decided, o.wait.is_some(), &mut report);
     permissions::check(seen, &mut jobs, o.selection.timeout, &mut report).await;
     progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
-    let limits = Limits {
-        concurrency: o.concurrency,
-        timeout: o.selection.timeout,
-        attempts: o.attempts,
-        settings: seen.settings.sync,
-    };
+    let limits = super::limits(o, seen);
     let clusters = Clusters::of(&seen.members);
     let mut pipeline = Pipeline::new((reports, &clusters), seen, limits, None, progress);
     pipeline.reports_for = Some(cluster.to_string());

@@ -343,12 +343,7 @@ async fn run_pipeline<'j>(
     ),
 ) -> Vec<Finished<'j>> {
     progress.requests(jobs.iter().map(|j| j.work.len() as u64).sum());
-    let limits = Limits {
-        concurrency: o.concurrency,
-        timeout: o.selection.timeout,
-        attempts: o.attempts,
-        settings: seen.settings.sync,
-    };
+    let limits = limits(o, seen);
     let wait_until = o.wait.map(|w| Instant::now() + w);
     let clusters = requests::Clusters::of(&seen.members);
     let mut pipeline = Pipeline::new((host, &clusters), seen, limits, wait_until, progress);
@@ -356,6 +351,16 @@ async fn run_pipeline<'j>(
     pipeline.rolling = rolling;
     pipeline.holds = holds;
     pipeline.run(jobs).await
+}
+
+/// The pipeline's limits: the run's options over the KubeFedConfig's settings.
+fn limits(o: &Options, seen: &Observation) -> Limits {
+    Limits {
+        concurrency: o.concurrency,
+        timeout: o.selection.timeout,
+        attempts: o.attempts,
+        settings: seen.settings.sync,
+    }
 }
 
 /// One member's verdict on one federated object (`status --live`).
