@@ -53,8 +53,9 @@ pub fn target(label: &str, client: &kube::Client, obj: &Value) -> Result<ObjectR
     ))
 }
 
-/// The `PropagationReport` CRD in the host (created when missing, never
-/// changed when present: the lead's agent and the host's runs read it),
+/// The `PropagationReport` CRD in the host (created when missing, brought
+/// up to this version's schema when present: the API server prunes the
+/// fields it does not name, such as the readiness a rollout gates on),
 /// served before anything of its kind is written.
 pub async fn ensure_report_crd(
     host: &Host,
@@ -64,9 +65,12 @@ pub async fn ensure_report_crd(
     let body = crate::core::propagation::report::crd();
     let crd = target("host", &host.client, &body)?;
     if mode.is_dry_run() {
-        return Ok((crd.clone(), preview(&crd, &body, &OnExisting::Keep).await?));
+        return Ok((
+            crd.clone(),
+            preview(&crd, &body, &OnExisting::Update).await?,
+        ));
     }
-    let (outcome, _) = ensure(&crd, &body, &OnExisting::Keep, journal).await?;
+    let (outcome, _) = ensure(&crd, &body, &OnExisting::Update, journal).await?;
     crate::apply::wait_established(&crd).await?;
     Ok((crd, outcome))
 }

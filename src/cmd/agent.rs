@@ -105,7 +105,12 @@ pub async fn run(global: &GlobalOptions, o: &AgentOptions) -> Result<()> {
 fn finish_once(round: &AgentRound, o: &AgentOptions) -> Result<()> {
     match o.output {
         Some(format) => crate::terminal::output::print(&round.report, format)?,
-        None => println!("{}", round.summary(&o.cluster)),
+        None => {
+            println!("{}", round.summary(&o.cluster));
+            for n in &round.report.notes {
+                eprintln!("{n}");
+            }
+        }
     }
     for f in &round.report.failures {
         tracing::warn!("{f}");

@@ -540,3 +540,95 @@ fn the_agent_carries_on_after_its_members_api_server_was_away() {
     });
     running.kill();
 }
+
+/// A progressive rollout over a push member (member1, the canary) and a
+/// pull member (member2, the second wave): the host's run keeps the
+/// record and admits member2 in its wave; its agent applies the new
+/// version only once admitted, and its reports (readiness included) are
+/// what the host's run waits on, as it waits on a push member's copy.
+#[test]
+fn a_rollout_admits_a_pull_member_in_its_wave_and_waits_on_its_agents_reports() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-p", &["configmaps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
+    let policy = json!({"waves": [{"clusters": [m1]}], "minSuccessTime": "2s",
+                        "progressDeadline": "60s"});
+    let path = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
+        f.group, f.ns
+    );
+    let body = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+        "metadata": {"name": "wave", "namespace": f.ns,
+                     "annotations": {"kubefedctl.kubefed.io/rollout": policy.to_string()}},
+        "spec": {"template": {"data": {"k": "v1"}}, "placement": {"clusterSelector": {}}}});
+    let (code, answer) = crate::fixtures::create(env, "host", &path, body);
+    assert_eq!(code, 201, "{answer}");
+    let pv_path = format!(
+        "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/configmap-wave",
+        f.ns
+    );
+    let record = || {
+        let pv = get(env, "host", &pv_path)?;
+        let text =
+            pv["metadata"]["annotations"]["kubefedctl.kubefed.io/rollout-status"].as_str()?;
+        Some(serde_json::from_str::<Value>(text).unwrap())
+    };
+
+    f.reset();
+
+    // With its agent running, one host run takes the new object through
+    // both waves: member2's copy comes from its agent.
+    let mut running = agent.spawn("1s");
+    let run = f.reconcile(&["--wait-ready=90s"]).ok();
+    assert!(run.stderr.contains("complete"), "{}", run.stderr);
+    assert_eq!(cm(env, "member2", f.ns, "wave").unwrap()["data"]["k"], "v1");
+    assert!(record().is_none(), "rolled out: no record left");
+    running.kill();
+
+    // A change: a run that stops before the second wave leaves member2
+    // out of the record, and its agent leaves its copy as it is.
+    set_data(env, &f, "wave", "v2");
+    let run = f.reconcile(&["--wait-ready=1s"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert_eq!(cm(env, "member1", f.ns, "wave").unwrap()["data"]["k"], "v2");
+    let rec = record().expect("a rollout record");
+    assert!(rec["members"][&m1].is_object(), "{rec}");
+    assert!(rec["members"].get(&m2).is_none(), "{rec}");
+    agent.proxy.reset_records();
+    let held = agent.once().ok();
+    assert!(
+        held.stderr.contains(&format!("waiting for {m2}'s wave")),
+        "{}",
+        held.stderr
+    );
+    assert_eq!(cm(env, "member2", f.ns, "wave").unwrap()["data"]["k"], "v1");
+    assert_eq!(
+        configmap_writes(&agent.proxy),
+        0,
+        "{:?}",
+        agent.proxy.records()
+    );
+
+    // The canary has soaked: the next run admits member2, the agent
+    // applies and reports, the run waits for its report to say ready.
+    let mut running = agent.spawn("1s");
+    let run = f.reconcile(&["--wait-ready=90s"]).ok();
+    assert!(run.stderr.contains("complete"), "{}", run.stderr);
+    running.kill();
+    let copy = cm(env, "member2", f.ns, "wave").unwrap();
+    assert_eq!(copy["data"]["k"], "v2");
+    assert!(record().is_none());
+    let report = agent.report(env, f.ns, "wave").unwrap();
+    assert_eq!(report["spec"]["readiness"], "Ready", "{report}");
+    let pv = get(env, "host", &pv_path).unwrap();
+    let m2_version = (pv["status"]["clusterVersions"]
+        .as_array()
+        .into_iter()
+        .flatten())
+    .find(|v| v["clusterName"] == m2.as_str())
+    .map(|v| v["version"].clone());
+    let rv = copy["metadata"]["resourceVersion"].as_str().unwrap();
+    assert_eq!(m2_version, Some(json!(format!("rv:{rv}"))), "{pv}");
+    assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
+}

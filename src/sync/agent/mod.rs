@@ -143,6 +143,7 @@ pub async fn round(
     };
     let mut seen =
         observe::observe_over(host, &selection, settings, vec![probed], scope, false).await?;
+    let admitted = live::agent::admissions(&seen, &o.cluster);
     let writer =
         ReportWriter::list(&host.client, &report_namespace(&host.namespace, &o.cluster)).await?;
     own_versions(&mut seen, &writer, &o.cluster);
@@ -160,8 +161,14 @@ pub async fn round(
         report_only: false,
         rollout: Default::default(),
     };
-    let outcome =
-        live::agent::round(host, &mut seen, &options, (&writer, &o.cluster), progress).await?;
+    let outcome = live::agent::round(
+        host,
+        &mut seen,
+        &options,
+        (&writer, &o.cluster, &admitted),
+        progress,
+    )
+    .await?;
     let reports_removed = writer
         .remove_stale(&observed, o.namespace.as_deref())
         .await?;
@@ -336,6 +343,9 @@ fn log_round(round: Result<AgentRound>, o: &AgentOptions) {
     match round {
         Ok(round) => {
             tracing::info!("{}", round.summary(&o.cluster));
+            for n in &round.report.notes {
+                tracing::info!("{n}");
+            }
             for f in &round.report.failures {
                 tracing::warn!("{f}");
             }

@@ -13,6 +13,7 @@ use crate::clients::host::Host;
 use crate::core::describe::{FederatedRef, ObjectKey, ObjectRef, describe, describe_key, key_of};
 use crate::core::propagation::action::{Action, ClusterStatus};
 use crate::core::propagation::decide::{FinalizerStep, ObjectPlan};
+use crate::core::propagation::readiness::Readiness;
 use crate::core::propagation::record::{self as decide_record, Done, Effect, MemberResult};
 use crate::sync::live::execute::{Limits, apply_one};
 use crate::sync::live::progress::{Answer, Settled};
@@ -114,6 +115,10 @@ pub struct Pipeline<'a, M: MemberRequests = Clusters, H: HostRequests = Host> {
     /// A pull member's agent (`sync::agent`): each object's report of
     /// this member goes with its write-back (`WriteBack::report`).
     pub reports_for: Option<String>,
+    /// The agent's objects under a progressive rollout, with the readiness
+    /// of its member's copy as the round observed it: their reports say
+    /// it (`Report::readiness`), and the host's rollout gates on it.
+    pub report_readiness: HashMap<FederatedRef, Readiness>,
     host_lane: Semaphore,
     member_lanes: HashMap<String, MemberLane>,
     /// By type name: whether its member copies are held whole
@@ -160,6 +165,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             now: crate::clock::now_rfc3339(),
             record_events: false,
             reports_for: None,
+            report_readiness: HashMap::new(),
             rolling: HashSet::new(),
             holds: HashSet::new(),
             host_lane: Semaphore::new(HOST_WRITES_IN_FLIGHT),
@@ -286,6 +292,10 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             let fed_and_type = (fed.as_ref(), t.name.as_ref());
             write.report =
                 decide_record::member_report(fed_and_type, plan, &by_cluster, cluster, &self.now);
+            if let Some(report) = &mut write.report {
+                let observed = self.report_readiness.get(object.federated());
+                report.readiness = observed.map(|r| readiness_after(r, by_cluster.get(cluster)));
+            }
         }
         done.pending
             .extend(pending_lines(t, &fed, plan, &write.pending));
@@ -571,6 +581,18 @@ impl Tally {
             return None;
         }
         self.open.remove(object.federated()).map(|(_, s)| s)
+    }
+}
+
+/// The readiness an agent reports of a copy it observed `observed`: a copy
+/// it wrote this round is not observed yet (its next round says).
+fn readiness_after(observed: &Readiness, result: Option<&MemberResult>) -> Readiness {
+    match result {
+        Some(Ok(Done {
+            effect: Effect::Created | Effect::Updated,
+            ..
+        })) => Readiness::Pending("applied; its readiness is reported next round".into()),
+        _ => observed.clone(),
     }
 }
 

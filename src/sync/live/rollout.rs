@@ -108,11 +108,13 @@ fn start_one<'s>(
     (policy, target, pv, now): (&RolloutPolicy, &core_rollout::Target, Option<&Value>, i64),
     report: &mut Report,
 ) -> Option<ObjectRollout<'s>> {
-    if let Some(why) = core_rollout::out_of_reach(&p.selected, &seen.scope) {
+    // A pull member is in reach through its agent: the record admits it.
+    let pushed = p.selected.iter().filter(|c| !p.pulled.contains(c));
+    if let Some(why) = core_rollout::out_of_reach(pushed, &seen.scope) {
         refuse((t, fed), p, why, report);
         return None;
     }
-    let members = member_copies(seen, t, p);
+    let members = member_copies(seen, (t, fed), p);
     let mut rolling = core_rollout::gate::start(policy, target, pv, &members, now);
     if let Some(why) = &rolling.unreadable {
         let what = describe(&t.federated.kind, fed);
@@ -233,29 +235,47 @@ fn refuse((t, fed): (&ObservedType, &Value), p: &mut ObjectPlan, why: String, re
 }
 
 /// Each placed member with its labels and, when it holds a copy, the
-/// copy's readiness (`--wait-ready`'s rules) and member version.
-fn member_copies(seen: &Observation, t: &ObservedType, p: &ObjectPlan) -> Vec<MemberCopy> {
-    let key = decide::member_key(&t.ty, &p.key);
+/// copy's readiness (`--wait-ready`'s rules) and member version; a pull
+/// member's as its agent reports it (`core_rollout::pull::pulled_copy`).
+fn member_copies(
+    seen: &Observation,
+    (t, fed): (&ObservedType, &Value),
+    p: &ObjectPlan,
+) -> Vec<MemberCopy> {
     p.selected
         .iter()
         .map(|c| {
-            let copy = match t.members.get(c) {
-                Some(Listing::Listed(objs)) => objs.get(&key).map(|o| {
-                    let v = o.value();
-                    (
-                        readiness(&t.target.group, &t.target.kind, &v),
-                        member_version(&v),
-                    )
-                }),
-                _ => None,
+            let pulled = p.pulled.members.get(c);
+            let copy = match pulled {
+                Some(state) => core_rollout::pull::pulled_copy(state, fed),
+                None => copy_of(t, &p.key, c),
             };
             MemberCopy {
                 name: c.clone(),
                 labels: seen.labels_of(c).clone(),
                 copy,
+                pulled: pulled.is_some(),
             }
         })
         .collect()
+}
+
+/// The copy of the federated object `key` that `cluster` holds, as
+/// observed: its readiness (`--wait-ready`'s rules) and member version.
+pub fn copy_of(
+    t: &ObservedType,
+    key: &ObjectKey,
+    cluster: &str,
+) -> Option<(crate::core::propagation::readiness::Readiness, String)> {
+    let Some(Listing::Listed(objs)) = t.members.get(cluster) else {
+        return None;
+    };
+    let o = objs.get(&decide::member_key(&t.ty, key))?;
+    let v = o.value();
+    Some((
+        readiness(&t.target.group, &t.target.kind, &v),
+        member_version(&v),
+    ))
 }
 
 impl<'s> ObjectRollout<'s> {

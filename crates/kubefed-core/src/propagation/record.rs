@@ -322,6 +322,7 @@ pub fn member_report(
         status: ClusterStatus::Ok,
         version: None,
         removed: false,
+        readiness: None,
         reported_at: now.to_string(),
     };
     if let Some(deletion) = &plan.deletion {

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::describe::ObjectKey;
 use crate::propagation::action::ClusterStatus;
 use crate::propagation::federated::FederatedObject;
+use crate::propagation::readiness::Readiness;
 use crate::propagation::version::{overrides_version, template_version};
 
 pub const GROUP: &str = "kubefedctl.kubefed.io";
@@ -47,6 +48,11 @@ pub struct Report {
     pub version: Option<String>,
     /// The copy is confirmed deleted or unlabelled (a deletion).
     pub removed: bool,
+    /// The copy's readiness (the `--wait-ready` rules), reported for an
+    /// object under a progressive rollout only: the host's rollout gates
+    /// the next wave on it (`rollout::pull`). `None` elsewhere, so that a
+    /// copy's status changes cost no report writes.
+    pub readiness: Option<Readiness>,
     /// When the agent wrote it (RFC 3339).
     pub reported_at: String,
 }
@@ -106,6 +112,13 @@ impl Report {
         if self.removed {
             spec["removed"] = json!(true);
         }
+        if let Some(r) = &self.readiness {
+            let (state, reason) = readiness_text(r);
+            spec["readiness"] = json!(state);
+            if !reason.is_empty() {
+                spec["readinessReason"] = json!(reason);
+            }
+        }
         json!({
             "apiVersion": format!("{GROUP}/{VERSION}"), "kind": KIND,
             "metadata": {"name": name_of(&self.type_name, &self.key), "namespace": namespace,
@@ -132,6 +145,8 @@ impl Report {
             status: parse_status(&text("status")?)?,
             version: text("version"),
             removed: spec.get("removed").and_then(Value::as_bool) == Some(true),
+            readiness: text("readiness")
+                .and_then(|s| parse_readiness(&s, text("readinessReason").unwrap_or_default())),
             reported_at: text("reportedAt").unwrap_or_default(),
         })
     }
@@ -150,6 +165,25 @@ fn parse_status(text: &str) -> Option<ClusterStatus> {
         "OK" => Some(ClusterStatus::Ok),
         "" => None,
         s => ClusterStatus::parse(s),
+    }
+}
+
+/// A readiness as a report spells it: `Ready`, `Pending` or `Failed`,
+/// and the reason (empty when ready).
+fn readiness_text(r: &Readiness) -> (&'static str, &str) {
+    match r {
+        Readiness::Ready => ("Ready", ""),
+        Readiness::Pending(why) => ("Pending", why),
+        Readiness::Failed(why) => ("Failed", why),
+    }
+}
+
+fn parse_readiness(state: &str, reason: String) -> Option<Readiness> {
+    match state {
+        "Ready" => Some(Readiness::Ready),
+        "Pending" => Some(Readiness::Pending(reason)),
+        "Failed" => Some(Readiness::Failed(reason)),
+        _ => None,
     }
 }
 
@@ -343,7 +377,6 @@ pub fn agent_versions(pv: Option<&Value>, report: &Report) -> Option<Value> {
 /// The PropagationReport CRD (`kubefedctl.kubefed.io/v1alpha1`), which
 /// `join --mode pull` installs on the host.
 pub fn crd() -> Value {
-    let text = |d: &str| json!({"type": "string", "description": d});
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": format!("{PLURAL}.{GROUP}")},
@@ -360,7 +393,16 @@ pub fn crd() -> Value {
                     {"name": "Version", "type": "string", "jsonPath": ".spec.version"},
                     {"name": "Reported", "type": "date", "jsonPath": ".spec.reportedAt"},
                 ],
-                "schema": {"openAPIV3Schema": {
+                "schema": {"openAPIV3Schema": schema()},
+            }],
+        },
+    })
+}
+
+/// The report's schema, every field named (the API server prunes the rest).
+fn schema() -> Value {
+    let text = |d: &str| json!({"type": "string", "description": d});
+    json!({
                     "type": "object",
                     "description": "What a pull member's agent applied of one federated object (kubefedctl agent).",
                     "properties": {
@@ -380,13 +422,13 @@ pub fn crd() -> Value {
                                 "status": text("The member's propagation status (status.clusters[].status)."),
                                 "version": text("The member copy's version (gen: or rv:)."),
                                 "removed": {"type": "boolean", "description": "The copy was deleted or unlabelled."},
+                                "readiness": {"type": "string", "enum": ["Ready", "Pending", "Failed"],
+                                              "description": "The copy's readiness, for an object under a progressive rollout."},
+                                "readinessReason": text("Why it is not ready."),
                                 "reportedAt": {"type": "string", "format": "date-time"},
                             },
                         },
                     },
-                }},
-            }],
-        },
     })
 }
 
@@ -415,6 +457,7 @@ mod tests {
             status,
             version: version.map(str::to_string),
             removed: false,
+            readiness: None,
             reported_at: "2026-12-06T10:00:00Z".into(),
         }
     }
@@ -434,6 +477,19 @@ mod tests {
         assert!(later.says_the_same_as(&r));
         assert!(!report(&f, ClusterStatus::Ok, Some("rv:8")).says_the_same_as(&r));
         assert!(Report::parse(&json!({"spec": {"cluster": "edge"}})).is_none());
+        for readiness in [
+            Readiness::Ready,
+            Readiness::Pending("0/3 available".into()),
+            Readiness::Failed("ProgressDeadlineExceeded".into()),
+        ] {
+            let with = Report {
+                readiness: Some(readiness),
+                ..r.clone()
+            };
+            let o = with.to_object("fed-pull-edge");
+            assert_eq!(Report::parse(&o), Some(with.clone()));
+            assert!(!with.says_the_same_as(&r), "a readiness change is news");
+        }
     }
 
     #[test]

@@ -25,8 +25,12 @@ pub struct MemberCopy {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     /// Its copy's readiness (the `--wait-ready` rules) and member version
-    /// (`gen:`/`rv:`), when it holds one.
+    /// (`gen:`/`rv:`), when it holds one; a pull member's as its agent
+    /// reports it, only once it applied the target (`pull::pulled_copy`).
     pub copy: Option<(Readiness, String)>,
+    /// A pull member: no run writes it, its agent does once the record
+    /// admits it, and its copy of the target confirms the write.
+    pub pulled: bool,
 }
 
 /// One object's rollout in this round.
@@ -104,6 +108,7 @@ pub fn start(
         None => (Vec::new(), None),
     };
     let approved = approved_waves(&approvals, target);
+    confirm_pulled(&mut record, members);
     let states: Vec<MemberState> = members
         .iter()
         .map(|m| {
@@ -136,6 +141,21 @@ pub fn start(
         back: BTreeMap::new(),
         awaited_before,
         unreadable_approvals,
+    }
+}
+
+/// A pull member the record admitted whose agent reports the target
+/// applied: its write is confirmed with the version it reports, as a push
+/// member's is after the run's own write (`Rolling::wrote`).
+fn confirm_pulled(record: &mut RolloutRecord, members: &[MemberCopy]) {
+    for m in members.iter().filter(|m| m.pulled) {
+        let Some((_, version)) = &m.copy else {
+            continue;
+        };
+        let recorded = record.members.get(&m.name).map(|r| r.version.as_deref());
+        if matches!(recorded, Some(v) if v != Some(version.as_str())) {
+            record.wrote(&m.name, version);
+        }
     }
 }
 
@@ -456,6 +476,71 @@ mod tests {
         assert_eq!(r3.plan.write, ["m2"]);
         assert_eq!(r3.record.step, Step { wave: 1, batch: 0 });
         assert!(!rolled_out(Some(&pv), &target("new")));
+    }
+
+    #[test]
+    fn a_pull_member_is_admitted_confirmed_by_its_report_and_gated_on_its_readiness() {
+        let pulled = |c: Option<(Readiness, &str)>| MemberCopy {
+            pulled: true,
+            ..copy("edge", c)
+        };
+        let annotated = |r: &Rolling| json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: r.record.to_annotation()}}});
+        let m1 = copy("m1", Some((Readiness::Ready, "rv:10")));
+        let mut r = start(
+            &policy(),
+            &target("new"),
+            None,
+            &[m1.clone(), pulled(None)],
+            100,
+        );
+        assert_eq!(r.plan.write, ["m1"]);
+        assert!(!r.record.members.contains_key("edge"), "not admitted yet");
+        r.wrote([("m1", "rv:10")]);
+        let r = start(
+            &policy(),
+            &target("new"),
+            Some(&annotated(&r)),
+            &[m1.clone(), pulled(None)],
+            101,
+        );
+        let r = start(
+            &policy(),
+            &target("new"),
+            Some(&annotated(&r)),
+            &[m1.clone(), pulled(None)],
+            112,
+        );
+        assert_eq!(r.plan.write, ["edge"], "admitted once the canary soaked");
+        assert_eq!(r.record.members["edge"].version, None);
+        // Its agent applied the target: the report confirms the write.
+        let pending = pulled(Some((Readiness::Pending("0/1 available".into()), "rv:9")));
+        let r = start(
+            &policy(),
+            &target("new"),
+            Some(&annotated(&r)),
+            &[m1.clone(), pending],
+            113,
+        );
+        assert_eq!(r.record.members["edge"].version.as_deref(), Some("rv:9"));
+        assert!(r.plan.write.is_empty(), "confirmed: not written again");
+        assert!(!r.complete());
+        let ready = pulled(Some((Readiness::Ready, "rv:9")));
+        let r = start(
+            &policy(),
+            &target("new"),
+            Some(&annotated(&r)),
+            &[m1.clone(), ready.clone()],
+            114,
+        );
+        assert!(!r.complete(), "soaking");
+        let r = start(
+            &policy(),
+            &target("new"),
+            Some(&annotated(&r)),
+            &[m1, ready],
+            125,
+        );
+        assert!(r.complete());
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! - [`approval`]: approval gates before waves (`"approval": true`), the
 //!   approvals beside the record, and `rollout approve`'s [`approve`].
 //! - [`gate`]: steps 1–4 for one object in a round, and its decisions gated.
+//! - [`pull`]: pull members (issue #68): the record admits them, their
+//!   agents apply once admitted and report the copy the gate reads.
 //! - [`rules`]: around the gate, which policy applies ([`policy_of`]), who is
 //!   out of reach, what a round may write by where the waves stand, the
 //!   report's [`Stand`], and when a one-shot run looks again.
@@ -44,6 +46,7 @@ pub mod gate;
 pub mod ledger;
 pub mod plan;
 pub mod policy;
+pub mod pull;
 pub mod render;
 pub mod rules;
 #[cfg(test)]

@@ -39,6 +39,7 @@ pub(super) fn copy(name: &str, c: Option<(Readiness, &str)>) -> MemberCopy {
         name: name.into(),
         labels: BTreeMap::new(),
         copy: c.map(|(r, v)| (r, v.to_string())),
+        pulled: false,
     }
 }
 

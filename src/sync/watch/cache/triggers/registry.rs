@@ -594,6 +594,7 @@ mod tests {
             status: ClusterStatus::Ok,
             version: Some("rv:1".into()),
             removed: false,
+            readiness: None,
             reported_at: "2026-12-06T10:00:00Z".into(),
         };
         let trigger = TRIGGERS.iter().find(|t| (t.is)(&Source::Reports)).unwrap();
