@@ -226,7 +226,7 @@ impl LoadedKubeconfig {
             {
                 Some(c) => c.to_string(),
                 None => bail!(
-                    "no current context in kubeconfig {}: pass --host-cluster-context (available: {})",
+                    "no current context in kubeconfig {}: pass --context (--host-cluster-context) (available: {})",
                     self.source,
                     self.available()
                 ),

@@ -190,7 +190,7 @@ impl RunLock {
                 Err(e) if standby => {
                     if !std::mem::replace(&mut unreachable, true) {
                         tracing::warn!(
-                            "lock: cannot read the federation lock ({}); still waiting",
+                            "lock: cannot read the lease {name} ({}); still waiting",
                             crate::apply::api_error_line(e)
                         );
                     }
@@ -198,7 +198,7 @@ impl RunLock {
                     continue;
                 }
                 Err(e) => {
-                    return Err(api_error(e)).context("reading the federation lock");
+                    return Err(api_error(e)).with_context(|| format!("reading the lease {name}"));
                 }
             };
             let current = current.map(serde_json::to_value).transpose()?;
@@ -301,7 +301,10 @@ impl RunLock {
                 Err(kube::Error::Api(s)) if s.code == 409 && conflicts < RELEASE_CONFLICTS => {
                     conflicts += 1;
                 }
-                Err(e) => return Err(api_error(e)).context("releasing the federation lock"),
+                Err(e) => {
+                    return Err(api_error(e))
+                        .with_context(|| format!("releasing the lease {}", self.name));
+                }
             }
         }
     }
@@ -430,7 +433,8 @@ impl Renewer {
                 }
                 Ok(Err(e)) => {
                     tracing::debug!(
-                        "renewing the federation lock: {}",
+                        "renewing the lease {}: {}",
+                        self.name,
                         crate::apply::api_error_line(e)
                     );
                     next = Instant::now() + retry;

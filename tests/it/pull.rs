@@ -186,6 +186,21 @@ fn a_pull_member_converges_through_its_agent_and_the_host_never_calls_it() {
     );
     assert!(cm(env, "member1", f.ns, "web").is_some());
     assert!(cm(env, "member2", f.ns, "web").is_none());
+    // --cluster may not name it: one-shot or watch, such a run would
+    // write nothing.
+    for watch in [false, true] {
+        let mut args = vec!["--cluster", m2.as_str()];
+        if watch {
+            args.push("--watch");
+        }
+        let refused = f.reconcile(&args);
+        assert_eq!(refused.code, 1, "{}", refused.stderr);
+        assert!(
+            refused.stderr.contains(&format!("{m2} is a pull member")),
+            "{}",
+            refused.stderr
+        );
+    }
     let fed = f.fed(env, "federatedconfigmaps", "web").unwrap();
     assert_eq!(
         propagation(&fed),

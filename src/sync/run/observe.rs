@@ -198,9 +198,7 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
             );
         };
         if m.pull {
-            bail!(
-                "{c} is a pull member: its agent applies its share (kubefedctl agent --cluster {c}), the host never writes to it"
-            );
+            bail!(pull_refusal(c));
         }
     }
     let probe_timeout = o.probe_timeout.unwrap_or(settings.health.timeout);
@@ -211,6 +209,13 @@ pub async fn observe(host: &Host, o: &Selection) -> Result<Observation> {
         seen.reports = read_reports(host).await?;
     }
     Ok(seen)
+}
+
+/// Why `--cluster` may not name the pull member `c`.
+pub fn pull_refusal(c: &str) -> String {
+    format!(
+        "{c} is a pull member: its agent applies its share (kubefedctl agent --cluster {c}), the host never writes to it"
+    )
 }
 
 /// The run's scope with its pull members left to their agents: the host

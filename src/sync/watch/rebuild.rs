@@ -41,6 +41,12 @@ impl Controller<'_> {
         let timeout = self.o.run.selection.timeout;
         let before: Vec<Member> = self.fleet.iter().cloned().collect();
         let loaded = members::load_with(&self.shared.host, timeout, &[], Some(&before)).await?;
+        // `--cluster` naming a pull member would make a watch that writes
+        // nothing: refused, as the one-shot run refuses it.
+        let mut named = self.o.run.selection.scope.clusters.iter().flatten();
+        if let Some(c) = named.find(|c| loaded.iter().any(|m| m.pull && &m.name == *c)) {
+            anyhow::bail!(crate::sync::run::observe::pull_refusal(c));
+        }
         {
             let mut h = locked(&self.metrics.client_connection_time.0);
             for m in &loaded {
