@@ -288,15 +288,7 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
             &self.now,
         );
         self.leave_versions_to_rollout(object.federated(), &mut write);
-        if let Some(cluster) = &self.reports_for {
-            let fed_and_type = (fed.as_ref(), t.name.as_ref());
-            write.report =
-                decide_record::member_report(fed_and_type, plan, &by_cluster, cluster, &self.now);
-            if let Some(report) = &mut write.report {
-                let observed = self.report_readiness.get(object.federated());
-                report.readiness = observed.map(|r| readiness_after(r, by_cluster.get(cluster)));
-            }
-        }
+        write.report = self.agent_report((&object, t), &fed, plan, &by_cluster);
         done.pending
             .extend(pending_lines(t, &fed, plan, &write.pending));
         if self.record_events {
@@ -310,6 +302,24 @@ impl<'a, M: MemberRequests, H: HostRequests> Pipeline<'a, M, H> {
         }
         done.results = results;
         done
+    }
+
+    /// A pull member's agent's report of its member (`reports_for`), with
+    /// the copy's readiness for an object under a rollout.
+    fn agent_report(
+        &self,
+        (object, t): (&ObjectRef, &ObservedType),
+        fed: &Value,
+        plan: &ObjectPlan,
+        by_cluster: &BTreeMap<String, MemberResult>,
+    ) -> Option<crate::core::propagation::report::Report> {
+        let cluster = self.reports_for.as_ref()?;
+        let fed_and_type = (fed, t.name.as_ref());
+        let mut report =
+            decide_record::member_report(fed_and_type, plan, by_cluster, cluster, &self.now)?;
+        let observed = self.report_readiness.get(object.federated());
+        report.readiness = observed.map(|r| readiness_after(r, by_cluster.get(cluster)));
+        Some(report)
     }
 
     /// An object mid-rollout: its PropagatedVersion is the rollout's
