@@ -6,7 +6,8 @@
 //! none, ever.
 
 use crate::fixtures::{
-    Federation, KUBEFEDCTL, Run, b64, cm, get, kubefedctl, request, wait_until, write_kubeconfig,
+    Federation, KUBEFEDCTL, Run, b64, cm, get, kubefedctl, request, seconds_until, wait_until,
+    write_kubeconfig,
 };
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -353,6 +354,38 @@ fn the_watch_records_what_a_running_agent_applies() {
     assert_eq!(kfc["status"]["conditions"][0]["type"], "Ready", "{kfc}");
     let status = f.run(&["status", "clusters", "-o", "json"]).ok();
     assert!(status.stdout.contains(&m2), "{}", status.stdout);
+
+    // A rollout: the watch admits member2 once the canary soaked, and is
+    // done once the agent's report says member2's copy is ready.
+    create_rolling(env, &f, "rolled");
+    let pv_path = pv_path(&f, "rolled");
+    let rolled_out = |v: &str| {
+        cm(env, "member2", f.ns, "rolled").is_some_and(|c| c["data"]["k"] == v)
+            && get(env, "host", &pv_path).is_some()
+            && rollout_record(env, &pv_path).is_none()
+    };
+    wait_until("the new object rolled out to both waves", || {
+        rolled_out("v1")
+    });
+    set_data(env, &f, "rolled", "v2");
+    wait_until("the change rolled out to both waves", || rolled_out("v2"));
+    let written_at = |cluster: &str| {
+        let copy = cm(env, cluster, f.ns, "rolled").unwrap();
+        (copy["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten())
+        .filter_map(|m| m["time"].as_str())
+        .max()
+        .map(seconds_until)
+        .unwrap()
+    };
+    assert!(
+        written_at("member2") - written_at("member1") >= 2,
+        "member2 after the canary's 2 s soak"
+    );
+    let report = agent.report(env, f.ns, "rolled").unwrap();
+    assert_eq!(report["spec"]["readiness"], "Ready", "{report}");
     running.kill();
     watch.kill();
     assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
@@ -556,6 +589,38 @@ fn the_agent_carries_on_after_its_members_api_server_was_away() {
     running.kill();
 }
 
+/// FederatedConfigMap `name` on every member, `k: v1`, rolled out to
+/// member1 (the canary) first, then to member2 once the canary has been
+/// ready for 2 s.
+fn create_rolling(env: &TestEnv, f: &Federation, name: &str) {
+    let policy = json!({"waves": [{"clusters": [f.cluster("m1")]}], "minSuccessTime": "2s",
+                        "progressDeadline": "60s"});
+    let path = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
+        f.group, f.ns
+    );
+    let body = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
+        "metadata": {"name": name, "namespace": f.ns,
+                     "annotations": {"kubefedctl.kubefed.io/rollout": policy.to_string()}},
+        "spec": {"template": {"data": {"k": "v1"}}, "placement": {"clusterSelector": {}}}});
+    let (code, answer) = crate::fixtures::create(env, "host", &path, body);
+    assert_eq!(code, 201, "{answer}");
+}
+
+fn pv_path(f: &Federation, name: &str) -> String {
+    format!(
+        "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/configmap-{name}",
+        f.ns
+    )
+}
+
+/// The rollout record on the PropagatedVersion at `pv_path`, if any.
+fn rollout_record(env: &TestEnv, pv_path: &str) -> Option<Value> {
+    let pv = get(env, "host", pv_path)?;
+    let text = pv["metadata"]["annotations"]["kubefedctl.kubefed.io/rollout-status"].as_str()?;
+    Some(serde_json::from_str(text).unwrap())
+}
+
 /// A progressive rollout over a push member (member1, the canary) and a
 /// pull member (member2, the second wave): the host's run keeps the
 /// record and admits member2 in its wave; its agent applies the new
@@ -567,29 +632,9 @@ fn a_rollout_admits_a_pull_member_in_its_wave_and_waits_on_its_agents_reports() 
     let f = Federation::with_pull(env, "pl-p", &["configmaps"]);
     let agent = Agent::of(env, &f, "m2");
     let (m1, m2) = (f.cluster("m1"), f.cluster("m2"));
-    let policy = json!({"waves": [{"clusters": [m1]}], "minSuccessTime": "2s",
-                        "progressDeadline": "60s"});
-    let path = format!(
-        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
-        f.group, f.ns
-    );
-    let body = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
-        "metadata": {"name": "wave", "namespace": f.ns,
-                     "annotations": {"kubefedctl.kubefed.io/rollout": policy.to_string()}},
-        "spec": {"template": {"data": {"k": "v1"}}, "placement": {"clusterSelector": {}}}});
-    let (code, answer) = crate::fixtures::create(env, "host", &path, body);
-    assert_eq!(code, 201, "{answer}");
-    let pv_path = format!(
-        "/apis/core.kubefed.io/v1alpha1/namespaces/{}/propagatedversions/configmap-wave",
-        f.ns
-    );
-    let record = || {
-        let pv = get(env, "host", &pv_path)?;
-        let text =
-            pv["metadata"]["annotations"]["kubefedctl.kubefed.io/rollout-status"].as_str()?;
-        Some(serde_json::from_str::<Value>(text).unwrap())
-    };
-
+    create_rolling(env, &f, "wave");
+    let pv_path = pv_path(&f, "wave");
+    let record = || rollout_record(env, &pv_path);
     f.reset();
 
     // With its agent running, one host run takes the new object through
