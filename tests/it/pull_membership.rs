@@ -548,11 +548,61 @@ fn the_agents_host_token_reads_its_share_and_writes_only_its_own() {
             Some(json!({})),
             403,
         ),
+        // Its renewal: a new token for its own account, none for another's.
+        (
+            "POST",
+            token_request(&format!("{ns}-pull-m1pb")),
+            Some(json!({"spec": {"expirationSeconds": 600}})),
+            201,
+        ),
+        (
+            "POST",
+            token_request(&format!("{ns}-pull-m2pb")),
+            Some(json!({"spec": {"expirationSeconds": 600}})),
+            403,
+        ),
     ] {
         assert_eq!(call(method, &path, body), code, "{method} {path}");
     }
     // The same token means nothing to the member.
     assert!(writes_allowed(env, "member1", &token, ns).is_empty());
+    // In the member, the agent's account may write the renewed token back
+    // into its Secret, and no other Secret.
+    for (secret, allowed) in [("kubefedctl-agent-host", true), ("other", false)] {
+        assert_eq!(
+            member_may(env, "member1", ns, ("patch", "secrets", secret)),
+            allowed,
+            "{secret}"
+        );
+    }
+}
+
+/// The TokenRequest path of the agent's host account in `namespace`.
+fn token_request(namespace: &str) -> String {
+    format!("/api/v1/namespaces/{namespace}/serviceaccounts/kubefedctl-agent/token")
+}
+
+/// Whether the agent's account in `member` may `verb` the `resource`
+/// `name` in `ns`, as the member's SubjectAccessReview says.
+fn member_may(
+    env: &TestEnv,
+    member: &str,
+    ns: &str,
+    (verb, resource, name): (&str, &str, &str),
+) -> bool {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": format!("system:serviceaccount:{ns}:kubefedctl-agent"),
+                 "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}")],
+                 "resourceAttributes": {"namespace": ns, "verb": verb, "resource": resource,
+                                        "name": name}}});
+    let (code, answer) = crate::fixtures::create(
+        env,
+        member,
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        review,
+    );
+    assert_eq!(code, 201, "{answer}");
+    answer["status"]["allowed"] == true
 }
 
 /// `-o yaml` prints the host's objects, then the member's, with no token;
