@@ -306,6 +306,48 @@ fn a_pull_member_converges_through_its_agent_and_the_host_never_calls_it() {
         "a report of an object gone"
     );
 
+    // Orphaning: the agent unlabels its copy and reports it removed; the
+    // host then lets the object go, and the copy stays.
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "kept",
+        json!({"template": {"data": {"k": "v1"}}, "placement": {"clusters": [{"name": m2}]}}),
+    );
+    agent.once().ok();
+    assert!(cm(env, "member2", f.ns, "kept").is_some());
+    let kept = format!(
+        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/kept",
+        f.group, f.ns
+    );
+    crate::fixtures::patch(
+        env,
+        "host",
+        &kept,
+        json!({"metadata": {"annotations": {"kubefed.io/orphan": "true"}}}),
+    );
+    f.reconcile(&[]).ok();
+    assert_eq!(request(env, "host", "DELETE", &kept, None).0, 200);
+    f.reconcile(&[]).ok();
+    assert!(
+        f.fed(env, "federatedconfigmaps", "kept").is_some(),
+        "held until the agent reports"
+    );
+    agent.once().ok();
+    let copy = cm(env, "member2", f.ns, "kept").expect("an orphaned copy stays");
+    assert!(
+        copy["metadata"]["labels"]
+            .get("kubefed.io/managed")
+            .is_none(),
+        "{copy}"
+    );
+    assert_eq!(
+        agent.report(env, f.ns, "kept").unwrap()["spec"]["removed"],
+        true
+    );
+    f.reconcile(&[]).ok();
+    assert!(f.fed(env, "federatedconfigmaps", "kept").is_none());
+
     assert!(
         f.m2.records().is_empty(),
         "the host side never calls a pull member: {:?}",
