@@ -15,7 +15,6 @@ use anyhow::{Context, Result, bail};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// The tests' kill point: `POINT` or `POINT#N` of
@@ -32,6 +31,7 @@ pub const KILL_AT: &str = "KUBEFEDCTL_MIGRATE_KILL_AT";
 #[cfg(debug_assertions)]
 pub fn checkpoint(point: &str) {
     use crate::core::export::migration::kill_here;
+    use std::collections::BTreeMap;
     use std::sync::{Mutex, OnceLock};
     static SPEC: OnceLock<Option<String>> = OnceLock::new();
     static CROSSED: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
