@@ -62,6 +62,11 @@ pub struct AgentOptions {
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub concurrency: u32,
 
+    /// Renew the host token this long before it expires (as cert-manager's
+    /// renewBefore) [default: a fifth of its lifetime]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub renew_before: Option<Duration>,
+
     /// With --once: print the round's report (yaml or json)
     #[arg(short = 'o', long = "output", value_name = "FORMAT", requires = "once")]
     pub output: Option<DocumentFormat>,
@@ -77,6 +82,9 @@ pub async fn run(global: &GlobalOptions, o: &AgentOptions) -> Result<()> {
         o.host_context.as_deref(),
         factory.timeouts(),
     )?;
+    if let Some(before) = o.renew_before {
+        credential.renew_before(before)?;
+    }
     let mut host = credential.connect(&global.kubefed_namespace).await?;
     let engine = Engine {
         cluster: o.cluster.clone(),

@@ -86,11 +86,17 @@ impl Agent {
     /// The agent as it runs in its pod: a round every `interval`; killed
     /// when the test ends, failed or not.
     fn spawn(&self, interval: &str) -> Running {
+        self.spawn_with(interval, &[])
+    }
+
+    /// [`Agent::spawn`] with more flags.
+    fn spawn_with(&self, interval: &str, extra: &[&str]) -> Running {
         let child = std::process::Command::new(KUBEFEDCTL)
             .arg("--kubeconfig")
             .arg(&self.kc)
             .args(self.args())
             .args(["--interval", interval])
+            .args(extra)
             .env_remove("KUBECONFIG")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -742,4 +748,98 @@ fn a_rollout_admits_a_pull_member_in_its_wave_and_waits_on_its_agents_reports() 
     let rv = copy["metadata"]["resourceVersion"].as_str().unwrap();
     assert_eq!(m2_version, Some(json!(format!("rv:{rv}"))), "{pv}");
     assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
+}
+
+/// The agent's host token as its member Secret holds it.
+fn secret_token(env: &TestEnv, f: &Federation) -> String {
+    let secret = get(
+        env,
+        "member2",
+        &format!(
+            "/api/v1/namespaces/{}/secrets/kubefedctl-agent-host",
+            f.fedns
+        ),
+    )
+    .unwrap();
+    let kubeconfig: Value =
+        serde_json::from_str(&b64(secret["data"]["kubeconfig"].as_str().unwrap())).unwrap();
+    kubeconfig["users"][0]["user"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A token's claims (read, not verified: the host verifies them).
+fn claims(token: &str) -> Value {
+    use base64::Engine;
+    let part = token.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part.trim_end_matches('='))
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The agent renews its host token (`--renew-before`, here 15 s after it
+/// was issued): a new token of the same lifetime for its own account,
+/// written back into its member Secret, and used at once: a change made
+/// after the renewal lands.
+#[test]
+fn the_agent_renews_its_host_token_and_goes_on_with_the_new_one() {
+    let env = TestEnv::shared();
+    let f = Federation::with_pull(env, "pl-t", &["configmaps"]);
+    let agent = Agent::of(env, &f, "m2");
+    let m2 = f.cluster("m2");
+    let first = secret_token(env, &f);
+    f.create(
+        env,
+        "FederatedConfigMap",
+        "renewed",
+        json!({"template": {"data": {"k": "v1"}}, "placement": {"clusters": [{"name": m2}]}}),
+    );
+    let life = |c: &Value| c["exp"].as_i64().unwrap() - c["iat"].as_i64().unwrap();
+    let ttl = life(&claims(&first));
+    let before = format!("{}s", ttl - 15);
+    let mut running = agent.spawn_with("1s", &["--renew-before", &before]);
+    wait_until("a renewed token in the member Secret", || {
+        secret_token(env, &f) != first
+    });
+    let renewed = claims(&secret_token(env, &f));
+    assert_eq!(life(&renewed), ttl, "{renewed}");
+    assert_eq!(
+        renewed["sub"],
+        format!(
+            "system:serviceaccount:{}-pull-{m2}:kubefedctl-agent",
+            f.fedns
+        ),
+        "{renewed}"
+    );
+    set_data(env, &f, "renewed", "v2");
+    wait_until("the change, read with the new token", || {
+        cm(env, "member2", f.ns, "renewed").is_some_and(|c| c["data"]["k"] == "v2")
+    });
+    running.kill();
+    // Longer than the token lives: refused before anything is written.
+    let refused = kubefedctl(
+        &agent.kc,
+        &[
+            "agent",
+            "--cluster",
+            &agent.cluster,
+            "--host-kubeconfig",
+            agent.host_kc.to_str().unwrap(),
+            "--kubefed-namespace",
+            agent.fedns,
+            "--renew-before",
+            &format!("{}s", ttl + 1),
+            "--once",
+        ],
+    );
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("not shorter than the host token's lifetime"),
+        "{}",
+        refused.stderr
+    );
 }

@@ -26,6 +26,9 @@ pub struct HostCredential {
     /// The token's lifetime, read from its claims (`None`: a token that
     /// does not say, which is never renewed).
     pub lifetime: Option<Lifetime>,
+    /// `--renew-before`: renewed this long before it expires (`None`: once
+    /// 80 % of its lifetime has passed).
+    pub renew_before: Option<std::time::Duration>,
 }
 
 impl HostCredential {
@@ -44,6 +47,7 @@ impl HostCredential {
             context: context.map(str::to_string),
             timeouts,
             lifetime: None,
+            renew_before: None,
         };
         credential.lifetime = credential.token().as_deref().and_then(lifetime_of);
         Ok(credential)
@@ -76,7 +80,25 @@ impl HostCredential {
         found["user"]["token"].as_str().map(str::to_string)
     }
 
-    /// Renews the token when 80 % of its lifetime has passed: a new one of
+    /// `--renew-before`, refused when not shorter than the token's own
+    /// lifetime (it would be renewed at every heartbeat).
+    pub fn renew_before(&mut self, before: std::time::Duration) -> Result<()> {
+        if let Some(life) = self.lifetime
+            && before.as_secs() as i64 >= life.ttl_seconds
+        {
+            return Err(crate::error::usage(format!(
+                "--renew-before {}s: not shorter than the host token's lifetime ({}s, --host-kubeconfig {})",
+                before.as_secs(),
+                life.ttl_seconds,
+                self.source
+            )));
+        }
+        self.renew_before = Some(before);
+        Ok(())
+    }
+
+    /// Renews the token once it is due (`--renew-before` ahead of its
+    /// expiry, else at 80 % of its lifetime): a new one of
     /// the same lifetime for the agent's own ServiceAccount, `host` then
     /// reached with it, and the member Secret rewritten. `Ok(false)`: not due.
     pub async fn renew_if_due(
@@ -88,7 +110,8 @@ impl HostCredential {
         let Some(lifetime) = self.lifetime else {
             return Ok(false);
         };
-        if !lifetime.rotation_due(crate::clock::now_unix()) {
+        let before = self.renew_before.map(|d| d.as_secs() as i64);
+        if !lifetime.renewal_due(crate::clock::now_unix(), before) {
             return Ok(false);
         }
         let reports = report_namespace(&host.namespace, cluster);

@@ -56,6 +56,14 @@ impl Lifetime {
         now >= self.expires_at - self.ttl_seconds / 5
     }
 
+    /// Whether a new token is due when it must be renewed `before`
+    /// seconds ahead of its expiry (`None`: a fifth of its lifetime, as
+    /// [`Lifetime::rotation_due`]); `kubefedctl agent --renew-before`, as
+    /// cert-manager's `renewBefore`.
+    pub fn renewal_due(&self, now: i64, before: Option<i64>) -> bool {
+        now >= self.expires_at - before.unwrap_or(self.ttl_seconds / 5)
+    }
+
     /// Seconds until a new token is due (0: now).
     pub fn due_in(&self, now: i64) -> i64 {
         (self.expires_at - self.ttl_seconds / 5 - now).max(0)
@@ -149,6 +157,10 @@ mod tests {
         assert!(!life.rotation_due(issued + 2879));
         assert!(life.rotation_due(issued + 2880), "at 80 %");
         assert_eq!(life.due_in(issued), 2880);
+        assert!(!life.renewal_due(issued + 2879, None));
+        assert!(life.renewal_due(issued + 2880, None));
+        assert!(!life.renewal_due(issued + 3299, Some(300)), "5 min before");
+        assert!(life.renewal_due(issued + 3300, Some(300)));
         assert_eq!(life.due_in(issued + 4000), 0);
         assert_eq!(
             Lifetime::of_cluster(&json!({"metadata": {}})),
