@@ -699,6 +699,12 @@ fn a_rollout_admits_a_pull_member_in_its_wave_and_waits_on_its_agents_reports() 
     let mut running = agent.spawn("1s");
     let run = f.reconcile(&["--wait-ready=90s"]).ok();
     assert!(run.stderr.contains("complete"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("admitted {m2} (its agent applies)")),
+        "{}",
+        run.stderr
+    );
     assert_eq!(cm(env, "member2", f.ns, "wave").unwrap()["data"]["k"], "v1");
     assert!(record().is_none(), "rolled out: no record left");
     running.kill();

@@ -38,6 +38,8 @@ pub struct ObjectRollout<'s> {
     pub wrote: Vec<String>,
     /// `--rollout-abort`: the members sent back to the recorded version.
     pub aborted: Option<Vec<String>>,
+    /// Its pull members: admitted by the record, applied by their agents.
+    pub pulled: Vec<String>,
 }
 
 /// The round's rollouts at `now` (none unless `o.enabled`): each object
@@ -129,7 +131,13 @@ fn start_one<'s>(
         ));
     }
     rolling.gate(p, &members);
-    Some(ObjectRollout::new((t, fed), rolling, None))
+    let mut r = ObjectRollout::new((t, fed), rolling, None);
+    r.pulled = members
+        .into_iter()
+        .filter(|m| m.pulled)
+        .map(|m| m.name)
+        .collect();
+    Some(r)
 }
 
 /// A rollout record as a PropagatedVersion holds it, for an abort: its
@@ -293,6 +301,7 @@ impl<'s> ObjectRollout<'s> {
             refused: false,
             wrote: Vec::new(),
             aborted,
+            pulled: Vec::new(),
         }
     }
 
@@ -526,7 +535,7 @@ fn written(f: &Finished<'_>, write: &[String]) -> Vec<String> {
 /// Where one object's rollout stands, as the report says it.
 pub fn line(object: String, r: &ObjectRollout<'_>) -> RolloutLine {
     let plan = &r.rolling.plan;
-    let stand = core_rollout::stand(plan, r.aborted.as_deref());
+    let stand = core_rollout::stand_over(plan, r.aborted.as_deref(), &r.pulled);
     RolloutLine {
         waves_text: core_rollout::waves_text(plan),
         waves_markdown: core_rollout::waves_markdown(&object, plan),

@@ -511,6 +511,11 @@ mod tests {
             112,
         );
         assert_eq!(r.plan.write, ["edge"], "admitted once the canary soaked");
+        let detail = super::super::rules::stand_over(&r.plan, None, &["edge".into()]).detail;
+        assert!(
+            detail.ends_with(": admitted edge (its agent applies)"),
+            "{detail}"
+        );
         assert_eq!(r.record.members["edge"].version, None);
         // Its agent applied the target: the report confirms the write.
         let pending = pulled(Some((Readiness::Pending("0/1 available".into()), "rv:9")));

@@ -73,5 +73,5 @@ pub use policy::{
 };
 pub use render::{waves_markdown, waves_text};
 pub use rules::{
-    End, RolloutStand, Stand, next_round, out_of_reach, policy_of, stand, write_nothing,
+    End, RolloutStand, Stand, next_round, out_of_reach, policy_of, stand, stand_over, write_nothing,
 };

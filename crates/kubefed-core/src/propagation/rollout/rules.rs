@@ -153,6 +153,12 @@ pub struct Stand {
 /// nothing and says so as a halt: waiting would promise a step that never
 /// comes.
 pub fn stand(plan: &RolloutPlan, aborting: Option<&[String]>) -> Stand {
+    stand_over(plan, aborting, &[])
+}
+
+/// [`stand`] of a rollout over the pull members `pulled`: those the plan
+/// writes are said to be admitted (their agents apply), not written.
+pub fn stand_over(plan: &RolloutPlan, aborting: Option<&[String]>, pulled: &[String]) -> Stand {
     let (state, detail, recheck_at) = match &plan.state {
         RolloutState::Complete if aborting.is_some() => {
             let members = aborting.unwrap_or_default().join(", ");
@@ -168,9 +174,7 @@ pub fn stand(plan: &RolloutPlan, aborting: Option<&[String]>) -> Stand {
         RolloutState::Halted(h) => (RolloutStand::Halted, h.to_string(), None),
         RolloutState::AwaitingApproval(a) => {
             let mut detail = a.to_string();
-            if !plan.write.is_empty() {
-                detail.push_str(&format!(": wrote {}", plan.write.join(", ")));
-            }
+            detail.push_str(&writes(&plan.write, pulled));
             (RolloutStand::AwaitingApproval, detail, None)
         }
         RolloutState::Waiting(w) => {
@@ -178,9 +182,7 @@ pub fn stand(plan: &RolloutPlan, aborting: Option<&[String]>) -> Stand {
                 .map(|(m, why)| format!("{m} ({why})"))
                 .collect();
             let mut detail = w.wave_label.clone();
-            if !plan.write.is_empty() {
-                detail.push_str(&format!(": wrote {}", plan.write.join(", ")));
-            }
+            detail.push_str(&writes(&plan.write, pulled));
             if !members.is_empty() {
                 detail.push_str(&format!(": waiting for {}", members.join(", ")));
             }
@@ -191,6 +193,24 @@ pub fn stand(plan: &RolloutPlan, aborting: Option<&[String]>) -> Stand {
         state,
         detail,
         recheck_at,
+    }
+}
+
+/// `: wrote m1; admitted edge (its agent applies)`, or nothing.
+fn writes(write: &[String], pulled: &[String]) -> String {
+    let (admitted, wrote): (Vec<&String>, Vec<&String>) =
+        write.iter().partition(|m| pulled.contains(m));
+    let join = |v: &[&String]| v.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ");
+    let mut parts = Vec::new();
+    if !wrote.is_empty() {
+        parts.push(format!("wrote {}", join(&wrote)));
+    }
+    if !admitted.is_empty() {
+        parts.push(format!("admitted {} (its agent applies)", join(&admitted)));
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(": {}", parts.join("; ")),
     }
 }
 
