@@ -555,14 +555,20 @@ impl Federation {
     }
 
     pub fn fed(&self, env: &TestEnv, plural: &str, name: &str) -> Option<Value> {
-        get(
-            env,
-            "host",
-            &format!(
-                "/apis/{}/v1beta1/namespaces/{}/{plural}/{name}",
-                self.group, self.ns
-            ),
-        )
+        get(env, "host", &self.fed_path(plural, name))
+    }
+
+    /// The host path of this federation's federated object `name` of
+    /// `plural` (`federatedconfigmaps`); `name` empty: the collection.
+    pub fn fed_path(&self, plural: &str, name: &str) -> String {
+        let path = format!(
+            "/apis/{}/v1beta1/namespaces/{}/{plural}",
+            self.group, self.ns
+        );
+        match name {
+            "" => path,
+            name => format!("{path}/{name}"),
+        }
     }
 
     /// Writes recorded by any of this federation's proxies since the last

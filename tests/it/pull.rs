@@ -36,18 +36,8 @@ impl Agent {
                 .current_context("member2")
                 .server("member2", &proxy.url()),
         );
-        let secret = get(
-            env,
-            "member2",
-            &format!(
-                "/api/v1/namespaces/{}/secrets/kubefedctl-agent-host",
-                f.fedns
-            ),
-        )
-        .expect("join --mode pull writes the agent's host kubeconfig into the member");
         let host_kc = kc.with_file_name(format!("{name}-host.kubeconfig"));
-        let text = b64(secret["data"]["kubeconfig"].as_str().unwrap());
-        std::fs::write(&host_kc, text).unwrap();
+        std::fs::write(&host_kc, host_kubeconfig(env, f)).unwrap();
         Agent {
             cluster: f.cluster(short),
             fedns: f.fedns,
@@ -160,10 +150,7 @@ fn set_data(env: &TestEnv, f: &Federation, name: &str, value: &str) {
         env,
         "host",
         "PATCH",
-        &format!(
-            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/{name}",
-            f.group, f.ns
-        ),
+        &f.fed_path("federatedconfigmaps", name),
         Some(json!({"spec": {"template": {"data": {"k": value}}}})),
     );
     assert_eq!(code, 200, "{body}");
@@ -283,10 +270,7 @@ fn a_pull_member_converges_through_its_agent_and_the_host_never_calls_it() {
         env,
         "host",
         "DELETE",
-        &format!(
-            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/web",
-            f.group, f.ns
-        ),
+        &f.fed_path("federatedconfigmaps", "web"),
         None,
     );
     assert_eq!(code, 200);
@@ -322,10 +306,7 @@ fn a_pull_member_converges_through_its_agent_and_the_host_never_calls_it() {
     );
     agent.once().ok();
     assert!(cm(env, "member2", f.ns, "kept").is_some());
-    let kept = format!(
-        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps/kept",
-        f.group, f.ns
-    );
+    let kept = f.fed_path("federatedconfigmaps", "kept");
     crate::fixtures::patch(
         env,
         "host",
@@ -624,24 +605,22 @@ fn the_agent_carries_on_after_its_members_api_server_restarted() {
     );
     // Through the agent's proxy, whose upstream is gone: not ready (a
     // refused connection, without it, says Offline).
-    wait_until("the heartbeat to say the member is away", || {
-        get(&env, "host", &kfc).is_some_and(|c| {
-            let conditions = c["status"]["conditions"].as_array().cloned();
-            conditions.into_iter().flatten().any(|c| {
-                (c["type"] == "Offline" && c["status"] == "True")
-                    || (c["type"] == "Ready" && c["status"] == "False")
-            })
+    // Whether the heartbeat wrote condition `kind` with `status`.
+    fn says(env: &TestEnv, kfc: &str, kind: &str, status: &str) -> bool {
+        get(env, "host", kfc).is_some_and(|c| {
+            (c["status"]["conditions"].as_array().into_iter().flatten())
+                .any(|c| c["type"] == kind && c["status"] == status)
         })
+    }
+    wait_until("the heartbeat to say the member is away", || {
+        says(&env, &kfc, "Offline", "True") || says(&env, &kfc, "Ready", "False")
     });
     env.start_apiserver("member2").unwrap();
     wait_until("the change once the member is back", || {
         cm(&env, "member2", f.ns, "through").is_some_and(|c| c["data"]["k"] == "v2")
     });
     wait_until("the heartbeat to say the member is ready again", || {
-        get(&env, "host", &kfc).is_some_and(|c| {
-            (c["status"]["conditions"].as_array().into_iter().flatten())
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-        })
+        says(&env, &kfc, "Ready", "True")
     });
     running.kill();
 }
@@ -652,10 +631,7 @@ fn the_agent_carries_on_after_its_members_api_server_restarted() {
 fn create_rolling(env: &TestEnv, f: &Federation, name: &str) {
     let policy = json!({"waves": [{"clusters": [f.cluster("m1")]}], "minSuccessTime": "2s",
                         "progressDeadline": "60s"});
-    let path = format!(
-        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
-        f.group, f.ns
-    );
+    let path = f.fed_path("federatedconfigmaps", "");
     let body = json!({"apiVersion": format!("{}/v1beta1", f.group), "kind": "FederatedConfigMap",
         "metadata": {"name": name, "namespace": f.ns,
                      "annotations": {"kubefedctl.kubefed.io/rollout": policy.to_string()}},
@@ -756,19 +732,21 @@ fn a_rollout_admits_a_pull_member_in_its_wave_and_waits_on_its_agents_reports() 
     assert!(f.m2.records().is_empty(), "{:?}", f.m2.records());
 }
 
+/// The agent's host kubeconfig, as join (or the agent's renewal) wrote
+/// it into member2's Secret.
+fn host_kubeconfig(env: &TestEnv, f: &Federation) -> String {
+    let path = format!(
+        "/api/v1/namespaces/{}/secrets/kubefedctl-agent-host",
+        f.fedns
+    );
+    let secret = get(env, "member2", &path)
+        .expect("join --mode pull writes the agent's host kubeconfig into the member");
+    b64(secret["data"]["kubeconfig"].as_str().unwrap())
+}
+
 /// The agent's host token as its member Secret holds it.
 fn secret_token(env: &TestEnv, f: &Federation) -> String {
-    let secret = get(
-        env,
-        "member2",
-        &format!(
-            "/api/v1/namespaces/{}/secrets/kubefedctl-agent-host",
-            f.fedns
-        ),
-    )
-    .unwrap();
-    let kubeconfig: Value =
-        serde_json::from_str(&b64(secret["data"]["kubeconfig"].as_str().unwrap())).unwrap();
+    let kubeconfig: Value = serde_json::from_str(&host_kubeconfig(env, f)).unwrap();
     kubeconfig["users"][0]["user"]["token"]
         .as_str()
         .unwrap()

@@ -61,13 +61,6 @@ fn create(
     assert_eq!(status, 201, "{answer}");
 }
 
-fn fed_path(f: &Federation, plural: &str, name: &str) -> String {
-    format!(
-        "/apis/{}/v1beta1/namespaces/{}/{plural}/{name}",
-        f.group, f.ns
-    )
-}
-
 fn pv(env: &TestEnv, f: &Federation, name: &str) -> Value {
     get(
         env,
@@ -173,7 +166,7 @@ fn a_configmap_change_reaches_the_canary_first_then_the_second_wave() {
     patch(
         env,
         "host",
-        &fed_path(&f, "federatedconfigmaps", "cfg"),
+        &f.fed_path("federatedconfigmaps", "cfg"),
         json!({"spec": {"template": {"data": {"v": "2"}}}}),
     );
     f.reset();
@@ -317,7 +310,7 @@ fn a_deployment_that_cannot_become_ready_halts_on_the_canary_then_a_fix_complete
     // An image the kubelet may not pull: the canary's pod never starts,
     // its Deployment is not Available within the progress deadline; the
     // rollout halts, the second wave untouched.
-    let path = fed_path(&f, "federateddeployments", "web");
+    let path = f.fed_path("federateddeployments", "web");
     patch(
         env,
         "host",
@@ -488,7 +481,7 @@ fn the_watch_rolls_a_change_out_wave_by_wave_and_holds_no_other_object_back() {
         patch(
             env,
             "host",
-            &fed_path(&f, "federatedconfigmaps", name),
+            &f.fed_path("federatedconfigmaps", name),
             json!({"spec": {"template": {"data": {"v": "2"}}}}),
         );
     }
@@ -567,7 +560,7 @@ fn the_watch_halts_a_deployment_that_cannot_become_ready_and_completes_its_fix()
             && record(&pv(env, &f, "deployment-web")).is_none()
     });
 
-    let path = fed_path(&f, "federateddeployments", "web");
+    let path = f.fed_path("federateddeployments", "web");
     patch(
         env,
         "host",
@@ -666,7 +659,7 @@ fn a_run_killed_between_waves_is_resumed_by_the_next() {
     patch(
         env,
         "host",
-        &fed_path(&f, "federatedconfigmaps", "cfg"),
+        &f.fed_path("federatedconfigmaps", "cfg"),
         json!({"metadata": {"annotations": {"kubefedctl.kubefed.io/rollout": p}}}),
     );
     let run = f.reconcile(&["--no-lock"]).ok();
@@ -769,7 +762,7 @@ fn a_plan_lists_the_waves_and_a_malformed_policy_writes_nothing_of_its_object() 
         assert!(cm(env, cluster, ns, "plain").is_some(), "{cluster}");
     }
     assert!(pv(env, &f, "configmap-bad").is_null());
-    let bad = get(env, "host", &fed_path(&f, "federatedconfigmaps", "bad")).unwrap();
+    let bad = get(env, "host", &f.fed_path("federatedconfigmaps", "bad")).unwrap();
     assert!(bad["metadata"]["finalizers"].is_null(), "{bad}");
 
     // A run that may not write to every member an object is placed on
@@ -777,7 +770,7 @@ fn a_plan_lists_the_waves_and_a_malformed_policy_writes_nothing_of_its_object() 
     patch(
         env,
         "host",
-        &fed_path(&f, "federatedconfigmaps", "planned"),
+        &f.fed_path("federatedconfigmaps", "planned"),
         json!({"spec": {"template": {"data": {"v": "2"}}}}),
     );
     f.reset();
@@ -807,10 +800,7 @@ fn rollout_abort_sends_the_members_that_got_a_version_back_at_once() {
     let (status, answer) = crate::fixtures::create(
         env,
         "host",
-        &format!(
-            "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
-            f.group, f.ns
-        ),
+        &f.fed_path("federatedconfigmaps", ""),
         v1.clone(),
     );
     assert_eq!(status, 201, "{answer}");
@@ -818,7 +808,7 @@ fn rollout_abort_sends_the_members_that_got_a_version_back_at_once() {
     let rolled_out = pv(env, &f, "configmap-cfg");
     // v2 reaches the canary; the second wave waits out a long soak, and
     // the run's wait ends first: exit 5, the rollout waiting.
-    let path = fed_path(&f, "federatedconfigmaps", "cfg");
+    let path = f.fed_path("federatedconfigmaps", "cfg");
     patch(
         env,
         "host",
@@ -895,16 +885,13 @@ fn rollout_abort_with_previous_keeps_the_host_and_writes_the_aborted_version_no_
                 "annotations": {"kubefedctl.kubefed.io/rollout": policy(&f, json!({"minSuccessTime": soak}))}},
             "spec": {"template": {"data": {"v": v}}, "placement": {"clusterSelector": {}}}})
     };
-    let collection = format!(
-        "/apis/{}/v1beta1/namespaces/{}/federatedconfigmaps",
-        f.group, f.ns
-    );
+    let collection = f.fed_path("federatedconfigmaps", "");
     let (status, answer) = crate::fixtures::create(env, "host", &collection, object("1"));
     assert_eq!(status, 201, "{answer}");
     f.reconcile(&[]).ok();
     let rolled_out = pv(env, &f, "configmap-cfg");
     // v2 reaches the canary; the second wave waits out its soak.
-    let path = fed_path(&f, "federatedconfigmaps", "cfg");
+    let path = f.fed_path("federatedconfigmaps", "cfg");
     patch(
         env,
         "host",
@@ -1184,7 +1171,7 @@ fn an_approval_gate_stops_a_rollout_until_it_is_approved_for_its_version() {
         patch(
             env,
             "host",
-            &fed_path(&f, "federatedconfigmaps", "cfg"),
+            &f.fed_path("federatedconfigmaps", "cfg"),
             json!({"spec": {"template": {"data": {"v": v}}}}),
         );
     };

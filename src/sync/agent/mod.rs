@@ -17,7 +17,7 @@ use crate::clients::members::{self, Member, ProbedMember};
 use crate::core::cluster::pull::{self, report_namespace};
 use crate::core::describe::{ObjectKey, key_of};
 use crate::core::propagation::report::agent_versions;
-use crate::core::propagation::version::propagated_version_name;
+use crate::core::propagation::version::propagated_version_key;
 use crate::core::run::scope::RunScope;
 use crate::sync::live::{self, progress::Progress};
 use crate::sync::run::observe::{self, Observation, Selection};
@@ -192,10 +192,7 @@ fn own_versions(seen: &mut Observation, writer: &ReportWriter, cluster: &str) {
             else {
                 continue;
             };
-            let pv_key = ObjectKey {
-                namespace: key.namespace.clone(),
-                name: propagated_version_name(&t.ty.target.kind, &key.name),
-            };
+            let pv_key = propagated_version_key(&t.ty.target.kind, &key);
             if let Some(mine) = agent_versions(seen.versions.get(&pv_key), report) {
                 seen.versions.insert(pv_key, mine);
             }

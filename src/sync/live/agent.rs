@@ -17,6 +17,7 @@ use crate::clients::host::Host;
 use crate::core::describe::{FederatedRef, key_of};
 use crate::core::propagation::readiness::Readiness;
 use crate::core::propagation::rollout::pull::{Admission, admission, hold};
+use crate::core::propagation::version::propagated_version_key;
 use crate::sync::live::progress::Progress;
 use crate::sync::run::observe::Observation;
 use crate::sync::run::report::Report;
@@ -35,14 +36,7 @@ pub fn admissions(seen: &Observation, cluster: &str) -> Admissions {
     for t in &seen.types {
         for fed in &t.objects {
             let key = key_of(fed);
-            let pv_name = crate::core::propagation::version::propagated_version_name(
-                &t.ty.target.kind,
-                &key.name,
-            );
-            let pv_key = crate::core::describe::ObjectKey {
-                namespace: key.namespace.clone(),
-                name: pv_name,
-            };
+            let pv_key = propagated_version_key(&t.ty.target.kind, &key);
             match admission(fed, seen.versions.get(&pv_key), cluster) {
                 Admission::Apply => {}
                 a => {

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use md5::{Digest, Md5};
 use serde_json::{Map, Number, Value, json};
 
-use crate::describe::{FieldError, FieldProblem};
+use crate::describe::{FieldError, FieldProblem, ObjectKey};
 use crate::propagation::federated::FederatedObject;
 
 /// Why a hash could not be computed (the shape of the federated object is
@@ -169,6 +169,16 @@ pub fn member_version(obj: &Value) -> String {
 /// same-kind types share the prefix, as upstream).
 pub fn propagated_version_name(target_kind: &str, federated_name: &str) -> String {
     format!("{}-{federated_name}", target_kind.to_lowercase())
+}
+
+/// Where the (Cluster)PropagatedVersion of the federated object `key`
+/// lives: its namespace (none when cluster-scoped) and
+/// [`propagated_version_name`].
+pub fn propagated_version_key(target_kind: &str, key: &ObjectKey) -> ObjectKey {
+    ObjectKey {
+        namespace: key.namespace.clone(),
+        name: propagated_version_name(target_kind, &key.name),
+    }
 }
 
 /// The version recorded for `cluster`, trusted only when the stored
@@ -558,6 +568,10 @@ mod tests {
         assert_eq!(
             propagated_version_name("Namespace", "myns"),
             "namespace-myns"
+        );
+        assert_eq!(
+            propagated_version_key("Deployment", &ObjectKey::new("shop", "web")),
+            ObjectKey::new("shop", "deployment-web")
         );
     }
 

@@ -480,36 +480,33 @@ mod tests {
 
     #[test]
     fn a_pull_member_is_admitted_confirmed_by_its_report_and_gated_on_its_readiness() {
-        let pulled = |c: Option<(Readiness, &str)>| MemberCopy {
-            pulled: true,
-            ..copy("edge", c)
-        };
-        let annotated = |r: &Rolling| json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: r.record.to_annotation()}}});
         let m1 = copy("m1", Some((Readiness::Ready, "rv:10")));
-        let mut r = start(
-            &policy(),
-            &target("new"),
-            None,
-            &[m1.clone(), pulled(None)],
-            100,
-        );
+        // The next round at `now`, resumed from `r`'s record, with edge's
+        // copy as its agent reports it.
+        let next = |r: &Rolling, edge: Option<(Readiness, &str)>, now| {
+            let pv = json!({"metadata": {"annotations": {ROLLOUT_STATUS_ANNOTATION: r.record.to_annotation()}}});
+            let edge = MemberCopy {
+                pulled: true,
+                ..copy("edge", edge)
+            };
+            start(
+                &policy(),
+                &target("new"),
+                Some(&pv),
+                &[m1.clone(), edge],
+                now,
+            )
+        };
+        let first = MemberCopy {
+            pulled: true,
+            ..copy("edge", None)
+        };
+        let mut r = start(&policy(), &target("new"), None, &[m1.clone(), first], 100);
         assert_eq!(r.plan.write, ["m1"]);
         assert!(!r.record.members.contains_key("edge"), "not admitted yet");
         r.wrote([("m1", "rv:10")]);
-        let r = start(
-            &policy(),
-            &target("new"),
-            Some(&annotated(&r)),
-            &[m1.clone(), pulled(None)],
-            101,
-        );
-        let r = start(
-            &policy(),
-            &target("new"),
-            Some(&annotated(&r)),
-            &[m1.clone(), pulled(None)],
-            112,
-        );
+        let r = next(&r, None, 101);
+        let r = next(&r, None, 112);
         assert_eq!(r.plan.write, ["edge"], "admitted once the canary soaked");
         let detail = super::super::rules::stand_over(&r.plan, None, &["edge".into()]).detail;
         assert!(
@@ -518,33 +515,14 @@ mod tests {
         );
         assert_eq!(r.record.members["edge"].version, None);
         // Its agent applied the target: the report confirms the write.
-        let pending = pulled(Some((Readiness::Pending("0/1 available".into()), "rv:9")));
-        let r = start(
-            &policy(),
-            &target("new"),
-            Some(&annotated(&r)),
-            &[m1.clone(), pending],
-            113,
-        );
+        let pending = Readiness::Pending("0/1 available".into());
+        let r = next(&r, Some((pending, "rv:9")), 113);
         assert_eq!(r.record.members["edge"].version.as_deref(), Some("rv:9"));
         assert!(r.plan.write.is_empty(), "confirmed: not written again");
         assert!(!r.complete());
-        let ready = pulled(Some((Readiness::Ready, "rv:9")));
-        let r = start(
-            &policy(),
-            &target("new"),
-            Some(&annotated(&r)),
-            &[m1.clone(), ready.clone()],
-            114,
-        );
+        let r = next(&r, Some((Readiness::Ready, "rv:9")), 114);
         assert!(!r.complete(), "soaking");
-        let r = start(
-            &policy(),
-            &target("new"),
-            Some(&annotated(&r)),
-            &[m1, ready],
-            125,
-        );
+        let r = next(&r, Some((Readiness::Ready, "rv:9")), 125);
         assert!(r.complete());
     }
 

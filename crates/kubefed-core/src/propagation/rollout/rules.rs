@@ -208,10 +208,10 @@ fn writes(write: &[String], pulled: &[String]) -> String {
     if !admitted.is_empty() {
         parts.push(format!("admitted {} (its agent applies)", join(&admitted)));
     }
-    match parts.is_empty() {
-        true => String::new(),
-        false => format!(": {}", parts.join("; ")),
+    if parts.is_empty() {
+        return String::new();
     }
+    format!(": {}", parts.join("; "))
 }
 
 /// `--rollout-abort --previous FILE`'s detail: who went back, who did not.
